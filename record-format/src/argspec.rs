@@ -1,0 +1,367 @@
+//! Argument specs (`fib@arg1,arg2/s;half@fparg1`) and the payloads they describe.
+//!
+//! A payload has no length and no type tags: its layout is the spec's items in order, each at a
+//! 4-byte aligned offset, the whole padded to 8 bytes. Integers are stored in their spec size,
+//! `c` in 1 byte (+3), floats in 4/8/10 bytes, strings as `u16 len` + bytes, structs raw.
+
+use crate::raw::align;
+
+/// What an item holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgSlot {
+    /// Integer-class argument N (1-based).
+    Arg(u32),
+    /// Floating-point argument N (1-based).
+    FpArg(u32),
+    Retval,
+}
+
+/// How an item is stored and displayed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgFormat {
+    /// `d`: signed, shown in hex when large.
+    Auto,
+    Signed,
+    Unsigned,
+    Hex,
+    Octal,
+    Pointer,
+    Char,
+    Str,
+    StdString,
+    Float,
+    Enum(String),
+    Struct(Option<String>),
+}
+
+/// One item of a spec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgItem {
+    pub slot: ArgSlot,
+    pub format: ArgFormat,
+    /// Bytes of the value (integers, floats, structs); unused for strings and chars.
+    pub size: usize,
+    /// The item as written, for messages and for writing the spec back.
+    pub text: String,
+}
+
+impl ArgItem {
+    /// Bytes the item occupies in a payload starting at `data` (strings read their length).
+    fn stored_len(&self, data: &[u8]) -> Option<usize> {
+        Some(match self.format {
+            ArgFormat::Str | ArgFormat::StdString => {
+                let len = u16::from_le_bytes([*data.first()?, *data.get(1)?]) as usize;
+                align(2 + len, 4)
+            }
+            ArgFormat::Char => 4,
+            _ => align(self.size, 4),
+        })
+    }
+}
+
+/// One `PATTERN@items` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgSpec {
+    pub pattern: String,
+    /// `@MODULE` restriction (`PLT`, a library basename, `kernel`).
+    pub module: Option<String>,
+    pub items: Vec<ArgItem>,
+}
+
+/// Why an item was rejected (the caller prints uftrace's `Usage:` line).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ItemError {
+    UnsupportedType(String),
+    UnsupportedSize(String),
+    Invalid(String),
+}
+
+impl std::fmt::Display for ItemError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ItemError::UnsupportedType(s) => write!(f, "unsupported argument type: {s}"),
+            ItemError::UnsupportedSize(s) => write!(f, "unsupported argument size: {s}"),
+            ItemError::Invalid(s) => write!(f, "skipping invalid argument: {s}"),
+        }
+    }
+}
+
+/// Parses one item such as `arg2/x32`, `fparg1/32`, `retval/f`, `arg1/e:color`, `arg1%rsi`.
+/// Returns `Ok(None)` when the word is not an argument item (a module name or trigger action).
+pub fn parse_item(word: &str, long_size: usize) -> Result<Option<ArgItem>, ItemError> {
+    let text = word.to_string();
+    // Drop the location (`%rdi`, `%stack+1`): it does not change the layout.
+    let core = match word.find('%') {
+        Some(i) => &word[..i],
+        None => word,
+    };
+    let (head, fmt) = match core.split_once('/') {
+        Some((h, f)) => (h, Some(f)),
+        None => (core, None),
+    };
+    let slot = if let Some(n) = head.strip_prefix("fparg") {
+        ArgSlot::FpArg(n.parse().ok().filter(|&n| n > 0).ok_or(ItemError::Invalid(text.clone()))?)
+    } else if let Some(n) = head.strip_prefix("arg") {
+        ArgSlot::Arg(n.parse().ok().filter(|&n| n > 0).ok_or(ItemError::Invalid(text.clone()))?)
+    } else if head == "retval" {
+        ArgSlot::Retval
+    } else {
+        return Ok(None);
+    };
+    let is_fp = matches!(slot, ArgSlot::FpArg(_));
+    let size_of = |bits: &str, allowed: &[usize]| -> Result<usize, ItemError> {
+        let b: usize = bits.parse().map_err(|_| ItemError::UnsupportedSize(text.clone()))?;
+        if allowed.contains(&b) {
+            Ok(if b == 80 { 10 } else { b / 8 })
+        } else {
+            Err(ItemError::UnsupportedSize(text.clone()))
+        }
+    };
+    let (format, size) = match fmt {
+        None if is_fp => (ArgFormat::Float, 8),
+        None => (ArgFormat::Auto, long_size),
+        Some(f) if is_fp || f.starts_with('f') => {
+            let bits = f.strip_prefix('f').unwrap_or(f);
+            if !is_fp && !f.starts_with('f') {
+                return Err(ItemError::UnsupportedType(text));
+            }
+            let size = if bits.is_empty() { 8 } else { size_of(bits, &[32, 64, 80])? };
+            (ArgFormat::Float, size)
+        }
+        Some(f) => {
+            let mut chars = f.chars();
+            let c = chars.next().ok_or(ItemError::UnsupportedType(text.clone()))?;
+            let rest = chars.as_str();
+            let int = |fmt: ArgFormat| -> Result<(ArgFormat, usize), ItemError> {
+                let size = if rest.is_empty() { long_size } else { size_of(rest, &[8, 16, 32, 64])? };
+                Ok((fmt, size))
+            };
+            match c {
+                'd' => int(ArgFormat::Auto)?,
+                'i' => int(ArgFormat::Signed)?,
+                'u' => int(ArgFormat::Unsigned)?,
+                'x' => int(ArgFormat::Hex)?,
+                'o' => int(ArgFormat::Octal)?,
+                'p' => int(ArgFormat::Pointer)?,
+                'c' if rest.is_empty() => (ArgFormat::Char, 1),
+                's' if rest.is_empty() => (ArgFormat::Str, 0),
+                'S' if rest.is_empty() => (ArgFormat::StdString, 0),
+                'e' => {
+                    let name = rest.strip_prefix(':').filter(|n| !n.is_empty());
+                    let name = name.ok_or(ItemError::Invalid(text.clone()))?;
+                    (ArgFormat::Enum(name.to_string()), long_size)
+                }
+                't' => {
+                    let (n, ty) = match rest.split_once(':') {
+                        Some((n, t)) => (n, Some(t.to_string())),
+                        None => (rest, None),
+                    };
+                    let n: usize = n.parse().map_err(|_| ItemError::Invalid(text.clone()))?;
+                    (ArgFormat::Struct(ty), n)
+                }
+                _ => return Err(ItemError::UnsupportedType(text)),
+            }
+        }
+    };
+    Ok(Some(ArgItem {
+        slot,
+        format,
+        size,
+        text,
+    }))
+}
+
+/// Parses a `;`-separated spec list. Items that fail are reported through `warn` and dropped;
+/// entries left without items are kept (the pattern may still select auto-args).
+pub fn parse_spec_list(list: &str, long_size: usize, mut warn: impl FnMut(ItemError)) -> Vec<ArgSpec> {
+    let mut out = Vec::new();
+    for entry in list.split(';').filter(|e| !e.trim().is_empty()) {
+        let (pattern, items) = match entry.split_once('@') {
+            Some((p, i)) => (p, i),
+            None => (entry, ""),
+        };
+        let mut spec = ArgSpec {
+            pattern: pattern.to_string(),
+            module: None,
+            items: Vec::new(),
+        };
+        for word in items.split(',').filter(|w| !w.is_empty()) {
+            match parse_item(word, long_size) {
+                Ok(Some(item)) => spec.items.push(item),
+                Ok(None) => {
+                    if spec.module.is_none() {
+                        spec.module = Some(word.to_string());
+                    }
+                }
+                Err(e) => warn(e),
+            }
+        }
+        out.push(spec);
+    }
+    out
+}
+
+/// A decoded payload item.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArgValue {
+    Int { raw: u64, size: usize },
+    Float(f64),
+    /// A long double (80-bit) converted to f64.
+    LongDouble(f64),
+    Char(u8),
+    Str(Vec<u8>),
+    Bytes(Vec<u8>),
+}
+
+/// Splits a payload into values, one per item. Returns `None` when the payload is too short.
+pub fn decode_payload(items: &[&ArgItem], payload: &[u8]) -> Option<Vec<ArgValue>> {
+    let mut pos = 0;
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        let data = payload.get(pos..)?;
+        let len = item.stored_len(data)?;
+        let data = data.get(..len)?;
+        let v = match &item.format {
+            ArgFormat::Str | ArgFormat::StdString => {
+                let n = u16::from_le_bytes([data[0], data[1]]) as usize;
+                ArgValue::Str(data.get(2..2 + n)?.to_vec())
+            }
+            ArgFormat::Char => ArgValue::Char(data[0]),
+            ArgFormat::Float => match item.size {
+                4 => ArgValue::Float(f64::from(f32::from_le_bytes(data[..4].try_into().ok()?))),
+                10 => ArgValue::LongDouble(f80_to_f64(data[..10].try_into().ok()?)),
+                _ => ArgValue::Float(f64::from_le_bytes(data[..8].try_into().ok()?)),
+            },
+            ArgFormat::Struct(_) => ArgValue::Bytes(data[..item.size].to_vec()),
+            _ => {
+                let mut buf = [0u8; 8];
+                let n = item.size.min(8);
+                buf[..n].copy_from_slice(&data[..n]);
+                ArgValue::Int {
+                    raw: u64::from_le_bytes(buf),
+                    size: n,
+                }
+            }
+        };
+        out.push(v);
+        pos += len;
+    }
+    Some(out)
+}
+
+/// Total payload bytes for the given items (including the final 8-byte padding).
+pub fn payload_len(items: &[&ArgItem], payload: &[u8]) -> Option<usize> {
+    let mut pos = 0;
+    for item in items {
+        pos += item.stored_len(payload.get(pos..)?)?;
+    }
+    Some(align(pos, 8))
+}
+
+/// Encodes values for items (the writer side). Strings longer than 98 bytes are cut as
+/// libmcount does (95 bytes + `...`).
+pub fn encode_payload(items: &[&ArgItem], values: &[ArgValue], out: &mut Vec<u8>) {
+    let start = out.len();
+    for (item, v) in items.iter().zip(values) {
+        let at = out.len();
+        match v {
+            ArgValue::Str(s) => {
+                let mut s = s.clone();
+                if s.len() > 98 {
+                    s.truncate(95);
+                    s.extend_from_slice(b"...");
+                }
+                out.extend_from_slice(&(s.len() as u16).to_le_bytes());
+                out.extend_from_slice(&s);
+            }
+            ArgValue::Char(c) => out.push(*c),
+            ArgValue::Float(f) if item.size == 4 => out.extend_from_slice(&(*f as f32).to_le_bytes()),
+            ArgValue::Float(f) | ArgValue::LongDouble(f) => out.extend_from_slice(&f.to_le_bytes()),
+            ArgValue::Int { raw, .. } => out.extend_from_slice(&raw.to_le_bytes()[..item.size.min(8)]),
+            ArgValue::Bytes(b) => out.extend_from_slice(b),
+        }
+        let used = out.len() - at;
+        let want = match item.format {
+            ArgFormat::Str | ArgFormat::StdString => align(used, 4),
+            ArgFormat::Char => 4,
+            _ => align(item.size, 4),
+        };
+        out.resize(at + want, 0);
+    }
+    let total = align(out.len() - start, 8);
+    out.resize(start + total, 0);
+}
+
+/// Converts an x87 80-bit extended float to f64 (enough precision for display).
+fn f80_to_f64(b: [u8; 10]) -> f64 {
+    let mant = u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]));
+    let se = u16::from_le_bytes([b[8], b[9]]);
+    let sign = if se & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exp = i32::from(se & 0x7fff);
+    if exp == 0 && mant == 0 {
+        return 0.0 * sign;
+    }
+    if exp == 0x7fff {
+        return if mant << 1 == 0 { sign * f64::INFINITY } else { f64::NAN };
+    }
+    sign * (mant as f64) * 2f64.powi(exp - 16383 - 63)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_items() {
+        let p = |w| parse_item(w, 8).unwrap().unwrap();
+        assert_eq!(p("arg1").size, 8);
+        assert_eq!(p("arg2/x32").format, ArgFormat::Hex);
+        assert_eq!(p("arg2/x32").size, 4);
+        assert_eq!(p("fparg1").format, ArgFormat::Float);
+        assert_eq!(p("fparg1/32").size, 4);
+        assert_eq!(p("retval/f").size, 8);
+        assert_eq!(p("retval/f32").size, 4);
+        assert_eq!(p("arg1/e:color").format, ArgFormat::Enum("color".into()));
+        assert_eq!(p("arg1/t16:pt%RDI+RSI").size, 16);
+        assert_eq!(p("arg1%rsi").slot, ArgSlot::Arg(1));
+        assert!(parse_item("PLT", 8).unwrap().is_none());
+        assert!(matches!(parse_item("arg1/q", 8), Err(ItemError::UnsupportedType(_))));
+        assert!(matches!(parse_item("arg1/i12", 8), Err(ItemError::UnsupportedSize(_))));
+    }
+
+    #[test]
+    fn spec_list_with_module() {
+        let specs = parse_spec_list("fib@arg1;slen@arg1/s;b@abc,arg1", 8, |_| {});
+        assert_eq!(specs.len(), 3);
+        assert_eq!(specs[2].module.as_deref(), Some("abc"));
+        assert_eq!(specs[2].items.len(), 1);
+    }
+
+    #[test]
+    fn payload_round_trip() {
+        let specs = parse_spec_list("f@arg1/s,arg2/c,fparg1,arg3/i32,fparg2/32", 8, |_| {});
+        let items: Vec<&ArgItem> = specs[0].items.iter().collect();
+        let values = vec![
+            ArgValue::Str(b"hello world".to_vec()),
+            ArgValue::Char(b'z'),
+            ArgValue::Float(3.0),
+            ArgValue::Int { raw: 0xffff_fffe, size: 4 },
+            ArgValue::Float(1.5),
+        ];
+        let mut buf = Vec::new();
+        encode_payload(&items, &values, &mut buf);
+        assert_eq!(&buf[..16], b"\x0b\x00hello world\x00\x00\x00");
+        assert_eq!(buf.len() % 8, 0);
+        assert_eq!(payload_len(&items, &buf), Some(buf.len()));
+        assert_eq!(decode_payload(&items, &buf).unwrap(), values);
+    }
+
+    #[test]
+    fn long_double() {
+        // 1.5 as x87 extended: mantissa 0xC000000000000000, exponent 16383.
+        let mut b = [0u8; 10];
+        b[..8].copy_from_slice(&0xC000_0000_0000_0000u64.to_le_bytes());
+        b[8..].copy_from_slice(&16383u16.to_le_bytes());
+        assert_eq!(f80_to_f64(b), 1.5);
+    }
+}

@@ -1,0 +1,154 @@
+//! `TraceDir`: a data directory opened for reading.
+
+use crate::dat::DatFile;
+use crate::error::{FormatError, Result};
+use crate::info::{feat, Info};
+use crate::maps::{parse_maps, MapEntry};
+use crate::sym::{parse_sym, SymFile};
+use crate::task::{parse_task_txt, TaskLine};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// One process image: a SESS line and its map file.
+#[derive(Debug, Clone)]
+pub struct SessionInfo {
+    pub sid: String,
+    pub pid: u32,
+    pub time: u64,
+    pub exename: String,
+    pub maps: Vec<MapEntry>,
+}
+
+/// A data directory: metadata parsed, per-thread data mapped.
+#[derive(Debug)]
+pub struct TraceDir {
+    pub path: PathBuf,
+    pub info: Info,
+    pub tasks: Vec<TaskLine>,
+    pub sessions: Vec<SessionInfo>,
+    /// One per TASKINFO tid, in that order.
+    pub data: Vec<DatFile>,
+    /// Contents of `default.opts`, if any.
+    pub default_opts: Option<String>,
+    /// Contents of `extern.dat`, if any.
+    pub extern_data: Option<String>,
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    fs::read(path).map_err(|e| FormatError::io(path, e))
+}
+
+impl TraceDir {
+    /// Opens and validates a data directory.
+    pub fn open(dir: &Path) -> Result<TraceDir> {
+        let meta = fs::metadata(dir).map_err(|source| FormatError::Open {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        if !meta.is_dir() {
+            return Err(FormatError::Open {
+                path: dir.to_path_buf(),
+                source: std::io::Error::from_raw_os_error(libc_enotdir()),
+            });
+        }
+        let info_path = dir.join("info");
+        let bytes = match fs::read(&info_path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(FormatError::NoData {
+                    path: dir.to_path_buf(),
+                })
+            }
+            Err(e) => return Err(FormatError::io(&info_path, e)),
+        };
+        let info = Info::parse(&bytes, &info_path)?;
+        if dir.join("task").exists() {
+            return Err(FormatError::invalid(
+                dir.join("task"),
+                "legacy binary task file is not supported",
+            ));
+        }
+        let task_path = dir.join("task.txt");
+        let tasks = if info.has_feature(feat::TASK_SESSION) {
+            let text = read(&task_path)?;
+            parse_task_txt(&String::from_utf8_lossy(&text), &task_path)?
+        } else {
+            Vec::new()
+        };
+        let mut sessions = Vec::new();
+        for t in &tasks {
+            if let TaskLine::Sess {
+                time,
+                pid,
+                sid,
+                exename,
+            } = t
+            {
+                if sessions.iter().any(|s: &SessionInfo| &s.sid == sid) {
+                    continue;
+                }
+                if sid.contains('/') || sid.contains("..") {
+                    return Err(FormatError::invalid(&task_path, format!("bad session id '{sid}'")));
+                }
+                let map_path = dir.join(format!("sid-{sid}.map"));
+                let text = read(&map_path)?;
+                sessions.push(SessionInfo {
+                    sid: sid.clone(),
+                    pid: *pid,
+                    time: *time,
+                    exename: exename.clone(),
+                    maps: parse_maps(&String::from_utf8_lossy(&text)),
+                });
+            }
+        }
+        let mut data = Vec::with_capacity(info.tids.len());
+        for &tid in &info.tids {
+            data.push(DatFile::open(&dir.join(format!("{tid}.dat")), tid)?);
+        }
+        if data.iter().all(DatFile::is_empty) && !info.has_feature(feat::KERNEL) {
+            return Err(FormatError::NoData {
+                path: dir.to_path_buf(),
+            });
+        }
+        let optional = |name: &str| {
+            fs::read(dir.join(name))
+                .ok()
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+        };
+        Ok(TraceDir {
+            path: dir.to_path_buf(),
+            default_opts: optional("default.opts").filter(|s| !s.trim().is_empty()),
+            extern_data: optional("extern.dat"),
+            info,
+            tasks,
+            sessions,
+            data,
+        })
+    }
+
+    /// Reads `<name>.sym` from the directory, if present.
+    pub fn read_sym(&self, file_name: &str) -> Option<SymFile> {
+        let text = fs::read(self.path.join(file_name)).ok()?;
+        Some(parse_sym(&String::from_utf8_lossy(&text)))
+    }
+
+    /// Reads an optional text file of the directory.
+    pub fn read_text(&self, name: &str) -> Option<String> {
+        fs::read(self.path.join(name))
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+    }
+
+    /// Default argument size in bytes (long) for this data.
+    pub fn long_size(&self) -> usize {
+        if self.info.header.elf_class == 1 {
+            4
+        } else {
+            8
+        }
+    }
+}
+
+const fn libc_enotdir() -> i32 {
+    20
+}

@@ -1,0 +1,64 @@
+//! The uftrace-compatible data directory, read and written.
+//!
+//! This crate is the only code shared by the runtime (libmcount), the recorder and the analysis
+//! commands. Data flow on the reading side: [`TraceDir::open`] parses `info`, `task.txt` and the
+//! session maps, and maps every `<tid>.dat`; the analysis engine then walks records in place with
+//! [`dat::read_header`], sizing payloads through [`argspec`].
+//!
+//! | file | module | layout |
+//! |---|---|---|
+//! | `info` | [`info`] | 40-byte header (`Ftrace!\0`, version 4, endian, class, feat, info mask, max stack) + `key:value` sections in bit order |
+//! | `<tid>.dat` | [`raw`], [`dat`] | 16-byte records: u64 time, u64 `type:2 more:1 magic:3=5 depth:10 addr:48`, payload if `more` |
+//! | `task.txt` | [`task`] | `SESS`/`TASK`/`FORK`/`DLOP` lines, timestamps `SEC.NSEC9` |
+//! | `sid-<SID>.map` | [`maps`] | `/proc/self/maps` lines of the modules and `[stack]` |
+//! | `<module>.sym` | [`sym`] | `%016x TYPE NAME`, implicit sizes closed by `?` lines |
+//!
+//! Compatibility rule: utrace writes what uftrace 0.13 reads (v4 `.sym`, no `SYM_SIZE`) and reads
+//! what 0.13 and 0.19 write.
+
+pub mod argspec;
+pub mod dat;
+pub mod dir;
+pub mod error;
+pub mod info;
+pub mod maps;
+pub mod raw;
+pub mod sym;
+pub mod task;
+pub mod writer;
+
+pub use dir::{SessionInfo, TraceDir};
+pub use error::{FormatError, Result};
+pub use info::Info;
+pub use raw::{RawRecord, RecordKind};
+pub use writer::TraceWriter;
+
+/// Event ids with built-in names and payload sizes (data-format §3.6).
+pub mod event {
+    /// Name and expected payload length of a built-in user event id.
+    pub fn builtin(id: u64) -> Option<(&'static str, usize)> {
+        Some(match id {
+            100001 => ("read:proc/statm", 24),
+            100002 => ("read:page-fault", 16),
+            100003 => ("diff:proc/statm", 24),
+            100004 => ("diff:page-fault", 16),
+            100005 => ("read:pmu-cycle", 16),
+            100006 => ("diff:pmu-cycle", 16),
+            100007 => ("read:pmu-cache", 16),
+            100008 => ("diff:pmu-cache", 16),
+            100009 => ("read:pmu-branch", 16),
+            100010 => ("diff:pmu-branch", 16),
+            100011 => ("watch:cpu", 4),
+            100012 => ("watch:var", 0),
+            200001 => ("linux:sched-in", 0),
+            200002 => ("linux:sched-out", 0),
+            200003 => ("linux:schedule", 0),
+            200004 => ("linux:task-new", 0),
+            200005 => ("linux:task-exit", 0),
+            200006 => ("linux:task-name", 0),
+            200007 => ("linux:sched-out (pre-empted)", 0),
+            200008 => ("linux:schedule (pre-empted)", 0),
+            _ => return None,
+        })
+    }
+}

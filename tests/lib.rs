@@ -1,0 +1,1 @@
+//! Integration tests live in `integration/`; this library is empty.
