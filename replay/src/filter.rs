@@ -1,0 +1,378 @@
+//! Function patterns, filters (`-F -N -H -C`), and triggers (`-T FUNC@ACTION,...`), compiled
+//! once and then decided per [`FuncId`].
+
+use crate::config::{Config, MatchType};
+use crate::symbols::FuncInfo;
+use crate::timeval::parse_time;
+use regex::Regex;
+
+const REGEX_CHARS: &[char] = &[
+    '.', '?', '*', '+', '-', '^', '$', '|', '(', ')', '[', ']', '{', '}',
+];
+
+#[derive(Debug, Clone)]
+enum Matcher {
+    Exact(String),
+    Regex(Regex),
+}
+
+/// A function pattern with an optional `@MODULE` restriction.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    matcher: Matcher,
+    module: Option<String>,
+    /// The pattern as the user wrote it.
+    pub text: String,
+}
+
+fn glob_to_regex(glob: &str) -> String {
+    let mut re = String::from("^");
+    let mut chars = glob.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' => re.push_str(".*"),
+            '?' => re.push('.'),
+            '[' => {
+                re.push('[');
+                if chars.peek() == Some(&'!') {
+                    chars.next();
+                    re.push('^');
+                }
+                for c in chars.by_ref() {
+                    if c == ']' {
+                        break;
+                    }
+                    if c == '\\' || c == '[' {
+                        re.push('\\');
+                    }
+                    re.push(c);
+                }
+                re.push(']');
+            }
+            c => re.push_str(&regex::escape(&c.to_string())),
+        }
+    }
+    re.push('$');
+    re
+}
+
+impl Pattern {
+    /// Compiles `name` (no `@`) with an optional module.
+    pub fn new(name: &str, module: Option<&str>, ty: MatchType) -> Pattern {
+        let exact = !name.contains(REGEX_CHARS) || name.starts_with("operator ");
+        let matcher = if exact {
+            Matcher::Exact(name.to_string())
+        } else {
+            let re = match ty {
+                MatchType::Regex => Regex::new(name),
+                MatchType::Glob => Regex::new(&glob_to_regex(name)),
+            };
+            match re {
+                Ok(r) => Matcher::Regex(r),
+                Err(_) => Matcher::Exact(name.to_string()),
+            }
+        };
+        Pattern {
+            matcher,
+            module: module.map(str::to_string),
+            text: match module {
+                Some(m) => format!("{name}@{m}"),
+                None => name.to_string(),
+            },
+        }
+    }
+
+    /// Parses `NAME[@MODULE]`.
+    pub fn parse(spec: &str, ty: MatchType) -> Pattern {
+        match spec.split_once('@') {
+            Some((n, m)) if !m.is_empty() => Pattern::new(n, Some(m), ty),
+            Some((n, _)) => Pattern::new(n, None, ty),
+            None => Pattern::new(spec, None, ty),
+        }
+    }
+
+    pub fn matches_name(&self, name: &str) -> bool {
+        match &self.matcher {
+            Matcher::Exact(s) => s == name,
+            Matcher::Regex(r) => r.is_match(name),
+        }
+    }
+
+    pub fn matches(&self, f: &FuncInfo) -> bool {
+        if let Some(m) = &self.module {
+            let ok = match m.as_str() {
+                "PLT" => f.is_plt && f.in_exe,
+                "kernel" => f.module == "[kernel]",
+                m => f.module.starts_with(m),
+            };
+            if !ok {
+                return false;
+            }
+        }
+        self.matches_name(&f.name)
+    }
+}
+
+/// Replay-time trigger actions of one `-T` entry.
+#[derive(Debug, Clone, Default)]
+pub struct Actions {
+    pub depth: Option<u32>,
+    pub time: Option<u64>,
+    pub filter: bool,
+    pub notrace: bool,
+    pub hide: bool,
+    pub caller: bool,
+    pub trace: bool,
+    pub trace_on: bool,
+    pub trace_off: bool,
+    pub backtrace: bool,
+    pub finish: bool,
+    pub color: Option<&'static str>,
+}
+
+impl Actions {
+    fn merge(&mut self, o: &Actions) {
+        self.depth = o.depth.or(self.depth);
+        self.time = o.time.or(self.time);
+        self.filter |= o.filter;
+        self.notrace |= o.notrace;
+        self.hide |= o.hide;
+        self.caller |= o.caller;
+        self.trace |= o.trace;
+        self.trace_on |= o.trace_on;
+        self.trace_off |= o.trace_off;
+        self.backtrace |= o.backtrace;
+        self.finish |= o.finish;
+        self.color = o.color.or(self.color);
+    }
+}
+
+/// ANSI code for a `color=` trigger name.
+pub fn color_code(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "red" => "\x1b[91m",
+        "green" => "\x1b[32m",
+        "blue" => "\x1b[94m",
+        "yellow" => "\x1b[33m",
+        "magenta" => "\x1b[35m",
+        "cyan" => "\x1b[36m",
+        "bold" => "\x1b[1m",
+        "gray" => "\x1b[90m",
+        _ => return None,
+    })
+}
+
+fn is_record_only(w: &str) -> bool {
+    let lw = w.to_ascii_lowercase();
+    lw.starts_with("read=")
+        || lw == "recover"
+        || lw == "auto-args"
+        || lw.starts_with("if:")
+        || lw.starts_with("clear")
+        || lw.starts_with("arg")
+        || lw.starts_with("fparg")
+        || lw.starts_with("retval")
+        || lw.starts_with("size=")
+}
+
+/// Parses one `-T` value. Unknown words become the module name; `notices` collects `Usage:`
+/// complaints.
+pub fn parse_trigger(spec: &str, ty: MatchType, notices: &mut Vec<String>) -> (Pattern, Actions) {
+    let (name, rest) = spec.split_once('@').unwrap_or((spec, ""));
+    let mut a = Actions::default();
+    let mut module: Option<String> = None;
+    for w in rest.split(',').filter(|w| !w.is_empty()) {
+        let lw = w.to_ascii_lowercase();
+        let norm = lw.replace(['_', '-'], "");
+        if let Some(v) = lw.strip_prefix("depth=") {
+            match v.parse::<u32>() {
+                Ok(d) if d > 0 => a.depth = Some(d),
+                _ => notices.push(format!("invalid depth given: {v} (ignoring..)")),
+            }
+        } else if let Some(v) = lw.strip_prefix("time=") {
+            a.time = parse_time(v).ok();
+        } else if let Some(v) = lw.strip_prefix("color=") {
+            match color_code(v) {
+                Some(c) => a.color = Some(c),
+                None => notices.push(format!("ignoring invalid color: {v}")),
+            }
+        } else if norm == "traceon" {
+            a.trace_on = true;
+        } else if norm == "traceoff" {
+            a.trace_off = true;
+        } else {
+            match lw.as_str() {
+                "filter" => a.filter = true,
+                "notrace" => a.notrace = true,
+                "hide" => a.hide = true,
+                "caller" => a.caller = true,
+                "trace" => a.trace = true,
+                "backtrace" => a.backtrace = true,
+                "finish" => a.finish = true,
+                _ if is_record_only(w) => {}
+                _ => {
+                    if module.is_none() {
+                        module = Some(w.to_string());
+                    } else {
+                        notices.push(format!("ignoring extra module: {w}"));
+                    }
+                }
+            }
+        }
+    }
+    (Pattern::new(name, module.as_deref(), ty), a)
+}
+
+/// Everything the filters decide about one function.
+#[derive(Debug, Clone, Default)]
+pub struct FuncFilter {
+    pub filter: bool,
+    pub notrace: bool,
+    pub hide: bool,
+    pub caller: bool,
+    pub actions: Actions,
+}
+
+/// The compiled filters of a command.
+#[derive(Debug, Default)]
+pub struct Filters {
+    filter: Vec<Pattern>,
+    notrace: Vec<Pattern>,
+    hide: Vec<Pattern>,
+    caller: Vec<Pattern>,
+    triggers: Vec<(Pattern, Actions)>,
+    pub no_libcall: bool,
+    /// `-F` (or a `filter` trigger) is in use: only filtered regions are shown.
+    pub has_filter: bool,
+    /// `-C` (or a `caller` trigger) is in use.
+    pub has_caller: bool,
+    /// Some trigger turns tracing on: tracing starts off only with `--disable`, never here.
+    pub notices: Vec<String>,
+}
+
+impl Filters {
+    pub fn new(cfg: &Config) -> Filters {
+        let ty = cfg.match_type;
+        let pats = |v: &[String]| -> Vec<Pattern> {
+            v.iter()
+                .flat_map(|s| s.split(';'))
+                .filter(|s| !s.is_empty())
+                .map(|s| Pattern::parse(s, ty))
+                .collect()
+        };
+        let mut notices = Vec::new();
+        let triggers: Vec<(Pattern, Actions)> = cfg
+            .triggers
+            .iter()
+            .flat_map(|s| s.split(';'))
+            .filter(|s| !s.is_empty())
+            .map(|s| parse_trigger(s, ty, &mut notices))
+            .collect();
+        let filter = pats(&cfg.filters);
+        let caller = pats(&cfg.caller);
+        Filters {
+            has_filter: !filter.is_empty() || triggers.iter().any(|(_, a)| a.filter),
+            has_caller: !caller.is_empty() || triggers.iter().any(|(_, a)| a.caller),
+            filter,
+            notrace: pats(&cfg.notrace),
+            hide: pats(&cfg.hide),
+            caller,
+            triggers,
+            no_libcall: cfg.no_libcall,
+            notices,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.filter.is_empty()
+            && self.notrace.is_empty()
+            && self.hide.is_empty()
+            && self.caller.is_empty()
+            && self.triggers.is_empty()
+    }
+
+    /// Decides everything for one function.
+    pub fn decide(&self, f: &FuncInfo) -> FuncFilter {
+        let any = |v: &[Pattern]| v.iter().any(|p| p.matches(f));
+        let mut out = FuncFilter {
+            filter: any(&self.filter),
+            notrace: any(&self.notrace),
+            hide: any(&self.hide) || (self.no_libcall && f.is_plt),
+            caller: any(&self.caller),
+            actions: Actions::default(),
+        };
+        for (p, a) in &self.triggers {
+            if p.matches(f) {
+                out.actions.merge(a);
+            }
+        }
+        out.filter |= out.actions.filter;
+        out.notrace |= out.actions.notrace;
+        out.hide |= out.actions.hide;
+        out.caller |= out.actions.caller;
+        out
+    }
+
+    /// The `Usage: failed to set filter or trigger: ...` text when no pattern of `-F -N -T -C
+    /// -H` matches any function in `names`; `None` when something matched or nothing was given.
+    pub fn unmatched(&self, funcs: &[&FuncInfo]) -> Option<String> {
+        let mut all: Vec<(&Pattern, String)> = Vec::new();
+        all.extend(self.filter.iter().map(|p| (p, p.text.clone())));
+        all.extend(self.triggers.iter().map(|(p, _)| (p, p.text.clone())));
+        all.extend(self.notrace.iter().map(|p| (p, format!("!{}", p.text))));
+        all.extend(self.caller.iter().map(|p| (p, p.text.clone())));
+        all.extend(self.hide.iter().map(|p| (p, p.text.clone())));
+        if all.is_empty() {
+            return None;
+        }
+        let matched = all.iter().any(|(p, _)| funcs.iter().any(|f| p.matches(f)));
+        if matched {
+            return None;
+        }
+        let texts: Vec<String> = all.into_iter().map(|(_, t)| t).collect();
+        Some(format!("failed to set filter or trigger: {}", texts.join(" or ")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(name: &str) -> FuncInfo {
+        FuncInfo {
+            name: name.into(),
+            module: "abc".into(),
+            addr: 0,
+            size: 1,
+            is_plt: false,
+            in_exe: true,
+            known: true,
+        }
+    }
+
+    #[test]
+    fn exact_unless_meta() {
+        let p = Pattern::parse("b", MatchType::Regex);
+        assert!(p.matches(&f("b")));
+        assert!(!p.matches(&f("abc")));
+        let p = Pattern::parse("a|b", MatchType::Regex);
+        assert!(p.matches(&f("__monstartup")));
+        let p = Pattern::parse("_*", MatchType::Glob);
+        assert!(p.matches(&f("__x")));
+        assert!(!p.matches(&f("x_")));
+        let p = Pattern::parse("b@abc", MatchType::Regex);
+        assert!(p.matches(&f("b")));
+        let p = Pattern::parse("b@libc", MatchType::Regex);
+        assert!(!p.matches(&f("b")));
+    }
+
+    #[test]
+    fn triggers() {
+        let mut n = Vec::new();
+        let (p, a) = parse_trigger("b@filter,backtrace,depth=2,Trace_On,color=pink,mod", MatchType::Regex, &mut n);
+        assert!(a.filter && a.backtrace && a.trace_on);
+        assert_eq!(a.depth, Some(2));
+        assert_eq!(n, ["ignoring invalid color: pink"]);
+        assert!(p.matches(&f("b")) == false); // module "mod" does not match "abc"
+    }
+}

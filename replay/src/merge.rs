@@ -1,0 +1,274 @@
+//! Time-ordered merge of every task's records.
+//!
+//! Each task has a cursor over its mapped `.dat` bytes and one decoded *head* record; a binary
+//! heap picks the earliest head (ties go to the task listed first in TASKINFO, as uftrace does).
+//! Decoding a head resolves its function, since the payload size of an entry or exit depends on
+//! the argument spec bound to that function.
+
+use crate::specs::Specs;
+use crate::symbols::{FuncId, Symbolizer};
+use record_format::argspec::{payload_len, ArgItem};
+use record_format::dat::{event_payload_len, read_header, BadRecord};
+use record_format::raw::RECORD_SIZE;
+use record_format::{RawRecord, RecordKind, TraceDir};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+/// One decoded record.
+#[derive(Debug, Clone)]
+pub struct Head {
+    pub raw: RawRecord,
+    /// The function (entries and exits only).
+    pub func: FuncId,
+    /// (offset, length) of the payload in the task's data.
+    pub payload: (usize, usize),
+}
+
+#[derive(Debug)]
+struct Cursor<'d> {
+    tid: u32,
+    bytes: &'d [u8],
+    pos: usize,
+    last_time: u64,
+    session: Option<usize>,
+    sess_from: u64,
+    sess_until: u64,
+    first_session: Option<usize>,
+}
+
+/// The merged stream of all tasks.
+pub struct Merge<'d> {
+    pub sym: Symbolizer<'d>,
+    pub specs: Specs,
+    cursors: Vec<Cursor<'d>>,
+    heads: Vec<Option<Head>>,
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    externs: Vec<(u64, String)>,
+    ext_pos: usize,
+    event_names: HashMap<u64, String>,
+    first_time: u64,
+    /// Problems met while decoding (printed as warnings by the caller).
+    pub warnings: Vec<String>,
+}
+
+/// Parses `extern.dat`: `<sec>[.<frac>] <message>` lines.
+pub fn parse_extern(text: &str) -> Vec<(u64, String)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim_start();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (ts, msg) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let (sec, frac) = ts.split_once('.').unwrap_or((ts, ""));
+        let Ok(sec) = sec.parse::<u64>() else { continue };
+        let frac: String = frac.chars().take(9).collect();
+        let nsec = if frac.is_empty() {
+            0
+        } else {
+            format!("{frac:0<9}").parse::<u64>().unwrap_or(0)
+        };
+        let mut msg = msg.trim().to_string();
+        if msg.len() > 1023 {
+            let mut cut = 1023;
+            while !msg.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            msg.truncate(cut);
+        }
+        out.push((sec * 1_000_000_000 + nsec, msg));
+    }
+    out.sort_by_key(|e| e.0);
+    out
+}
+
+impl<'d> Merge<'d> {
+    pub fn new(dir: &'d TraceDir, sym: Symbolizer<'d>, specs: Specs, _warn: &mut dyn FnMut(&str)) -> Merge<'d> {
+        let cursors: Vec<Cursor<'d>> = dir
+            .data
+            .iter()
+            .map(|d| Cursor {
+                tid: d.tid,
+                bytes: d.bytes(),
+                pos: 0,
+                last_time: 0,
+                session: None,
+                sess_from: 1,
+                sess_until: 0,
+                first_session: None,
+            })
+            .collect();
+        let n = cursors.len();
+        let mut event_names = HashMap::new();
+        if let Some(t) = dir.read_text("events.txt") {
+            for l in t.lines() {
+                let mut it = l.split_whitespace();
+                if let (Some("EVENT:"), Some(id), Some(name)) = (it.next(), it.next(), it.next()) {
+                    if let Ok(id) = id.parse() {
+                        event_names.insert(id, name.to_string());
+                    }
+                }
+            }
+        }
+        let mut m = Merge {
+            sym,
+            specs,
+            cursors,
+            heads: vec![None; n],
+            heap: BinaryHeap::with_capacity(n),
+            externs: dir.extern_data.as_deref().map(parse_extern).unwrap_or_default(),
+            ext_pos: 0,
+            event_names,
+            first_time: u64::MAX,
+            warnings: Vec::new(),
+        };
+        for i in 0..n {
+            m.load(i);
+        }
+        m.first_time = m
+            .heads
+            .iter()
+            .flatten()
+            .filter(|h| h.raw.kind != RecordKind::Lost)
+            .map(|h| h.raw.time)
+            .min()
+            .unwrap_or(0);
+        m
+    }
+
+    pub fn first_time(&self) -> u64 {
+        self.first_time
+    }
+
+    pub fn tid(&self, ti: usize) -> u32 {
+        self.cursors[ti].tid
+    }
+
+    /// The task's current session.
+    pub fn session_of(&self, ti: usize) -> Option<usize> {
+        self.cursors[ti].session.or(self.cursors[ti].first_session)
+    }
+
+    /// The task name (basename of its current executable).
+    pub fn comm(&self, ti: usize) -> &str {
+        self.session_of(ti).map_or("", |s| self.sym.session_comm(s))
+    }
+
+    pub fn payload(&self, ti: usize, (off, len): (usize, usize)) -> &'d [u8] {
+        let b = self.cursors[ti].bytes;
+        b.get(off..off + len).unwrap_or(&[])
+    }
+
+    pub fn event_names(&self) -> &HashMap<u64, String> {
+        &self.event_names
+    }
+
+    /// The next `extern.dat` line at or before `upto`.
+    pub fn next_extern(&mut self, upto: u64) -> Option<(u64, String)> {
+        let e = self.externs.get(self.ext_pos)?;
+        if e.0 >= upto && upto != u64::MAX {
+            return None;
+        }
+        self.ext_pos += 1;
+        Some(e.clone())
+    }
+
+    /// Takes the earliest record of all tasks.
+    pub fn pop(&mut self) -> Option<(usize, Head)> {
+        let Reverse((_, ti)) = self.heap.pop()?;
+        let head = self.heads[ti].take()?;
+        self.load(ti);
+        Some((ti, head))
+    }
+
+    fn broken(&mut self, ti: usize, what: BadRecord) {
+        let c = &self.cursors[ti];
+        let msg = match what {
+            BadRecord::Magic => format!("invalid record in {}.dat at offset {}: broken data?", c.tid, c.pos),
+            BadRecord::Truncated => format!("{}.dat is truncated at offset {}", c.tid, c.pos),
+        };
+        self.warnings.push(msg);
+        self.cursors[ti].pos = self.cursors[ti].bytes.len();
+    }
+
+    fn resolve_session(&mut self, ti: usize, time: u64) -> Option<usize> {
+        let c = &self.cursors[ti];
+        if time >= c.sess_from && time < c.sess_until {
+            return c.session;
+        }
+        let tid = c.tid;
+        let (s, from, until) = match self.sym.session_at(tid, time) {
+            Some((s, until)) => (Some(s), time, until),
+            None => (None, time, time + 1),
+        };
+        let c = &mut self.cursors[ti];
+        c.session = s;
+        c.sess_from = from.min(c.sess_from.min(from));
+        c.sess_from = from;
+        c.sess_until = until;
+        if c.first_session.is_none() {
+            c.first_session = s;
+        }
+        s
+    }
+
+    /// Decodes the record at the task's cursor into its head and queues it.
+    fn load(&mut self, ti: usize) {
+        let (bytes, pos) = (self.cursors[ti].bytes, self.cursors[ti].pos);
+        let mut raw = match read_header(bytes, pos) {
+            None => return,
+            Some(Err(e)) => return self.broken(ti, e),
+            Some(Ok(r)) => r,
+        };
+        let pstart = pos + RECORD_SIZE;
+        if raw.kind == RecordKind::Lost {
+            raw.time = self.cursors[ti].last_time;
+        } else {
+            self.cursors[ti].last_time = self.cursors[ti].last_time.max(raw.time);
+        }
+        let mut func = 0;
+        let mut plen = 0;
+        match raw.kind {
+            RecordKind::Entry | RecordKind::Exit => {
+                let session = self.resolve_session(ti, raw.time);
+                func = self.sym.resolve(session, raw.time, raw.addr);
+                if raw.more {
+                    let f = self.sym.func(func).clone();
+                    let spec = self.specs.get(func, &f);
+                    let items: Vec<&ArgItem> = if raw.kind == RecordKind::Entry {
+                        spec.args.iter().collect()
+                    } else {
+                        spec.ret.iter().collect()
+                    };
+                    if items.is_empty() {
+                        self.warnings.push(format!(
+                            "record missing argument info for {} in {}.dat",
+                            f.name, self.cursors[ti].tid
+                        ));
+                        self.cursors[ti].pos = bytes.len();
+                        return;
+                    }
+                    match payload_len(&items, &bytes[pstart.min(bytes.len())..]) {
+                        Some(n) if pstart + n <= bytes.len() => plen = n,
+                        _ => return self.broken(ti, BadRecord::Truncated),
+                    }
+                }
+            }
+            RecordKind::Event if raw.more => match event_payload_len(bytes, pstart) {
+                Ok(n) => plen = n,
+                Err(e) => return self.broken(ti, e),
+            },
+            _ => {}
+        }
+        // Event payloads carry a u16 length before the data; hand over only the data.
+        let payload = if raw.kind == RecordKind::Event && plen > 0 {
+            let n = u16::from_le_bytes([bytes[pstart], bytes[pstart + 1]]) as usize;
+            (pstart + 2, n)
+        } else {
+            (pstart, plen)
+        };
+        self.cursors[ti].pos = pstart + plen;
+        self.heads[ti] = Some(Head { raw, func, payload });
+        self.heap.push(Reverse((raw.time, ti)));
+    }
+}

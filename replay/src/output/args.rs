@@ -1,0 +1,179 @@
+//! Rendering of recorded argument and return values (`fib(5) = 5`, `strlen("alpha") = 5`).
+
+use record_format::argspec::{ArgFormat, ArgItem, ArgValue};
+use std::fmt::Write as _;
+
+fn escape_into(out: &mut String, bytes: &[u8]) {
+    if bytes.iter().any(|&b| b >= 0x80) {
+        out.push_str(&String::from_utf8_lossy(bytes));
+        return;
+    }
+    for &b in bytes {
+        match b {
+            0 => out.push_str("\\0"),
+            8 => out.push_str("\\b"),
+            b'\n' => out.push_str("\\n"),
+            _ => out.push(b as char),
+        }
+    }
+}
+
+fn sign_extend(raw: u64, size: usize) -> i64 {
+    match size {
+        1 => raw as u8 as i8 as i64,
+        2 => raw as u16 as i16 as i64,
+        4 => raw as u32 as i32 as i64,
+        _ => raw as i64,
+    }
+}
+
+fn mask(raw: u64, size: usize) -> u64 {
+    if size >= 8 {
+        raw
+    } else {
+        raw & ((1u64 << (size * 8)) - 1)
+    }
+}
+
+/// Appends one value. `symbol_at` names a function at an address (for `p` pointers).
+pub fn push_value(
+    out: &mut String,
+    item: &ArgItem,
+    value: &ArgValue,
+    symbol_at: &mut dyn FnMut(u64) -> Option<String>,
+) {
+    match (value, &item.format) {
+        (ArgValue::Str(s), ArgFormat::Str | ArgFormat::StdString) => {
+            if s.as_slice() == [0xff, 0xff, 0xff, 0xff] {
+                out.push_str("NULL");
+                return;
+            }
+            out.push('"');
+            escape_into(out, s);
+            out.push('"');
+            if item.format == ArgFormat::StdString {
+                out.push('s');
+            }
+        }
+        (ArgValue::Char(c), _) => {
+            out.push('\'');
+            escape_into(out, &[*c]);
+            out.push('\'');
+        }
+        (ArgValue::Float(f) | ArgValue::LongDouble(f), _) => {
+            if f.is_finite() {
+                let _ = write!(out, "{f:.6}");
+            } else if f.is_nan() {
+                out.push_str("nan");
+            } else {
+                out.push_str(if *f > 0.0 { "inf" } else { "-inf" });
+            }
+        }
+        (ArgValue::Bytes(_), ArgFormat::Struct(name)) => {
+            let _ = write!(out, "{}{{...}}", name.as_deref().unwrap_or(""));
+        }
+        (ArgValue::Int { raw, size }, fmt) => {
+            let (raw, size) = (*raw, *size);
+            let u = mask(raw, size);
+            match fmt {
+                ArgFormat::Signed => {
+                    let _ = write!(out, "{}", sign_extend(raw, size));
+                }
+                ArgFormat::Unsigned => {
+                    if u > 100_000 {
+                        let _ = write!(out, "{u:#x}");
+                    } else {
+                        let _ = write!(out, "{u}");
+                    }
+                }
+                ArgFormat::Hex => {
+                    if u == 0 {
+                        out.push('0');
+                    } else {
+                        let _ = write!(out, "{u:#x}");
+                    }
+                }
+                ArgFormat::Octal => {
+                    if u == 0 {
+                        out.push('0');
+                    } else {
+                        let _ = write!(out, "0{u:o}");
+                    }
+                }
+                ArgFormat::Pointer => {
+                    if u == 0 {
+                        out.push('0');
+                    } else if let Some(name) = symbol_at(u) {
+                        let _ = write!(out, "&{name}");
+                    } else {
+                        let _ = write!(out, "{u:#x}");
+                    }
+                }
+                _ => {
+                    // Auto: an int held in a 64-bit register shows as 32-bit when it looks
+                    // like a negative int; large magnitudes show in hex.
+                    if size == 8 && u > 0xffff_0000 && u <= 0xffff_ffff {
+                        let _ = write!(out, "{}", u as u32 as i32);
+                        return;
+                    }
+                    let v = sign_extend(raw, size);
+                    if !(-100_000..=100_000).contains(&v) {
+                        let _ = write!(out, "{u:#x}");
+                    } else {
+                        let _ = write!(out, "{v}");
+                    }
+                }
+            }
+        }
+        (ArgValue::Str(s), _) | (ArgValue::Bytes(s), _) => {
+            escape_into(out, s);
+        }
+    }
+}
+
+/// Appends `a, b, c` for argument values.
+pub fn push_args(
+    out: &mut String,
+    items: &[ArgItem],
+    values: &[ArgValue],
+    symbol_at: &mut dyn FnMut(u64) -> Option<String>,
+) {
+    for (i, (item, v)) in items.iter().zip(values).enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        push_value(out, item, v, symbol_at);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use record_format::argspec::parse_item;
+
+    fn show(spec: &str, v: ArgValue) -> String {
+        let item = parse_item(spec, 8).unwrap().unwrap();
+        let mut s = String::new();
+        push_value(&mut s, &item, &v, &mut |_| None);
+        s
+    }
+
+    #[test]
+    fn rendering() {
+        let int = |raw| ArgValue::Int { raw, size: 8 };
+        assert_eq!(show("arg1", int(5)), "5");
+        assert_eq!(show("arg1", int((-2i64) as u64)), "-2");
+        assert_eq!(show("arg1", int(0xffff_fffe)), "-2");
+        assert_eq!(show("arg1", int(0x1bd5b7dde)), "0x1bd5b7dde");
+        assert_eq!(show("arg1", int(100_001)), "0x186a1");
+        assert_eq!(show("arg1/x", int(0)), "0");
+        assert_eq!(show("arg1/o", int(1)), "01");
+        assert_eq!(show("arg1/u", int(7)), "7");
+        assert_eq!(show("arg1/i32", ArgValue::Int { raw: 0xffff_fffe, size: 4 }), "-2");
+        assert_eq!(show("arg1/s", ArgValue::Str(b"a\nb".to_vec())), "\"a\\nb\"");
+        assert_eq!(show("arg1/S", ArgValue::Str(b"hello".to_vec())), "\"hello\"s");
+        assert_eq!(show("arg1/c", ArgValue::Char(b'a')), "'a'");
+        assert_eq!(show("fparg1", ArgValue::Float(1.5)), "1.500000");
+        assert_eq!(show("arg1/p", int(0)), "0");
+    }
+}

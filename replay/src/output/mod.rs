@@ -1,0 +1,5 @@
+//! Output formats. Each module renders one format.
+
+pub mod args;
+pub mod events;
+pub mod replay;

@@ -1,0 +1,292 @@
+//! The text of `replay`: header, field columns, indentation, function and comment lines.
+
+use crate::config::{Field, ReplayOptions};
+use crate::timeval::push_duration;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+/// What a line is about, for the columns left of ` | `.
+#[derive(Debug, Clone, Copy)]
+pub struct LineCtx<'a> {
+    pub tid: u32,
+    pub comm: &'a str,
+    pub module: &'a str,
+    pub addr: u64,
+    /// Timestamp the line stands for.
+    pub time: u64,
+    /// Timestamp of the previous line of this task (for `delta`).
+    pub prev: Option<u64>,
+}
+
+/// The duration column: blank, a time, or a word (`backtrace`).
+#[derive(Debug, Clone, Copy)]
+pub enum DurCol<'a> {
+    Blank,
+    Time(u64),
+    Word(&'a str),
+}
+
+const GRAY: &str = "\x1b[90m";
+const RED: &str = "\x1b[91m";
+const RESET: &str = "\x1b[0m";
+
+/// Writes replay lines to an output stream.
+pub struct ReplayPrinter<'w> {
+    out: &'w mut dyn Write,
+    opts: ReplayOptions,
+    buf: String,
+    header_done: bool,
+    first_time: u64,
+    last_tid: Option<u32>,
+    columns: HashMap<u32, usize>,
+}
+
+fn header_text(f: Field, tid_width: usize) -> &'static str {
+    match f {
+        Field::Duration => " DURATION ",
+        Field::Tid if tid_width == 6 => "   TID  ",
+        Field::Tid => "   TID   ",
+        Field::Addr => "   ADDRESS  ",
+        Field::Time => "     TIMESTAMP    ",
+        Field::Delta => " TIMEDELTA",
+        Field::Elapsed => "  ELAPSED ",
+        Field::Task => "      TASK NAME",
+        Field::Module => "     MODULE NAME",
+    }
+}
+
+fn field_width(f: Field, tid_width: usize) -> usize {
+    match f {
+        Field::Tid => tid_width + 2,
+        f => header_text(f, tid_width).len(),
+    }
+}
+
+impl<'w> ReplayPrinter<'w> {
+    pub fn new(out: &'w mut dyn Write, opts: ReplayOptions, first_time: u64) -> Self {
+        ReplayPrinter {
+            out,
+            opts,
+            buf: String::with_capacity(256),
+            header_done: false,
+            first_time,
+            last_tid: None,
+            columns: HashMap::new(),
+        }
+    }
+
+    /// The underlying stream, for notices printed before the trace.
+    pub fn out(&mut self) -> &mut dyn Write {
+        &mut *self.out
+    }
+
+    pub fn opts(&self) -> &ReplayOptions {
+        &self.opts
+    }
+
+    fn header(&mut self) -> io::Result<()> {
+        if self.header_done {
+            return Ok(());
+        }
+        self.header_done = true;
+        if self.opts.flat {
+            return writeln!(self.out);
+        }
+        if self.opts.fields.is_empty() {
+            return Ok(());
+        }
+        let mut h = String::new();
+        for (i, f) in self.opts.fields.iter().enumerate() {
+            h.push_str(if i == 0 { "#" } else { " " });
+            h.push_str(header_text(*f, self.opts.tid_width));
+        }
+        h.push_str("   FUNCTION");
+        writeln!(self.out, "{h}")
+    }
+
+    /// Ends the output: an empty result is a single empty line.
+    pub fn finish(&mut self) -> io::Result<()> {
+        if !self.header_done && (!self.opts.fields.is_empty() || self.opts.flat) {
+            writeln!(self.out)?;
+        }
+        self.header_done = true;
+        Ok(())
+    }
+
+    /// Starts a line: header if needed, task separator, fields, ` | ` and the indentation.
+    fn start(&mut self, ctx: &LineCtx<'_>, dur: DurCol<'_>, depth: u32) -> io::Result<()> {
+        self.header()?;
+        self.buf.clear();
+        if self.opts.task_newline && self.last_tid.is_some_and(|t| t != ctx.tid) {
+            if !self.opts.fields.is_empty() {
+                let w: usize = self
+                    .opts
+                    .fields
+                    .iter()
+                    .map(|f| 1 + field_width(*f, self.opts.tid_width))
+                    .sum();
+                let _ = write!(self.buf, "{:w$} | ", "");
+            }
+            self.buf.push('\n');
+        }
+        self.last_tid = Some(ctx.tid);
+        let color = self.opts.color;
+        let tw = self.opts.tid_width;
+        for f in &self.opts.fields {
+            self.buf.push(' ');
+            match f {
+                Field::Duration => match dur {
+                    DurCol::Blank => self.buf.push_str("          "),
+                    DurCol::Time(ns) => push_duration(&mut self.buf, ns, color),
+                    DurCol::Word(w) => {
+                        let _ = write!(self.buf, "{w:>10}");
+                    }
+                },
+                Field::Tid => {
+                    let _ = write!(self.buf, "[{:>tw$}]", ctx.tid);
+                }
+                Field::Addr => {
+                    let _ = write!(self.buf, "{:>12x}", ctx.addr);
+                }
+                Field::Time => {
+                    let _ = write!(
+                        self.buf,
+                        "{:>8}.{:09}",
+                        ctx.time / 1_000_000_000,
+                        ctx.time % 1_000_000_000
+                    );
+                }
+                Field::Delta => match ctx.prev {
+                    Some(p) => push_duration(&mut self.buf, ctx.time.saturating_sub(p), color),
+                    None => self.buf.push_str("          "),
+                },
+                Field::Elapsed => {
+                    push_duration(&mut self.buf, ctx.time.saturating_sub(self.first_time), color)
+                }
+                Field::Task => {
+                    let comm: String = ctx.comm.chars().take(15).collect();
+                    let _ = write!(self.buf, "{comm:>15}");
+                }
+                Field::Module => {
+                    let m: String = ctx.module.chars().take(16).collect();
+                    let _ = write!(self.buf, "{m:>16}");
+                }
+            }
+        }
+        if !self.opts.fields.is_empty() {
+            self.buf.push_str(" | ");
+        }
+        let mut indent = depth as usize;
+        if let Some(off) = self.opts.column_offset {
+            let n = self.columns.len();
+            let col = *self.columns.entry(ctx.tid).or_insert(n);
+            indent += col * off as usize;
+        }
+        for _ in 0..indent {
+            self.buf.push_str("  ");
+        }
+        Ok(())
+    }
+
+    fn end(&mut self) -> io::Result<()> {
+        self.buf.push('\n');
+        self.out.write_all(self.buf.as_bytes())
+    }
+
+    fn name(&mut self, name: &str, color: Option<&str>) {
+        match color.filter(|_| self.opts.color) {
+            Some(c) => {
+                let _ = write!(self.buf, "{c}{name}{RESET}");
+            }
+            None => self.buf.push_str(name),
+        }
+    }
+
+    fn parens(&mut self, name: &str, args: &str) {
+        let bare = name.ends_with(')') && !name.ends_with("operator()");
+        if !args.is_empty() || !bare {
+            let _ = write!(self.buf, "({args})");
+        }
+    }
+
+    /// `name(args) {`
+    pub fn entry(&mut self, ctx: &LineCtx<'_>, depth: u32, name: &str, args: &str, color: Option<&str>) -> io::Result<()> {
+        self.start(ctx, DurCol::Blank, depth)?;
+        self.name(name, color);
+        self.parens(name, args);
+        self.buf.push_str(" {");
+        self.end()
+    }
+
+    /// `name(args) = ret;`
+    pub fn leaf(&mut self, ctx: &LineCtx<'_>, dur: u64, depth: u32, name: &str, args: &str, ret: Option<&str>, color: Option<&str>) -> io::Result<()> {
+        self.start(ctx, DurCol::Time(dur), depth)?;
+        self.name(name, color);
+        self.parens(name, args);
+        if let Some(r) = ret {
+            let _ = write!(self.buf, " = {r}");
+        }
+        self.buf.push(';');
+        self.end()
+    }
+
+    /// `} = ret; /* name */`
+    pub fn exit(&mut self, ctx: &LineCtx<'_>, dur: Option<u64>, depth: u32, name: &str, ret: Option<&str>) -> io::Result<()> {
+        self.start(ctx, dur.map_or(DurCol::Blank, DurCol::Time), depth)?;
+        self.buf.push('}');
+        if let Some(r) = ret {
+            let _ = write!(self.buf, " = {r};");
+        }
+        if !self.opts.no_comment {
+            if self.opts.color {
+                let _ = write!(self.buf, "{GRAY} /* {name} */{RESET}");
+            } else {
+                let _ = write!(self.buf, " /* {name} */");
+            }
+        }
+        self.end()
+    }
+
+    /// `/* text */` at a depth (events, lost records).
+    pub fn comment(&mut self, ctx: &LineCtx<'_>, dur: Option<u64>, depth: u32, text: &str, red: bool) -> io::Result<()> {
+        self.start(ctx, dur.map_or(DurCol::Blank, DurCol::Time), depth)?;
+        if red && self.opts.color {
+            let _ = write!(self.buf, "{RED}/* {text} */{RESET}");
+        } else {
+            let _ = write!(self.buf, "/* {text} */");
+        }
+        self.end()
+    }
+
+    /// One `backtrace` line: `/* [ 0] main */`.
+    pub fn backtrace(&mut self, ctx: &LineCtx<'_>, index: usize, name: &str) -> io::Result<()> {
+        self.start(ctx, DurCol::Word("backtrace"), 0)?;
+        let _ = write!(self.buf, "/* [{index:2}] {name} */");
+        self.end()
+    }
+
+    /// A raw line (for `--flat`).
+    pub fn raw(&mut self, line: &str) -> io::Result<()> {
+        self.header()?;
+        self.out.write_all(line.as_bytes())?;
+        self.out.write_all(b"\n")
+    }
+
+    /// The block listing functions still open at the end of the data.
+    pub fn remaining(&mut self, tasks: &[(u32, Vec<(u16, String)>)]) -> io::Result<()> {
+        if tasks.is_empty() {
+            return Ok(());
+        }
+        self.finish()?;
+        let title = "utrace stopped tracing with remaining functions";
+        writeln!(self.out, "\n{title}\n{}", "=".repeat(title.len()))?;
+        for (tid, frames) in tasks {
+            writeln!(self.out, "task: {tid}")?;
+            for (d, name) in frames.iter().rev() {
+                writeln!(self.out, "[{d}] {name}")?;
+            }
+        }
+        writeln!(self.out)
+    }
+}

@@ -1,0 +1,354 @@
+//! Address → function resolution through the session maps and the modules' symbol tables.
+//!
+//! Every distinct function gets a small [`FuncId`]; everything per function (display name,
+//! module, filter decisions, argument specs) is then looked up by that id, never by string.
+
+pub mod demangle;
+pub mod elf;
+
+use crate::config::Demangle;
+use record_format::maps::{kernel_base, MapEntry};
+use record_format::sym::Symbol;
+use record_format::task::TaskLine;
+use record_format::TraceDir;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Index into [`Symbolizer::func`].
+pub type FuncId = u32;
+
+/// A resolved function.
+#[derive(Debug, Clone)]
+pub struct FuncInfo {
+    /// Name after demangling in the configured mode.
+    pub name: String,
+    /// Basename of the module (`[unknown]` when unresolved).
+    pub module: String,
+    /// Runtime start address (the raw address when unresolved).
+    pub addr: u64,
+    pub size: u64,
+    /// A PLT entry (library call).
+    pub is_plt: bool,
+    /// Defined in the session's main executable.
+    pub in_exe: bool,
+    pub known: bool,
+}
+
+#[derive(Debug)]
+struct Module {
+    syms: Vec<Symbol>,
+}
+
+#[derive(Debug)]
+struct Dlopen {
+    time: u64,
+    base: u64,
+    libname: String,
+}
+
+#[derive(Debug)]
+struct Session {
+    pid: u32,
+    time: u64,
+    exename: String,
+    maps: Vec<MapEntry>,
+    kernel_base: u64,
+    dlopens: Vec<Dlopen>,
+}
+
+/// Resolves addresses of one data directory.
+#[derive(Debug)]
+pub struct Symbolizer<'d> {
+    dir: &'d TraceDir,
+    mode: Demangle,
+    sessions: Vec<Session>,
+    modules: Vec<Module>,
+    module_by_path: HashMap<String, Option<usize>>,
+    funcs: Vec<FuncInfo>,
+    func_by_sym: HashMap<(usize, usize), FuncId>,
+    func_by_addr: HashMap<u64, FuncId>,
+    /// tid → its session timeline: (start time, session index), sorted by time.
+    timelines: HashMap<u32, Vec<(u64, usize)>>,
+}
+
+fn basename(p: &str) -> &str {
+    p.rsplit('/').next().unwrap_or(p)
+}
+
+impl<'d> Symbolizer<'d> {
+    pub fn new(dir: &'d TraceDir, mode: Demangle) -> Symbolizer<'d> {
+        let mut sessions: Vec<Session> = dir
+            .sessions
+            .iter()
+            .map(|s| Session {
+                pid: s.pid,
+                time: s.time,
+                exename: s.exename.clone(),
+                kernel_base: kernel_base(&s.maps),
+                maps: s.maps.clone(),
+                dlopens: Vec::new(),
+            })
+            .collect();
+        for t in &dir.tasks {
+            if let TaskLine::Dlop {
+                time,
+                sid,
+                base,
+                libname,
+                ..
+            } = t
+            {
+                if let Some(i) = dir.sessions.iter().position(|s| &s.sid == sid) {
+                    sessions[i].dlopens.push(Dlopen {
+                        time: *time,
+                        base: *base,
+                        libname: libname.clone(),
+                    });
+                }
+            }
+        }
+        let mut s = Symbolizer {
+            dir,
+            mode,
+            sessions,
+            modules: Vec::new(),
+            module_by_path: HashMap::new(),
+            funcs: Vec::new(),
+            func_by_sym: HashMap::new(),
+            func_by_addr: HashMap::new(),
+            timelines: HashMap::new(),
+        };
+        s.build_timelines();
+        s
+    }
+
+    fn build_timelines(&mut self) {
+        let mut pid_of: HashMap<u32, u32> = HashMap::new();
+        let mut parent: HashMap<u32, (u32, u64)> = HashMap::new();
+        for t in &self.dir.tasks {
+            match t {
+                TaskLine::Task { tid, pid, .. } => {
+                    pid_of.insert(*tid, *pid);
+                }
+                TaskLine::Fork { time, pid, ppid } => {
+                    pid_of.entry(*pid).or_insert(*pid);
+                    parent.entry(*pid).or_insert((*ppid, *time));
+                }
+                _ => {}
+            }
+        }
+        let tids: Vec<u32> = self.dir.info.tids.clone();
+        for tid in tids {
+            let tl = self.timeline_of(tid, &pid_of, &parent, 0);
+            self.timelines.insert(tid, tl);
+        }
+    }
+
+    fn timeline_of(
+        &self,
+        tid: u32,
+        pid_of: &HashMap<u32, u32>,
+        parent: &HashMap<u32, (u32, u64)>,
+        level: u32,
+    ) -> Vec<(u64, usize)> {
+        let pid = pid_of.get(&tid).copied().unwrap_or(tid);
+        let mut own: Vec<(u64, usize)> = self
+            .sessions
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.pid == pid)
+            .map(|(i, s)| (s.time, i))
+            .collect();
+        own.sort_by_key(|&(t, _)| t);
+        let mut tl = Vec::new();
+        // Before its own first session a process runs its parent's image (fork without exec).
+        if let Some(&(ppid, fork_time)) = parent.get(&pid) {
+            if level < 64 && own.first().is_none_or(|&(t, _)| t > fork_time) {
+                let ptl = self.timeline_of(ppid, pid_of, parent, level + 1);
+                if let Some(&(_, s)) = ptl.iter().rev().find(|&&(t, _)| t <= fork_time).or(ptl.first()) {
+                    tl.push((0, s));
+                }
+            }
+        }
+        if tl.is_empty() {
+            if let Some(&(_, first)) = own.first() {
+                tl.push((0, first));
+            } else if !self.sessions.is_empty() {
+                tl.push((0, 0));
+            }
+        }
+        tl.extend(own);
+        tl
+    }
+
+    /// The session index of `tid` at `time`, and the time from which the next session starts.
+    pub fn session_at(&self, tid: u32, time: u64) -> Option<(usize, u64)> {
+        let tl = self.timelines.get(&tid)?;
+        let i = tl.partition_point(|&(t, _)| t <= time);
+        let idx = i.checked_sub(1)?;
+        let next = tl.get(i).map_or(u64::MAX, |&(t, _)| t);
+        Some((tl[idx].1, next))
+    }
+
+    /// Basename of the session's executable (the task name shown by replay and info).
+    pub fn session_comm(&self, session: usize) -> &str {
+        self.sessions
+            .get(session)
+            .map_or("", |s| basename(&s.exename))
+    }
+
+    pub fn func(&self, id: FuncId) -> &FuncInfo {
+        &self.funcs[id as usize]
+    }
+
+    pub fn func_count(&self) -> usize {
+        self.funcs.len()
+    }
+
+    fn load_module(&mut self, path: &str, build_id: Option<&str>) -> Option<usize> {
+        if let Some(&m) = self.module_by_path.get(path) {
+            return m;
+        }
+        let base = basename(path);
+        let mut candidates = vec![format!("{base}.sym")];
+        if let Some(id) = build_id {
+            candidates.push(format!("{base}-{}.sym", &id[..id.len().min(4)]));
+        }
+        let sum = path.bytes().fold(0u16, |a, b| a.wrapping_add(u16::from(b)));
+        candidates.push(format!("{base}-{sum:04x}.sym"));
+        let mut syms = None;
+        for (i, name) in candidates.iter().enumerate() {
+            let Some(f) = self.dir.read_sym(name) else {
+                continue;
+            };
+            let path_ok = f.path_name.as_deref().is_none_or(|p| p == path);
+            let id_ok = match (&f.build_id, build_id) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            };
+            if (path_ok && id_ok) || (i == candidates.len() - 1 && syms.is_none()) {
+                if !f.symbols.is_empty() {
+                    syms = Some(f.symbols);
+                    break;
+                }
+            }
+        }
+        let syms = syms.or_else(|| elf::load_elf_symbols(Path::new(path)));
+        let idx = syms.map(|syms| {
+            self.modules.push(Module { syms });
+            self.modules.len() - 1
+        });
+        self.module_by_path.insert(path.to_string(), idx);
+        idx
+    }
+
+    fn intern(&mut self, module: usize, sym: usize, base: u64, module_name: &str, in_exe: bool) -> FuncId {
+        if let Some(&id) = self.func_by_sym.get(&(module, sym)) {
+            return id;
+        }
+        let s = &self.modules[module].syms[sym];
+        let info = FuncInfo {
+            name: demangle::demangle(&s.name, self.mode),
+            module: module_name.to_string(),
+            addr: base + s.addr,
+            size: s.size,
+            is_plt: s.is_plt(),
+            in_exe,
+            known: true,
+        };
+        let id = self.funcs.len() as FuncId;
+        self.funcs.push(info);
+        self.func_by_sym.insert((module, sym), id);
+        id
+    }
+
+    fn unknown(&mut self, addr: u64, kernel: bool) -> FuncId {
+        if let Some(&id) = self.func_by_addr.get(&addr) {
+            return id;
+        }
+        let id = self.funcs.len() as FuncId;
+        self.funcs.push(FuncInfo {
+            name: format!("<{addr:x}>"),
+            module: if kernel { "[kernel]" } else { "[unknown]" }.to_string(),
+            addr,
+            size: 0,
+            is_plt: false,
+            in_exe: false,
+            known: false,
+        });
+        self.func_by_addr.insert(addr, id);
+        id
+    }
+
+    fn lookup(syms: &[Symbol], rel: u64) -> Option<usize> {
+        let i = syms.partition_point(|s| s.addr <= rel);
+        // Overlapping entries (data and code) are rare: look back a few for a containing one.
+        (i.saturating_sub(4)..i)
+            .rev()
+            .find(|&j| rel < syms[j].addr + syms[j].size.max(1) && syms[j].size > 0)
+    }
+
+    /// Resolves `addr` recorded at `time` in session `session`.
+    pub fn resolve(&mut self, session: Option<usize>, time: u64, addr: u64) -> FuncId {
+        let Some(sidx) = session.filter(|&s| s < self.sessions.len()) else {
+            return self.unknown(addr, false);
+        };
+        let kb = self.sessions[sidx].kernel_base;
+        if kb != 0 && addr >= (kb & record_format::raw::ADDR_MASK) {
+            return self.unknown(addr, true);
+        }
+        let map = self.sessions[sidx]
+            .maps
+            .iter()
+            .find(|m| !m.is_stack() && m.contains(addr))
+            .cloned();
+        if let Some(map) = map {
+            let in_exe = map.path == self.sessions[sidx].exename;
+            if let Some(m) = self.load_module(&map.path, map.build_id.as_deref()) {
+                if let Some(si) = Self::lookup(&self.modules[m].syms, addr - map.start) {
+                    return self.intern(m, si, map.start, basename(&map.path), in_exe);
+                }
+            }
+            return self.unknown(addr, false);
+        }
+        let dl: Vec<(u64, String)> = self.sessions[sidx]
+            .dlopens
+            .iter()
+            .rev()
+            .filter(|d| d.time <= time && addr >= d.base)
+            .map(|d| (d.base, d.libname.clone()))
+            .collect();
+        for (base, lib) in dl {
+            if let Some(m) = self.load_module(&lib, None) {
+                if let Some(si) = Self::lookup(&self.modules[m].syms, addr - base) {
+                    return self.intern(m, si, base, basename(&lib), false);
+                }
+            }
+        }
+        self.unknown(addr, false)
+    }
+
+    /// Every function symbol of every module mapped in any session, resolved to ids. Used to
+    /// check whether a filter pattern matches anything.
+    pub fn all_functions(&mut self) -> Vec<FuncId> {
+        let mut out = Vec::new();
+        for si in 0..self.sessions.len() {
+            let maps = self.sessions[si].maps.clone();
+            let exe = self.sessions[si].exename.clone();
+            for map in maps.iter().filter(|m| !m.is_stack()) {
+                if basename(&map.path).starts_with("libmcount") {
+                    continue;
+                }
+                let Some(m) = self.load_module(&map.path, map.build_id.as_deref()) else {
+                    continue;
+                };
+                for i in 0..self.modules[m].syms.len() {
+                    if self.modules[m].syms[i].is_function() {
+                        out.push(self.intern(m, i, map.start, basename(&map.path), map.path == exe));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
