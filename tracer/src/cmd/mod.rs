@@ -1,0 +1,57 @@
+//! One module per subcommand, each with `run(&Invocation, &mut Notices) -> anyhow::Result<ExitCode>`.
+//! The returned status is the process exit status; errors are printed by `main`.
+
+pub mod dump;
+pub mod graph;
+pub mod info;
+pub mod live;
+pub mod record;
+pub mod recv;
+pub mod replay;
+pub mod report;
+pub mod script;
+pub mod tui;
+
+use crate::cli::Subcommand;
+use crate::error::OpenDataError;
+use crate::invocation::Invocation;
+use crate::notice::Notices;
+use crate::usage;
+use record_format::TraceDir;
+use std::io::Write;
+use std::process::ExitCode;
+
+/// Runs the subcommand of `inv`.
+pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> {
+    match inv.subcommand {
+        Subcommand::Record => record::run(inv, notices),
+        Subcommand::Replay => replay::run(inv, notices),
+        Subcommand::Report => report::run(inv, notices),
+        Subcommand::Live => live::run(inv, notices),
+        Subcommand::Info => info::run(inv, notices),
+        Subcommand::Dump => dump::run(inv, notices),
+        Subcommand::Recv => recv::run(inv, notices),
+        Subcommand::Graph => graph::run(inv, notices),
+        Subcommand::Script => script::run(inv, notices),
+        Subcommand::Tui => tui::run(inv, notices),
+    }
+}
+
+/// Opens the data directory an analysis command reads (`-d DIR`, `uftrace.data`, or `.` when
+/// it holds an `info` file). The error makes `main` print `WARN: cannot open record data: …`
+/// and exit with 255.
+pub fn open_data(inv: &Invocation) -> Result<TraceDir, OpenDataError> {
+    TraceDir::open(&inv.args.data.analysis_dir()).map_err(OpenDataError)
+}
+
+/// `record`/`live` without a program: the banner on stdout, status 1.
+pub fn missing_program(notices: &mut Notices) -> ExitCode {
+    notices.flush();
+    let _ = std::io::stdout().write_all(usage::banner().as_bytes());
+    ExitCode::from(1)
+}
+
+/// The error of a subcommand that does not exist yet.
+pub fn not_implemented(sub: Subcommand) -> anyhow::Error {
+    anyhow::anyhow!("'{}' is not implemented yet", sub.name())
+}

@@ -1,0 +1,26 @@
+//! `utrace replay`: print the recorded calls as a tree (cli.md §4).
+
+use crate::config;
+use crate::invocation::Invocation;
+use crate::notice::Notices;
+use crate::pager::Output;
+use anyhow::Context;
+use std::io::Write;
+use std::process::ExitCode;
+
+pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> {
+    let dir = super::open_data(inv)?;
+    let inv = inv.with_default_opts(dir.default_opts.as_deref(), notices)?;
+    let cfg = config::analysis_config(&inv, notices)?;
+    let opts = config::replay_options(&inv, &cfg, notices)?;
+    notices.flush();
+
+    let mut out = Output::start(!inv.args.common.no_pager);
+    let mut warn = |msg: &str| {
+        let _ = writeln!(std::io::stderr(), "WARN: {msg}");
+    };
+    replay::replay(&dir, &cfg, &opts, out.writer(), &mut warn)
+        .with_context(|| format!("cannot replay {}", dir.path.display()))?;
+    out.finish()?;
+    Ok(ExitCode::SUCCESS)
+}
