@@ -37,7 +37,10 @@ impl DatFile {
             // SAFETY: the mapping is read-only and private to this process. The data directory is
             // not written while it is analysed; should another process truncate the file anyway,
             // reads could fault, which is the documented limit of mmap-based readers.
-            Some(unsafe { Mmap::map(&file) }.map_err(|e| FormatError::io(path, e))?)
+            let map = unsafe { Mmap::map(&file) }.map_err(|e| FormatError::io(path, e))?;
+            // Advice only tunes read-ahead; failing to give it changes nothing else.
+            let _ = map.advise(memmap2::Advice::Sequential);
+            Some(map)
         };
         Ok(DatFile {
             tid,
@@ -48,6 +51,21 @@ impl DatFile {
 
     pub fn bytes(&self) -> &[u8] {
         self.map.as_deref().unwrap_or(&[])
+    }
+
+    /// Lets the kernel drop the pages before `upto` from this process (they are re-read from
+    /// the file if touched again), so memory stays flat while a large file is walked.
+    pub fn release(&self, upto: usize) {
+        const PAGE: usize = 4096;
+        let Some(map) = &self.map else { return };
+        let len = upto.min(map.len()) & !(PAGE - 1);
+        if len == 0 {
+            return;
+        }
+        // SAFETY: the mapping is private, read-only and file-backed: MADV_DONTNEED only discards
+        // this process's copies of clean pages, and a later access faults the same bytes in
+        // again from the file. No reference into the range is invalidated.
+        let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, len) };
     }
 
     pub fn is_empty(&self) -> bool {

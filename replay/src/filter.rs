@@ -114,7 +114,7 @@ impl Pattern {
 }
 
 /// Replay-time trigger actions of one `-T` entry.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Actions {
     pub depth: Option<u32>,
     pub time: Option<u64>,
@@ -224,7 +224,7 @@ pub fn parse_trigger(spec: &str, ty: MatchType, notices: &mut Vec<String>) -> (P
 }
 
 /// Everything the filters decide about one function.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct FuncFilter {
     pub filter: bool,
     pub notrace: bool,

@@ -57,6 +57,8 @@ struct TaskState {
     threshold: Option<u64>,
     trace_on: bool,
     prev_print: Option<u64>,
+    /// Frames in state Pending.
+    pending: u32,
     allowed: bool,
     done: bool,
 }
@@ -133,6 +135,7 @@ impl<'d, 'w> Engine<'d, 'w> {
                 threshold: cfg.time_filter,
                 trace_on: true,
                 prev_print: None,
+                pending: 0,
                 allowed: cfg.tids.is_empty() || cfg.tids.contains(&d.tid),
                 done: false,
             })
@@ -157,11 +160,14 @@ impl<'d, 'w> Engine<'d, 'w> {
         if self.decided.len() <= i {
             self.decided.resize(i + 1, None);
         }
-        if self.decided[i].is_none() {
-            let f = self.merge.sym.func(id);
-            self.decided[i] = Some(self.filters.decide(f));
+        match self.decided[i] {
+            Some(d) => d,
+            None => {
+                let d = self.filters.decide(self.merge.sym.func(id));
+                self.decided[i] = Some(d);
+                d
+            }
         }
-        self.decided[i].clone().unwrap_or_default()
     }
 
     /// Prints `Usage:` notices for filters that match nothing (and drops those filters).
@@ -290,15 +296,18 @@ impl<'d, 'w> Engine<'d, 'w> {
     }
 
     fn print_entry(&mut self, ti: usize, idx: usize) -> Result<()> {
-        let fr = self.tasks[ti].stack[idx].clone();
-        let (Some(func), Some(time)) = (fr.func, fr.entry_time) else {
+        let fr = &self.tasks[ti].stack[idx];
+        let (Some(func), Some(time), disp, payload, was) = (fr.func, fr.entry_time, fr.disp, fr.payload, fr.state) else {
             return Ok(());
         };
-        let args = self.args_text(func, fr.payload, ti, false).unwrap_or_default();
+        let args = self.args_text(func, payload, ti, false).unwrap_or_default();
         let color = self.decide(func).actions.color;
-        let name = self.merge.sym.func(func).name.clone();
+        let fi = self.merge.sym.func(func);
         let ctx = make_ctx(&self.merge, &self.tasks, ti, Some(func), time);
-        self.printer.entry(&ctx, fr.disp, &name, &args, color)?;
+        self.printer.entry(&ctx, disp, &fi.name, &args, color)?;
+        if was == State::Pending {
+            self.tasks[ti].pending -= 1;
+        }
         self.tasks[ti].stack[idx].state = State::Printed;
         self.mark_printed(ti, time);
         Ok(())
@@ -307,6 +316,9 @@ impl<'d, 'w> Engine<'d, 'w> {
     /// Makes room for a new line of task `ti`: prints the held entry and pending ancestors.
     fn before_line(&mut self, ti: usize) -> Result<()> {
         self.flush_held()?;
+        if self.tasks[ti].pending == 0 {
+            return Ok(());
+        }
         let n = self.tasks[ti].stack.len();
         for i in 0..n {
             let fr = &self.tasks[ti].stack[i];
@@ -339,6 +351,9 @@ impl<'d, 'w> Engine<'d, 'w> {
 
     fn undo(&mut self, ti: usize, fr: &Frame) {
         let t = &mut self.tasks[ti];
+        if fr.state == State::Pending {
+            t.pending -= 1;
+        }
         if fr.enters_filter {
             t.filter_count -= 1;
         }
@@ -444,9 +459,14 @@ impl<'d, 'w> Engine<'d, 'w> {
             (true, false) => State::Held,
         };
         let state = fr.state;
-        self.tasks[ti].stack.push(fr);
+        if state == State::Pending {
+            t.pending += 1;
+        }
         if state == State::Held {
             self.before_line(ti)?;
+        }
+        self.tasks[ti].stack.push(fr);
+        if state == State::Held {
             if ff.actions.backtrace {
                 self.backtrace(ti)?;
             }
@@ -545,9 +565,9 @@ impl<'d, 'w> Engine<'d, 'w> {
 
     fn print_exit(&mut self, ti: usize, func: FuncId, dur: Option<u64>, disp: u32, h: &Head) -> Result<()> {
         let ret = self.args_text(func, h.payload, ti, true);
-        let name = self.merge.sym.func(func).name.clone();
+        let fi = self.merge.sym.func(func);
         let ctx = make_ctx(&self.merge, &self.tasks, ti, Some(func), h.raw.time);
-        self.printer.exit(&ctx, dur, disp, &name, ret.as_deref())?;
+        self.printer.exit(&ctx, dur, disp, &fi.name, ret.as_deref())?;
         self.mark_printed(ti, h.raw.time);
         Ok(())
     }
@@ -559,10 +579,10 @@ impl<'d, 'w> Engine<'d, 'w> {
         let args = self.args_text(func, fr.payload, ti, false).unwrap_or_default();
         let ret = self.args_text(func, h.payload, ti, true);
         let color = self.decide(func).actions.color;
-        let name = self.merge.sym.func(func).name.clone();
+        let fi = self.merge.sym.func(func);
         let ctx = make_ctx(&self.merge, &self.tasks, ti, Some(func), entry);
         let dur = h.raw.time.saturating_sub(entry);
-        self.printer.leaf(&ctx, dur, fr.disp, &name, &args, ret.as_deref(), color)?;
+        self.printer.leaf(&ctx, dur, fr.disp, &fi.name, &args, ret.as_deref(), color)?;
         self.mark_printed(ti, entry);
         Ok(())
     }

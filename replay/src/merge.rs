@@ -26,6 +26,9 @@ pub struct Head {
 
 #[derive(Debug)]
 struct Cursor<'d> {
+    file: &'d record_format::dat::DatFile,
+    /// Bytes before this offset were handed back to the kernel.
+    released: usize,
     tid: u32,
     bytes: &'d [u8],
     pos: usize,
@@ -43,6 +46,8 @@ pub struct Merge<'d> {
     cursors: Vec<Cursor<'d>>,
     heads: Vec<Option<Head>>,
     heap: BinaryHeap<Reverse<(u64, usize)>>,
+    /// The task whose head is not in the heap (see [`Merge::pop`]).
+    current: Option<usize>,
     externs: Vec<(u64, String)>,
     ext_pos: usize,
     event_names: HashMap<u64, String>,
@@ -88,6 +93,8 @@ impl<'d> Merge<'d> {
             .data
             .iter()
             .map(|d| Cursor {
+                file: d,
+                released: 0,
                 tid: d.tid,
                 bytes: d.bytes(),
                 pos: 0,
@@ -116,6 +123,7 @@ impl<'d> Merge<'d> {
             cursors,
             heads: vec![None; n],
             heap: BinaryHeap::with_capacity(n),
+            current: None,
             externs: dir.extern_data.as_deref().map(parse_extern).unwrap_or_default(),
             ext_pos: 0,
             event_names,
@@ -164,7 +172,11 @@ impl<'d> Merge<'d> {
     }
 
     /// The next `extern.dat` line at or before `upto`.
+    #[inline]
     pub fn next_extern(&mut self, upto: u64) -> Option<(u64, String)> {
+        if self.ext_pos >= self.externs.len() {
+            return None;
+        }
         let e = self.externs.get(self.ext_pos)?;
         if e.0 >= upto && upto != u64::MAX {
             return None;
@@ -174,9 +186,25 @@ impl<'d> Merge<'d> {
     }
 
     /// Takes the earliest record of all tasks.
+    ///
+    /// The task that supplied the previous record is kept out of the heap while its next record
+    /// is still the earliest, so a single busy task costs no heap operations.
     pub fn pop(&mut self) -> Option<(usize, Head)> {
-        let Reverse((_, ti)) = self.heap.pop()?;
+        let ti = match self.current.take() {
+            Some(c) => match (self.heads[c].as_ref(), self.heap.peek()) {
+                (None, _) => self.heap.pop()?.0 .1,
+                (Some(_), None) => c,
+                (Some(h), Some(Reverse((t, i)))) if (h.raw.time, c) < (*t, *i) => c,
+                (Some(h), Some(_)) => {
+                    let key = (h.raw.time, c);
+                    self.heap.push(Reverse(key));
+                    self.heap.pop()?.0 .1
+                }
+            },
+            None => self.heap.pop()?.0 .1,
+        };
         let head = self.heads[ti].take()?;
+        self.current = Some(ti);
         self.load(ti);
         Some((ti, head))
     }
@@ -267,8 +295,17 @@ impl<'d> Merge<'d> {
         } else {
             (pstart, plen)
         };
-        self.cursors[ti].pos = pstart + plen;
+        let c = &mut self.cursors[ti];
+        c.pos = pstart + plen;
+        // Keep resident memory flat on large traces: drop what was read long ago.
+        const WINDOW: usize = 4 << 20;
+        if c.pos > c.released + 2 * WINDOW {
+            c.released = c.pos - WINDOW;
+            c.file.release(c.released);
+        }
         self.heads[ti] = Some(Head { raw, func, payload });
-        self.heap.push(Reverse((raw.time, ti)));
+        if self.current != Some(ti) {
+            self.heap.push(Reverse((raw.time, ti)));
+        }
     }
 }

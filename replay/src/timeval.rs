@@ -49,6 +49,19 @@ pub fn parse_time(s: &str) -> Result<u64, TimeError> {
     Ok(int_v * mult + frac_v * mult / 1000)
 }
 
+/// Appends `v` right-aligned in at least 3 columns.
+fn push_int3(out: &mut String, v: u64) {
+    if v >= 1000 {
+        let _ = write!(out, "{v}");
+        return;
+    }
+    let v = v as u32;
+    let (h, t, o) = (v / 100, v / 10 % 10, v % 10);
+    out.push(if h > 0 { (b'0' + h as u8) as char } else { ' ' });
+    out.push(if h > 0 || t > 0 { (b'0' + t as u8) as char } else { ' ' });
+    out.push((b'0' + o as u8) as char);
+}
+
 /// Appends a 10-character duration (`  1.234 us`, ` 10.130 ms`, `  1.200  s`, blank for 0).
 /// Digits are truncated, not rounded. With `color`, the unit is wrapped in ANSI codes.
 pub fn push_duration(out: &mut String, ns: u64, color: bool) {
@@ -69,7 +82,13 @@ pub fn push_duration(out: &mut String, ns: u64, color: bool) {
         let mins = ns / 60_000_000_000;
         ((mins / 60).min(999), (mins % 60).min(999), " h", Some("\x1b[31m"))
     };
-    let _ = write!(out, "{int:3}.{frac:03} ");
+    push_int3(out, int);
+    out.push('.');
+    let f = frac.min(999) as u32;
+    out.push((b'0' + (f / 100) as u8) as char);
+    out.push((b'0' + (f / 10 % 10) as u8) as char);
+    out.push((b'0' + (f % 10) as u8) as char);
+    out.push(' ');
     match (color, code) {
         (true, Some(c)) => {
             let _ = write!(out, "{c}{unit}\x1b[0m");

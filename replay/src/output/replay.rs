@@ -40,6 +40,7 @@ pub struct ReplayPrinter<'w> {
     first_time: u64,
     last_tid: Option<u32>,
     columns: HashMap<u32, usize>,
+    tid_cache: (u32, String),
 }
 
 fn header_text(f: Field, tid_width: usize) -> &'static str {
@@ -73,6 +74,7 @@ impl<'w> ReplayPrinter<'w> {
             first_time,
             last_tid: None,
             columns: HashMap::new(),
+            tid_cache: (0, String::new()),
         }
     }
 
@@ -144,7 +146,10 @@ impl<'w> ReplayPrinter<'w> {
                     }
                 },
                 Field::Tid => {
-                    let _ = write!(self.buf, "[{:>tw$}]", ctx.tid);
+                    if self.tid_cache.0 != ctx.tid || self.tid_cache.1.is_empty() {
+                        self.tid_cache = (ctx.tid, format!("[{:>tw$}]", ctx.tid));
+                    }
+                    self.buf.push_str(&self.tid_cache.1);
                 }
                 Field::Addr => {
                     let _ = write!(self.buf, "{:>12x}", ctx.addr);
@@ -183,8 +188,12 @@ impl<'w> ReplayPrinter<'w> {
             let col = *self.columns.entry(ctx.tid).or_insert(n);
             indent += col * off as usize;
         }
-        for _ in 0..indent {
-            self.buf.push_str("  ");
+        const SPACES: &str = "                                                                ";
+        let mut n = indent * 2;
+        while n > 0 {
+            let k = n.min(SPACES.len());
+            self.buf.push_str(&SPACES[..k]);
+            n -= k;
         }
         Ok(())
     }

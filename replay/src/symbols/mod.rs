@@ -49,12 +49,18 @@ struct Dlopen {
 #[derive(Debug)]
 struct Session {
     pid: u32,
+    comm: String,
     time: u64,
     exename: String,
     maps: Vec<MapEntry>,
+    /// Per map: its loaded module (resolved on first use).
+    map_modules: Vec<Option<Option<usize>>>,
     kernel_base: u64,
     dlopens: Vec<Dlopen>,
 }
+
+/// Slots of the direct-mapped address cache.
+const CACHE_SLOTS: usize = 4096;
 
 /// Resolves addresses of one data directory.
 #[derive(Debug)]
@@ -69,6 +75,8 @@ pub struct Symbolizer<'d> {
     func_by_addr: HashMap<u64, FuncId>,
     /// tid → its session timeline: (start time, session index), sorted by time.
     timelines: HashMap<u32, Vec<(u64, usize)>>,
+    /// (addr, session + 1, func): resolutions of map-backed addresses.
+    cache: Vec<(u64, usize, FuncId)>,
 }
 
 fn basename(p: &str) -> &str {
@@ -82,9 +90,11 @@ impl<'d> Symbolizer<'d> {
             .iter()
             .map(|s| Session {
                 pid: s.pid,
+                comm: basename(&s.exename).to_string(),
                 time: s.time,
                 exename: s.exename.clone(),
                 kernel_base: kernel_base(&s.maps),
+                map_modules: vec![None; s.maps.len()],
                 maps: s.maps.clone(),
                 dlopens: Vec::new(),
             })
@@ -117,6 +127,7 @@ impl<'d> Symbolizer<'d> {
             func_by_sym: HashMap::new(),
             func_by_addr: HashMap::new(),
             timelines: HashMap::new(),
+            cache: vec![(0, 0, 0); CACHE_SLOTS],
         };
         s.build_timelines();
         s
@@ -194,7 +205,7 @@ impl<'d> Symbolizer<'d> {
     pub fn session_comm(&self, session: usize) -> &str {
         self.sessions
             .get(session)
-            .map_or("", |s| basename(&s.exename))
+            .map_or("", |s| s.comm.as_str())
     }
 
     pub fn func(&self, id: FuncId) -> &FuncInfo {
@@ -285,7 +296,7 @@ impl<'d> Symbolizer<'d> {
         // Overlapping entries (data and code) are rare: look back a few for a containing one.
         (i.saturating_sub(4)..i)
             .rev()
-            .find(|&j| rel < syms[j].addr + syms[j].size.max(1) && syms[j].size > 0)
+            .find(|&j| rel < syms[j].addr + syms[j].size)
     }
 
     /// Resolves `addr` recorded at `time` in session `session`.
@@ -297,20 +308,46 @@ impl<'d> Symbolizer<'d> {
         if kb != 0 && addr >= (kb & record_format::raw::ADDR_MASK) {
             return self.unknown(addr, true);
         }
-        let map = self.sessions[sidx]
+        let slot = (addr ^ (addr >> 12)) as usize % CACHE_SLOTS;
+        let (ca, cs, cf) = self.cache[slot];
+        if ca == addr && cs == sidx + 1 {
+            return cf;
+        }
+        let Some(mi) = self.sessions[sidx]
             .maps
             .iter()
-            .find(|m| !m.is_stack() && m.contains(addr))
-            .cloned();
-        if let Some(map) = map {
-            let in_exe = map.path == self.sessions[sidx].exename;
-            if let Some(m) = self.load_module(&map.path, map.build_id.as_deref()) {
-                if let Some(si) = Self::lookup(&self.modules[m].syms, addr - map.start) {
-                    return self.intern(m, si, map.start, basename(&map.path), in_exe);
-                }
+            .position(|m| !m.is_stack() && m.contains(addr))
+        else {
+            return self.resolve_dlopen(sidx, time, addr);
+        };
+        let module = match self.sessions[sidx].map_modules[mi] {
+            Some(m) => m,
+            None => {
+                let map = &self.sessions[sidx].maps[mi];
+                let (path, id) = (map.path.clone(), map.build_id.clone());
+                let m = self.load_module(&path, id.as_deref());
+                self.sessions[sidx].map_modules[mi] = Some(m);
+                m
             }
-            return self.unknown(addr, false);
-        }
+        };
+        let start = self.sessions[sidx].maps[mi].start;
+        let id = match module.and_then(|m| Self::lookup(&self.modules[m].syms, addr - start).map(|si| (m, si))) {
+            Some((m, si)) => match self.func_by_sym.get(&(m, si)) {
+                Some(&id) => id,
+                None => {
+                    let map = &self.sessions[sidx].maps[mi];
+                    let in_exe = map.path == self.sessions[sidx].exename;
+                    let name = basename(&map.path).to_string();
+                    self.intern(m, si, start, &name, in_exe)
+                }
+            },
+            None => self.unknown(addr, false),
+        };
+        self.cache[slot] = (addr, sidx + 1, id);
+        id
+    }
+
+    fn resolve_dlopen(&mut self, sidx: usize, time: u64, addr: u64) -> FuncId {
         let dl: Vec<(u64, String)> = self.sessions[sidx]
             .dlopens
             .iter()
