@@ -156,7 +156,12 @@ pub fn parse_item(word: &str, long_size: usize) -> Result<Option<ArgItem>, ItemE
                         Some((n, t)) => (n, Some(t.to_string())),
                         None => (rest, None),
                     };
-                    let n: usize = n.parse().map_err(|_| ItemError::Invalid(text.clone()))?;
+                    // A payload never exceeds a u16 length; larger sizes are corrupt specs.
+                    let n: usize = n
+                        .parse()
+                        .ok()
+                        .filter(|&n| n <= 4096)
+                        .ok_or(ItemError::Invalid(text.clone()))?;
                     (ArgFormat::Struct(ty), n)
                 }
                 _ => return Err(ItemError::UnsupportedType(text)),
@@ -249,13 +254,15 @@ pub fn decode_payload(items: &[&ArgItem], payload: &[u8]) -> Option<Vec<ArgValue
     Some(out)
 }
 
-/// Total payload bytes for the given items (including the final 8-byte padding).
+/// Total payload bytes for the given items (including the final 8-byte padding); `None` when
+/// `payload` is shorter than that.
 pub fn payload_len(items: &[&ArgItem], payload: &[u8]) -> Option<usize> {
     let mut pos = 0;
     for item in items {
         pos += item.stored_len(payload.get(pos..)?)?;
     }
-    Some(align(pos, 8))
+    let total = align(pos, 8);
+    (total <= payload.len()).then_some(total)
 }
 
 /// Encodes values for items (the writer side). Strings longer than 98 bytes are cut as
@@ -276,6 +283,9 @@ pub fn encode_payload(items: &[&ArgItem], values: &[ArgValue], out: &mut Vec<u8>
             }
             ArgValue::Char(c) => out.push(*c),
             ArgValue::Float(f) if item.size == 4 => out.extend_from_slice(&(*f as f32).to_le_bytes()),
+            ArgValue::Float(f) | ArgValue::LongDouble(f) if item.size == 10 => {
+                out.extend_from_slice(&f64_to_f80(*f))
+            }
             ArgValue::Float(f) | ArgValue::LongDouble(f) => out.extend_from_slice(&f.to_le_bytes()),
             ArgValue::Int { raw, .. } => out.extend_from_slice(&raw.to_le_bytes()[..item.size.min(8)]),
             ArgValue::Bytes(b) => out.extend_from_slice(b),
@@ -292,6 +302,28 @@ pub fn encode_payload(items: &[&ArgItem], values: &[ArgValue], out: &mut Vec<u8>
     out.resize(start + total, 0);
 }
 
+/// Converts an f64 to the x87 80-bit extended format.
+fn f64_to_f80(f: f64) -> [u8; 10] {
+    let bits = f.to_bits();
+    let sign = ((bits >> 63) as u16) << 15;
+    let exp = ((bits >> 52) & 0x7ff) as i32;
+    let frac = bits & ((1 << 52) - 1);
+    let (e, mant) = match exp {
+        0 if frac == 0 => (0u16, 0u64),
+        0 => {
+            // Subnormal: normalise the fraction.
+            let shift = frac.leading_zeros() - 11;
+            ((1 - 1023 + 16383 - shift as i32) as u16, frac << (11 + shift))
+        }
+        0x7ff => (0x7fff, (1 << 63) | (frac << 11)),
+        _ => ((exp - 1023 + 16383) as u16, (1 << 63) | (frac << 11)),
+    };
+    let mut out = [0u8; 10];
+    out[..8].copy_from_slice(&mant.to_le_bytes());
+    out[8..].copy_from_slice(&(sign | e).to_le_bytes());
+    out
+}
+
 /// Converts an x87 80-bit extended float to f64 (enough precision for display).
 fn f80_to_f64(b: [u8; 10]) -> f64 {
     let mant = u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]));
@@ -304,7 +336,13 @@ fn f80_to_f64(b: [u8; 10]) -> f64 {
     if exp == 0x7fff {
         return if mant << 1 == 0 { sign * f64::INFINITY } else { f64::NAN };
     }
-    sign * (mant as f64) * 2f64.powi(exp - 16383 - 63)
+    let e = exp - 16383 + 1023;
+    if (1..2047).contains(&e) {
+        let bits = ((se as u64 & 0x8000) << 48) | ((e as u64) << 52) | ((mant << 1) >> 12);
+        return f64::from_bits(bits);
+    }
+    // Outside f64's normal range: scale in two steps to avoid an early underflow.
+    sign * (mant as f64 / 2f64.powi(63)) * 2f64.powi(exp - 16383)
 }
 
 #[cfg(test)]
@@ -363,5 +401,7 @@ mod tests {
         b[..8].copy_from_slice(&0xC000_0000_0000_0000u64.to_le_bytes());
         b[8..].copy_from_slice(&16383u16.to_le_bytes());
         assert_eq!(f80_to_f64(b), 1.5);
+        assert_eq!(f64_to_f80(1.5), b);
+        assert_eq!(f80_to_f64(f64_to_f80(-3.25e-300)), -3.25e-300);
     }
 }

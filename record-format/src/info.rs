@@ -527,10 +527,11 @@ mod tests {
 
     #[test]
     fn minimal_taskinfo_only() {
-        let mut bytes = InfoHeader::default();
-        bytes.info_mask = sect::TASKINFO;
         let info = Info {
-            header: bytes,
+            header: InfoHeader {
+                info_mask: sect::TASKINFO,
+                ..InfoHeader::default()
+            },
             tids: vec![4242],
             ..Info::default()
         };

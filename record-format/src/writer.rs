@@ -87,22 +87,11 @@ impl TraceWriter {
 
     /// Appends a function record, with an argument or return-value payload when `values` is
     /// not empty.
-    pub fn func_record(
-        &mut self,
-        tid: u32,
-        kind: RecordKind,
-        time: u64,
-        depth: u16,
-        addr: u64,
-        items: &[&ArgItem],
-        values: &[ArgValue],
-    ) -> Result<()> {
+    /// `rec.more` is derived from `values`.
+    pub fn func_record(&mut self, tid: u32, rec: RawRecord, items: &[&ArgItem], values: &[ArgValue]) -> Result<()> {
         let rec = RawRecord {
-            time,
-            kind,
             more: !values.is_empty(),
-            depth,
-            addr,
+            ..rec
         };
         let mut buf = rec.encode().to_vec();
         if !values.is_empty() {

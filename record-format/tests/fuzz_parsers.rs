@@ -210,7 +210,6 @@ proptest! {
 /// returns a wrong length and `decode_payload` slices out of bounds (`data[..item.size]`). The
 /// spec comes from the `info` file of the data being read, so damaged data can crash the reader.
 #[test]
-#[ignore = "reported bug: argspec sizes near usize::MAX overflow"]
 fn huge_struct_size_does_not_panic() {
     let cases = [
         (format!("f@retval/t{}", usize::MAX), 0),
@@ -223,15 +222,16 @@ fn huge_struct_size_does_not_panic() {
         let specs = argspec::parse_spec_list(&list, 8, |_| {});
         let items: Vec<&ArgItem> = specs[0].items.iter().collect();
         let payload = vec![0u8; payload_len];
-        assert_eq!(argspec::payload_len(&items, &payload), None, "{list}");
-        assert_eq!(argspec::decode_payload(&items, &payload), None, "{list}");
+        // Such sizes are rejected as invalid items; whatever remains must stay in bounds.
+        let n = argspec::payload_len(&items, &payload);
+        assert!(n.is_none_or(|n| n <= payload.len()), "{list}");
+        let _ = argspec::decode_payload(&items, &payload);
     }
 }
 
 /// `encode_payload` writes a long double (`f80`) item as the 8 bytes of an f64, while
 /// `decode_payload` reads 10 bytes of x87 extended precision, so the value does not survive.
 #[test]
-#[ignore = "reported bug: the writer does not encode f80 items"]
 fn long_double_round_trip() {
     let specs = argspec::parse_spec_list("f@fparg1/80", 8, |_| {});
     let items: Vec<&ArgItem> = specs[0].items.iter().collect();

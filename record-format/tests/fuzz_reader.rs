@@ -481,7 +481,18 @@ fn write_trace(t: &Trace, dir: &Path) {
                 } => {
                     let items: Vec<&ArgItem> = spec_of(*addr).iter().collect();
                     let values = args.as_deref().unwrap_or(&[]);
-                    w.func_record(tid, *kind, *time, *depth, *addr, &items, values)
+                    w.func_record(
+                        tid,
+                        RawRecord {
+                            time: *time,
+                            kind: *kind,
+                            more: false,
+                            depth: *depth,
+                            addr: *addr,
+                        },
+                        &items,
+                        values,
+                    )
                 }
                 Rec::Event { time, id, data } => w.event_record(tid, *time, *id, data),
                 Rec::Lost { count } => w.lost_record(tid, *count),
