@@ -1,0 +1,82 @@
+/*
+ * args: one function per argument type, called in a fixed order from main.
+ *
+ * Record with -A/-R specs (or -a for DWARF auto-args) to check how each kind
+ * of value is rendered: negative ints, values above the hex threshold,
+ * unsigned, char, C string, double and float (counted separately from the
+ * integer arguments), pointers and enums.
+ */
+#include <stddef.h>
+#include <string.h>
+
+enum shape { SQUARE, CIRCLE = 4, TRIANGLE };
+
+int add_int(int x, int y)
+{
+	return x + y;
+}
+
+long mul_long(long x, long y)
+{
+	return x * y;
+}
+
+unsigned twice_unsigned(unsigned x)
+{
+	return x * 2;
+}
+
+char to_upper(char ch)
+{
+	return ch - 'a' + 'A';
+}
+
+const char *pick(const char *name, int use_name)
+{
+	return use_name ? name : "nobody";
+}
+
+double half(double x)
+{
+	return x / 2;
+}
+
+float scale(float x, int factor, float y)
+{
+	return x * factor + y;
+}
+
+void *same_ptr(void *p)
+{
+	return p;
+}
+
+int sides(enum shape s)
+{
+	return s == TRIANGLE ? 3 : 0;
+}
+
+/* every kind at once: integer args fill rdi.., floating args fill xmm0.. */
+long mixed(char ch, int i, double d, const char *s, unsigned long ul)
+{
+	return ch + i + (long)d + (long)strlen(s) + (long)ul;
+}
+
+int main(void)
+{
+	long r = 0;
+	int local = 7;
+
+	r += add_int(1, -2);
+	r += mul_long(-3, 1000000);
+	r += twice_unsigned(0x40000000u);
+	r += to_upper('q');
+	r += strlen(pick("utrace", 1));
+	r += (long)half(5.0);
+	r += (long)scale(1.5f, 2, 0.25f);
+	r += same_ptr(&local) != NULL;
+	r += same_ptr(NULL) == NULL;
+	r += sides(TRIANGLE);
+	r += mixed('x', -42, 2.5, "tail", 123456789UL);
+	return r != 0 ? 0 : 1;
+}

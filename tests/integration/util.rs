@@ -1,0 +1,351 @@
+//! Helpers shared by the integration tests: building `testprogs/` with gcc, finding the real
+//! `utrace` binary, running it (and uftrace, the reference) with a timeout and a guard that
+//! kills the child if a test panics.
+//!
+//! The output normalisation used to compare traces lives in `normalize.rs`.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long any spawned command may run. The test programs finish in milliseconds; the
+/// generous limit only matters when the machine is busy compiling.
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The workspace root (`tests/..`).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+/// `testprogs/` in the workspace.
+pub fn testprogs_src() -> PathBuf {
+    workspace_root().join("testprogs")
+}
+
+/// `tests/` (this package's directory).
+pub fn tests_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The directory holding the test executable's profile: `target/<profile>/deps/integration-…`
+/// lives in `target/<profile>/deps`, so this is `target/<profile>`.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let deps = exe.parent().expect("test executable has a parent");
+    let dir = if deps.file_name() == Some(OsStr::new("deps")) {
+        deps.parent().expect("deps has a parent")
+    } else {
+        deps
+    };
+    dir.to_path_buf()
+}
+
+/// The real `utrace` binary: `$UTRACE_BIN`, else `target/<profile>/utrace` next to the `deps/`
+/// directory of this test executable.
+pub fn utrace_bin() -> PathBuf {
+    if let Some(path) = std::env::var_os("UTRACE_BIN") {
+        return PathBuf::from(path);
+    }
+    let path = profile_dir().join("utrace");
+    assert!(
+        path.is_file(),
+        "{} does not exist: build it first, e.g. `cargo build --release && cargo test --release \
+         --workspace` (or point UTRACE_BIN at a utrace binary)",
+        path.display()
+    );
+    path
+}
+
+/// The uftrace binary used as the reference: `$UFTRACE_BIN`, else `uftrace` from `$PATH`.
+pub fn uftrace_bin() -> PathBuf {
+    std::env::var_os("UFTRACE_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("uftrace"))
+}
+
+/// Whether a working uftrace is installed (checked once per process).
+pub fn uftrace_available() -> bool {
+    static AVAILABLE: OnceLock<bool> = OnceLock::new();
+    *AVAILABLE.get_or_init(|| {
+        Command::new(uftrace_bin())
+            .arg("--version")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .output()
+            .map(|out| out.status.success() && out.stdout.starts_with(b"uftrace"))
+            .unwrap_or(false)
+    })
+}
+
+/// Returns `true` when a test that needs uftrace may go on. Without uftrace it prints a line
+/// and returns `false` (the caller returns early), unless `UTRACE_REQUIRE_UFTRACE=1` (set in
+/// CI), where a missing uftrace is a failure.
+pub fn need_uftrace(test: &str) -> bool {
+    if uftrace_available() {
+        return true;
+    }
+    if std::env::var("UTRACE_REQUIRE_UFTRACE").as_deref() == Ok("1") {
+        panic!("{test}: uftrace is not installed but UTRACE_REQUIRE_UFTRACE=1");
+    }
+    eprintln!("skipping {test}: uftrace is not installed (set UTRACE_REQUIRE_UFTRACE=1 to fail)");
+    false
+}
+
+/// How a test program is compiled: the three ways gcc adds entry hooks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// `-pg`: a call to `mcount` after the prologue.
+    Pg,
+    /// `-pg -mfentry`: a call to `__fentry__` before the prologue.
+    Fentry,
+    /// `-finstrument-functions`: `__cyg_profile_func_enter`/`_exit` calls.
+    Cyg,
+}
+
+impl Mode {
+    /// The name of the build subdirectory.
+    pub fn dir_name(self) -> &'static str {
+        match self {
+            Mode::Pg => "pg",
+            Mode::Fentry => "fentry",
+            Mode::Cyg => "cyg",
+        }
+    }
+
+    fn flags(self) -> &'static [&'static str] {
+        match self {
+            Mode::Pg => &["-pg"],
+            Mode::Fentry => &["-pg", "-mfentry"],
+            Mode::Cyg => &["-finstrument-functions"],
+        }
+    }
+}
+
+/// Flags every test program is built with, whatever the mode: no optimisation or inlining so
+/// each C function is a traced call, and no builtins so `strlen` & co. stay library calls.
+const COMMON_FLAGS: &[&str] = &[
+    "-O0",
+    "-g",
+    "-fno-inline",
+    "-fno-omit-frame-pointer",
+    "-fno-builtin",
+];
+
+type BuildSlot = Arc<OnceLock<Result<PathBuf, String>>>;
+
+/// Builds `testprogs/<name>.c` (or `.cc`) in `mode` into `target/testprogs/<mode>/<name>` and
+/// returns its path. Each binary is compiled once per test process; concurrent tests asking for
+/// the same binary wait for the first build. The compiler writes a uniquely named temporary file
+/// that is then renamed, so several test processes never see a half-written binary.
+pub fn testprog(name: &str, mode: Mode) -> PathBuf {
+    static BUILDS: OnceLock<Mutex<HashMap<(String, Mode), BuildSlot>>> = OnceLock::new();
+    let slot = {
+        let mut builds = BUILDS.get_or_init(Default::default).lock().unwrap();
+        builds.entry((name.to_string(), mode)).or_default().clone()
+    };
+    match slot.get_or_init(|| build(name, mode)) {
+        Ok(path) => path.clone(),
+        Err(err) => panic!("{err}"),
+    }
+}
+
+fn build(name: &str, mode: Mode) -> Result<PathBuf, String> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+    let src_dir = testprogs_src();
+    let (src, compiler) = if src_dir.join(format!("{name}.cc")).is_file() {
+        (src_dir.join(format!("{name}.cc")), "g++")
+    } else {
+        (src_dir.join(format!("{name}.c")), "gcc")
+    };
+    if !src.is_file() {
+        return Err(format!(
+            "no test program {name}.c or {name}.cc in {}",
+            src_dir.display()
+        ));
+    }
+    let out_dir = profile_dir()
+        .parent()
+        .expect("profile dir has a parent")
+        .join("testprogs")
+        .join(mode.dir_name());
+    std::fs::create_dir_all(&out_dir)
+        .map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
+    let out = out_dir.join(name);
+    let tmp = out_dir.join(format!(
+        ".{name}.tmp.{}.{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+
+    let result = Command::new(compiler)
+        .args(mode.flags())
+        .args(COMMON_FLAGS)
+        .arg("-o")
+        .arg(&tmp)
+        .arg(&src)
+        .arg("-lpthread")
+        .output()
+        .map_err(|e| format!("cannot run {compiler}: {e}"))?;
+    if !result.status.success() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(format!(
+            "{compiler} failed on {}:\n{}",
+            src.display(),
+            String::from_utf8_lossy(&result.stderr)
+        ));
+    }
+    std::fs::rename(&tmp, &out)
+        .map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), out.display()))?;
+    Ok(out)
+}
+
+/// Kills and reaps the child when dropped, so a failing (panicking) test never leaves a traced
+/// program or a hung tracer behind.
+pub struct ChildGuard(Option<Child>);
+
+impl ChildGuard {
+    pub fn new(child: Child) -> Self {
+        Self(Some(child))
+    }
+
+    pub fn child_mut(&mut self) -> &mut Child {
+        self.0.as_mut().expect("child present until drop")
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            if let Ok(None) = child.try_wait() {
+                let _ = child.kill();
+            }
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The result of one finished command.
+#[derive(Debug)]
+pub struct Output {
+    /// The command line, for messages.
+    pub command: String,
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    /// Panics with the full output unless the command exited with status 0.
+    pub fn assert_success(&self) -> &Self {
+        assert!(
+            self.status.success(),
+            "command failed ({}):\n{self}",
+            self.status
+        );
+        self
+    }
+}
+
+impl std::fmt::Display for Output {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "$ {}", self.command)?;
+        writeln!(f, "--- status: {}", self.status)?;
+        writeln!(f, "--- stdout:\n{}", self.stdout)?;
+        write!(f, "--- stderr:\n{}", self.stderr)
+    }
+}
+
+/// Runs `cmd` with stdin closed, capturing stdout and stderr, killing it after [`TIMEOUT`].
+pub fn run(mut cmd: Command) -> Output {
+    let command = describe(&cmd);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run `{command}`: {e}"));
+    let mut guard = ChildGuard::new(child);
+
+    // Drain both pipes on their own threads so a chatty child never blocks on a full pipe.
+    let child = guard.child_mut();
+    let stdout = drain(child.stdout.take().expect("piped stdout"));
+    let stderr = drain(child.stderr.take().expect("piped stderr"));
+
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = guard.child_mut().try_wait().expect("try_wait") {
+            break status;
+        }
+        if start.elapsed() > TIMEOUT {
+            drop(guard);
+            panic!("`{command}` did not finish within {TIMEOUT:?}; killed");
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    Output {
+        command,
+        status,
+        stdout: stdout.join().expect("stdout reader"),
+        stderr: stderr.join().expect("stderr reader"),
+    }
+}
+
+fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+fn describe(cmd: &Command) -> String {
+    let mut words = vec![cmd.get_program().to_string_lossy().into_owned()];
+    words.extend(cmd.get_args().map(|a| a.to_string_lossy().into_owned()));
+    words.join(" ")
+}
+
+/// `uftrace record --no-event -d DIR RECORD_OPTS PROG ARGS`; panics if recording fails.
+pub fn uftrace_record(dir: &Path, record_opts: &[&str], prog: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(uftrace_bin());
+    cmd.arg("record")
+        .arg("--no-event")
+        .arg("-d")
+        .arg(dir)
+        .args(record_opts)
+        .arg(prog)
+        .args(args);
+    let out = run(cmd);
+    out.assert_success();
+    out
+}
+
+/// `uftrace replay --no-pager -d DIR OPTS`.
+pub fn uftrace_replay(dir: &Path, opts: &[&str]) -> Output {
+    let mut cmd = Command::new(uftrace_bin());
+    cmd.arg("replay")
+        .arg("--no-pager")
+        .arg("-d")
+        .arg(dir)
+        .args(opts);
+    run(cmd)
+}
+
+/// `utrace replay -d DIR --no-pager OPTS`.
+pub fn utrace_replay(dir: &Path, opts: &[&str]) -> Output {
+    let mut cmd = Command::new(utrace_bin());
+    cmd.arg("replay")
+        .arg("-d")
+        .arg(dir)
+        .arg("--no-pager")
+        .args(opts);
+    run(cmd)
+}
