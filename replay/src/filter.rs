@@ -240,7 +240,7 @@ pub struct Filters {
     notrace: Vec<Pattern>,
     hide: Vec<Pattern>,
     caller: Vec<Pattern>,
-    triggers: Vec<(Pattern, Actions)>,
+    triggers: Vec<(Pattern, Actions, String)>,
     pub no_libcall: bool,
     /// `-F` (or a `filter` trigger) is in use: only filtered regions are shown.
     pub has_filter: bool,
@@ -261,18 +261,21 @@ impl Filters {
                 .collect()
         };
         let mut notices = Vec::new();
-        let triggers: Vec<(Pattern, Actions)> = cfg
+        let triggers: Vec<(Pattern, Actions, String)> = cfg
             .triggers
             .iter()
             .flat_map(|s| s.split(';'))
             .filter(|s| !s.is_empty())
-            .map(|s| parse_trigger(s, ty, &mut notices))
+            .map(|s| {
+                let (p, a) = parse_trigger(s, ty, &mut notices);
+                (p, a, s.to_string())
+            })
             .collect();
         let filter = pats(&cfg.filters);
         let caller = pats(&cfg.caller);
         Filters {
-            has_filter: !filter.is_empty() || triggers.iter().any(|(_, a)| a.filter),
-            has_caller: !caller.is_empty() || triggers.iter().any(|(_, a)| a.caller),
+            has_filter: !filter.is_empty() || triggers.iter().any(|(_, a, _)| a.filter),
+            has_caller: !caller.is_empty() || triggers.iter().any(|(_, a, _)| a.caller),
             filter,
             notrace: pats(&cfg.notrace),
             hide: pats(&cfg.hide),
@@ -301,7 +304,7 @@ impl Filters {
             caller: any(&self.caller),
             actions: Actions::default(),
         };
-        for (p, a) in &self.triggers {
+        for (p, a, _) in &self.triggers {
             if p.matches(f) {
                 out.actions.merge(a);
             }
@@ -313,24 +316,35 @@ impl Filters {
         out
     }
 
-    /// The `Usage: failed to set filter or trigger: ...` text when no pattern of `-F -N -T -C
-    /// -H` matches any function in `names`; `None` when something matched or nothing was given.
-    pub fn unmatched(&self, funcs: &[&FuncInfo]) -> Option<String> {
-        let mut all: Vec<(&Pattern, String)> = Vec::new();
-        all.extend(self.filter.iter().map(|p| (p, p.text.clone())));
-        all.extend(self.triggers.iter().map(|(p, _)| (p, p.text.clone())));
-        all.extend(self.notrace.iter().map(|p| (p, format!("!{}", p.text))));
-        all.extend(self.caller.iter().map(|p| (p, p.text.clone())));
-        all.extend(self.hide.iter().map(|p| (p, p.text.clone())));
-        if all.is_empty() {
-            return None;
+    /// Checks the patterns against every function of the trace. Like uftrace, `-F` and `-C`
+    /// patterns that match nothing are dropped (so they do not hide everything), and when no
+    /// pattern at all matches, the `failed to set filter or trigger: ...` notice is returned.
+    pub fn check(&mut self, funcs: &[&FuncInfo]) -> Option<String> {
+        let hit = |p: &Pattern| funcs.iter().any(|f| p.matches(f));
+        let mut texts: Vec<String> = Vec::new();
+        let mut any = false;
+        for p in &self.filter {
+            texts.push(p.text.clone());
+            any |= hit(p);
         }
-        let matched = all.iter().any(|(p, _)| funcs.iter().any(|f| p.matches(f)));
-        if matched {
-            return None;
+        for (p, _, text) in &self.triggers {
+            texts.push(text.clone());
+            any |= hit(p);
         }
-        let texts: Vec<String> = all.into_iter().map(|(_, t)| t).collect();
-        Some(format!("failed to set filter or trigger: {}", texts.join(" or ")))
+        for p in &self.notrace {
+            texts.push(format!("!{}", p.text));
+            any |= hit(p);
+        }
+        for p in self.caller.iter().chain(&self.hide) {
+            texts.push(p.text.clone());
+            any |= hit(p);
+        }
+        self.filter.retain(|p| hit(p));
+        self.caller.retain(|p| hit(p));
+        self.triggers.retain(|(p, _, _)| hit(p));
+        self.has_filter = !self.filter.is_empty() || self.triggers.iter().any(|(_, a, _)| a.filter);
+        self.has_caller = !self.caller.is_empty() || self.triggers.iter().any(|(_, a, _)| a.caller);
+        (!any && !texts.is_empty()).then(|| format!("failed to set filter or trigger: {}", texts.join(" or ")))
     }
 }
 

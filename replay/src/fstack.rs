@@ -4,9 +4,9 @@
 //!
 //! Leaf merging follows uftrace: an entry is printed as `f();` only when the next line printed
 //! at all is its own exit. To decide that without look-ahead, the last entry line is *held*
-//! until the next line is known. Entries whose visibility is decided later (`-t`: by their
-//! duration; `-C`: by whether a target is called below them) stay *pending* on their task's
-//! stack and are flushed in order when a descendant becomes visible.
+//! until the next line is known. Entries whose visibility depends on the future (`-t`: their
+//! duration; `-C`: whether a target is called below them) are decided at entry by scanning
+//! ahead in their task's data, so lines keep their time order across tasks.
 
 use crate::config::{Config, ReplayOptions};
 use crate::filter::{FuncFilter, Filters};
@@ -25,7 +25,6 @@ enum State {
     /// Its entry was never seen (a fork child's inherited frames, data after LOST).
     Phantom,
     NotShown,
-    Pending,
     Held,
     Printed,
 }
@@ -57,8 +56,6 @@ struct TaskState {
     threshold: Option<u64>,
     trace_on: bool,
     prev_print: Option<u64>,
-    /// Frames in state Pending.
-    pending: u32,
     allowed: bool,
     done: bool,
 }
@@ -135,7 +132,6 @@ impl<'d, 'w> Engine<'d, 'w> {
                 threshold: cfg.time_filter,
                 trace_on: true,
                 prev_print: None,
-                pending: 0,
                 allowed: cfg.tids.is_empty() || cfg.tids.contains(&d.tid),
                 done: false,
             })
@@ -180,13 +176,8 @@ impl<'d, 'w> Engine<'d, 'w> {
         }
         let ids = self.merge.sym.all_functions();
         let funcs: Vec<_> = ids.iter().map(|&i| self.merge.sym.func(i)).collect();
-        if let Some(msg) = self.filters.unmatched(&funcs) {
-            writeln!(self.printer_out(), "Usage: {msg}")?;
-            let no_libcall = self.filters.no_libcall;
-            self.filters = Filters::new(&Config {
-                no_libcall,
-                ..Config::default()
-            });
+        if let Some(msg) = self.filters.check(&funcs) {
+            writeln!(self.printer.out(), "Usage: {msg}")?;
         }
         Ok(())
     }
@@ -297,7 +288,7 @@ impl<'d, 'w> Engine<'d, 'w> {
 
     fn print_entry(&mut self, ti: usize, idx: usize) -> Result<()> {
         let fr = &self.tasks[ti].stack[idx];
-        let (Some(func), Some(time), disp, payload, was) = (fr.func, fr.entry_time, fr.disp, fr.payload, fr.state) else {
+        let (Some(func), Some(time), disp, payload) = (fr.func, fr.entry_time, fr.disp, fr.payload) else {
             return Ok(());
         };
         let args = self.args_text(func, payload, ti, false).unwrap_or_default();
@@ -305,28 +296,14 @@ impl<'d, 'w> Engine<'d, 'w> {
         let fi = self.merge.sym.func(func);
         let ctx = make_ctx(&self.merge, &self.tasks, ti, Some(func), time);
         self.printer.entry(&ctx, disp, &fi.name, &args, color)?;
-        if was == State::Pending {
-            self.tasks[ti].pending -= 1;
-        }
         self.tasks[ti].stack[idx].state = State::Printed;
         self.mark_printed(ti, time);
         Ok(())
     }
 
-    /// Makes room for a new line of task `ti`: prints the held entry and pending ancestors.
-    fn before_line(&mut self, ti: usize) -> Result<()> {
-        self.flush_held()?;
-        if self.tasks[ti].pending == 0 {
-            return Ok(());
-        }
-        let n = self.tasks[ti].stack.len();
-        for i in 0..n {
-            let fr = &self.tasks[ti].stack[i];
-            if fr.state == State::Pending && fr.vis {
-                self.print_entry(ti, i)?;
-            }
-        }
-        Ok(())
+    /// Makes room for a new line: prints the held entry.
+    fn before_line(&mut self, _ti: usize) -> Result<()> {
+        self.flush_held()
     }
 
     /// Pops frames above `depth` that will never see their exit (longjmp, exec).
@@ -351,9 +328,6 @@ impl<'d, 'w> Engine<'d, 'w> {
 
     fn undo(&mut self, ti: usize, fr: &Frame) {
         let t = &mut self.tasks[ti];
-        if fr.state == State::Pending {
-            t.pending -= 1;
-        }
         if fr.enters_filter {
             t.filter_count -= 1;
         }
@@ -451,17 +425,26 @@ impl<'d, 'w> Engine<'d, 'w> {
         if fr.caller {
             t.caller_count += 1;
         }
-        let shown = vis && t.trace_on && in_range;
-        let pending = (t.threshold.is_some() && !ff.actions.trace) || (has_caller && !fr.caller);
-        fr.state = match (shown, pending) {
-            (false, _) => State::NotShown,
-            (true, true) => State::Pending,
-            (true, false) => State::Held,
-        };
-        let state = fr.state;
-        if state == State::Pending {
-            t.pending += 1;
+        let mut shown = vis && t.trace_on && in_range;
+        let threshold = t.threshold.filter(|_| !ff.actions.trace);
+        let need_time = shown && threshold.is_some();
+        let need_caller = shown && has_caller && !fr.caller;
+        if need_time || need_caller {
+            let filters = &self.filters;
+            let (exit, found) = self.merge.scan_subtree(ti, h.raw.depth, need_time, &mut |sym, f| {
+                filters.decide(sym.func(f)).caller
+            });
+            if let (true, Some(th)) = (need_time, threshold) {
+                shown &= exit.is_none_or(|e| e.saturating_sub(h.raw.time) >= th);
+            }
+            if need_caller {
+                shown &= found;
+            }
+            // Hidden by its duration or by not leading to a target: its exit is hidden too.
+            fr.vis &= shown;
         }
+        fr.state = if shown { State::Held } else { State::NotShown };
+        let state = fr.state;
         if state == State::Held {
             self.before_line(ti)?;
         }
@@ -511,13 +494,8 @@ impl<'d, 'w> Engine<'d, 'w> {
             let disp = fr.as_ref().map_or(d as u32, |f| f.disp);
             let ff = self.decide(h.func);
             let t = &self.tasks[ti];
-            let vis = t.notrace_count == 0
-                && !ff.notrace
-                && !ff.hide
-                && (!self.filters.has_filter || t.filter_count > 0)
-                && disp < t.depth_limit
-                && t.trace_on
-                && in_range;
+            // uftrace shows a returning frame it never saw enter whatever the filters say.
+            let vis = t.notrace_count == 0 && !ff.notrace && !ff.hide && t.trace_on && in_range;
             if vis {
                 self.before_line(ti)?;
                 let ret = self.args_text(h.func, h.payload, ti, true);
@@ -542,15 +520,6 @@ impl<'d, 'w> Engine<'d, 'w> {
                 if trace_on && in_range {
                     self.before_line(ti)?;
                     self.print_exit(ti, func, dur, fr.disp, h)?;
-                }
-            }
-            State::Pending => {
-                let th = self.tasks[ti].threshold.unwrap_or(0);
-                let by_time = dur.unwrap_or(0) >= th;
-                let by_caller = !self.filters.has_caller || fr.caller;
-                if by_time && by_caller && trace_on && in_range {
-                    self.before_line(ti)?;
-                    self.leaf(ti, &fr, func, h)?;
                 }
             }
             State::NotShown | State::Phantom => {
@@ -595,7 +564,7 @@ impl<'d, 'w> Engine<'d, 'w> {
         match t.stack.last() {
             None => (!self.filters.has_filter).then_some(0),
             Some(f) => {
-                let ok = matches!(f.state, State::Held | State::Printed | State::Pending | State::Phantom) && f.vis;
+                let ok = matches!(f.state, State::Held | State::Printed | State::Phantom) && f.vis;
                 ok.then_some(f.child_depth)
             }
         }

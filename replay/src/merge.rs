@@ -240,19 +240,18 @@ impl<'d> Merge<'d> {
         s
     }
 
-    /// Decodes the record at the task's cursor into its head and queues it.
-    fn load(&mut self, ti: usize) {
-        let (bytes, pos) = (self.cursors[ti].bytes, self.cursors[ti].pos);
+    /// Decodes the record at `pos` of task `ti`: the record, its function and payload, and the
+    /// offset of the next record. `Ok(None)` at the end of the data.
+    fn decode(&mut self, ti: usize, pos: usize, last_time: u64) -> Result<Option<(Head, usize)>, Stop> {
+        let bytes = self.cursors[ti].bytes;
         let mut raw = match read_header(bytes, pos) {
-            None => return,
-            Some(Err(e)) => return self.broken(ti, e),
+            None => return Ok(None),
+            Some(Err(e)) => return Err(Stop::Bad(e)),
             Some(Ok(r)) => r,
         };
         let pstart = pos + RECORD_SIZE;
         if raw.kind == RecordKind::Lost {
-            raw.time = self.cursors[ti].last_time;
-        } else {
-            self.cursors[ti].last_time = self.cursors[ti].last_time.max(raw.time);
+            raw.time = last_time;
         }
         let mut func = 0;
         let mut plen = 0;
@@ -269,23 +268,13 @@ impl<'d> Merge<'d> {
                         spec.ret.iter().collect()
                     };
                     if items.is_empty() {
-                        self.warnings.push(format!(
-                            "record missing argument info for {} in {}.dat",
-                            f.name, self.cursors[ti].tid
-                        ));
-                        self.cursors[ti].pos = bytes.len();
-                        return;
+                        return Err(Stop::NoSpec(f.name));
                     }
-                    match payload_len(&items, &bytes[pstart.min(bytes.len())..]) {
-                        Some(n) if pstart + n <= bytes.len() => plen = n,
-                        _ => return self.broken(ti, BadRecord::Truncated),
-                    }
+                    plen = payload_len(&items, &bytes[pstart.min(bytes.len())..])
+                        .ok_or(Stop::Bad(BadRecord::Truncated))?;
                 }
             }
-            RecordKind::Event if raw.more => match event_payload_len(bytes, pstart) {
-                Ok(n) => plen = n,
-                Err(e) => return self.broken(ti, e),
-            },
+            RecordKind::Event if raw.more => plen = event_payload_len(bytes, pstart).map_err(Stop::Bad)?,
             _ => {}
         }
         // Event payloads carry a u16 length before the data; hand over only the data.
@@ -295,17 +284,77 @@ impl<'d> Merge<'d> {
         } else {
             (pstart, plen)
         };
+        Ok(Some((Head { raw, func, payload }, pstart + plen)))
+    }
+
+    /// Decodes the record at the task's cursor into its head and queues it.
+    fn load(&mut self, ti: usize) {
+        let (pos, last) = (self.cursors[ti].pos, self.cursors[ti].last_time);
+        let (head, next) = match self.decode(ti, pos, last) {
+            Ok(Some(h)) => h,
+            Ok(None) => return,
+            Err(Stop::Bad(e)) => return self.broken(ti, e),
+            Err(Stop::NoSpec(name)) => {
+                self.warnings.push(format!(
+                    "record missing argument info for {name} in {}.dat",
+                    self.cursors[ti].tid
+                ));
+                self.cursors[ti].pos = self.cursors[ti].bytes.len();
+                return;
+            }
+        };
         let c = &mut self.cursors[ti];
-        c.pos = pstart + plen;
+        if head.raw.kind != RecordKind::Lost {
+            c.last_time = c.last_time.max(head.raw.time);
+        }
+        c.pos = next;
         // Keep resident memory flat on large traces: drop what was read long ago.
         const WINDOW: usize = 4 << 20;
         if c.pos > c.released + 2 * WINDOW {
             c.released = c.pos - WINDOW;
             c.file.release(c.released);
         }
-        self.heads[ti] = Some(Head { raw, func, payload });
+        let time = head.raw.time;
+        self.heads[ti] = Some(head);
         if self.current != Some(ti) {
-            self.heap.push(Reverse((raw.time, ti)));
+            self.heap.push(Reverse((time, ti)));
         }
     }
+
+    /// Looks ahead in task `ti` past a just-taken entry at `depth`: returns the time of its exit
+    /// (`None` if it never returns) and whether `is_target` holds for a function called inside.
+    pub fn scan_subtree(
+        &mut self,
+        ti: usize,
+        depth: u16,
+        need_exit: bool,
+        is_target: &mut dyn FnMut(&Symbolizer<'d>, FuncId) -> bool,
+    ) -> (Option<u64>, bool) {
+        let mut found = false;
+        let mut next = self.heads[ti].clone().map(|h| (h, self.cursors[ti].pos));
+        let mut last = self.cursors[ti].last_time;
+        while let Some((h, pos)) = next {
+            match h.raw.kind {
+                RecordKind::Entry if h.raw.depth <= depth => return (None, found),
+                RecordKind::Entry => {
+                    found = found || is_target(&self.sym, h.func);
+                    if found && !need_exit {
+                        return (None, true);
+                    }
+                }
+                RecordKind::Exit if h.raw.depth == depth => return (Some(h.raw.time), found),
+                RecordKind::Exit if h.raw.depth < depth => return (None, found),
+                _ => {}
+            }
+            last = last.max(h.raw.time);
+            next = self.decode(ti, pos, last).ok().flatten();
+        }
+        (None, found)
+    }
+}
+
+/// Why decoding stopped.
+enum Stop {
+    Bad(BadRecord),
+    NoSpec(String),
 }

@@ -288,7 +288,7 @@ impl<'w> ReplayPrinter<'w> {
             return Ok(());
         }
         self.finish()?;
-        let title = "utrace stopped tracing with remaining functions";
+        let title = "uftrace stopped tracing with remaining functions";
         writeln!(self.out, "\n{title}\n{}", "=".repeat(title.len()))?;
         for (tid, frames) in tasks {
             writeln!(self.out, "task: {tid}")?;
