@@ -286,6 +286,11 @@ impl Filters {
         }
     }
 
+    /// Some trigger sets a `time=` filter.
+    pub fn has_time_trigger(&self) -> bool {
+        self.triggers.iter().any(|(_, a, _)| a.time.is_some())
+    }
+
     pub fn is_empty(&self) -> bool {
         self.filter.is_empty()
             && self.notrace.is_empty()
@@ -317,34 +322,34 @@ impl Filters {
     }
 
     /// Checks the patterns against every function of the trace. Like uftrace, `-F` and `-C`
-    /// patterns that match nothing are dropped (so they do not hide everything), and when no
-    /// pattern at all matches, the `failed to set filter or trigger: ...` notice is returned.
-    pub fn check(&mut self, funcs: &[&FuncInfo]) -> Option<String> {
+    /// patterns that match nothing are dropped (so they do not hide everything). The
+    /// `failed to set filter or trigger: ...` notice is returned when the filter options
+    /// together bound nothing (recorded argument specs count as bound, as in uftrace) or the
+    /// triggers together bound nothing.
+    pub fn check(&mut self, funcs: &[&FuncInfo], args_bound: bool) -> Option<String> {
         let hit = |p: &Pattern| funcs.iter().any(|f| p.matches(f));
-        let mut texts: Vec<String> = Vec::new();
-        let mut any = false;
-        for p in &self.filter {
-            texts.push(p.text.clone());
-            any |= hit(p);
-        }
-        for (p, _, text) in &self.triggers {
-            texts.push(text.clone());
-            any |= hit(p);
-        }
-        for p in &self.notrace {
-            texts.push(format!("!{}", p.text));
-            any |= hit(p);
-        }
-        for p in self.caller.iter().chain(&self.hide) {
-            texts.push(p.text.clone());
-            any |= hit(p);
-        }
+        let filter_pats: Vec<(&Pattern, String)> = self
+            .filter
+            .iter()
+            .map(|p| (p, p.text.clone()))
+            .chain(self.notrace.iter().map(|p| (p, format!("!{}", p.text))))
+            .chain(self.caller.iter().chain(&self.hide).map(|p| (p, p.text.clone())))
+            .collect();
+        let filter_text: Vec<String> = filter_pats.iter().map(|(_, t)| t.clone()).collect();
+        let trigger_text: Vec<String> = self.triggers.iter().map(|(_, _, t)| t.clone()).collect();
+        let filter_fail = !filter_pats.is_empty() && !args_bound && !filter_pats.iter().any(|(p, _)| hit(p));
+        let trigger_fail = !self.triggers.is_empty() && !self.triggers.iter().any(|(p, _, _)| hit(p));
         self.filter.retain(|p| hit(p));
         self.caller.retain(|p| hit(p));
         self.triggers.retain(|(p, _, _)| hit(p));
         self.has_filter = !self.filter.is_empty() || self.triggers.iter().any(|(_, a, _)| a.filter);
         self.has_caller = !self.caller.is_empty() || self.triggers.iter().any(|(_, a, _)| a.caller);
-        (!any && !texts.is_empty()).then(|| format!("failed to set filter or trigger: {}", texts.join(" or ")))
+        if !(filter_fail || trigger_fail) {
+            return None;
+        }
+        let (f, t) = (filter_text.join(";"), trigger_text.join(";"));
+        let sep = if !f.is_empty() && !t.is_empty() { " or " } else { "" };
+        Some(format!("failed to set filter or trigger: {f}{sep}{t}"))
     }
 }
 

@@ -1,63 +1,94 @@
-//! The replay engine: walks every task's records in time order (a heap over per-task cursors,
-//! [`merge`](crate::merge)), pairs entries with exits on a per-task stack, applies filters and
-//! triggers, and hands finished lines to the printer.
+//! The replay engine. It keeps, per task, the same bookkeeping uftrace's reader keeps — a
+//! stack counter with reusable slots, a display-depth counter, and filter counters — because
+//! uftrace users compare outputs line by line, and the exact depth of a line after fork, exec,
+//! longjmp or a filter depends on that bookkeeping rather than on the call tree alone.
 //!
-//! Leaf merging follows uftrace: an entry is printed as `f();` only when the next line printed
-//! at all is its own exit. To decide that without look-ahead, the last entry line is *held*
-//! until the next line is known. Entries whose visibility depends on the future (`-t`: their
-//! duration; `-C`: whether a target is called below them) are decided at entry by scanning
-//! ahead in their task's data, so lines keep their time order across tasks.
+//! Records come in time order from [`Merge`]; `-r`, `-t` and `-C` were already applied there
+//! (see [`gate`](crate::gate)). For each entry the engine decides whether it is shown, and
+//! looks at the next record of the whole trace: when that is the same task's matching exit
+//! (after skipping records that would not be shown), the call is printed as a leaf `f();`.
 
 use crate::config::{Config, ReplayOptions};
 use crate::filter::{FuncFilter, Filters};
+use crate::gate::Gate;
 use crate::merge::{Head, Merge};
 use crate::output::args::{push_args, push_value};
+use crate::output::events::EventState;
 use crate::output::replay::{LineCtx, ReplayPrinter};
 use crate::specs::Specs;
 use crate::symbols::{FuncId, Symbolizer};
-use crate::{ReplayError, Result};
+use crate::Result;
 use record_format::argspec::{decode_payload, ArgItem};
 use record_format::{RecordKind, TraceDir};
 use std::io::Write;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    /// Its entry was never seen (a fork child's inherited frames, data after LOST).
-    Phantom,
-    NotShown,
-    Held,
-    Printed,
-}
+// Slot flags.
+const FILTERED: u8 = 1;
+const NOTRACE: u8 = 2;
+const NORECORD: u8 = 4;
+const EXEC: u8 = 8;
+const LONGJMP: u8 = 16;
 
-#[derive(Debug, Clone)]
-struct Frame {
+/// One level of a task's call stack. Slots are reused by index, so a slot may still describe
+/// an older call when the data skips frames (longjmp), exactly as in uftrace.
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    /// Recorded address of the entry (0: never entered in this data).
+    addr: u64,
     func: Option<FuncId>,
-    entry_time: Option<u64>,
-    rec_depth: u16,
-    disp: u32,
-    child_depth: u32,
-    vis: bool,
-    state: State,
+    /// Start time while the call is open, duration after its exit.
+    total: u64,
+    valid: bool,
+    /// Filter depth to restore at exit.
+    orig_depth: i64,
+    flags: u8,
     payload: (usize, usize),
-    enters_filter: bool,
-    notrace: bool,
-    caller: bool,
-    prev_limit: Option<u32>,
-    prev_thresh: Option<Option<u64>>,
 }
 
 #[derive(Debug)]
 struct TaskState {
-    stack: Vec<Frame>,
-    filter_count: u32,
-    notrace_count: u32,
-    caller_count: u32,
-    depth_limit: u32,
-    threshold: Option<u64>,
-    trace_on: bool,
-    prev_print: Option<u64>,
+    stack_count: usize,
+    slots: Vec<Slot>,
+    display_depth: i64,
+    display_depth_set: bool,
+    in_count: i64,
+    out_count: i64,
+    filter_depth: i64,
+    fork_display_depth: i64,
+    fork_handled: bool,
+    fstack_set: bool,
+    lost_seen: bool,
+    /// Time of the record being shown and of the one before (`time`, `delta` columns).
+    timestamp: u64,
+    timestamp_last: u64,
     allowed: bool,
-    done: bool,
+    ppid_task: Option<usize>,
+    /// `-D` (or no limit): what a never-entered slot restores at exit.
+    default_depth: i64,
+}
+
+impl TaskState {
+    fn slot(&mut self, i: usize) -> &mut Slot {
+        if self.slots.len() <= i {
+            let fresh = Slot {
+                orig_depth: self.default_depth,
+                ..Slot::default()
+            };
+            self.slots.resize(i + 1, fresh);
+        }
+        &mut self.slots[i]
+    }
+}
+
+/// Names of functions whose semantics change the stack (uftrace's fix-up list).
+fn fixup_kind(name: &str) -> Option<u8> {
+    match name {
+        "execl" | "execlp" | "execle" | "execv" | "execve" | "execvp" | "execvpe" => Some(EXEC),
+        "setjmp" | "_setjmp" | "sigsetjmp" | "__sigsetjmp" => Some(0x40),
+        "longjmp" | "siglongjmp" | "__longjmp_chk" => Some(LONGJMP),
+        "fork" | "vfork" | "daemon" => Some(0x80),
+        _ => None,
+    }
 }
 
 /// The replay engine over one data directory.
@@ -65,32 +96,15 @@ pub struct Engine<'d, 'w> {
     cfg: &'d Config,
     merge: Merge<'d>,
     tasks: Vec<TaskState>,
-    filters: Filters,
-    decided: Vec<Option<FuncFilter>>,
-    held: Option<usize>,
-    range: (u64, u64),
-    stop_all: bool,
+    /// `--trace=on|off` state, toggled by trace_on/trace_off triggers (global, as in uftrace).
+    enabled: bool,
+    setjmp_depth: i64,
+    setjmp_count: usize,
+    default_depth: i64,
     printer: ReplayPrinter<'w>,
-    last_shown_task: Option<usize>,
-    events: crate::output::events::EventState,
-}
-
-fn make_ctx<'a>(merge: &'a Merge<'_>, tasks: &[TaskState], ti: usize, func: Option<FuncId>, time: u64) -> LineCtx<'a> {
-    let (module, addr) = match func {
-        Some(f) => {
-            let fi = merge.sym.func(f);
-            (fi.module.as_str(), fi.addr)
-        }
-        None => ("", 0),
-    };
-    LineCtx {
-        tid: merge.tid(ti),
-        comm: merge.comm(ti),
-        module,
-        addr,
-        time,
-        prev: tasks[ti].prev_print,
-    }
+    events: EventState,
+    last_task: Option<usize>,
+    finished: bool,
 }
 
 fn time_point(p: crate::config::TimePoint, first: u64) -> u64 {
@@ -106,163 +120,373 @@ impl<'d, 'w> Engine<'d, 'w> {
         cfg: &'d Config,
         opts: &ReplayOptions,
         out: &'w mut dyn Write,
-        warn: &mut dyn FnMut(&str),
     ) -> Result<Engine<'d, 'w>> {
-        let sym = Symbolizer::new(dir, cfg.demangle);
+        let mut sym = Symbolizer::new(dir, cfg.demangle);
         let specs = Specs::new(dir);
-        let merge = Merge::new(dir, sym, specs, warn);
+        let mut filters = Filters::new(cfg);
+        let mut printer = ReplayPrinter::new(out, opts.clone(), 0);
+        for n in std::mem::take(&mut filters.notices) {
+            writeln!(printer.out(), "Usage: {n}")?;
+        }
+        if !filters.is_empty() {
+            let ids = sym.all_functions();
+            let funcs: Vec<_> = ids.iter().map(|&i| sym.func(i)).collect();
+            if let Some(msg) = filters.check(&funcs, specs.binds_any(&funcs)) {
+                writeln!(printer.out(), "Usage: {msg}")?;
+            }
+        }
+        let gate = Gate::new(cfg.time_filter, filters.has_time_trigger(), filters.has_caller);
+        let mut merge = Merge::new(dir, sym, specs, filters, gate);
         let first = merge.first_time();
-        let range = match cfg.time_range {
-            Some(r) => (
-                r.start.map_or(0, |p| time_point(p, first)),
-                r.stop.map_or(u64::MAX, |p| time_point(p, first)),
-            ),
-            None => (0, u64::MAX),
-        };
-        let filters = Filters::new(cfg);
+        printer.set_first_time(first);
+        if let Some(r) = cfg.time_range {
+            let start = r.start.map_or(0, |p| time_point(p, first));
+            let stop = r.stop.map_or(u64::MAX, |p| time_point(p, first));
+            merge.set_range(start, stop);
+            merge.restart();
+        }
+        let default_depth = cfg.depth.map_or(i64::from(u16::MAX), i64::from);
+        let ppids = parent_tasks(dir);
         let tasks = dir
             .data
             .iter()
-            .map(|d| TaskState {
-                stack: Vec::new(),
-                filter_count: 0,
-                notrace_count: 0,
-                caller_count: 0,
-                depth_limit: cfg.depth.unwrap_or(u32::MAX),
-                threshold: cfg.time_filter,
-                trace_on: true,
-                prev_print: None,
+            .enumerate()
+            .map(|(i, d)| TaskState {
+                stack_count: 0,
+                slots: Vec::new(),
+                display_depth: 0,
+                display_depth_set: cfg.time_range.is_none_or(|r| r.start.is_none()),
+                in_count: 0,
+                out_count: 0,
+                filter_depth: default_depth,
+                fork_display_depth: 0,
+                fork_handled: false,
+                fstack_set: false,
+                lost_seen: false,
+                timestamp: 0,
+                timestamp_last: 0,
                 allowed: cfg.tids.is_empty() || cfg.tids.contains(&d.tid),
-                done: false,
+                ppid_task: ppids[i],
+                default_depth,
             })
             .collect();
         Ok(Engine {
             cfg,
             merge,
             tasks,
-            filters,
-            decided: Vec::new(),
-            held: None,
-            range,
-            stop_all: false,
-            printer: ReplayPrinter::new(out, opts.clone(), first),
-            last_shown_task: None,
-            events: Default::default(),
+            enabled: true,
+            setjmp_depth: 0,
+            setjmp_count: 0,
+            default_depth,
+            printer,
+            events: EventState::default(),
+            last_task: None,
+            finished: false,
         })
     }
 
-    fn decide(&mut self, id: FuncId) -> FuncFilter {
-        let i = id as usize;
-        if self.decided.len() <= i {
-            self.decided.resize(i + 1, None);
-        }
-        match self.decided[i] {
-            Some(d) => d,
-            None => {
-                let d = self.filters.decide(self.merge.sym.func(id));
-                self.decided[i] = Some(d);
-                d
-            }
-        }
-    }
-
-    /// Prints `Usage:` notices for filters that match nothing (and drops those filters).
-    fn check_filters(&mut self) -> Result<()> {
-        for n in std::mem::take(&mut self.filters.notices) {
-            writeln!(self.printer_out(), "Usage: {n}")?;
-        }
-        if self.filters.is_empty() {
-            return Ok(());
-        }
-        let ids = self.merge.sym.all_functions();
-        let funcs: Vec<_> = ids.iter().map(|&i| self.merge.sym.func(i)).collect();
-        if let Some(msg) = self.filters.check(&funcs) {
-            writeln!(self.printer.out(), "Usage: {msg}")?;
-        }
-        Ok(())
-    }
-
-    fn printer_out(&mut self) -> &mut dyn Write {
-        self.printer.out()
-    }
-
-    /// Runs the whole replay.
+    /// Runs the whole replay; returns the warnings met while reading.
     pub fn run(mut self) -> Result<Vec<String>> {
-        self.check_filters()?;
         if self.printer.opts().flat {
             self.run_flat()?;
             return Ok(self.merge.warnings);
         }
         while let Some((ti, head)) = self.merge.pop() {
-            if self.tasks[ti].done || !self.tasks[ti].allowed {
-                continue;
-            }
-            if head.raw.time > self.range.1 && head.raw.kind != RecordKind::Lost {
-                self.tasks[ti].done = true;
-                continue;
-            }
             self.flush_extern(head.raw.time)?;
-            match head.raw.kind {
-                RecordKind::Entry => self.entry(ti, &head)?,
-                RecordKind::Exit => self.exit(ti, &head)?,
-                RecordKind::Event => self.event(ti, &head)?,
-                RecordKind::Lost => self.lost(ti, &head)?,
+            if !self.tasks[ti].allowed {
+                continue;
             }
-            if self.stop_all {
+            self.consume(ti, &head);
+            if head.raw.kind == RecordKind::Event && self.cfg.no_event {
+                continue;
+            }
+            self.graph_record(ti, &head)?;
+            if self.finished {
                 break;
             }
         }
         self.flush_extern(u64::MAX)?;
-        self.flush_held()?;
         self.printer.finish()?;
         let remaining = self.remaining();
         self.printer.remaining(&remaining)?;
         Ok(self.merge.warnings)
     }
 
-    fn remaining(&self) -> Vec<(u32, Vec<(u16, String)>)> {
-        let mut out = Vec::new();
-        for (ti, t) in self.tasks.iter().enumerate() {
-            if !t.allowed {
-                continue;
+    /// Stack bookkeeping of a record taken from the stream (uftrace's "consume").
+    fn consume(&mut self, ti: usize, h: &Head) {
+        let default_depth = self.default_depth;
+        let fork_depth = self.tasks[ti]
+            .ppid_task
+            .map_or(0, |p| self.tasks[p].fork_display_depth);
+        let t = &mut self.tasks[ti];
+        let r = &h.raw;
+        if r.kind == RecordKind::Event {
+            return;
+        }
+        if !t.fstack_set {
+            // A fork child or a task seen after LOST starts inside calls it never entered.
+            t.stack_count = r.depth as usize + usize::from(r.kind == RecordKind::Exit);
+            t.fstack_set = true;
+            if !t.fork_handled {
+                if fork_depth != 0 {
+                    t.display_depth = fork_depth;
+                    t.display_depth_set = true;
+                }
+                t.fork_handled = true;
             }
-            let frames: Vec<(u16, String)> = t
-                .stack
-                .iter()
-                .filter_map(|f| Some((f.rec_depth, self.merge.sym.func(f.func?).name.clone())))
-                .collect();
-            if !frames.is_empty() {
-                out.push((self.merge.tid(ti), frames));
+            for i in 0..t.stack_count {
+                let s = t.slot(i);
+                s.total = r.time;
+                s.valid = true;
+            }
+            t.filter_depth = default_depth;
+        }
+        if t.lost_seen && r.kind != RecordKind::Lost {
+            t.stack_count = r.depth as usize + usize::from(r.kind == RecordKind::Exit);
+            t.lost_seen = false;
+            for i in 0..=r.depth as usize {
+                let s = t.slot(i);
+                s.total = r.time.saturating_sub(1);
             }
         }
-        out
+        match r.kind {
+            RecordKind::Entry => {
+                let i = t.stack_count;
+                let s = t.slot(i);
+                s.addr = r.addr;
+                s.func = Some(h.func);
+                s.total = r.time;
+                s.valid = true;
+                s.payload = h.payload;
+                t.stack_count += 1;
+            }
+            RecordKind::Exit => {
+                let i = t.stack_count.saturating_sub(1);
+                let s = t.slot(i);
+                s.total = if s.valid { r.time.saturating_sub(s.total) } else { 0 };
+                s.valid = false;
+                t.stack_count = t.stack_count.saturating_sub(1);
+            }
+            RecordKind::Lost => {
+                t.lost_seen = true;
+                t.display_depth_set = false;
+            }
+            RecordKind::Event => {}
+        }
     }
 
-    fn mark_printed(&mut self, ti: usize, time: u64) {
-        self.tasks[ti].prev_print = Some(time);
-        self.last_shown_task = Some(ti);
+    /// Filter bookkeeping at a function entry; `false` when the entry is not shown.
+    fn fstack_entry(&mut self, ti: usize, h: &Head, ff: &FuncFilter) -> bool {
+        let has_filter = self.merge.filters.has_filter;
+        let default_depth = self.default_depth;
+        let fi = self.merge.sym.func(h.func);
+        let name_kind = fixup_kind(&fi.name);
+        let no_libcall_plt = self.merge.filters.no_libcall && fi.is_plt;
+        let t = &mut self.tasks[ti];
+        let idx = t.stack_count.saturating_sub(1);
+        let orig = t.filter_depth;
+        let slot = t.slot(idx);
+        slot.orig_depth = orig;
+        slot.flags = 0;
+        if t.out_count > 0 {
+            t.slots[idx].flags |= NORECORD;
+            return false;
+        }
+        match name_kind {
+            Some(EXEC) => t.slots[idx].flags |= EXEC,
+            Some(LONGJMP) => t.slots[idx].flags |= LONGJMP,
+            Some(0x40) => {
+                self.setjmp_depth = t.display_depth + 1;
+                self.setjmp_count = t.stack_count;
+            }
+            Some(0x80) => t.fork_display_depth = t.display_depth + 1,
+            _ => {}
+        }
+        if no_libcall_plt {
+            t.slots[idx].flags |= NORECORD;
+            return false;
+        }
+        if ff.notrace {
+            t.out_count += 1;
+            t.slots[idx].flags |= NOTRACE | NORECORD;
+            return false;
+        }
+        if ff.filter {
+            t.in_count += 1;
+            t.slots[idx].flags |= FILTERED;
+            t.filter_depth = default_depth;
+        } else if has_filter && t.in_count == 0 {
+            t.slots[idx].flags |= NORECORD;
+            return false;
+        }
+        if ff.hide {
+            t.slots[idx].flags |= NORECORD;
+            return false;
+        }
+        if let Some(d) = ff.actions.depth {
+            t.filter_depth = i64::from(d);
+        }
+        if ff.actions.trace_on {
+            self.enabled = true;
+        }
+        if ff.actions.trace_off {
+            self.enabled = false;
+            t.display_depth_set = false;
+        }
+        if !self.enabled {
+            return false;
+        }
+        if t.filter_depth <= 0 {
+            t.slots[idx].flags |= NORECORD;
+            return false;
+        }
+        t.filter_depth -= 1;
+        if !t.display_depth_set {
+            t.display_depth = t.stack_count as i64 - 1;
+            t.display_depth_set = true;
+            if t.display_depth < 0 {
+                t.display_depth = 0;
+            }
+        }
+        true
     }
 
-    fn args_text(&mut self, func: FuncId, payload: (usize, usize), ti: usize, ret: bool) -> Option<String> {
-        if payload.1 == 0 || self.printer.opts().no_args {
+    /// Filter bookkeeping at a function exit (the slot above the stack counter).
+    fn fstack_exit(&mut self, ti: usize) {
+        let t = &mut self.tasks[ti];
+        let i = t.stack_count;
+        let s = *t.slot(i);
+        if s.flags & FILTERED != 0 {
+            t.in_count -= 1;
+        } else if s.flags & NOTRACE != 0 {
+            t.out_count -= 1;
+        }
+        t.slots[i].flags = 0;
+        t.filter_depth = s.orig_depth;
+    }
+
+    /// Display-depth bookkeeping after a shown entry line or before a shown exit line.
+    fn fstack_update_entry(&mut self, ti: usize, idx: usize) {
+        let t = &mut self.tasks[ti];
+        let flags = t.slot(idx).flags;
+        if flags & EXEC != 0 {
+            t.display_depth = 0;
+            t.stack_count = 0;
+        } else if flags & LONGJMP != 0 {
+            t.display_depth = self.setjmp_depth;
+            t.stack_count = self.setjmp_count;
+        } else {
+            t.display_depth += 1;
+        }
+        t.slots[idx].flags &= !(EXEC | LONGJMP);
+    }
+
+    fn fstack_update_exit(&mut self, ti: usize) -> i64 {
+        let t = &mut self.tasks[ti];
+        if !t.display_depth_set {
+            t.display_depth = t.stack_count as i64 + 1;
+            t.display_depth_set = true;
+        }
+        t.display_depth = (t.display_depth - 1).max(0);
+        t.display_depth
+    }
+
+    /// Whether a peeked record would be skipped (not shown): uftrace's skip check.
+    fn would_skip(&mut self, ti: usize, h: &Head) -> bool {
+        let has_filter = self.merge.filters.has_filter;
+        if self.tasks[ti].out_count > 0 {
+            return true;
+        }
+        if h.raw.kind == RecordKind::Exit {
+            let t = &mut self.tasks[ti];
+            let i = t.stack_count.saturating_sub(1);
+            return t.slot(i).flags & NORECORD != 0;
+        }
+        let ff = if h.raw.kind == RecordKind::Entry {
+            self.merge.decide(h.func)
+        } else {
+            FuncFilter::default()
+        };
+        if h.raw.kind == RecordKind::Entry && self.merge.filters.no_libcall && self.merge.sym.func(h.func).is_plt {
+            return true;
+        }
+        let t = &self.tasks[ti];
+        let mut depth = t.filter_depth;
+        if ff.notrace {
+            return true;
+        }
+        if ff.filter {
+            depth = self.default_depth;
+        } else if has_filter && t.in_count == 0 {
+            return true;
+        }
+        if ff.hide {
+            return true;
+        }
+        if ff.actions.depth.is_some() || ff.actions.trace_on {
+            return false;
+        }
+        ff.actions.trace_off || depth <= 0
+    }
+
+    /// Consumes records that would not be shown and returns the task of the next record.
+    fn skip(&mut self, ti: usize, curr_depth: u16) -> Option<usize> {
+        let idx = self.tasks[ti].stack_count.saturating_sub(1);
+        if self.tasks[ti].slot(idx).flags & (EXEC | LONGJMP) != 0 {
             return None;
+        }
+        loop {
+            let next = self.merge.peek()?;
+            let h = self.merge.head(next)?.clone();
+            if next == ti && curr_depth >= h.raw.depth {
+                return Some(next);
+            }
+            if h.raw.kind == RecordKind::Lost {
+                return None;
+            }
+            if !self.tasks[next].allowed || (h.raw.kind == RecordKind::Event && self.cfg.no_event) {
+                // Invisible to the whole replay: take it out of the way.
+                self.merge.pop();
+                if self.tasks[next].allowed {
+                    self.consume(next, &h);
+                }
+                continue;
+            }
+            if !self.would_skip(next, &h) {
+                return Some(next);
+            }
+            self.merge.pop();
+            self.consume(next, &h);
+            if h.raw.kind == RecordKind::Entry {
+                let ff = self.merge.decide(h.func);
+                self.fstack_entry(next, &h, &ff);
+            } else {
+                self.fstack_exit(next);
+            }
+            if !self.enabled {
+                return None;
+            }
+        }
+    }
+
+    fn args_text(&mut self, func: FuncId, payload: (usize, usize), ti: usize, ret: bool) -> String {
+        if payload.1 == 0 || self.printer.opts().no_args {
+            return String::new();
         }
         let f = self.merge.sym.func(func).clone();
         let spec = self.merge.specs.get(func, &f).clone();
-        let items: Vec<&ArgItem> = if ret {
-            spec.ret.iter().collect()
-        } else {
-            spec.args.iter().collect()
-        };
+        let items: Vec<&ArgItem> = if ret { spec.ret.iter().collect() } else { spec.args.iter().collect() };
         let bytes = self.merge.payload(ti, payload);
-        let values = decode_payload(&items, bytes)?;
+        let Some(values) = decode_payload(&items, bytes) else {
+            return String::new();
+        };
         let session = self.merge.session_of(ti);
         let mut s = String::new();
         let sym = &mut self.merge.sym;
         let mut lookup = |addr: u64| {
             let id = sym.resolve(session, 0, addr);
             let fi = sym.func(id);
-            (fi.known && fi.addr == addr).then(|| fi.name.clone())
+            fi.known.then(|| fi.name.clone())
         };
         if ret {
             if let (Some(item), Some(v)) = (items.first(), values.first()) {
@@ -272,386 +496,199 @@ impl<'d, 'w> Engine<'d, 'w> {
             let owned: Vec<ArgItem> = items.into_iter().cloned().collect();
             push_args(&mut s, &owned, &values, &mut lookup);
         }
-        Some(s)
+        s
     }
 
-    /// Prints the held entry as `name(args) {`.
-    fn flush_held(&mut self) -> Result<()> {
-        let Some(ti) = self.held.take() else {
-            return Ok(());
-        };
-        let Some(idx) = self.tasks[ti].stack.iter().rposition(|f| f.state == State::Held) else {
-            return Ok(());
-        };
-        self.print_entry(ti, idx)
-    }
-
-    fn print_entry(&mut self, ti: usize, idx: usize) -> Result<()> {
-        let fr = &self.tasks[ti].stack[idx];
-        let (Some(func), Some(time), disp, payload) = (fr.func, fr.entry_time, fr.disp, fr.payload) else {
-            return Ok(());
-        };
-        let args = self.args_text(func, payload, ti, false).unwrap_or_default();
-        let color = self.decide(func).actions.color;
-        let fi = self.merge.sym.func(func);
-        let ctx = make_ctx(&self.merge, &self.tasks, ti, Some(func), time);
-        self.printer.entry(&ctx, disp, &fi.name, &args, color)?;
-        self.tasks[ti].stack[idx].state = State::Printed;
-        self.mark_printed(ti, time);
-        Ok(())
-    }
-
-    /// Makes room for a new line: prints the held entry.
-    fn before_line(&mut self, _ti: usize) -> Result<()> {
-        self.flush_held()
-    }
-
-    /// Pops frames above `depth` that will never see their exit (longjmp, exec).
-    fn unwind_to(&mut self, ti: usize, depth: usize) {
-        while self.tasks[ti].stack.len() > depth {
-            let fr = self.tasks[ti].stack.pop().expect("len checked");
-            if fr.state == State::Held && self.held == Some(ti) {
-                self.held = None;
-                // The entry was never printed: show it as an open call, like uftrace does for
-                // functions left by longjmp.
-                self.tasks[ti].stack.push(Frame {
-                    state: State::Held,
-                    ..fr.clone()
-                });
-                let idx = self.tasks[ti].stack.len() - 1;
-                let _ = self.print_entry(ti, idx);
-                self.tasks[ti].stack.pop();
+    /// `name` or `name@lib` (`--libname`, library calls only).
+    fn display_name(&mut self, ti: usize, func: FuncId) -> String {
+        if self.printer.opts().libname && self.merge.sym.func(func).is_plt {
+            let session = self.merge.session_of(ti);
+            if let Some(lib) = self.merge.sym.library_of(session, func) {
+                return format!("{}@{lib}", self.merge.sym.func(func).name);
             }
-            self.undo(ti, &fr);
         }
+        self.merge.sym.func(func).name.clone()
     }
 
-    fn undo(&mut self, ti: usize, fr: &Frame) {
+    fn graph_record(&mut self, ti: usize, h: &Head) -> Result<()> {
+        if h.raw.kind == RecordKind::Lost {
+            let depth = (self.tasks[ti].display_depth + 1) as u32;
+            let text = format!("LOST {} records!!", h.raw.addr);
+            let ctx = line_ctx(&self.merge, &self.tasks, ti, 0, None);
+            let ctx = LineCtx { time: h.raw.time, ..ctx };
+            return Ok(self.printer.comment(&ctx, None, depth, &text, true)?);
+        }
+        if h.raw.kind == RecordKind::Event {
+            return self.event(ti, h);
+        }
         let t = &mut self.tasks[ti];
-        if fr.enters_filter {
-            t.filter_count -= 1;
-        }
-        if fr.notrace {
-            t.notrace_count -= 1;
-        }
-        if fr.caller {
-            t.caller_count -= 1;
-        }
-        if let Some(l) = fr.prev_limit {
-            t.depth_limit = l;
-        }
-        if let Some(th) = fr.prev_thresh {
-            t.threshold = th;
-        }
-    }
-
-    fn phantom(depth: usize) -> Frame {
-        Frame {
-            func: None,
-            entry_time: None,
-            rec_depth: depth as u16,
-            disp: depth as u32,
-            child_depth: depth as u32 + 1,
-            vis: true,
-            state: State::Phantom,
-            payload: (0, 0),
-            enters_filter: false,
-            notrace: false,
-            caller: false,
-            prev_limit: None,
-            prev_thresh: None,
+        t.timestamp_last = t.timestamp;
+        t.timestamp = h.raw.time;
+        self.last_task = Some(ti);
+        match h.raw.kind {
+            RecordKind::Entry => self.entry(ti, h),
+            _ => self.exit(ti, h),
         }
     }
 
     fn entry(&mut self, ti: usize, h: &Head) -> Result<()> {
-        let d = h.raw.depth as usize;
-        self.unwind_to(ti, d);
-        while self.tasks[ti].stack.len() < d {
-            let n = self.tasks[ti].stack.len();
-            self.tasks[ti].stack.push(Self::phantom(n));
+        let ff = self.merge.decide(h.func);
+        if !self.fstack_entry(ti, h, &ff) {
+            return Ok(());
         }
-        let ff = self.decide(h.func);
-        let has_filter = self.filters.has_filter;
-        let has_caller = self.filters.has_caller;
-        let in_range = h.raw.time >= self.range.0;
-        let t = &mut self.tasks[ti];
-        if ff.actions.trace_off {
-            t.trace_on = false;
+        let depth = self.tasks[ti].display_depth as u32;
+        if ff.actions.backtrace {
+            self.backtrace(ti)?;
         }
-        if ff.actions.trace_on {
-            t.trace_on = true;
-        }
-        let parent_child = t.stack.last().map_or(0, |p| p.child_depth);
-        let enters_filter = ff.filter;
-        let disp = if enters_filter && t.filter_count == 0 { 0 } else { parent_child };
-        let in_region = !has_filter || t.filter_count > 0 || enters_filter;
-        let notrace = ff.notrace;
-        let below_target = t.caller_count > 0;
-        let vis = t.notrace_count == 0
-            && !notrace
-            && in_region
-            && !ff.hide
-            && disp < t.depth_limit
-            && !below_target;
-        let mut fr = Frame {
-            func: Some(h.func),
-            entry_time: in_range.then_some(h.raw.time),
-            rec_depth: h.raw.depth,
-            disp,
-            child_depth: if ff.hide { disp } else { disp + 1 },
-            vis,
-            state: State::NotShown,
-            payload: h.payload,
-            enters_filter,
-            notrace,
-            caller: ff.caller && !below_target,
-            prev_limit: None,
-            prev_thresh: None,
-        };
-        if let Some(n) = ff.actions.depth {
-            fr.prev_limit = Some(t.depth_limit);
-            t.depth_limit = t.depth_limit.min(disp.saturating_add(n));
-        }
-        if let Some(th) = ff.actions.time {
-            fr.prev_thresh = Some(t.threshold);
-            t.threshold = Some(th);
-        }
-        if enters_filter {
-            t.filter_count += 1;
-        }
-        if notrace {
-            t.notrace_count += 1;
-        }
-        if fr.caller {
-            t.caller_count += 1;
-        }
-        let mut shown = vis && t.trace_on && in_range;
-        let threshold = t.threshold.filter(|_| !ff.actions.trace);
-        let need_time = shown && threshold.is_some();
-        let need_caller = shown && has_caller && !fr.caller;
-        if need_time || need_caller {
-            let filters = &self.filters;
-            let (exit, found) = self.merge.scan_subtree(ti, h.raw.depth, need_time, &mut |sym, f| {
-                filters.decide(sym.func(f)).caller
-            });
-            if let (true, Some(th)) = (need_time, threshold) {
-                shown &= exit.is_none_or(|e| e.saturating_sub(h.raw.time) >= th);
-            }
-            if need_caller {
-                shown &= found;
-            }
-            // Hidden by its duration or by not leading to a target: its exit is hidden too.
-            fr.vis &= shown;
-        }
-        fr.state = if shown { State::Held } else { State::NotShown };
-        let state = fr.state;
-        if state == State::Held {
-            self.before_line(ti)?;
-        }
-        self.tasks[ti].stack.push(fr);
-        if state == State::Held {
-            if ff.actions.backtrace {
-                self.backtrace(ti)?;
-            }
-            if self.printer.opts().no_merge || ff.actions.finish {
-                let idx = self.tasks[ti].stack.len() - 1;
-                self.print_entry(ti, idx)?;
-            } else {
-                self.held = Some(ti);
-            }
+        let args = self.args_text(h.func, h.payload, ti, false);
+        let name = self.display_name(ti, h.func);
+        let idx = self.tasks[ti].stack_count.saturating_sub(1);
+        let next = if self.printer.opts().no_merge { None } else { self.skip(ti, h.raw.depth) };
+        let leaf = next == Some(ti)
+            && self
+                .merge
+                .head(ti)
+                .is_some_and(|n| n.raw.depth == h.raw.depth && n.raw.kind == RecordKind::Exit);
+        let color = ff.actions.color;
+        if leaf {
+            let (_, exit) = self.merge.pop().expect("peeked above");
+            self.consume(ti, &exit);
+            let ret = (exit.payload.1 > 0).then(|| self.args_text(h.func, exit.payload, ti, true));
+            let slot = self.tasks[ti].slots[idx];
+            let ctx = line_ctx(&self.merge, &self.tasks, ti, slot.addr, Some(h.func));
+            self.printer.leaf(&ctx, slot.total, depth, &name, &args, ret.as_deref(), color)?;
+            self.fstack_exit(ti);
+        } else {
+            let addr = self.tasks[ti].slots[idx].addr;
+            let ctx = line_ctx(&self.merge, &self.tasks, ti, addr, Some(h.func));
+            self.printer.entry(&ctx, depth, &name, &args, color)?;
+            self.fstack_update_entry(ti, idx);
         }
         if ff.actions.finish {
-            self.stop_all = true;
-        }
-        Ok(())
-    }
-
-    fn backtrace(&mut self, ti: usize) -> Result<()> {
-        let n = self.tasks[ti].stack.len().saturating_sub(1);
-        for i in 0..n {
-            let Some(func) = self.tasks[ti].stack[i].func else {
-                continue;
-            };
-            let name = self.merge.sym.func(func).name.clone();
-            let time = self.tasks[ti].stack[n].entry_time.unwrap_or(0);
-            let ctx = make_ctx(&self.merge, &self.tasks, ti, Some(func), time);
-            self.printer.backtrace(&ctx, i, &name)?;
+            self.finished = true;
         }
         Ok(())
     }
 
     fn exit(&mut self, ti: usize, h: &Head) -> Result<()> {
-        let d = h.raw.depth as usize;
-        self.unwind_to(ti, d + 1);
-        let in_range = h.raw.time >= self.range.0;
-        if self.tasks[ti].stack.len() < d + 1 || self.tasks[ti].stack[d].state == State::Phantom {
-            // The entry is not ours (a fork child returning from fork, data after LOST).
-            let fr = if self.tasks[ti].stack.len() == d + 1 {
-                self.tasks[ti].stack.pop()
-            } else {
-                None
+        let i = self.tasks[ti].stack_count;
+        let slot = *self.tasks[ti].slot(i);
+        if self.enabled && slot.flags & NORECORD == 0 {
+            let depth = self.fstack_update_exit(ti) as u32;
+            let ret = (h.payload.1 > 0).then(|| self.args_text(h.func, h.payload, ti, true));
+            let name = self.display_name(ti, h.func);
+            let ctx = line_ctx(&self.merge, &self.tasks, ti, slot.addr, Some(h.func));
+            self.printer.exit(&ctx, Some(slot.total), depth, &name, ret.as_deref())?;
+        }
+        self.fstack_exit(ti);
+        Ok(())
+    }
+
+    fn backtrace(&mut self, ti: usize) -> Result<()> {
+        let n = self.tasks[ti].stack_count.saturating_sub(1);
+        for i in 0..n {
+            let slot = *self.tasks[ti].slot(i);
+            let name = match slot.func {
+                Some(f) => self.merge.sym.func(f).name.clone(),
+                None => format!("<{:x}>", slot.addr),
             };
-            let disp = fr.as_ref().map_or(d as u32, |f| f.disp);
-            let ff = self.decide(h.func);
-            let t = &self.tasks[ti];
-            // uftrace shows a returning frame it never saw enter whatever the filters say.
-            let vis = t.notrace_count == 0 && !ff.notrace && !ff.hide && t.trace_on && in_range;
-            if vis {
-                self.before_line(ti)?;
-                let ret = self.args_text(h.func, h.payload, ti, true);
-                let name = self.merge.sym.func(h.func).name.clone();
-                let ctx = make_ctx(&self.merge, &self.tasks, ti, Some(h.func), h.raw.time);
-                self.printer.exit(&ctx, None, disp, &name, ret.as_deref())?;
-                self.mark_printed(ti, h.raw.time);
-            }
-            return Ok(());
-        }
-        let fr = self.tasks[ti].stack.pop().expect("len checked");
-        self.undo(ti, &fr);
-        let func = fr.func.unwrap_or(h.func);
-        let dur = fr.entry_time.map(|e| h.raw.time.saturating_sub(e));
-        let trace_on = self.tasks[ti].trace_on;
-        match fr.state {
-            State::Held if self.held == Some(ti) => {
-                self.held = None;
-                self.leaf(ti, &fr, func, h)?;
-            }
-            State::Held | State::Printed => {
-                if trace_on && in_range {
-                    self.before_line(ti)?;
-                    self.print_exit(ti, func, dur, fr.disp, h)?;
-                }
-            }
-            State::NotShown | State::Phantom => {
-                if fr.vis && trace_on && in_range {
-                    self.before_line(ti)?;
-                    self.print_exit(ti, func, dur, fr.disp, h)?;
-                }
-            }
+            let ctx = line_ctx(&self.merge, &self.tasks, ti, slot.addr, slot.func);
+            self.printer.backtrace(&ctx, i, &name)?;
         }
         Ok(())
-    }
-
-    fn print_exit(&mut self, ti: usize, func: FuncId, dur: Option<u64>, disp: u32, h: &Head) -> Result<()> {
-        let ret = self.args_text(func, h.payload, ti, true);
-        let fi = self.merge.sym.func(func);
-        let ctx = make_ctx(&self.merge, &self.tasks, ti, Some(func), h.raw.time);
-        self.printer.exit(&ctx, dur, disp, &fi.name, ret.as_deref())?;
-        self.mark_printed(ti, h.raw.time);
-        Ok(())
-    }
-
-    fn leaf(&mut self, ti: usize, fr: &Frame, func: FuncId, h: &Head) -> Result<()> {
-        let Some(entry) = fr.entry_time else {
-            return self.print_exit(ti, func, None, fr.disp, h);
-        };
-        let args = self.args_text(func, fr.payload, ti, false).unwrap_or_default();
-        let ret = self.args_text(func, h.payload, ti, true);
-        let color = self.decide(func).actions.color;
-        let fi = self.merge.sym.func(func);
-        let ctx = make_ctx(&self.merge, &self.tasks, ti, Some(func), entry);
-        let dur = h.raw.time.saturating_sub(entry);
-        self.printer.leaf(&ctx, dur, fr.disp, &fi.name, &args, ret.as_deref(), color)?;
-        self.mark_printed(ti, entry);
-        Ok(())
-    }
-
-    fn context_visible(&self, ti: usize) -> Option<u32> {
-        let t = &self.tasks[ti];
-        if !t.trace_on {
-            return None;
-        }
-        match t.stack.last() {
-            None => (!self.filters.has_filter).then_some(0),
-            Some(f) => {
-                let ok = matches!(f.state, State::Held | State::Printed | State::Phantom) && f.vis;
-                ok.then_some(f.child_depth)
-            }
-        }
     }
 
     fn event(&mut self, ti: usize, h: &Head) -> Result<()> {
-        if self.cfg.no_event || h.raw.time < self.range.0 {
+        let depth = self.tasks[ti].display_depth as u32;
+        let i = self.tasks[ti].stack_count;
+        let flags = self.tasks[ti].slot(i).flags;
+        if !self.enabled || flags & NORECORD != 0 {
             return Ok(());
         }
-        let Some(depth) = self.context_visible(ti) else {
-            return Ok(());
-        };
         let data = self.merge.payload(ti, h.payload).to_vec();
-        let Some(text) = self.events.text(self.merge.tid(ti), h.raw.addr, &data, self.merge.event_names()) else {
+        let tid = self.merge.tid(ti);
+        let Some(text) = self.events.text(tid, h.raw.addr, &data, self.merge.event_names()) else {
             return Ok(());
         };
         if self.cfg.no_sched && text.starts_with("linux:sched") {
             return Ok(());
         }
-        self.before_line(ti)?;
-        let ctx = make_ctx(&self.merge, &self.tasks, ti, None, h.raw.time);
+        let ctx = LineCtx { time: h.raw.time, ..line_ctx(&self.merge, &self.tasks, ti, 0, None) };
         self.printer.comment(&ctx, None, depth, &text, false)?;
-        self.mark_printed(ti, h.raw.time);
-        Ok(())
-    }
-
-    fn lost(&mut self, ti: usize, h: &Head) -> Result<()> {
-        let depth = self.tasks[ti].stack.last().map_or(0, |f| f.child_depth);
-        self.before_line(ti)?;
-        let text = format!("LOST {} records!!", h.raw.addr);
-        let ctx = make_ctx(&self.merge, &self.tasks, ti, None, h.raw.time);
-        self.printer.comment(&ctx, None, depth, &text, true)?;
-        self.mark_printed(ti, h.raw.time);
         Ok(())
     }
 
     fn flush_extern(&mut self, upto: u64) -> Result<()> {
         while let Some((time, msg)) = self.merge.next_extern(upto) {
-            let ti = self.last_shown_task.unwrap_or(0);
-            if time < self.range.0 || time > self.range.1 || self.tasks.is_empty() {
-                continue;
-            }
-            self.flush_held()?;
+            let Some(ti) = self.last_task.or((!self.tasks.is_empty()).then_some(0)) else {
+                return Ok(());
+            };
             let text = format!("external-data: {msg}");
-            let ctx = make_ctx(&self.merge, &self.tasks, ti, None, time);
+            let ctx = LineCtx { time, ..line_ctx(&self.merge, &self.tasks, ti, 0, None) };
             self.printer.comment(&ctx, None, 0, &text, false)?;
         }
         Ok(())
     }
 
+    /// Functions still open at the end, per task, innermost last: (index, name).
+    fn remaining(&self) -> Vec<(u32, Vec<(u16, String)>)> {
+        let mut out = Vec::new();
+        for (ti, t) in self.tasks.iter().enumerate() {
+            if !t.allowed || t.stack_count == 0 {
+                continue;
+            }
+            let zero = (0..t.stack_count)
+                .take_while(|&k| t.slots.get(k).is_none_or(|s| s.addr == 0))
+                .count();
+            if zero == t.stack_count {
+                continue;
+            }
+            let frames = (zero..t.stack_count)
+                .map(|k| {
+                    let s = t.slots.get(k).copied().unwrap_or_default();
+                    let name = s.func.map_or_else(|| format!("<{:x}>", s.addr), |f| self.merge.sym.func(f).name.clone());
+                    ((k - zero) as u16, name)
+                })
+                .collect();
+            out.push((self.merge.tid(ti), frames));
+        }
+        out
+    }
+
     fn run_flat(&mut self) -> Result<()> {
+        use std::fmt::Write as _;
         let mut n = 0usize;
         let mut line = String::new();
         while let Some((ti, h)) = self.merge.pop() {
             if !self.tasks[ti].allowed {
                 continue;
             }
+            self.consume(ti, &h);
+            if h.raw.kind == RecordKind::Event && self.cfg.no_event {
+                continue;
+            }
             line.clear();
             let tid = self.merge.tid(ti);
-            use std::fmt::Write as _;
             match h.raw.kind {
-                RecordKind::Entry => {
-                    let name = &self.merge.sym.func(h.func).name;
-                    let _ = write!(line, "[{n}] ==> {tid}/{}: ip ({name}), time ({})", h.raw.depth, h.raw.time);
-                    self.tasks[ti].stack.push(Frame {
-                        entry_time: Some(h.raw.time),
-                        ..Self::phantom(h.raw.depth as usize)
-                    });
-                }
-                RecordKind::Exit => {
-                    let name = &self.merge.sym.func(h.func).name;
-                    let start = self.tasks[ti].stack.pop().and_then(|f| f.entry_time);
-                    let dur = start.map_or(0, |s| h.raw.time.saturating_sub(s));
-                    let _ = write!(line, "[{n}] <== {tid}/{}: ip ({name}), time ({}:{dur})", h.raw.depth, h.raw.time);
+                RecordKind::Entry | RecordKind::Exit => {
+                    let f = self.merge.sym.func(h.func);
+                    if self.merge.filters.no_libcall && f.is_plt {
+                        continue;
+                    }
+                    let (d, name) = (h.raw.depth, &f.name);
+                    if h.raw.kind == RecordKind::Entry {
+                        let _ = write!(line, "[{n}] ==> {tid}/{d}: ip ({name}), time ({})", h.raw.time);
+                    } else {
+                        let total = self.tasks[ti].slots.get(d as usize).map_or(0, |s| s.total);
+                        let _ = write!(line, "[{n}] <== {tid}/{d}: ip ({name}), time ({}:{total})", h.raw.time);
+                    }
                 }
                 RecordKind::Lost => {
                     let _ = write!(line, "[{n}] XXX {tid}: lost {} records", h.raw.addr);
                 }
                 RecordKind::Event => {
-                    if self.cfg.no_event {
-                        continue;
-                    }
                     let data = self.merge.payload(ti, h.payload).to_vec();
-                    let text = self
-                        .events
-                        .text(tid, h.raw.addr, &data, self.merge.event_names())
-                        .unwrap_or_default();
+                    let text = self.events.text(tid, h.raw.addr, &data, self.merge.event_names()).unwrap_or_default();
                     let _ = write!(line, "[{n}] !!! {tid}: {text} time ({})", h.raw.time);
                 }
             }
@@ -663,8 +700,32 @@ impl<'d, 'w> Engine<'d, 'w> {
     }
 }
 
-impl From<std::fmt::Error> for ReplayError {
-    fn from(e: std::fmt::Error) -> Self {
-        ReplayError::Other(e.to_string())
+fn line_ctx<'a>(merge: &'a Merge<'_>, tasks: &[TaskState], ti: usize, addr: u64, func: Option<FuncId>) -> LineCtx<'a> {
+    let t = &tasks[ti];
+    let module = match func {
+        Some(f) => merge.sym.func(f).module.as_str(),
+        None => "",
+    };
+    LineCtx {
+        tid: merge.tid(ti),
+        comm: merge.comm(ti),
+        module,
+        addr,
+        time: t.timestamp,
+        prev: (t.timestamp_last != 0).then_some(t.timestamp_last),
     }
+}
+
+/// For each task, the index of its parent task (from FORK lines).
+fn parent_tasks(dir: &TraceDir) -> Vec<Option<usize>> {
+    use record_format::task::TaskLine;
+    dir.data
+        .iter()
+        .map(|d| {
+            dir.tasks.iter().find_map(|t| match t {
+                TaskLine::Fork { pid, ppid, .. } if *pid == d.tid => dir.data.iter().position(|x| x.tid == *ppid),
+                _ => None,
+            })
+        })
+        .collect()
 }

@@ -9,6 +9,7 @@
 pub mod config;
 pub mod filter;
 pub mod fstack;
+pub mod gate;
 pub mod merge;
 pub mod output;
 pub mod specs;
@@ -41,7 +42,7 @@ pub fn replay(
     out: &mut dyn Write,
     warn: &mut dyn FnMut(&str),
 ) -> Result<()> {
-    let engine = fstack::Engine::new(dir, cfg, opts, out, warn)?;
+    let engine = fstack::Engine::new(dir, cfg, opts, out)?;
     let warnings = engine.run()?;
     for w in warnings {
         warn(&w);

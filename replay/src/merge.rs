@@ -5,6 +5,8 @@
 //! Decoding a head resolves its function, since the payload size of an entry or exit depends on
 //! the argument spec bound to that function.
 
+use crate::filter::{FuncFilter, Filters};
+use crate::gate::Gate;
 use crate::specs::Specs;
 use crate::symbols::{FuncId, Symbolizer};
 use record_format::argspec::{payload_len, ArgItem};
@@ -43,6 +45,9 @@ struct Cursor<'d> {
 pub struct Merge<'d> {
     pub sym: Symbolizer<'d>,
     pub specs: Specs,
+    pub filters: Filters,
+    decided: Vec<Option<FuncFilter>>,
+    gate: Gate,
     cursors: Vec<Cursor<'d>>,
     heads: Vec<Option<Head>>,
     heap: BinaryHeap<Reverse<(u64, usize)>>,
@@ -88,7 +93,7 @@ pub fn parse_extern(text: &str) -> Vec<(u64, String)> {
 }
 
 impl<'d> Merge<'d> {
-    pub fn new(dir: &'d TraceDir, sym: Symbolizer<'d>, specs: Specs, _warn: &mut dyn FnMut(&str)) -> Merge<'d> {
+    pub fn new(dir: &'d TraceDir, sym: Symbolizer<'d>, specs: Specs, filters: Filters, gate: Gate) -> Merge<'d> {
         let cursors: Vec<Cursor<'d>> = dir
             .data
             .iter()
@@ -120,6 +125,9 @@ impl<'d> Merge<'d> {
         let mut m = Merge {
             sym,
             specs,
+            filters,
+            decided: Vec::new(),
+            gate,
             cursors,
             heads: vec![None; n],
             heap: BinaryHeap::with_capacity(n),
@@ -130,6 +138,7 @@ impl<'d> Merge<'d> {
             first_time: u64::MAX,
             warnings: Vec::new(),
         };
+        m.gate.init(n);
         for i in 0..n {
             m.load(i);
         }
@@ -142,6 +151,65 @@ impl<'d> Merge<'d> {
             .min()
             .unwrap_or(0);
         m
+    }
+
+    /// Filter decisions for a function (computed once).
+    pub fn decide(&mut self, id: FuncId) -> FuncFilter {
+        let i = id as usize;
+        if self.decided.len() <= i {
+            self.decided.resize(i + 1, None);
+        }
+        match self.decided[i] {
+            Some(d) => d,
+            None => {
+                let d = self.filters.decide(self.sym.func(id));
+                self.decided[i] = Some(d);
+                d
+            }
+        }
+    }
+
+    /// Sets the time range once the first timestamp is known.
+    pub fn set_range(&mut self, start: u64, stop: u64) {
+        self.gate.range = (start, stop);
+    }
+
+    /// Drops all heads and reloads them through the gate (after its settings changed).
+    pub fn restart(&mut self) {
+        self.heap.clear();
+        self.current = None;
+        for c in &mut self.cursors {
+            c.pos = 0;
+            c.last_time = 0;
+            c.released = 0;
+        }
+        for h in &mut self.heads {
+            *h = None;
+        }
+        self.gate.init(self.cursors.len());
+        for i in 0..self.cursors.len() {
+            self.load(i);
+        }
+    }
+
+    /// The task whose record comes next, without taking it.
+    pub fn peek(&self) -> Option<usize> {
+        let cur = self.current.filter(|&c| self.heads[c].is_some());
+        let top = self.heap.peek().map(|Reverse(k)| *k);
+        match (cur, top) {
+            (Some(c), Some((t, i))) => {
+                let ct = self.heads[c].as_ref().map_or(u64::MAX, |h| h.raw.time);
+                Some(if (ct, c) < (t, i) { c } else { i })
+            }
+            (Some(c), None) => Some(c),
+            (None, Some((_, i))) => Some(i),
+            (None, None) => None,
+        }
+    }
+
+    /// The pending head of task `ti`.
+    pub fn head(&self, ti: usize) -> Option<&Head> {
+        self.heads[ti].as_ref()
     }
 
     pub fn first_time(&self) -> u64 {
@@ -287,57 +355,91 @@ impl<'d> Merge<'d> {
         Ok(Some((Head { raw, func, payload }, pstart + plen)))
     }
 
-    /// Decodes the record at the task's cursor into its head and queues it.
+    /// Decodes the next record of the task that passes the gate into its head and queues it.
     fn load(&mut self, ti: usize) {
-        let (pos, last) = (self.cursors[ti].pos, self.cursors[ti].last_time);
-        let (head, next) = match self.decode(ti, pos, last) {
-            Ok(Some(h)) => h,
-            Ok(None) => return,
-            Err(Stop::Bad(e)) => return self.broken(ti, e),
-            Err(Stop::NoSpec(name)) => {
-                self.warnings.push(format!(
-                    "record missing argument info for {name} in {}.dat",
-                    self.cursors[ti].tid
-                ));
-                self.cursors[ti].pos = self.cursors[ti].bytes.len();
-                return;
+        loop {
+            let (pos, last) = (self.cursors[ti].pos, self.cursors[ti].last_time);
+            let (head, next) = match self.decode(ti, pos, last) {
+                Ok(Some(h)) => h,
+                Ok(None) => return,
+                Err(Stop::Bad(e)) => return self.broken(ti, e),
+                Err(Stop::NoSpec(name)) => {
+                    self.warnings.push(format!(
+                        "record missing argument info for {name} in {}.dat",
+                        self.cursors[ti].tid
+                    ));
+                    self.cursors[ti].pos = self.cursors[ti].bytes.len();
+                    return;
+                }
+            };
+            let c = &mut self.cursors[ti];
+            if head.raw.kind != RecordKind::Lost {
+                c.last_time = c.last_time.max(head.raw.time);
             }
-        };
-        let c = &mut self.cursors[ti];
-        if head.raw.kind != RecordKind::Lost {
-            c.last_time = c.last_time.max(head.raw.time);
-        }
-        c.pos = next;
-        // Keep resident memory flat on large traces: drop what was read long ago.
-        const WINDOW: usize = 4 << 20;
-        if c.pos > c.released + 2 * WINDOW {
-            c.released = c.pos - WINDOW;
-            c.file.release(c.released);
-        }
-        let time = head.raw.time;
-        self.heads[ti] = Some(head);
-        if self.current != Some(ti) {
-            self.heap.push(Reverse((time, ti)));
+            c.pos = next;
+            // Keep resident memory flat on large traces: drop what was read long ago.
+            const WINDOW: usize = 4 << 20;
+            if c.pos > c.released + 2 * WINDOW {
+                c.released = c.pos - WINDOW;
+                c.file.release(c.released);
+            }
+            if self.gate.active() && !self.pass(ti, &head) {
+                continue;
+            }
+            let time = head.raw.time;
+            self.heads[ti] = Some(head);
+            if self.current != Some(ti) {
+                self.heap.push(Reverse((time, ti)));
+            }
+            return;
         }
     }
 
-    /// Looks ahead in task `ti` past a just-taken entry at `depth`: returns the time of its exit
-    /// (`None` if it never returns) and whether `is_target` holds for a function called inside.
-    pub fn scan_subtree(
-        &mut self,
-        ti: usize,
-        depth: u16,
-        need_exit: bool,
-        is_target: &mut dyn FnMut(&Symbolizer<'d>, FuncId) -> bool,
-    ) -> (Option<u64>, bool) {
+    /// Whether a record survives the reader-level filters: the time range, `-t` (and `time=`
+    /// triggers) and `-C`.
+    fn pass(&mut self, ti: usize, h: &Head) -> bool {
+        if h.raw.kind != RecordKind::Lost && !self.gate.in_range(h.raw.time) {
+            return false;
+        }
+        let d = h.raw.depth;
+        match h.raw.kind {
+            RecordKind::Entry => {
+                if let Some(inside) = self.gate.entry_inside_dropped(ti, d) {
+                    return !inside;
+                }
+                let ff = self.decide(h.func);
+                let threshold = self.gate.threshold(ti).filter(|&t| t > 0 && !ff.actions.trace);
+                let need_caller = self.filters.has_caller && !ff.caller;
+                if threshold.is_some() || need_caller {
+                    let pos = self.cursors[ti].pos;
+                    let (exit, found) = self.scan_from(ti, pos, d, threshold.is_some());
+                    let short = matches!((threshold, exit), (Some(t), Some(e)) if e.saturating_sub(h.raw.time) < t);
+                    if short || (need_caller && !found) {
+                        self.gate.drop_entry(ti, d);
+                        return false;
+                    }
+                }
+                if let Some(t) = ff.actions.time {
+                    self.gate.push_time(ti, d, t);
+                }
+                true
+            }
+            RecordKind::Exit => self.gate.exit(ti, d),
+            _ => !self.gate.inside_dropped(ti),
+        }
+    }
+
+    /// Looks ahead in task `ti` from byte offset `pos`, just after an entry at `depth`: returns
+    /// the time of its exit (`None` if it never returns) and whether a `-C` target is called
+    /// inside. Stops early once a target is found unless `need_exit`.
+    fn scan_from(&mut self, ti: usize, mut pos: usize, depth: u16, need_exit: bool) -> (Option<u64>, bool) {
         let mut found = false;
-        let mut next = self.heads[ti].clone().map(|h| (h, self.cursors[ti].pos));
         let mut last = self.cursors[ti].last_time;
-        while let Some((h, pos)) = next {
+        while let Ok(Some((h, next))) = self.decode(ti, pos, last) {
             match h.raw.kind {
                 RecordKind::Entry if h.raw.depth <= depth => return (None, found),
                 RecordKind::Entry => {
-                    found = found || is_target(&self.sym, h.func);
+                    found = found || (self.filters.has_caller && self.decide(h.func).caller);
                     if found && !need_exit {
                         return (None, true);
                     }
@@ -347,7 +449,7 @@ impl<'d> Merge<'d> {
                 _ => {}
             }
             last = last.max(h.raw.time);
-            next = self.decode(ti, pos, last).ok().flatten();
+            pos = next;
         }
         (None, found)
     }

@@ -96,6 +96,11 @@ impl Specs {
         out
     }
 
+    /// Whether an explicitly recorded spec names any of `funcs`.
+    pub fn binds_any(&self, funcs: &[&FuncInfo]) -> bool {
+        self.explicit.iter().any(|(p, _)| funcs.iter().any(|f| p.matches(f)))
+    }
+
     /// The spec of `id` (computed once).
     pub fn get(&mut self, id: FuncId, f: &FuncInfo) -> &FuncSpec {
         let i = id as usize;

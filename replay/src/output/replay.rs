@@ -78,6 +78,10 @@ impl<'w> ReplayPrinter<'w> {
         }
     }
 
+    pub fn set_first_time(&mut self, t: u64) {
+        self.first_time = t;
+    }
+
     /// The underlying stream, for notices printed before the trace.
     pub fn out(&mut self) -> &mut dyn Write {
         &mut *self.out

@@ -75,6 +75,9 @@ pub struct Symbolizer<'d> {
     func_by_addr: HashMap<u64, FuncId>,
     /// tid → its session timeline: (start time, session index), sorted by time.
     timelines: HashMap<u32, Vec<(u64, usize)>>,
+    /// Raw (mangled) symbol name per function id.
+    raw_names: Vec<Option<String>>,
+    libname_cache: HashMap<(usize, FuncId), Option<String>>,
     /// (addr, session + 1, func): resolutions of map-backed addresses.
     cache: Vec<(u64, usize, FuncId)>,
 }
@@ -128,6 +131,8 @@ impl<'d> Symbolizer<'d> {
             func_by_addr: HashMap::new(),
             timelines: HashMap::new(),
             cache: vec![(0, 0, 0); CACHE_SLOTS],
+            raw_names: Vec::new(),
+            libname_cache: HashMap::new(),
         };
         s.build_timelines();
         s
@@ -268,7 +273,10 @@ impl<'d> Symbolizer<'d> {
             known: true,
         };
         let id = self.funcs.len() as FuncId;
+        let raw = s.name.clone();
         self.funcs.push(info);
+        self.raw_names.resize(self.funcs.len(), None);
+        self.raw_names[id as usize] = Some(raw);
         self.func_by_sym.insert((module, sym), id);
         id
     }
@@ -363,6 +371,34 @@ impl<'d> Symbolizer<'d> {
             }
         }
         self.unknown(addr, false)
+    }
+
+    /// The library that defines the target of a PLT entry (for `--libname`).
+    pub fn library_of(&mut self, session: Option<usize>, func: FuncId) -> Option<String> {
+        let sidx = session?;
+        if let Some(v) = self.libname_cache.get(&(sidx, func)) {
+            return v.clone();
+        }
+        let raw = self.raw_names.get(func as usize).cloned().flatten()?;
+        let maps = self.sessions.get(sidx)?.maps.clone();
+        let exe = self.sessions[sidx].exename.clone();
+        let mut found = None;
+        let skip = |m: &MapEntry| m.is_stack() || m.path == exe || basename(&m.path).starts_with("libmcount");
+        for map in maps.iter().filter(|m| !skip(m)) {
+            let Some(m) = self.load_module(&map.path, map.build_id.as_deref()) else {
+                continue;
+            };
+            if self.modules[m]
+                .syms
+                .iter()
+                .any(|s| !s.is_plt() && s.is_function() && s.name == raw)
+            {
+                found = Some(basename(&map.path).to_string());
+                break;
+            }
+        }
+        self.libname_cache.insert((sidx, func), found.clone());
+        found
     }
 
     /// Every function symbol of every module mapped in any session, resolved to ids. Used to
