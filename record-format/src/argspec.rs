@@ -100,9 +100,19 @@ pub fn parse_item(word: &str, long_size: usize) -> Result<Option<ArgItem>, ItemE
         None => (core, None),
     };
     let slot = if let Some(n) = head.strip_prefix("fparg") {
-        ArgSlot::FpArg(n.parse().ok().filter(|&n| n > 0).ok_or(ItemError::Invalid(text.clone()))?)
+        ArgSlot::FpArg(
+            n.parse()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or(ItemError::Invalid(text.clone()))?,
+        )
     } else if let Some(n) = head.strip_prefix("arg") {
-        ArgSlot::Arg(n.parse().ok().filter(|&n| n > 0).ok_or(ItemError::Invalid(text.clone()))?)
+        ArgSlot::Arg(
+            n.parse()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or(ItemError::Invalid(text.clone()))?,
+        )
     } else if head == "retval" {
         ArgSlot::Retval
     } else {
@@ -110,7 +120,9 @@ pub fn parse_item(word: &str, long_size: usize) -> Result<Option<ArgItem>, ItemE
     };
     let is_fp = matches!(slot, ArgSlot::FpArg(_));
     let size_of = |bits: &str, allowed: &[usize]| -> Result<usize, ItemError> {
-        let b: usize = bits.parse().map_err(|_| ItemError::UnsupportedSize(text.clone()))?;
+        let b: usize = bits
+            .parse()
+            .map_err(|_| ItemError::UnsupportedSize(text.clone()))?;
         if allowed.contains(&b) {
             Ok(if b == 80 { 10 } else { b / 8 })
         } else {
@@ -125,15 +137,25 @@ pub fn parse_item(word: &str, long_size: usize) -> Result<Option<ArgItem>, ItemE
             if !is_fp && !f.starts_with('f') {
                 return Err(ItemError::UnsupportedType(text));
             }
-            let size = if bits.is_empty() { 8 } else { size_of(bits, &[32, 64, 80])? };
+            let size = if bits.is_empty() {
+                8
+            } else {
+                size_of(bits, &[32, 64, 80])?
+            };
             (ArgFormat::Float, size)
         }
         Some(f) => {
             let mut chars = f.chars();
-            let c = chars.next().ok_or(ItemError::UnsupportedType(text.clone()))?;
+            let c = chars
+                .next()
+                .ok_or(ItemError::UnsupportedType(text.clone()))?;
             let rest = chars.as_str();
             let int = |fmt: ArgFormat| -> Result<(ArgFormat, usize), ItemError> {
-                let size = if rest.is_empty() { long_size } else { size_of(rest, &[8, 16, 32, 64])? };
+                let size = if rest.is_empty() {
+                    long_size
+                } else {
+                    size_of(rest, &[8, 16, 32, 64])?
+                };
                 Ok((fmt, size))
             };
             match c {
@@ -178,7 +200,11 @@ pub fn parse_item(word: &str, long_size: usize) -> Result<Option<ArgItem>, ItemE
 
 /// Parses a `;`-separated spec list. Items that fail are reported through `warn` and dropped;
 /// entries left without items are kept (the pattern may still select auto-args).
-pub fn parse_spec_list(list: &str, long_size: usize, mut warn: impl FnMut(ItemError)) -> Vec<ArgSpec> {
+pub fn parse_spec_list(
+    list: &str,
+    long_size: usize,
+    mut warn: impl FnMut(ItemError),
+) -> Vec<ArgSpec> {
     let mut out = Vec::new();
     for entry in list.split(';').filter(|e| !e.trim().is_empty()) {
         let (pattern, items) = match entry.split_once('@') {
@@ -209,7 +235,10 @@ pub fn parse_spec_list(list: &str, long_size: usize, mut warn: impl FnMut(ItemEr
 /// A decoded payload item.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ArgValue {
-    Int { raw: u64, size: usize },
+    Int {
+        raw: u64,
+        size: usize,
+    },
     Float(f64),
     /// A long double (80-bit) converted to f64.
     LongDouble(f64),
@@ -282,12 +311,16 @@ pub fn encode_payload(items: &[&ArgItem], values: &[ArgValue], out: &mut Vec<u8>
                 out.extend_from_slice(&s);
             }
             ArgValue::Char(c) => out.push(*c),
-            ArgValue::Float(f) if item.size == 4 => out.extend_from_slice(&(*f as f32).to_le_bytes()),
+            ArgValue::Float(f) if item.size == 4 => {
+                out.extend_from_slice(&(*f as f32).to_le_bytes())
+            }
             ArgValue::Float(f) | ArgValue::LongDouble(f) if item.size == 10 => {
                 out.extend_from_slice(&f64_to_f80(*f))
             }
             ArgValue::Float(f) | ArgValue::LongDouble(f) => out.extend_from_slice(&f.to_le_bytes()),
-            ArgValue::Int { raw, .. } => out.extend_from_slice(&raw.to_le_bytes()[..item.size.min(8)]),
+            ArgValue::Int { raw, .. } => {
+                out.extend_from_slice(&raw.to_le_bytes()[..item.size.min(8)])
+            }
             ArgValue::Bytes(b) => out.extend_from_slice(b),
         }
         let used = out.len() - at;
@@ -313,7 +346,10 @@ fn f64_to_f80(f: f64) -> [u8; 10] {
         0 => {
             // Subnormal: normalise the fraction.
             let shift = frac.leading_zeros() - 11;
-            ((1 - 1023 + 16383 - shift as i32) as u16, frac << (11 + shift))
+            (
+                (1 - 1023 + 16383 - shift as i32) as u16,
+                frac << (11 + shift),
+            )
         }
         0x7ff => (0x7fff, (1 << 63) | (frac << 11)),
         _ => ((exp - 1023 + 16383) as u16, (1 << 63) | (frac << 11)),
@@ -334,7 +370,11 @@ fn f80_to_f64(b: [u8; 10]) -> f64 {
         return 0.0 * sign;
     }
     if exp == 0x7fff {
-        return if mant << 1 == 0 { sign * f64::INFINITY } else { f64::NAN };
+        return if mant << 1 == 0 {
+            sign * f64::INFINITY
+        } else {
+            f64::NAN
+        };
     }
     let e = exp - 16383 + 1023;
     if (1..2047).contains(&e) {
@@ -363,8 +403,14 @@ mod tests {
         assert_eq!(p("arg1/t16:pt%RDI+RSI").size, 16);
         assert_eq!(p("arg1%rsi").slot, ArgSlot::Arg(1));
         assert!(parse_item("PLT", 8).unwrap().is_none());
-        assert!(matches!(parse_item("arg1/q", 8), Err(ItemError::UnsupportedType(_))));
-        assert!(matches!(parse_item("arg1/i12", 8), Err(ItemError::UnsupportedSize(_))));
+        assert!(matches!(
+            parse_item("arg1/q", 8),
+            Err(ItemError::UnsupportedType(_))
+        ));
+        assert!(matches!(
+            parse_item("arg1/i12", 8),
+            Err(ItemError::UnsupportedSize(_))
+        ));
     }
 
     #[test]
@@ -383,7 +429,10 @@ mod tests {
             ArgValue::Str(b"hello world".to_vec()),
             ArgValue::Char(b'z'),
             ArgValue::Float(3.0),
-            ArgValue::Int { raw: 0xffff_fffe, size: 4 },
+            ArgValue::Int {
+                raw: 0xffff_fffe,
+                size: 4,
+            },
             ArgValue::Float(1.5),
         ];
         let mut buf = Vec::new();

@@ -70,7 +70,17 @@ impl TraceDir {
         }
         let task_path = dir.join("task.txt");
         let tasks = if info.has_feature(feat::TASK_SESSION) {
-            let text = read(&task_path)?;
+            let text = match fs::read(&task_path) {
+                Ok(t) => t,
+                // uftrace treats a directory without task.txt as holding no data.
+                Err(source) if source.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(FormatError::Open {
+                        path: dir.to_path_buf(),
+                        source,
+                    })
+                }
+                Err(e) => return Err(FormatError::io(&task_path, e)),
+            };
             parse_task_txt(&String::from_utf8_lossy(&text), &task_path)?
         } else {
             Vec::new()
@@ -88,7 +98,10 @@ impl TraceDir {
                     continue;
                 }
                 if sid.contains('/') || sid.contains("..") {
-                    return Err(FormatError::invalid(&task_path, format!("bad session id '{sid}'")));
+                    return Err(FormatError::invalid(
+                        &task_path,
+                        format!("bad session id '{sid}'"),
+                    ));
                 }
                 let map_path = dir.join(format!("sid-{sid}.map"));
                 let text = read(&map_path)?;

@@ -192,7 +192,9 @@ impl Info {
                     let mut ci = CpuInfo::default();
                     for l in lines.multi("cpuinfo", 2)? {
                         if let Some(v) = l.strip_prefix("nr_cpus=") {
-                            let mut it = v.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty());
+                            let mut it = v
+                                .split(|c: char| !c.is_ascii_digit())
+                                .filter(|s| !s.is_empty());
                             ci.online = it.next().and_then(|s| s.parse().ok()).unwrap_or(0);
                             ci.possible = it.next().and_then(|s| s.parse().ok()).unwrap_or(0);
                         } else if let Some(v) = l.strip_prefix("desc=") {
@@ -224,7 +226,9 @@ impl Info {
                             nr = v.trim().parse::<usize>().ok();
                         } else if let Some(v) = l.strip_prefix("tids=") {
                             for t in v.split(',').filter(|s| !s.trim().is_empty()) {
-                                tids.push(t.trim().parse().map_err(|_| bad("bad tid in taskinfo"))?);
+                                tids.push(
+                                    t.trim().parse().map_err(|_| bad("bad tid in taskinfo"))?,
+                                );
                             }
                         }
                     }
@@ -258,9 +262,13 @@ impl Info {
                     let elapsed = elapsed.trim_end_matches(" sec").to_string();
                     info.record_date = Some((date, elapsed));
                 }
-                sect::PATTERN_TYPE => info.pattern_type = Some(lines.value("pattern_type")?.to_string()),
+                sect::PATTERN_TYPE => {
+                    info.pattern_type = Some(lines.value("pattern_type")?.to_string())
+                }
                 sect::VERSION => info.version = Some(lines.value("uftrace_version")?.to_string()),
-                sect::UTC_OFFSET => info.utc_offset = lines.value("utc_offset")?.trim().parse().ok(),
+                sect::UTC_OFFSET => {
+                    info.utc_offset = lines.value("utc_offset")?.trim().parse().ok()
+                }
                 _ => {}
             }
         }

@@ -100,7 +100,11 @@ pub fn parse_sym(text: &str) -> SymFile {
 /// `symbols` need not be sorted; zero-size symbols are dropped.
 pub fn write_sym(path_name: &str, build_id: Option<&str>, symbols: &[Symbol]) -> String {
     let mut syms: Vec<&Symbol> = symbols.iter().filter(|s| s.size > 0).collect();
-    syms.sort_by(|a, b| a.addr.cmp(&b.addr).then(a.name.starts_with('_').cmp(&b.name.starts_with('_'))));
+    syms.sort_by(|a, b| {
+        a.addr
+            .cmp(&b.addr)
+            .then(a.name.starts_with('_').cmp(&b.name.starts_with('_')))
+    });
     syms.dedup_by_key(|s| s.addr);
     let mut out = String::with_capacity(syms.len() * 40 + 128);
     let _ = writeln!(out, "# symbols: {}", syms.len());
@@ -113,7 +117,8 @@ pub fn write_sym(path_name: &str, build_id: Option<&str>, symbols: &[Symbol]) ->
         let end = s.addr + s.size;
         let next = syms.get(i + 1);
         let gap = next.is_none_or(|n| n.addr > end);
-        let switch = next.is_some_and(|n| n.is_plt() != s.is_plt() || n.is_function() != s.is_function());
+        let switch =
+            next.is_some_and(|n| n.is_plt() != s.is_plt() || n.is_function() != s.is_function());
         if gap || switch {
             let marker = if s.is_plt() {
                 "__dynsym_end"
@@ -141,7 +146,11 @@ mod tests {
         let f = parse_sym(text);
         assert_eq!(f.path_name.as_deref(), Some("/x/fib"));
         assert_eq!(f.build_id.as_deref(), Some("abcd"));
-        let sizes: Vec<_> = f.symbols.iter().map(|s| (s.name.as_str(), s.size)).collect();
+        let sizes: Vec<_> = f
+            .symbols
+            .iter()
+            .map(|s| (s.name.as_str(), s.size))
+            .collect();
         assert_eq!(
             sizes,
             [("printf", 16), ("atoi", 16), ("fib", 0x41), ("main", 0xde)]
@@ -150,7 +159,8 @@ mod tests {
 
     #[test]
     fn v014_explicit_sizes() {
-        let f = parse_sym("000000000000037c 00000020 d __abi_tag\n00000000000011e9 00000041 T fib\n");
+        let f =
+            parse_sym("000000000000037c 00000020 d __abi_tag\n00000000000011e9 00000041 T fib\n");
         assert_eq!(f.symbols[1].size, 0x41);
         assert_eq!(f.symbols[0].kind, 'd');
     }
@@ -158,10 +168,30 @@ mod tests {
     #[test]
     fn write_then_read() {
         let syms = vec![
-            Symbol { addr: 0x11e9, size: 0x41, kind: 'T', name: "fib".into() },
-            Symbol { addr: 0x1050, size: 16, kind: 'P', name: "printf".into() },
-            Symbol { addr: 0x122a, size: 0x20, kind: 'T', name: "main".into() },
-            Symbol { addr: 0x4040, size: 4, kind: 'd', name: "x".into() },
+            Symbol {
+                addr: 0x11e9,
+                size: 0x41,
+                kind: 'T',
+                name: "fib".into(),
+            },
+            Symbol {
+                addr: 0x1050,
+                size: 16,
+                kind: 'P',
+                name: "printf".into(),
+            },
+            Symbol {
+                addr: 0x122a,
+                size: 0x20,
+                kind: 'T',
+                name: "main".into(),
+            },
+            Symbol {
+                addr: 0x4040,
+                size: 4,
+                kind: 'd',
+                name: "x".into(),
+            },
         ];
         let text = write_sym("/x/fib", None, &syms);
         let back = parse_sym(&text);

@@ -49,7 +49,12 @@ pub struct Timestamp(pub u64);
 
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{:09}", self.0 / 1_000_000_000, self.0 % 1_000_000_000)
+        write!(
+            f,
+            "{}.{:09}",
+            self.0 / 1_000_000_000,
+            self.0 % 1_000_000_000
+        )
     }
 }
 
@@ -70,7 +75,11 @@ impl fmt::Display for TaskLine {
                 write!(f, "TASK timestamp={} tid={tid} pid={pid}", Timestamp(*time))
             }
             TaskLine::Fork { time, pid, ppid } => {
-                write!(f, "FORK timestamp={} pid={pid} ppid={ppid}", Timestamp(*time))
+                write!(
+                    f,
+                    "FORK timestamp={} pid={pid} ppid={ppid}",
+                    Timestamp(*time)
+                )
             }
             TaskLine::Dlop {
                 time,
@@ -116,8 +125,14 @@ pub fn parse_task_txt(text: &str, path: &Path) -> Result<Vec<TaskLine>> {
         if !matches!(kind, "SESS" | "TASK" | "FORK" | "DLOP") {
             continue;
         }
-        let time = field(line, "timestamp").and_then(parse_timestamp).ok_or_else(bad)?;
-        let num = |k: &str| field(line, k).and_then(|v| v.parse::<u32>().ok()).ok_or_else(bad);
+        let time = field(line, "timestamp")
+            .and_then(parse_timestamp)
+            .ok_or_else(bad)?;
+        let num = |k: &str| {
+            field(line, k)
+                .and_then(|v| v.parse::<u32>().ok())
+                .ok_or_else(bad)
+        };
         let t = match kind {
             "SESS" => TaskLine::Sess {
                 time,
@@ -180,6 +195,8 @@ DLOP timestamp=593.236518782 tid=23064 sid=4c0cb5b7204d6a9e base=7fa1150fa000 li
     #[test]
     fn malformed_is_error() {
         assert!(parse_task_txt("TASK timestamp=x tid=1 pid=1\n", Path::new("t")).is_err());
-        assert!(parse_task_txt("hello\n", Path::new("t")).unwrap().is_empty());
+        assert!(parse_task_txt("hello\n", Path::new("t"))
+            .unwrap()
+            .is_empty());
     }
 }

@@ -64,7 +64,13 @@ impl TraceWriter {
         self.write_file(&format!("sid-{sid}.map"), text.as_bytes())
     }
 
-    pub fn sym_file(&self, file_name: &str, path_name: &str, build_id: Option<&str>, syms: &[Symbol]) -> Result<()> {
+    pub fn sym_file(
+        &self,
+        file_name: &str,
+        path_name: &str,
+        build_id: Option<&str>,
+        syms: &[Symbol],
+    ) -> Result<()> {
         self.write_file(file_name, write_sym(path_name, build_id, syms).as_bytes())
     }
 
@@ -88,7 +94,13 @@ impl TraceWriter {
     /// Appends a function record, with an argument or return-value payload when `values` is
     /// not empty.
     /// `rec.more` is derived from `values`.
-    pub fn func_record(&mut self, tid: u32, rec: RawRecord, items: &[&ArgItem], values: &[ArgValue]) -> Result<()> {
+    pub fn func_record(
+        &mut self,
+        tid: u32,
+        rec: RawRecord,
+        items: &[&ArgItem],
+        values: &[ArgValue],
+    ) -> Result<()> {
         let rec = RawRecord {
             more: !values.is_empty(),
             ..rec
@@ -98,7 +110,9 @@ impl TraceWriter {
             encode_payload(items, values, &mut buf);
         }
         let path = self.dir.join(format!("{tid}.dat"));
-        self.dat(tid)?.write_all(&buf).map_err(|e| FormatError::io(path, e))
+        self.dat(tid)?
+            .write_all(&buf)
+            .map_err(|e| FormatError::io(path, e))
     }
 
     /// Appends an EVENT record with optional data.
@@ -118,7 +132,9 @@ impl TraceWriter {
             buf.resize(start + event_payload_size(data.len()), 0);
         }
         let path = self.dir.join(format!("{tid}.dat"));
-        self.dat(tid)?.write_all(&buf).map_err(|e| FormatError::io(path, e))
+        self.dat(tid)?
+            .write_all(&buf)
+            .map_err(|e| FormatError::io(path, e))
     }
 
     /// Appends a LOST record.
@@ -131,7 +147,9 @@ impl TraceWriter {
             addr: count,
         };
         let path = self.dir.join(format!("{tid}.dat"));
-        self.dat(tid)?.write_all(&rec.encode()).map_err(|e| FormatError::io(path, e))
+        self.dat(tid)?
+            .write_all(&rec.encode())
+            .map_err(|e| FormatError::io(path, e))
     }
 
     /// Flushes everything and writes `info` last (its TASKINFO must list the data files).
@@ -140,7 +158,8 @@ impl TraceWriter {
             .flush()
             .map_err(|e| FormatError::io(self.dir.join("task.txt"), e))?;
         for (tid, w) in &mut self.dat {
-            w.flush().map_err(|e| FormatError::io(self.dir.join(format!("{tid}.dat")), e))?;
+            w.flush()
+                .map_err(|e| FormatError::io(self.dir.join(format!("{tid}.dat")), e))?;
         }
         self.write_file("info", &info.to_bytes())
     }

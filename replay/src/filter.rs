@@ -139,8 +139,11 @@ impl Actions {
         self.hide |= o.hide;
         self.caller |= o.caller;
         self.trace |= o.trace;
-        self.trace_on |= o.trace_on;
-        self.trace_off |= o.trace_off;
+        // The later of trace_on / trace_off for the same function wins.
+        if o.trace_on || o.trace_off {
+            self.trace_on = o.trace_on;
+            self.trace_off = o.trace_off;
+        }
         self.backtrace |= o.backtrace;
         self.finish |= o.finish;
         self.color = o.color.or(self.color);
@@ -333,12 +336,19 @@ impl Filters {
             .iter()
             .map(|p| (p, p.text.clone()))
             .chain(self.notrace.iter().map(|p| (p, format!("!{}", p.text))))
-            .chain(self.caller.iter().chain(&self.hide).map(|p| (p, p.text.clone())))
+            .chain(
+                self.caller
+                    .iter()
+                    .chain(&self.hide)
+                    .map(|p| (p, p.text.clone())),
+            )
             .collect();
         let filter_text: Vec<String> = filter_pats.iter().map(|(_, t)| t.clone()).collect();
         let trigger_text: Vec<String> = self.triggers.iter().map(|(_, _, t)| t.clone()).collect();
-        let filter_fail = !filter_pats.is_empty() && !args_bound && !filter_pats.iter().any(|(p, _)| hit(p));
-        let trigger_fail = !self.triggers.is_empty() && !self.triggers.iter().any(|(p, _, _)| hit(p));
+        let filter_fail =
+            !filter_pats.is_empty() && !args_bound && !filter_pats.iter().any(|(p, _)| hit(p));
+        let trigger_fail =
+            !self.triggers.is_empty() && !self.triggers.iter().any(|(p, _, _)| hit(p));
         self.filter.retain(|p| hit(p));
         self.caller.retain(|p| hit(p));
         self.triggers.retain(|(p, _, _)| hit(p));
@@ -348,7 +358,11 @@ impl Filters {
             return None;
         }
         let (f, t) = (filter_text.join(";"), trigger_text.join(";"));
-        let sep = if !f.is_empty() && !t.is_empty() { " or " } else { "" };
+        let sep = if !f.is_empty() && !t.is_empty() {
+            " or "
+        } else {
+            ""
+        };
         Some(format!("failed to set filter or trigger: {f}{sep}{t}"))
     }
 }
@@ -388,7 +402,11 @@ mod tests {
     #[test]
     fn triggers() {
         let mut n = Vec::new();
-        let (p, a) = parse_trigger("b@filter,backtrace,depth=2,Trace_On,color=pink,mod", MatchType::Regex, &mut n);
+        let (p, a) = parse_trigger(
+            "b@filter,backtrace,depth=2,Trace_On,color=pink,mod",
+            MatchType::Regex,
+            &mut n,
+        );
         assert!(a.filter && a.backtrace && a.trace_on);
         assert_eq!(a.depth, Some(2));
         assert_eq!(n, ["ignoring invalid color: pink"]);

@@ -9,7 +9,7 @@
 //! (after skipping records that would not be shown), the call is printed as a leaf `f();`.
 
 use crate::config::{Config, ReplayOptions};
-use crate::filter::{FuncFilter, Filters};
+use crate::filter::{Filters, FuncFilter};
 use crate::gate::Gate;
 use crate::merge::{Head, Merge};
 use crate::output::args::{push_args, push_value};
@@ -135,7 +135,11 @@ impl<'d, 'w> Engine<'d, 'w> {
                 writeln!(printer.out(), "Usage: {msg}")?;
             }
         }
-        let gate = Gate::new(cfg.time_filter, filters.has_time_trigger(), filters.has_caller);
+        let gate = Gate::new(
+            cfg.time_filter,
+            filters.has_time_trigger(),
+            filters.has_caller,
+        );
         let mut merge = Merge::new(dir, sym, specs, filters, gate);
         let first = merge.first_time();
         printer.set_first_time(first);
@@ -263,7 +267,11 @@ impl<'d, 'w> Engine<'d, 'w> {
             RecordKind::Exit => {
                 let i = t.stack_count.saturating_sub(1);
                 let s = t.slot(i);
-                s.total = if s.valid { r.time.saturating_sub(s.total) } else { 0 };
+                s.total = if s.valid {
+                    r.time.saturating_sub(s.total)
+                } else {
+                    0
+                };
                 s.valid = false;
                 t.stack_count = t.stack_count.saturating_sub(1);
             }
@@ -292,6 +300,19 @@ impl<'d, 'w> Engine<'d, 'w> {
             t.slots[idx].flags |= NORECORD;
             return false;
         }
+        if ff.notrace {
+            t.out_count += 1;
+            t.slots[idx].flags |= NOTRACE | NORECORD;
+            return false;
+        }
+        if ff.filter {
+            t.in_count += 1;
+            t.slots[idx].flags |= FILTERED;
+            t.filter_depth = default_depth;
+        } else if has_filter && t.in_count == 0 {
+            t.slots[idx].flags |= NORECORD;
+            return false;
+        }
         match name_kind {
             Some(EXEC) => t.slots[idx].flags |= EXEC,
             Some(LONGJMP) => t.slots[idx].flags |= LONGJMP,
@@ -303,19 +324,6 @@ impl<'d, 'w> Engine<'d, 'w> {
             _ => {}
         }
         if no_libcall_plt {
-            t.slots[idx].flags |= NORECORD;
-            return false;
-        }
-        if ff.notrace {
-            t.out_count += 1;
-            t.slots[idx].flags |= NOTRACE | NORECORD;
-            return false;
-        }
-        if ff.filter {
-            t.in_count += 1;
-            t.slots[idx].flags |= FILTERED;
-            t.filter_depth = default_depth;
-        } else if has_filter && t.in_count == 0 {
             t.slots[idx].flags |= NORECORD;
             return false;
         }
@@ -407,7 +415,10 @@ impl<'d, 'w> Engine<'d, 'w> {
         } else {
             FuncFilter::default()
         };
-        if h.raw.kind == RecordKind::Entry && self.merge.filters.no_libcall && self.merge.sym.func(h.func).is_plt {
+        if h.raw.kind == RecordKind::Entry
+            && self.merge.filters.no_libcall
+            && self.merge.sym.func(h.func).is_plt
+        {
             return true;
         }
         let t = &self.tasks[ti];
@@ -475,7 +486,11 @@ impl<'d, 'w> Engine<'d, 'w> {
         }
         let f = self.merge.sym.func(func).clone();
         let spec = self.merge.specs.get(func, &f).clone();
-        let items: Vec<&ArgItem> = if ret { spec.ret.iter().collect() } else { spec.args.iter().collect() };
+        let items: Vec<&ArgItem> = if ret {
+            spec.ret.iter().collect()
+        } else {
+            spec.args.iter().collect()
+        };
         let bytes = self.merge.payload(ti, payload);
         let Some(values) = decode_payload(&items, bytes) else {
             return String::new();
@@ -515,11 +530,21 @@ impl<'d, 'w> Engine<'d, 'w> {
             let depth = (self.tasks[ti].display_depth + 1) as u32;
             let text = format!("LOST {} records!!", h.raw.addr);
             let ctx = line_ctx(&self.merge, &self.tasks, ti, 0, None);
-            let ctx = LineCtx { time: h.raw.time, ..ctx };
+            let ctx = LineCtx {
+                time: h.raw.time,
+                ..ctx
+            };
             return Ok(self.printer.comment(&ctx, None, depth, &text, true)?);
         }
         if h.raw.kind == RecordKind::Event {
             return self.event(ti, h);
+        }
+        if h.raw.kind == RecordKind::Exit
+            && self.merge.filters.no_libcall
+            && self.merge.sym.func(h.func).is_plt
+        {
+            // uftrace drops library-call exits before any bookkeeping.
+            return Ok(());
         }
         let t = &mut self.tasks[ti];
         t.timestamp_last = t.timestamp;
@@ -543,7 +568,11 @@ impl<'d, 'w> Engine<'d, 'w> {
         let args = self.args_text(h.func, h.payload, ti, false);
         let name = self.display_name(ti, h.func);
         let idx = self.tasks[ti].stack_count.saturating_sub(1);
-        let next = if self.printer.opts().no_merge { None } else { self.skip(ti, h.raw.depth) };
+        let next = if self.printer.opts().no_merge {
+            None
+        } else {
+            self.skip(ti, h.raw.depth)
+        };
         let leaf = next == Some(ti)
             && self
                 .merge
@@ -553,10 +582,12 @@ impl<'d, 'w> Engine<'d, 'w> {
         if leaf {
             let (_, exit) = self.merge.pop().expect("peeked above");
             self.consume(ti, &exit);
-            let ret = (exit.payload.1 > 0).then(|| self.args_text(h.func, exit.payload, ti, true));
+            let ret =
+                Some(self.args_text(h.func, exit.payload, ti, true)).filter(|r| !r.is_empty());
             let slot = self.tasks[ti].slots[idx];
             let ctx = line_ctx(&self.merge, &self.tasks, ti, slot.addr, Some(h.func));
-            self.printer.leaf(&ctx, slot.total, depth, &name, &args, ret.as_deref(), color)?;
+            self.printer
+                .leaf(&ctx, slot.total, depth, &name, &args, ret.as_deref(), color)?;
             self.fstack_exit(ti);
         } else {
             let addr = self.tasks[ti].slots[idx].addr;
@@ -575,10 +606,11 @@ impl<'d, 'w> Engine<'d, 'w> {
         let slot = *self.tasks[ti].slot(i);
         if self.enabled && slot.flags & NORECORD == 0 {
             let depth = self.fstack_update_exit(ti) as u32;
-            let ret = (h.payload.1 > 0).then(|| self.args_text(h.func, h.payload, ti, true));
+            let ret = Some(self.args_text(h.func, h.payload, ti, true)).filter(|r| !r.is_empty());
             let name = self.display_name(ti, h.func);
             let ctx = line_ctx(&self.merge, &self.tasks, ti, slot.addr, Some(h.func));
-            self.printer.exit(&ctx, Some(slot.total), depth, &name, ret.as_deref())?;
+            self.printer
+                .exit(&ctx, Some(slot.total), depth, &name, ret.as_deref())?;
         }
         self.fstack_exit(ti);
         Ok(())
@@ -607,13 +639,19 @@ impl<'d, 'w> Engine<'d, 'w> {
         }
         let data = self.merge.payload(ti, h.payload).to_vec();
         let tid = self.merge.tid(ti);
-        let Some(text) = self.events.text(tid, h.raw.addr, &data, self.merge.event_names()) else {
+        let Some(text) = self
+            .events
+            .text(tid, h.raw.addr, &data, self.merge.event_names())
+        else {
             return Ok(());
         };
         if self.cfg.no_sched && text.starts_with("linux:sched") {
             return Ok(());
         }
-        let ctx = LineCtx { time: h.raw.time, ..line_ctx(&self.merge, &self.tasks, ti, 0, None) };
+        let ctx = LineCtx {
+            time: h.raw.time,
+            ..line_ctx(&self.merge, &self.tasks, ti, 0, None)
+        };
         self.printer.comment(&ctx, None, depth, &text, false)?;
         Ok(())
     }
@@ -624,7 +662,10 @@ impl<'d, 'w> Engine<'d, 'w> {
                 return Ok(());
             };
             let text = format!("external-data: {msg}");
-            let ctx = LineCtx { time, ..line_ctx(&self.merge, &self.tasks, ti, 0, None) };
+            let ctx = LineCtx {
+                time,
+                ..line_ctx(&self.merge, &self.tasks, ti, 0, None)
+            };
             self.printer.comment(&ctx, None, 0, &text, false)?;
         }
         Ok(())
@@ -646,7 +687,10 @@ impl<'d, 'w> Engine<'d, 'w> {
             let frames = (zero..t.stack_count)
                 .map(|k| {
                     let s = t.slots.get(k).copied().unwrap_or_default();
-                    let name = s.func.map_or_else(|| format!("<{:x}>", s.addr), |f| self.merge.sym.func(f).name.clone());
+                    let name = s.func.map_or_else(
+                        || format!("<{:x}>", s.addr),
+                        |f| self.merge.sym.func(f).name.clone(),
+                    );
                     ((k - zero) as u16, name)
                 })
                 .collect();
@@ -677,10 +721,18 @@ impl<'d, 'w> Engine<'d, 'w> {
                     }
                     let (d, name) = (h.raw.depth, &f.name);
                     if h.raw.kind == RecordKind::Entry {
-                        let _ = write!(line, "[{n}] ==> {tid}/{d}: ip ({name}), time ({})", h.raw.time);
+                        let _ = write!(
+                            line,
+                            "[{n}] ==> {tid}/{d}: ip ({name}), time ({})",
+                            h.raw.time
+                        );
                     } else {
                         let total = self.tasks[ti].slots.get(d as usize).map_or(0, |s| s.total);
-                        let _ = write!(line, "[{n}] <== {tid}/{d}: ip ({name}), time ({}:{total})", h.raw.time);
+                        let _ = write!(
+                            line,
+                            "[{n}] <== {tid}/{d}: ip ({name}), time ({}:{total})",
+                            h.raw.time
+                        );
                     }
                 }
                 RecordKind::Lost => {
@@ -688,7 +740,10 @@ impl<'d, 'w> Engine<'d, 'w> {
                 }
                 RecordKind::Event => {
                     let data = self.merge.payload(ti, h.payload).to_vec();
-                    let text = self.events.text(tid, h.raw.addr, &data, self.merge.event_names()).unwrap_or_default();
+                    let text = self
+                        .events
+                        .text(tid, h.raw.addr, &data, self.merge.event_names())
+                        .unwrap_or_default();
                     let _ = write!(line, "[{n}] !!! {tid}: {text} time ({})", h.raw.time);
                 }
             }
@@ -696,11 +751,19 @@ impl<'d, 'w> Engine<'d, 'w> {
             n += 1;
         }
         self.printer.finish()?;
+        let remaining = self.remaining();
+        self.printer.remaining(&remaining)?;
         Ok(())
     }
 }
 
-fn line_ctx<'a>(merge: &'a Merge<'_>, tasks: &[TaskState], ti: usize, addr: u64, func: Option<FuncId>) -> LineCtx<'a> {
+fn line_ctx<'a>(
+    merge: &'a Merge<'_>,
+    tasks: &[TaskState],
+    ti: usize,
+    addr: u64,
+    func: Option<FuncId>,
+) -> LineCtx<'a> {
     let t = &tasks[ti];
     let module = match func {
         Some(f) => merge.sym.func(f).module.as_str(),
@@ -723,7 +786,9 @@ fn parent_tasks(dir: &TraceDir) -> Vec<Option<usize>> {
         .iter()
         .map(|d| {
             dir.tasks.iter().find_map(|t| match t {
-                TaskLine::Fork { pid, ppid, .. } if *pid == d.tid => dir.data.iter().position(|x| x.tid == *ppid),
+                TaskLine::Fork { pid, ppid, .. } if *pid == d.tid => {
+                    dir.data.iter().position(|x| x.tid == *ppid)
+                }
                 _ => None,
             })
         })

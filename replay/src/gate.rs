@@ -42,7 +42,10 @@ impl Gate {
 
     /// Whether any check applies (so plain replays skip the gate entirely).
     pub fn active(&self) -> bool {
-        self.range != (0, u64::MAX) || self.time_filter.is_some() || self.time_triggers || self.caller
+        self.range != (0, u64::MAX)
+            || self.time_filter.is_some()
+            || self.time_triggers
+            || self.caller
     }
 
     pub fn in_range(&self, time: u64) -> bool {

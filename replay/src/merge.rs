@@ -5,7 +5,7 @@
 //! Decoding a head resolves its function, since the payload size of an entry or exit depends on
 //! the argument spec bound to that function.
 
-use crate::filter::{FuncFilter, Filters};
+use crate::filter::{Filters, FuncFilter};
 use crate::gate::Gate;
 use crate::specs::Specs;
 use crate::symbols::{FuncId, Symbolizer};
@@ -71,7 +71,9 @@ pub fn parse_extern(text: &str) -> Vec<(u64, String)> {
         }
         let (ts, msg) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
         let (sec, frac) = ts.split_once('.').unwrap_or((ts, ""));
-        let Ok(sec) = sec.parse::<u64>() else { continue };
+        let Ok(sec) = sec.parse::<u64>() else {
+            continue;
+        };
         let frac: String = frac.chars().take(9).collect();
         let nsec = if frac.is_empty() {
             0
@@ -93,7 +95,13 @@ pub fn parse_extern(text: &str) -> Vec<(u64, String)> {
 }
 
 impl<'d> Merge<'d> {
-    pub fn new(dir: &'d TraceDir, sym: Symbolizer<'d>, specs: Specs, filters: Filters, gate: Gate) -> Merge<'d> {
+    pub fn new(
+        dir: &'d TraceDir,
+        sym: Symbolizer<'d>,
+        specs: Specs,
+        filters: Filters,
+        gate: Gate,
+    ) -> Merge<'d> {
         let cursors: Vec<Cursor<'d>> = dir
             .data
             .iter()
@@ -132,7 +140,11 @@ impl<'d> Merge<'d> {
             heads: vec![None; n],
             heap: BinaryHeap::with_capacity(n),
             current: None,
-            externs: dir.extern_data.as_deref().map(parse_extern).unwrap_or_default(),
+            externs: dir
+                .extern_data
+                .as_deref()
+                .map(parse_extern)
+                .unwrap_or_default(),
             ext_pos: 0,
             event_names,
             first_time: u64::MAX,
@@ -280,7 +292,10 @@ impl<'d> Merge<'d> {
     fn broken(&mut self, ti: usize, what: BadRecord) {
         let c = &self.cursors[ti];
         let msg = match what {
-            BadRecord::Magic => format!("invalid record in {}.dat at offset {}: broken data?", c.tid, c.pos),
+            BadRecord::Magic => format!(
+                "invalid record in {}.dat at offset {}: broken data?",
+                c.tid, c.pos
+            ),
             BadRecord::Truncated => format!("{}.dat is truncated at offset {}", c.tid, c.pos),
         };
         self.warnings.push(msg);
@@ -310,7 +325,12 @@ impl<'d> Merge<'d> {
 
     /// Decodes the record at `pos` of task `ti`: the record, its function and payload, and the
     /// offset of the next record. `Ok(None)` at the end of the data.
-    fn decode(&mut self, ti: usize, pos: usize, last_time: u64) -> Result<Option<(Head, usize)>, Stop> {
+    fn decode(
+        &mut self,
+        ti: usize,
+        pos: usize,
+        last_time: u64,
+    ) -> Result<Option<(Head, usize)>, Stop> {
         let bytes = self.cursors[ti].bytes;
         let mut raw = match read_header(bytes, pos) {
             None => return Ok(None),
@@ -342,7 +362,9 @@ impl<'d> Merge<'d> {
                         .ok_or(Stop::Bad(BadRecord::Truncated))?;
                 }
             }
-            RecordKind::Event if raw.more => plen = event_payload_len(bytes, pstart).map_err(Stop::Bad)?,
+            RecordKind::Event if raw.more => {
+                plen = event_payload_len(bytes, pstart).map_err(Stop::Bad)?
+            }
             _ => {}
         }
         // Event payloads carry a u16 length before the data; hand over only the data.
@@ -408,13 +430,17 @@ impl<'d> Merge<'d> {
                     return !inside;
                 }
                 let ff = self.decide(h.func);
-                let threshold = self.gate.threshold(ti).filter(|&t| t > 0 && !ff.actions.trace);
+                let threshold = self
+                    .gate
+                    .threshold(ti)
+                    .filter(|&t| t > 0 && !ff.actions.trace);
                 let need_caller = self.filters.has_caller && !ff.caller;
                 if threshold.is_some() || need_caller {
                     let pos = self.cursors[ti].pos;
-                    let (exit, found) = self.scan_from(ti, pos, d, threshold.is_some());
+                    let (exit, found) = self.scan_from(ti, pos, d, true);
                     let short = matches!((threshold, exit), (Some(t), Some(e)) if e.saturating_sub(h.raw.time) < t);
-                    if short || (need_caller && !found) {
+                    // A call that never returns is kept: nothing proves it uninteresting.
+                    if short || (need_caller && !found && exit.is_some()) {
                         self.gate.drop_entry(ti, d);
                         return false;
                     }
@@ -432,7 +458,13 @@ impl<'d> Merge<'d> {
     /// Looks ahead in task `ti` from byte offset `pos`, just after an entry at `depth`: returns
     /// the time of its exit (`None` if it never returns) and whether a `-C` target is called
     /// inside. Stops early once a target is found unless `need_exit`.
-    fn scan_from(&mut self, ti: usize, mut pos: usize, depth: u16, need_exit: bool) -> (Option<u64>, bool) {
+    fn scan_from(
+        &mut self,
+        ti: usize,
+        mut pos: usize,
+        depth: u16,
+        need_exit: bool,
+    ) -> (Option<u64>, bool) {
         let mut found = false;
         let mut last = self.cursors[ti].last_time;
         while let Ok(Some((h, next))) = self.decode(ti, pos, last) {

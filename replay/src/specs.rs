@@ -98,7 +98,9 @@ impl Specs {
 
     /// Whether an explicitly recorded spec names any of `funcs`.
     pub fn binds_any(&self, funcs: &[&FuncInfo]) -> bool {
-        self.explicit.iter().any(|(p, _)| funcs.iter().any(|f| p.matches(f)))
+        self.explicit
+            .iter()
+            .any(|(p, _)| funcs.iter().any(|f| p.matches(f)))
     }
 
     /// The spec of `id` (computed once).

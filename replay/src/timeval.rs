@@ -37,12 +37,22 @@ pub fn parse_time(s: &str) -> Result<u64, TimeError> {
     if int.is_empty() && frac.is_empty() {
         return Err(TimeError::Invalid(s.to_string()));
     }
-    let int_v: u64 = if int.is_empty() { 0 } else { int.parse().map_err(|_| TimeError::Invalid(s.to_string()))? };
+    let int_v: u64 = if int.is_empty() {
+        0
+    } else {
+        int.parse().map_err(|_| TimeError::Invalid(s.to_string()))?
+    };
     if int_v >= 1000 {
         return Err(TimeError::TooManyDigits);
     }
     let frac3: String = frac.chars().take(3).collect();
-    let frac_v: u64 = if frac3.is_empty() { 0 } else { format!("{frac3:0<3}").parse().map_err(|_| TimeError::Invalid(s.to_string()))? };
+    let frac_v: u64 = if frac3.is_empty() {
+        0
+    } else {
+        format!("{frac3:0<3}")
+            .parse()
+            .map_err(|_| TimeError::Invalid(s.to_string()))?
+    };
     let Some(mult) = unit_ns(unit) else {
         return Err(TimeError::UnknownUnit(unit.to_string()));
     };
@@ -58,7 +68,11 @@ fn push_int3(out: &mut String, v: u64) {
     let v = v as u32;
     let (h, t, o) = (v / 100, v / 10 % 10, v % 10);
     out.push(if h > 0 { (b'0' + h as u8) as char } else { ' ' });
-    out.push(if h > 0 || t > 0 { (b'0' + t as u8) as char } else { ' ' });
+    out.push(if h > 0 || t > 0 {
+        (b'0' + t as u8) as char
+    } else {
+        ' '
+    });
     out.push((b'0' + o as u8) as char);
 }
 
@@ -74,13 +88,23 @@ pub fn push_duration(out: &mut String, ns: u64, color: bool) {
     } else if ns < 1_000_000_000 {
         (ns / 1_000_000, ns / 1000 % 1000, "ms", Some("\x1b[32m"))
     } else if ns < 60_000_000_000 {
-        (ns / 1_000_000_000, ns / 1_000_000 % 1000, " s", Some("\x1b[33m"))
+        (
+            ns / 1_000_000_000,
+            ns / 1_000_000 % 1000,
+            " s",
+            Some("\x1b[33m"),
+        )
     } else if ns < 24 * 60_000_000_000 {
         let secs = ns / 1_000_000_000;
         (secs / 60, secs % 60, " m", Some("\x1b[31m"))
     } else {
         let mins = ns / 60_000_000_000;
-        ((mins / 60).min(999), (mins % 60).min(999), " h", Some("\x1b[31m"))
+        (
+            (mins / 60).min(999),
+            (mins % 60).min(999),
+            " h",
+            Some("\x1b[31m"),
+        )
     };
     push_int3(out, int);
     out.push('.');

@@ -169,9 +169,21 @@ mod tests {
         assert_eq!(show("arg1/x", int(0)), "0");
         assert_eq!(show("arg1/o", int(1)), "01");
         assert_eq!(show("arg1/u", int(7)), "7");
-        assert_eq!(show("arg1/i32", ArgValue::Int { raw: 0xffff_fffe, size: 4 }), "-2");
+        assert_eq!(
+            show(
+                "arg1/i32",
+                ArgValue::Int {
+                    raw: 0xffff_fffe,
+                    size: 4
+                }
+            ),
+            "-2"
+        );
         assert_eq!(show("arg1/s", ArgValue::Str(b"a\nb".to_vec())), "\"a\\nb\"");
-        assert_eq!(show("arg1/S", ArgValue::Str(b"hello".to_vec())), "\"hello\"s");
+        assert_eq!(
+            show("arg1/S", ArgValue::Str(b"hello".to_vec())),
+            "\"hello\"s"
+        );
         assert_eq!(show("arg1/c", ArgValue::Char(b'a')), "'a'");
         assert_eq!(show("fparg1", ArgValue::Float(1.5)), "1.500000");
         assert_eq!(show("arg1/p", int(0)), "0");

@@ -18,7 +18,13 @@ pub struct EventState {
 
 impl EventState {
     /// The comment text for event `id` with `data`, or `None` for unknown ids.
-    pub fn text(&mut self, tid: u32, id: u64, data: &[u8], names: &HashMap<u64, String>) -> Option<String> {
+    pub fn text(
+        &mut self,
+        tid: u32,
+        id: u64,
+        data: &[u8],
+        names: &HashMap<u64, String>,
+    ) -> Option<String> {
         if let Some(n) = names.get(&id) {
             return Some(n.clone());
         }
@@ -39,16 +45,31 @@ impl EventState {
                     self.last_read.insert((tid, kind), v.clone());
                     v.iter().map(|x| *x as i64).collect::<Vec<i64>>()
                 } else {
-                    let base = self.last_read.get(&(tid, kind)).cloned().unwrap_or_default();
+                    let base = self
+                        .last_read
+                        .get(&(tid, kind))
+                        .cloned()
+                        .unwrap_or_default();
                     v.iter()
                         .enumerate()
                         .map(|(i, x)| *x as i64 - base.get(i).copied().unwrap_or(0) as i64)
                         .collect()
                 };
-                let sign = |x: i64| if is_read { x.to_string() } else { format!("{x:+}") };
+                let sign = |x: i64| {
+                    if is_read {
+                        x.to_string()
+                    } else {
+                        format!("{x:+}")
+                    }
+                };
                 let g = |i: usize| vals.get(i).copied().unwrap_or(0);
                 match kind {
-                    0 => format!("vmsize={}KB vmrss={}KB shared={}KB", sign(g(0)), sign(g(1)), sign(g(2))),
+                    0 => format!(
+                        "vmsize={}KB vmrss={}KB shared={}KB",
+                        sign(g(0)),
+                        sign(g(1)),
+                        sign(g(2))
+                    ),
                     1 => format!("major={} minor={}", sign(g(0)), sign(g(1))),
                     2 => format!("cycles={} instructions={}", sign(g(0)), sign(g(1))),
                     3 => format!("refers={} misses={}", sign(g(0)), sign(g(1))),
@@ -56,7 +77,9 @@ impl EventState {
                 }
             }
             100011 => {
-                let cpu = data.get(..4).map_or(0, |b| i32::from_le_bytes(b.try_into().unwrap_or([0; 4])));
+                let cpu = data
+                    .get(..4)
+                    .map_or(0, |b| i32::from_le_bytes(b.try_into().unwrap_or([0; 4])));
                 format!("cpu={cpu}")
             }
             _ => String::new(),

@@ -170,9 +170,11 @@ impl<'w> ReplayPrinter<'w> {
                     Some(p) => push_duration(&mut self.buf, ctx.time.saturating_sub(p), color),
                     None => self.buf.push_str("          "),
                 },
-                Field::Elapsed => {
-                    push_duration(&mut self.buf, ctx.time.saturating_sub(self.first_time), color)
-                }
+                Field::Elapsed => push_duration(
+                    &mut self.buf,
+                    ctx.time.saturating_sub(self.first_time),
+                    color,
+                ),
                 Field::Task => {
                     let comm: String = ctx.comm.chars().take(15).collect();
                     let _ = write!(self.buf, "{comm:>15}");
@@ -224,7 +226,14 @@ impl<'w> ReplayPrinter<'w> {
     }
 
     /// `name(args) {`
-    pub fn entry(&mut self, ctx: &LineCtx<'_>, depth: u32, name: &str, args: &str, color: Option<&str>) -> io::Result<()> {
+    pub fn entry(
+        &mut self,
+        ctx: &LineCtx<'_>,
+        depth: u32,
+        name: &str,
+        args: &str,
+        color: Option<&str>,
+    ) -> io::Result<()> {
         self.start(ctx, DurCol::Blank, depth)?;
         self.name(name, color);
         self.parens(name, args);
@@ -233,7 +242,16 @@ impl<'w> ReplayPrinter<'w> {
     }
 
     /// `name(args) = ret;`
-    pub fn leaf(&mut self, ctx: &LineCtx<'_>, dur: u64, depth: u32, name: &str, args: &str, ret: Option<&str>, color: Option<&str>) -> io::Result<()> {
+    pub fn leaf(
+        &mut self,
+        ctx: &LineCtx<'_>,
+        dur: u64,
+        depth: u32,
+        name: &str,
+        args: &str,
+        ret: Option<&str>,
+        color: Option<&str>,
+    ) -> io::Result<()> {
         self.start(ctx, DurCol::Time(dur), depth)?;
         self.name(name, color);
         self.parens(name, args);
@@ -245,7 +263,14 @@ impl<'w> ReplayPrinter<'w> {
     }
 
     /// `} = ret; /* name */`
-    pub fn exit(&mut self, ctx: &LineCtx<'_>, dur: Option<u64>, depth: u32, name: &str, ret: Option<&str>) -> io::Result<()> {
+    pub fn exit(
+        &mut self,
+        ctx: &LineCtx<'_>,
+        dur: Option<u64>,
+        depth: u32,
+        name: &str,
+        ret: Option<&str>,
+    ) -> io::Result<()> {
         self.start(ctx, dur.map_or(DurCol::Blank, DurCol::Time), depth)?;
         self.buf.push('}');
         if let Some(r) = ret {
@@ -262,7 +287,14 @@ impl<'w> ReplayPrinter<'w> {
     }
 
     /// `/* text */` at a depth (events, lost records).
-    pub fn comment(&mut self, ctx: &LineCtx<'_>, dur: Option<u64>, depth: u32, text: &str, red: bool) -> io::Result<()> {
+    pub fn comment(
+        &mut self,
+        ctx: &LineCtx<'_>,
+        dur: Option<u64>,
+        depth: u32,
+        text: &str,
+        red: bool,
+    ) -> io::Result<()> {
         self.start(ctx, dur.map_or(DurCol::Blank, DurCol::Time), depth)?;
         if red && self.opts.color {
             let _ = write!(self.buf, "{RED}/* {text} */{RESET}");

@@ -95,17 +95,57 @@ pub fn simplify(full: &str) -> String {
 fn operator_at(s: &str) -> Option<&str> {
     let rest = s.strip_prefix("operator")?;
     const OPS: [&str; 45] = [
-        "()", "[]", "<<=", ">>=", "<=>", "->*", "->", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||",
-        "++", "--", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", " new[]", " delete[]", " new",
-        " delete", "+", "-", "*", "/", "%", "^", "&", "|", "~", "!", "=", "<", ">", ",", "\"\" ", " ",
+        "()",
+        "[]",
+        "<<=",
+        ">>=",
+        "<=>",
+        "->*",
+        "->",
+        "<<",
+        ">>",
+        "<=",
+        ">=",
+        "==",
+        "!=",
+        "&&",
+        "||",
+        "++",
+        "--",
+        "+=",
+        "-=",
+        "*=",
+        "/=",
+        "%=",
+        "&=",
+        "|=",
+        "^=",
+        " new[]",
+        " delete[]",
+        " new",
+        " delete",
+        "+",
+        "-",
+        "*",
+        "/",
+        "%",
+        "^",
+        "&",
+        "|",
+        "~",
+        "!",
+        "=",
+        "<",
+        ">",
+        ",",
+        "\"\" ",
+        " ",
     ];
     for op in OPS {
         if rest.starts_with(op) {
             if op == " " {
                 // Conversion operator: `operator int`, `operator char const*`: keep the type word.
-                let end = rest[1..]
-                    .find(['(', '<'])
-                    .map_or(rest.len(), |e| e + 1);
+                let end = rest[1..].find(['(', '<']).map_or(rest.len(), |e| e + 1);
                 return Some(&s[..8 + end]);
             }
             return Some(&s[..8 + op.len()]);
@@ -127,12 +167,18 @@ mod tests {
         assert_eq!(simple("_ZN2ns5inner3FooC2Ei"), "ns::inner::Foo::Foo");
         assert_eq!(simple("_ZNK2ns5inner3Foo3getEv"), "ns::inner::Foo::get");
         assert_eq!(simple("_ZN2ns5inner5twiceIiEET_S2_"), "ns::inner::twice");
-        assert_eq!(simple("_ZNSt11char_traitsIcE6lengthEPKc"), "std::char_traits::length");
+        assert_eq!(
+            simple("_ZNSt11char_traitsIcE6lengthEPKc"),
+            "std::char_traits::length"
+        );
         assert_eq!(
             simple("_ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEED1Ev"),
             "std::__cxx11::basic_string::~basic_string"
         );
-        assert_eq!(simple("_ZN12_GLOBAL__N_13fooEv"), "(anonymous namespace)::foo");
+        assert_eq!(
+            simple("_ZN12_GLOBAL__N_13fooEv"),
+            "(anonymous namespace)::foo"
+        );
         assert_eq!(simple("_ZN3FooclEv"), "Foo::operator()");
         assert_eq!(simple("_ZN3FooltERKS_"), "Foo::operator<");
         assert_eq!(simple("main"), "main");
@@ -141,7 +187,13 @@ mod tests {
 
     #[test]
     fn full_and_no() {
-        assert_eq!(demangle("_ZN2ns5inner3FooC2Ei", Demangle::Full), "ns::inner::Foo::Foo(int)");
-        assert_eq!(demangle("_ZN2ns5inner3FooC2Ei", Demangle::No), "_ZN2ns5inner3FooC2Ei");
+        assert_eq!(
+            demangle("_ZN2ns5inner3FooC2Ei", Demangle::Full),
+            "ns::inner::Foo::Foo(int)"
+        );
+        assert_eq!(
+            demangle("_ZN2ns5inner3FooC2Ei", Demangle::No),
+            "_ZN2ns5inner3FooC2Ei"
+        );
     }
 }

@@ -75,8 +75,8 @@ pub struct Symbolizer<'d> {
     func_by_addr: HashMap<u64, FuncId>,
     /// tid → its session timeline: (start time, session index), sorted by time.
     timelines: HashMap<u32, Vec<(u64, usize)>>,
-    /// Raw (mangled) symbol name per function id.
-    raw_names: Vec<Option<String>>,
+    /// Demangled names of each module's symbols (for `--libname`).
+    module_names: HashMap<usize, Vec<String>>,
     libname_cache: HashMap<(usize, FuncId), Option<String>>,
     /// (addr, session + 1, func): resolutions of map-backed addresses.
     cache: Vec<(u64, usize, FuncId)>,
@@ -131,7 +131,7 @@ impl<'d> Symbolizer<'d> {
             func_by_addr: HashMap::new(),
             timelines: HashMap::new(),
             cache: vec![(0, 0, 0); CACHE_SLOTS],
-            raw_names: Vec::new(),
+            module_names: HashMap::new(),
             libname_cache: HashMap::new(),
         };
         s.build_timelines();
@@ -181,7 +181,12 @@ impl<'d> Symbolizer<'d> {
         if let Some(&(ppid, fork_time)) = parent.get(&pid) {
             if level < 64 && own.first().is_none_or(|&(t, _)| t > fork_time) {
                 let ptl = self.timeline_of(ppid, pid_of, parent, level + 1);
-                if let Some(&(_, s)) = ptl.iter().rev().find(|&&(t, _)| t <= fork_time).or(ptl.first()) {
+                if let Some(&(_, s)) = ptl
+                    .iter()
+                    .rev()
+                    .find(|&&(t, _)| t <= fork_time)
+                    .or(ptl.first())
+                {
                     tl.push((0, s));
                 }
             }
@@ -208,9 +213,7 @@ impl<'d> Symbolizer<'d> {
 
     /// Basename of the session's executable (the task name shown by replay and info).
     pub fn session_comm(&self, session: usize) -> &str {
-        self.sessions
-            .get(session)
-            .map_or("", |s| s.comm.as_str())
+        self.sessions.get(session).map_or("", |s| s.comm.as_str())
     }
 
     pub fn func(&self, id: FuncId) -> &FuncInfo {
@@ -258,7 +261,14 @@ impl<'d> Symbolizer<'d> {
         idx
     }
 
-    fn intern(&mut self, module: usize, sym: usize, base: u64, module_name: &str, in_exe: bool) -> FuncId {
+    fn intern(
+        &mut self,
+        module: usize,
+        sym: usize,
+        base: u64,
+        module_name: &str,
+        in_exe: bool,
+    ) -> FuncId {
         if let Some(&id) = self.func_by_sym.get(&(module, sym)) {
             return id;
         }
@@ -273,10 +283,7 @@ impl<'d> Symbolizer<'d> {
             known: true,
         };
         let id = self.funcs.len() as FuncId;
-        let raw = s.name.clone();
         self.funcs.push(info);
-        self.raw_names.resize(self.funcs.len(), None);
-        self.raw_names[id as usize] = Some(raw);
         self.func_by_sym.insert((module, sym), id);
         id
     }
@@ -339,7 +346,9 @@ impl<'d> Symbolizer<'d> {
             }
         };
         let start = self.sessions[sidx].maps[mi].start;
-        let id = match module.and_then(|m| Self::lookup(&self.modules[m].syms, addr - start).map(|si| (m, si))) {
+        let id = match module
+            .and_then(|m| Self::lookup(&self.modules[m].syms, addr - start).map(|si| (m, si)))
+        {
             Some((m, si)) => match self.func_by_sym.get(&(m, si)) {
                 Some(&id) => id,
                 None => {
@@ -373,26 +382,43 @@ impl<'d> Symbolizer<'d> {
         self.unknown(addr, false)
     }
 
-    /// The library that defines the target of a PLT entry (for `--libname`).
+    /// The library that defines the target of a PLT entry (for `--libname`): the first mapped
+    /// library (besides the executable and libmcount) with a function of the same name. Like
+    /// uftrace, a library that also has a PLT entry of that name does not count.
     pub fn library_of(&mut self, session: Option<usize>, func: FuncId) -> Option<String> {
         let sidx = session?;
         if let Some(v) = self.libname_cache.get(&(sidx, func)) {
             return v.clone();
         }
-        let raw = self.raw_names.get(func as usize).cloned().flatten()?;
+        let name = self.funcs.get(func as usize)?.name.clone();
         let maps = self.sessions.get(sidx)?.maps.clone();
         let exe = self.sessions[sidx].exename.clone();
+        let skip = |m: &MapEntry| {
+            m.is_stack() || m.path == exe || basename(&m.path).starts_with("libmcount")
+        };
         let mut found = None;
-        let skip = |m: &MapEntry| m.is_stack() || m.path == exe || basename(&m.path).starts_with("libmcount");
         for map in maps.iter().filter(|m| !skip(m)) {
             let Some(m) = self.load_module(&map.path, map.build_id.as_deref()) else {
                 continue;
             };
-            if self.modules[m]
-                .syms
-                .iter()
-                .any(|s| !s.is_plt() && s.is_function() && s.name == raw)
-            {
+            let mode = self.mode;
+            let names = self.module_names.entry(m).or_insert_with(|| {
+                self.modules[m]
+                    .syms
+                    .iter()
+                    .map(|s| demangle::demangle(&s.name, mode))
+                    .collect()
+            });
+            let syms = &self.modules[m].syms;
+            let mut defined = false;
+            let mut plt = false;
+            for (s, n) in syms.iter().zip(names.iter()) {
+                if *n == name {
+                    plt |= s.is_plt();
+                    defined |= s.is_function() && !s.is_plt();
+                }
+            }
+            if defined && !plt {
                 found = Some(basename(&map.path).to_string());
                 break;
             }
@@ -417,7 +443,13 @@ impl<'d> Symbolizer<'d> {
                 };
                 for i in 0..self.modules[m].syms.len() {
                     if self.modules[m].syms[i].is_function() {
-                        out.push(self.intern(m, i, map.start, basename(&map.path), map.path == exe));
+                        out.push(self.intern(
+                            m,
+                            i,
+                            map.start,
+                            basename(&map.path),
+                            map.path == exe,
+                        ));
                     }
                 }
             }

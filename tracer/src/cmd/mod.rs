@@ -38,10 +38,19 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
 }
 
 /// Opens the data directory an analysis command reads (`-d DIR`, `uftrace.data`, or `.` when
-/// it holds an `info` file). The error makes `main` print `WARN: cannot open record data: …`
-/// and exit with 255.
-pub fn open_data(inv: &Invocation) -> Result<TraceDir, OpenDataError> {
-    TraceDir::open(&inv.args.data.analysis_dir()).map_err(OpenDataError)
+/// it holds an `info` file). Like uftrace, a directory without data makes `main` print
+/// `WARN: cannot open record data: …` and exit with 255; damaged data is a fatal error (1).
+pub fn open_data(inv: &Invocation) -> anyhow::Result<TraceDir> {
+    use record_format::FormatError;
+    match TraceDir::open(&inv.args.data.analysis_dir()) {
+        Ok(d) => Ok(d),
+        Err(e @ (FormatError::Open { .. } | FormatError::NoData { .. })) => {
+            Err(OpenDataError(e).into())
+        }
+        Err(e) => Err(anyhow::anyhow!(crate::error::without_os_error_code(
+            &e.to_string()
+        ))),
+    }
 }
 
 /// `record`/`live` without a program: the banner on stdout, status 1.
