@@ -300,6 +300,11 @@ impl<'d, 'w> Engine<'d, 'w> {
             t.slots[idx].flags |= NORECORD;
             return false;
         }
+        // setjmp marks the point longjmp returns to, whatever the filters hide.
+        if name_kind == Some(0x40) {
+            self.setjmp_depth = t.display_depth + 1;
+            self.setjmp_count = t.stack_count;
+        }
         if ff.notrace {
             t.out_count += 1;
             t.slots[idx].flags |= NOTRACE | NORECORD;
@@ -316,10 +321,6 @@ impl<'d, 'w> Engine<'d, 'w> {
         match name_kind {
             Some(EXEC) => t.slots[idx].flags |= EXEC,
             Some(LONGJMP) => t.slots[idx].flags |= LONGJMP,
-            Some(0x40) => {
-                self.setjmp_depth = t.display_depth + 1;
-                self.setjmp_count = t.stack_count;
-            }
             Some(0x80) => t.fork_display_depth = t.display_depth + 1,
             _ => {}
         }

@@ -1,15 +1,20 @@
 //! Reader-level filters: records that never reach the replay engine, as in uftrace's task
-//! reader. Outside the time range (`-r`), shorter than the time filter (`-t`, `time=`
-//! triggers), or not on a call path to a `-C` target: such an entry is dropped together with
-//! its whole subtree and its exit.
+//! reader. Records outside the time range (`-r`) are skipped; with `-C`, functions that lead to
+//! no target are dropped with their subtree; with `-t` (and `time=` triggers) entries wait in a
+//! per-task buffer until an exit tells whether they were long enough.
+
+use crate::merge::Head;
+use std::collections::VecDeque;
 
 /// Per-task state of the gate.
 #[derive(Debug, Default, Clone)]
 struct TaskGate {
-    /// Depths of dropped entries whose exit has not been seen yet (innermost last).
+    /// Depths of dropped `-C` entries whose exit has not been seen yet (innermost last).
     dropped: Vec<u16>,
     /// `time=` triggers in effect: (depth of the trigger function, threshold).
     times: Vec<(u16, u64)>,
+    /// Records read but not yet handed out (`-t`).
+    buffer: VecDeque<Head>,
 }
 
 /// The reader-level filter settings and state.
@@ -40,53 +45,34 @@ impl Gate {
         self.tasks = vec![TaskGate::default(); n];
     }
 
-    /// Whether any check applies (so plain replays skip the gate entirely).
-    pub fn active(&self) -> bool {
-        self.range != (0, u64::MAX)
-            || self.time_filter.is_some()
-            || self.time_triggers
-            || self.caller
-    }
-
     pub fn in_range(&self, time: u64) -> bool {
         self.range.0 <= time && time <= self.range.1
     }
 
-    /// For an entry at `depth`: `Some(true)` when it lies inside a dropped function (drop it),
-    /// `None` when it must be decided. Stale marks (left by longjmp or exec) are discarded.
-    pub fn entry_inside_dropped(&mut self, ti: usize, depth: u16) -> Option<bool> {
+    /// Whether entries must wait for their exits (`-t`, `time=`).
+    pub fn time_active(&self) -> bool {
+        self.time_filter.is_some_and(|t| t > 0) || self.time_triggers
+    }
+
+    /// For a `-C` entry at `depth`: whether it lies inside a dropped function. Stale marks
+    /// (left by longjmp or exec) are discarded.
+    pub fn entry_inside_dropped(&mut self, ti: usize, depth: u16) -> bool {
         let t = &mut self.tasks[ti];
         while t.dropped.last().is_some_and(|&d| d >= depth) {
             t.dropped.pop();
         }
-        while t.times.last().is_some_and(|&(d, _)| d >= depth) {
-            t.times.pop();
-        }
-        (!t.dropped.is_empty()).then_some(true)
+        !t.dropped.is_empty()
     }
 
     pub fn inside_dropped(&self, ti: usize) -> bool {
         !self.tasks[ti].dropped.is_empty()
     }
 
-    /// The time threshold in effect for a new entry of task `ti`.
-    pub fn threshold(&self, ti: usize) -> Option<u64> {
-        self.tasks[ti]
-            .times
-            .last()
-            .map(|&(_, t)| t)
-            .or(self.time_filter)
-    }
-
     pub fn drop_entry(&mut self, ti: usize, depth: u16) {
         self.tasks[ti].dropped.push(depth);
     }
 
-    pub fn push_time(&mut self, ti: usize, depth: u16, threshold: u64) {
-        self.tasks[ti].times.push((depth, threshold));
-    }
-
-    /// For an exit at `depth`: whether it passes.
+    /// For a `-C` exit at `depth`: whether it passes.
     pub fn exit(&mut self, ti: usize, depth: u16) -> bool {
         let t = &mut self.tasks[ti];
         if let Some(&d) = t.dropped.last() {
@@ -101,9 +87,43 @@ impl Gate {
                 t.dropped.pop();
             }
         }
+        true
+    }
+
+    /// The time threshold in effect for task `ti`: the innermost `time=` trigger, else `-t`.
+    pub fn threshold(&self, ti: usize) -> Option<u64> {
+        self.tasks[ti].times.last().map(|&(_, t)| t).or(self.time_filter)
+    }
+
+    pub fn push_time(&mut self, ti: usize, depth: u16, threshold: u64) {
+        self.tasks[ti].times.push((depth, threshold));
+    }
+
+    /// Ends the `time=` trigger of the function exiting at `depth`, if any.
+    pub fn pop_time(&mut self, ti: usize, depth: u16) {
+        let t = &mut self.tasks[ti];
         if t.times.last().is_some_and(|&(d, _)| d == depth) {
             t.times.pop();
         }
-        true
+    }
+
+    pub fn buffer_empty(&self, ti: usize) -> bool {
+        self.tasks[ti].buffer.is_empty()
+    }
+
+    pub fn push_buffer(&mut self, ti: usize, h: Head) {
+        self.tasks[ti].buffer.push_back(h);
+    }
+
+    pub fn pop_buffer(&mut self, ti: usize) -> Option<Head> {
+        self.tasks[ti].buffer.pop_front()
+    }
+
+    pub fn last_buffered_time(&self, ti: usize) -> Option<u64> {
+        self.tasks[ti].buffer.back().map(|h| h.raw.time)
+    }
+
+    pub fn drop_last_buffered(&mut self, ti: usize) {
+        self.tasks[ti].buffer.pop_back();
     }
 }

@@ -377,21 +377,43 @@ impl<'d> Merge<'d> {
         Ok(Some((Head { raw, func, payload }, pstart + plen)))
     }
 
-    /// Decodes the next record of the task that passes the gate into its head and queues it.
+    /// Puts the task's next record that passes the reader-level filters into its head and
+    /// queues it.
     fn load(&mut self, ti: usize) {
+        let head = if self.gate.time_active() {
+            if self.gate.buffer_empty(ti) {
+                self.fill_time_buffer(ti);
+            }
+            self.gate.pop_buffer(ti)
+        } else {
+            self.read_raw(ti)
+        };
+        let Some(head) = head else { return };
+        let time = head.raw.time;
+        self.heads[ti] = Some(head);
+        if self.current != Some(ti) {
+            self.heap.push(Reverse((time, ti)));
+        }
+    }
+
+    /// The next record of the task inside the time range and, with `-C`, on a path to a target.
+    fn read_raw(&mut self, ti: usize) -> Option<Head> {
         loop {
             let (pos, last) = (self.cursors[ti].pos, self.cursors[ti].last_time);
             let (head, next) = match self.decode(ti, pos, last) {
                 Ok(Some(h)) => h,
-                Ok(None) => return,
-                Err(Stop::Bad(e)) => return self.broken(ti, e),
+                Ok(None) => return None,
+                Err(Stop::Bad(e)) => {
+                    self.broken(ti, e);
+                    return None;
+                }
                 Err(Stop::NoSpec(name)) => {
                     self.warnings.push(format!(
                         "record missing argument info for {name} in {}.dat",
                         self.cursors[ti].tid
                     ));
                     self.cursors[ti].pos = self.cursors[ti].bytes.len();
-                    return;
+                    return None;
                 }
             };
             let c = &mut self.cursors[ti];
@@ -405,53 +427,72 @@ impl<'d> Merge<'d> {
                 c.released = c.pos - WINDOW;
                 c.file.release(c.released);
             }
-            if self.gate.active() && !self.pass(ti, &head) {
+            if head.raw.kind != RecordKind::Lost && !self.gate.in_range(head.raw.time) {
                 continue;
             }
-            let time = head.raw.time;
-            self.heads[ti] = Some(head);
-            if self.current != Some(ti) {
-                self.heap.push(Reverse((time, ti)));
+            if self.gate.caller && !self.caller_pass(ti, &head) {
+                continue;
             }
-            return;
+            return Some(head);
         }
     }
 
-    /// Whether a record survives the reader-level filters: the time range, `-t` (and `time=`
-    /// triggers) and `-C`.
-    fn pass(&mut self, ti: usize, h: &Head) -> bool {
-        if h.raw.kind != RecordKind::Lost && !self.gate.in_range(h.raw.time) {
-            return false;
-        }
+    /// `-C`: keeps targets and functions that call one; drops the rest with their subtrees.
+    /// A call that never returns is kept: nothing proves it uninteresting.
+    fn caller_pass(&mut self, ti: usize, h: &Head) -> bool {
         let d = h.raw.depth;
         match h.raw.kind {
             RecordKind::Entry => {
-                if let Some(inside) = self.gate.entry_inside_dropped(ti, d) {
-                    return !inside;
+                if self.gate.entry_inside_dropped(ti, d) {
+                    return false;
                 }
-                let ff = self.decide(h.func);
-                let threshold = self
-                    .gate
-                    .threshold(ti)
-                    .filter(|&t| t > 0 && !ff.actions.trace);
-                let need_caller = self.filters.has_caller && !ff.caller;
-                if threshold.is_some() || need_caller {
-                    let pos = self.cursors[ti].pos;
-                    let (exit, found) = self.scan_from(ti, pos, d, true);
-                    let short = matches!((threshold, exit), (Some(t), Some(e)) if e.saturating_sub(h.raw.time) < t);
-                    // A call that never returns is kept: nothing proves it uninteresting.
-                    if short || (need_caller && !found && exit.is_some()) {
-                        self.gate.drop_entry(ti, d);
-                        return false;
-                    }
+                if self.decide(h.func).caller {
+                    return true;
                 }
-                if let Some(t) = ff.actions.time {
-                    self.gate.push_time(ti, d, t);
+                let pos = self.cursors[ti].pos;
+                let (exit, found) = self.scan_from(ti, pos, d, true);
+                if !found && exit.is_some() {
+                    self.gate.drop_entry(ti, d);
+                    return false;
                 }
                 true
             }
             RecordKind::Exit => self.gate.exit(ti, d),
             _ => !self.gate.inside_dropped(ti),
+        }
+    }
+
+    /// `-t` and `time=` triggers, as uftrace's task reader does them: entries wait in a
+    /// buffer until an exit decides; an exit shorter than the threshold deletes itself and the
+    /// last buffered entry, a longer one releases the whole buffer.
+    fn fill_time_buffer(&mut self, ti: usize) {
+        while let Some(h) = self.read_raw(ti) {
+            let threshold = self.gate.threshold(ti).unwrap_or(0);
+            match h.raw.kind {
+                RecordKind::Entry => {
+                    if let Some(t) = self.decide(h.func).actions.time {
+                        self.gate.push_time(ti, h.raw.depth, t);
+                    }
+                    self.gate.push_buffer(ti, h);
+                }
+                RecordKind::Exit => {
+                    self.gate.pop_time(ti, h.raw.depth);
+                    let Some(last) = self.gate.last_buffered_time(ti) else {
+                        self.gate.push_buffer(ti, h);
+                        return;
+                    };
+                    if h.raw.time.saturating_sub(last) < threshold && !self.decide(h.func).actions.trace {
+                        self.gate.drop_last_buffered(ti);
+                    } else {
+                        self.gate.push_buffer(ti, h);
+                        return;
+                    }
+                }
+                _ => {
+                    self.gate.push_buffer(ti, h);
+                    return;
+                }
+            }
         }
     }
 
