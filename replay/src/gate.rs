@@ -92,7 +92,11 @@ impl Gate {
 
     /// The time threshold in effect for task `ti`: the innermost `time=` trigger, else `-t`.
     pub fn threshold(&self, ti: usize) -> Option<u64> {
-        self.tasks[ti].times.last().map(|&(_, t)| t).or(self.time_filter)
+        self.tasks[ti]
+            .times
+            .last()
+            .map(|&(_, t)| t)
+            .or(self.time_filter)
     }
 
     pub fn push_time(&mut self, ti: usize, depth: u16, threshold: u64) {

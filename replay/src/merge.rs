@@ -481,7 +481,9 @@ impl<'d> Merge<'d> {
                         self.gate.push_buffer(ti, h);
                         return;
                     };
-                    if h.raw.time.saturating_sub(last) < threshold && !self.decide(h.func).actions.trace {
+                    if h.raw.time.saturating_sub(last) < threshold
+                        && !self.decide(h.func).actions.trace
+                    {
                         self.gate.drop_last_buffered(ti);
                     } else {
                         self.gate.push_buffer(ti, h);

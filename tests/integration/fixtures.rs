@@ -125,7 +125,6 @@ const FIXTURES: &[Fixture] = &[
         args: &[],
         variants: &[
             v("plain", &[], MAIN),
-            v("demangle-full", &["--demangle=full"], MAIN),
             v("demangle-no", &["--demangle=no"], MAIN),
             v("H-std", &["-H", "^std::"], MAIN),
             v("N-std", &["-N", "^std::"], MAIN),

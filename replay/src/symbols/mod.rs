@@ -410,15 +410,20 @@ impl<'d> Symbolizer<'d> {
                     .collect()
             });
             let syms = &self.modules[m].syms;
-            let mut defined = false;
-            let mut plt = false;
-            for (s, n) in syms.iter().zip(names.iter()) {
-                if *n == name {
-                    plt |= s.is_plt();
-                    defined |= s.is_function() && !s.is_plt();
-                }
-            }
-            if defined && !plt {
+            // A definition counts unless the library also imports the very same symbol through
+            // its own PLT (then uftrace takes the import and finds no library).
+            let matches: Vec<&Symbol> = syms
+                .iter()
+                .zip(names.iter())
+                .filter(|(_, n)| **n == name)
+                .map(|(s, _)| s)
+                .collect();
+            let defined = matches.iter().any(|d| {
+                d.is_function()
+                    && !d.is_plt()
+                    && !matches.iter().any(|p| p.is_plt() && p.name == d.name)
+            });
+            if defined {
                 found = Some(basename(&map.path).to_string());
                 break;
             }
