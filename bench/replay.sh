@@ -118,10 +118,10 @@ compare() {
 
 	awk -v n="$name" -v a="$uf_t" -v b="$ut_t" -v ra="$uf_rss" -v rb="$ut_rss" 'BEGIN {
 		printf "%-10s %12.3f %12.3f %10.1f %12.1f %12.1f\n", n, a, b, a / b, ra / 1024, rb / 1024 }'
-	summary+=("$(awk -v n="$name" -v a="$uf_t" -v b="$ut_t" -v rb="$ut_rss" 'BEGIN {
+	summary+=("$(awk -v n="$name" -v a="$uf_t" -v b="$ut_t" -v ra="$uf_rss" -v rb="$ut_rss" 'BEGIN {
 		if (a >= b) printf "%s: utrace is %.1f× faster\n", n, a / b
 		else printf "%s: utrace is %.1f× slower\n", n, b / a
-		printf "%s: utrace peak RSS: %.1f MB", n, rb / 1024 }')")
+		printf "%s: peak RSS: utrace %.1f MB, uftrace %.1f MB", n, rb / 1024, ra / 1024 }')")
 }
 
 timer="date +%s%N loop"
