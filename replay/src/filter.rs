@@ -410,6 +410,6 @@ mod tests {
         assert!(a.filter && a.backtrace && a.trace_on);
         assert_eq!(a.depth, Some(2));
         assert_eq!(n, ["ignoring invalid color: pink"]);
-        assert!(p.matches(&f("b")) == false); // module "mod" does not match "abc"
+        assert!(!p.matches(&f("b"))); // module "mod" does not match "abc"
     }
 }

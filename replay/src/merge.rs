@@ -17,7 +17,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 /// One decoded record.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct Head {
     pub raw: RawRecord,
     /// The function (entries and exits only).
@@ -39,6 +39,8 @@ struct Cursor<'d> {
     sess_from: u64,
     sess_until: u64,
     first_session: Option<usize>,
+    /// (addr, session, func) of the last resolved record.
+    memo: (u64, Option<usize>, FuncId),
 }
 
 /// The merged stream of all tasks.
@@ -116,6 +118,7 @@ impl<'d> Merge<'d> {
                 sess_from: 1,
                 sess_until: 0,
                 first_session: None,
+                memo: (0, None, 0),
             })
             .collect();
         let n = cursors.len();
@@ -205,6 +208,7 @@ impl<'d> Merge<'d> {
     }
 
     /// The task whose record comes next, without taking it.
+    #[inline]
     pub fn peek(&self) -> Option<usize> {
         let cur = self.current.filter(|&c| self.heads[c].is_some());
         let top = self.heap.peek().map(|Reverse(k)| *k);
@@ -220,6 +224,7 @@ impl<'d> Merge<'d> {
     }
 
     /// The pending head of task `ti`.
+    #[inline]
     pub fn head(&self, ti: usize) -> Option<&Head> {
         self.heads[ti].as_ref()
     }
@@ -252,6 +257,12 @@ impl<'d> Merge<'d> {
     }
 
     /// The next `extern.dat` line at or before `upto`.
+    /// Whether `extern.dat` lines remain.
+    #[inline]
+    pub fn has_extern(&self) -> bool {
+        self.ext_pos < self.externs.len()
+    }
+
     #[inline]
     pub fn next_extern(&mut self, upto: u64) -> Option<(u64, String)> {
         if self.ext_pos >= self.externs.len() {
@@ -269,6 +280,7 @@ impl<'d> Merge<'d> {
     ///
     /// The task that supplied the previous record is kept out of the heap while its next record
     /// is still the earliest, so a single busy task costs no heap operations.
+    #[inline]
     pub fn pop(&mut self) -> Option<(usize, Head)> {
         let ti = match self.current.take() {
             Some(c) => match (self.heads[c].as_ref(), self.heap.peek()) {
@@ -314,7 +326,6 @@ impl<'d> Merge<'d> {
         };
         let c = &mut self.cursors[ti];
         c.session = s;
-        c.sess_from = from.min(c.sess_from.min(from));
         c.sess_from = from;
         c.sess_until = until;
         if c.first_session.is_none() {
@@ -325,6 +336,7 @@ impl<'d> Merge<'d> {
 
     /// Decodes the record at `pos` of task `ti`: the record, its function and payload, and the
     /// offset of the next record. `Ok(None)` at the end of the data.
+    #[inline]
     fn decode(
         &mut self,
         ti: usize,
@@ -346,7 +358,15 @@ impl<'d> Merge<'d> {
         match raw.kind {
             RecordKind::Entry | RecordKind::Exit => {
                 let session = self.resolve_session(ti, raw.time);
-                func = self.sym.resolve(session, raw.time, raw.addr);
+                // An exit usually follows its own entry: remember the last resolution.
+                let c = &self.cursors[ti];
+                func = if c.memo.0 == raw.addr && c.memo.1 == session && raw.addr != 0 {
+                    c.memo.2
+                } else {
+                    let f = self.sym.resolve(session, raw.time, raw.addr);
+                    self.cursors[ti].memo = (raw.addr, session, f);
+                    f
+                };
                 if raw.more {
                     let f = self.sym.func(func).clone();
                     let spec = self.specs.get(func, &f);
@@ -379,6 +399,7 @@ impl<'d> Merge<'d> {
 
     /// Puts the task's next record that passes the reader-level filters into its head and
     /// queues it.
+    #[inline]
     fn load(&mut self, ti: usize) {
         let head = if self.gate.time_active() {
             if self.gate.buffer_empty(ti) {
@@ -397,6 +418,7 @@ impl<'d> Merge<'d> {
     }
 
     /// The next record of the task inside the time range and, with `-C`, on a path to a target.
+    #[inline]
     fn read_raw(&mut self, ti: usize) -> Option<Head> {
         loop {
             let (pos, last) = (self.cursors[ti].pos, self.cursors[ti].last_time);

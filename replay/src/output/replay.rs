@@ -19,6 +19,18 @@ pub struct LineCtx<'a> {
     pub prev: Option<u64>,
 }
 
+/// What an entry or leaf line shows of a call.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    pub name: &'a str,
+    /// Rendered arguments (without parentheses).
+    pub args: &'a str,
+    /// Rendered return value (leaf lines).
+    pub ret: Option<&'a str>,
+    /// ANSI color of the name (`-T f@color=...`).
+    pub color: Option<&'a str>,
+}
+
 /// The duration column: blank, a time, or a word (`backtrace`).
 #[derive(Debug, Clone, Copy)]
 pub enum DurCol<'a> {
@@ -69,7 +81,7 @@ impl<'w> ReplayPrinter<'w> {
         ReplayPrinter {
             out,
             opts,
-            buf: String::with_capacity(256),
+            buf: String::with_capacity(72 * 1024),
             header_done: false,
             first_time,
             last_tid: None,
@@ -84,18 +96,30 @@ impl<'w> ReplayPrinter<'w> {
 
     /// The underlying stream, for notices printed before the trace.
     pub fn out(&mut self) -> &mut dyn Write {
+        let _ = self.flush_lines();
         &mut *self.out
+    }
+
+    /// Lines are collected in `buf` and written in large blocks.
+    fn flush_lines(&mut self) -> io::Result<()> {
+        if !self.buf.is_empty() {
+            self.out.write_all(self.buf.as_bytes())?;
+            self.buf.clear();
+        }
+        Ok(())
     }
 
     pub fn opts(&self) -> &ReplayOptions {
         &self.opts
     }
 
+    #[inline]
     fn header(&mut self) -> io::Result<()> {
         if self.header_done {
             return Ok(());
         }
         self.header_done = true;
+        self.flush_lines()?;
         if self.opts.flat {
             return writeln!(self.out);
         }
@@ -113,6 +137,7 @@ impl<'w> ReplayPrinter<'w> {
 
     /// Ends the output: an empty result is a single empty line.
     pub fn finish(&mut self) -> io::Result<()> {
+        self.flush_lines()?;
         if !self.header_done && (!self.opts.fields.is_empty() || self.opts.flat) {
             writeln!(self.out)?;
         }
@@ -123,7 +148,6 @@ impl<'w> ReplayPrinter<'w> {
     /// Starts a line: header if needed, task separator, fields, ` | ` and the indentation.
     fn start(&mut self, ctx: &LineCtx<'_>, dur: DurCol<'_>, depth: u32) -> io::Result<()> {
         self.header()?;
-        self.buf.clear();
         if self.opts.task_newline && self.last_tid.is_some_and(|t| t != ctx.tid) {
             if !self.opts.fields.is_empty() {
                 let w: usize = self
@@ -206,7 +230,10 @@ impl<'w> ReplayPrinter<'w> {
 
     fn end(&mut self) -> io::Result<()> {
         self.buf.push('\n');
-        self.out.write_all(self.buf.as_bytes())
+        if self.buf.len() >= 64 * 1024 {
+            self.flush_lines()?;
+        }
+        Ok(())
     }
 
     fn name(&mut self, name: &str, color: Option<&str>) {
@@ -221,22 +248,17 @@ impl<'w> ReplayPrinter<'w> {
     fn parens(&mut self, name: &str, args: &str) {
         let bare = name.ends_with(')') && !name.ends_with("operator()");
         if !args.is_empty() || !bare {
-            let _ = write!(self.buf, "({args})");
+            self.buf.push('(');
+            self.buf.push_str(args);
+            self.buf.push(')');
         }
     }
 
     /// `name(args) {`
-    pub fn entry(
-        &mut self,
-        ctx: &LineCtx<'_>,
-        depth: u32,
-        name: &str,
-        args: &str,
-        color: Option<&str>,
-    ) -> io::Result<()> {
+    pub fn entry(&mut self, ctx: &LineCtx<'_>, depth: u32, call: &Call<'_>) -> io::Result<()> {
         self.start(ctx, DurCol::Blank, depth)?;
-        self.name(name, color);
-        self.parens(name, args);
+        self.name(call.name, call.color);
+        self.parens(call.name, call.args);
         self.buf.push_str(" {");
         self.end()
     }
@@ -247,16 +269,14 @@ impl<'w> ReplayPrinter<'w> {
         ctx: &LineCtx<'_>,
         dur: u64,
         depth: u32,
-        name: &str,
-        args: &str,
-        ret: Option<&str>,
-        color: Option<&str>,
+        call: &Call<'_>,
     ) -> io::Result<()> {
         self.start(ctx, DurCol::Time(dur), depth)?;
-        self.name(name, color);
-        self.parens(name, args);
-        if let Some(r) = ret {
-            let _ = write!(self.buf, " = {r}");
+        self.name(call.name, call.color);
+        self.parens(call.name, call.args);
+        if let Some(r) = call.ret {
+            self.buf.push_str(" = ");
+            self.buf.push_str(r);
         }
         self.buf.push(';');
         self.end()
@@ -280,7 +300,9 @@ impl<'w> ReplayPrinter<'w> {
             if self.opts.color {
                 let _ = write!(self.buf, "{GRAY} /* {name} */{RESET}");
             } else {
-                let _ = write!(self.buf, " /* {name} */");
+                self.buf.push_str(" /* ");
+                self.buf.push_str(name);
+                self.buf.push_str(" */");
             }
         }
         self.end()
@@ -314,8 +336,8 @@ impl<'w> ReplayPrinter<'w> {
     /// A raw line (for `--flat`).
     pub fn raw(&mut self, line: &str) -> io::Result<()> {
         self.header()?;
-        self.out.write_all(line.as_bytes())?;
-        self.out.write_all(b"\n")
+        self.buf.push_str(line);
+        self.end()
     }
 
     /// The block listing functions still open at the end of the data.

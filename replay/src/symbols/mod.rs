@@ -245,11 +245,10 @@ impl<'d> Symbolizer<'d> {
                 (Some(a), Some(b)) => a == b,
                 _ => true,
             };
-            if (path_ok && id_ok) || (i == candidates.len() - 1 && syms.is_none()) {
-                if !f.symbols.is_empty() {
-                    syms = Some(f.symbols);
-                    break;
-                }
+            let usable = (path_ok && id_ok) || (i == candidates.len() - 1 && syms.is_none());
+            if usable && !f.symbols.is_empty() {
+                syms = Some(f.symbols);
+                break;
             }
         }
         let syms = syms.or_else(|| elf::load_elf_symbols(Path::new(path)));
