@@ -22,7 +22,11 @@ fn targets(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| fs::metadata(p).map(|m| m.len() < 64 * 1024).unwrap_or(false))
+        .filter(|p| {
+            fs::metadata(p)
+                .map(|m| m.len() < 64 * 1024)
+                .unwrap_or(false)
+        })
         .collect();
     v.sort();
     v
