@@ -1,0 +1,35 @@
+//! The contract between the recorder (`utrace record`) and the runtime (`libmcount.so`): the
+//! environment variables the recorder sets and libmcount reads once at start-up, and which
+//! files each side writes.
+//!
+//! | file | written by | when |
+//! |---|---|---|
+//! | `<tid>.dat` | libmcount, by the traced thread itself, through an mmap'd window of the file | while running; a file may end in zero bytes after SIGKILL, which the recorder trims |
+//! | `task.txt` | libmcount (`SESS`/`TASK`/`FORK` lines, appended with `O_APPEND`) | at start, for each new thread, after fork, after exec |
+//! | `sid-<SID>.map` | libmcount (copy of `/proc/self/maps`) | at start of each session |
+//! | `info`, `<module>.sym`, `default.opts` | the recorder | after the whole process tree has ended |
+
+/// Data directory (absolute path).
+pub const DIR: &str = "UTRACE_DIR";
+/// Size in bytes of each mmap'd window of a thread's data file (default 128 KiB).
+pub const BUFFER: &str = "UTRACE_BUFFER";
+/// Deepest nesting recorded (default 1024).
+pub const MAX_STACK: &str = "UTRACE_MAX_STACK";
+/// `-D`: record only this many levels.
+pub const DEPTH: &str = "UTRACE_DEPTH";
+/// `-t` in nanoseconds.
+pub const THRESHOLD: &str = "UTRACE_THRESHOLD";
+/// `-F`/`-N`/`-T` patterns, `;`-separated (`!name` for notrace), as given on the command line.
+pub const FILTER: &str = "UTRACE_FILTER";
+pub const TRIGGER: &str = "UTRACE_TRIGGER";
+/// Pattern type: `regex` (default) or `glob`.
+pub const PATTERN: &str = "UTRACE_PATTERN";
+/// Set to `1` to hook library calls through the PLT (`--no-libcall` leaves it unset).
+pub const PLTHOOK: &str = "UTRACE_PLTHOOK";
+/// File descriptor for libmcount's one-line diagnostics (default stderr).
+pub const LOGFD: &str = "UTRACE_LOGFD";
+
+/// Default window size of a thread's data file.
+pub const DEFAULT_BUFFER: usize = 128 * 1024;
+/// Default `max_stack`.
+pub const DEFAULT_MAX_STACK: usize = 1024;
