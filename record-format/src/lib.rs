@@ -18,6 +18,7 @@
 
 pub mod argspec;
 pub mod dat;
+pub mod dbg;
 pub mod dir;
 pub mod error;
 pub mod info;

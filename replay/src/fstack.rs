@@ -506,11 +506,11 @@ impl<'d, 'w> Engine<'d, 'w> {
         };
         if ret {
             if let (Some(item), Some(v)) = (items.first(), values.first()) {
-                push_value(&mut s, item, v, &mut lookup);
+                push_value(&mut s, item, v, &spec.enums, &mut lookup);
             }
         } else {
             let owned: Vec<ArgItem> = items.into_iter().cloned().collect();
-            push_args(&mut s, &owned, &values, &mut lookup);
+            push_args(&mut s, &owned, &values, &spec.enums, &mut lookup);
         }
         s
     }

@@ -1,33 +1,244 @@
-//! Argument specs bound to functions: which items an ENTRY or EXIT payload holds.
+//! Argument specs bound to functions: which items an ENTRY or EXIT payload holds, and the enum
+//! definitions its values are shown with.
+//!
+//! A function's items are gathered the way uftrace's reader does:
+//! 1. every entry of the recorded `-A`/`-R` lists (`argspec`/`retspec`) whose pattern matches
+//!    adds its items; an entry without items asks for the function's automatic spec;
+//! 2. with `auto-args:1`, a function that step 1 gave no arguments (or no return value) takes
+//!    its automatic arguments (or return value).
+//!
+//! The automatic spec is the `A:`/`R:` line of the function's block in its module's `.dbg`
+//! file, found by module-relative address (feature DEBUG_INFO), else the built-in
+//! `argauto`/`retauto` entry of the same name (feature AUTO_ARGS). Items keep the position of
+//! their first appearance; a later item for the same argument replaces the format, except that
+//! a regex match never overrides an exact one.
 
-use crate::config::MatchType;
+use crate::config::{Demangle, MatchType};
 use crate::filter::Pattern;
+use crate::symbols::demangle::demangle;
 use crate::symbols::{FuncId, FuncInfo};
-use record_format::argspec::{parse_spec_list, ArgItem, ArgSlot, ArgSpec};
-use record_format::info::feat;
+use record_format::argspec::{parse_item, ArgItem, ArgSlot, ItemError};
+use record_format::dbg::{parse_dbg, parse_enums, DbgFile, EnumDefs, EnumValues};
+use record_format::info::{feat, ArgSpecInfo};
+use record_format::task::TaskLine;
 use record_format::TraceDir;
+use std::collections::HashMap;
+use std::sync::Arc;
 
 /// The items recorded for one function.
 #[derive(Debug, Clone, Default)]
 pub struct FuncSpec {
     pub args: Vec<ArgItem>,
     pub ret: Option<ArgItem>,
+    /// Enum definitions for `e:NAME` items.
+    pub enums: EnumScope,
+}
+
+/// The enum definitions visible to one function: its module's (from `.dbg`), then the built-in
+/// `enumauto` list.
+#[derive(Debug, Clone, Default)]
+pub struct EnumScope {
+    /// `None` when the function's module is unknown.
+    module: Option<Arc<EnumDefs>>,
+    builtin: Arc<EnumDefs>,
+}
+
+impl EnumScope {
+    /// Whether the function's module is known (uftrace shows `<ENUM?>` values otherwise).
+    pub fn has_module(&self) -> bool {
+        self.module.is_some()
+    }
+
+    /// The enumerators of `name`, in definition order.
+    pub fn get(&self, name: &str) -> Option<&EnumValues> {
+        self.module
+            .as_ref()
+            .and_then(|m| m.get(name))
+            .or_else(|| self.builtin.get(name))
+    }
+}
+
+/// Which items a list contributes in one pass: uftrace reads `argspec` for arguments and
+/// `retspec` for return values, ignoring the other kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Args,
+    Ret,
+}
+
+fn word_kind(word: &str) -> Option<Kind> {
+    let starts = |p: &str| {
+        word.get(..p.len())
+            .is_some_and(|w| w.eq_ignore_ascii_case(p))
+    };
+    if starts("arg") || starts("fparg") {
+        Some(Kind::Args)
+    } else if starts("retval") {
+        Some(Kind::Ret)
+    } else {
+        None
+    }
+}
+
+/// Items before the first one that does not parse, and why it does not.
+type ItemsError = (Vec<ArgItem>, ItemError);
+
+/// The items of `kind` in `items` (`arg1,arg2/s,libfoo`), and the first other word (a module
+/// restriction).
+fn parse_items(
+    items: &str,
+    kind: Kind,
+    long: usize,
+) -> Result<(Vec<ArgItem>, Option<&str>), ItemsError> {
+    let mut out = Vec::new();
+    let mut module = None;
+    for word in items.split(',').filter(|w| !w.is_empty()) {
+        match word_kind(word) {
+            Some(k) if k == kind => match parse_item(word, long) {
+                Ok(Some(item)) => out.push(item),
+                Ok(None) => {}
+                Err(e) => return Err((out, e)),
+            },
+            Some(_) => {}
+            None => {
+                module.get_or_insert(word);
+            }
+        }
+    }
+    Ok((out, module))
+}
+
+const REGEX_CHARS: &[char] = &[
+    '.', '?', '*', '+', '-', '^', '$', '|', '(', ')', '[', ']', '{', '}',
+];
+
+/// One `PATTERN@items` entry of a recorded list, read for one kind.
+#[derive(Debug)]
+struct Entry {
+    /// The function pattern as written.
+    name: String,
+    pattern: Pattern,
+    /// A plain name (its items win over those of regex matches).
+    exact: bool,
+    items: Vec<ArgItem>,
+}
+
+/// Reads a `;`-separated list for one kind. Like uftrace, an entry with an item that does not
+/// parse is dropped whole, with a notice.
+fn parse_entries(
+    list: &str,
+    kind: Kind,
+    long: usize,
+    ty: MatchType,
+    notices: &mut Vec<String>,
+) -> Vec<Entry> {
+    let mut out = Vec::new();
+    for entry in list.split(';').filter(|e| !e.trim().is_empty()) {
+        let (name, items) = entry.split_once('@').unwrap_or((entry, ""));
+        let (items, module) = match parse_items(items, kind, long) {
+            Ok(parsed) => parsed,
+            Err((_, e)) => {
+                notices.push(e.to_string());
+                continue;
+            }
+        };
+        out.push(Entry {
+            name: name.to_string(),
+            pattern: Pattern::new(name, module, ty),
+            exact: !name.contains(REGEX_CHARS) || name.starts_with("operator "),
+            items,
+        });
+    }
+    out
+}
+
+/// The built-in automatic specs of one function name.
+#[derive(Debug, Default)]
+struct Builtin {
+    args: Vec<ArgItem>,
+    ret: Vec<ArgItem>,
+}
+
+/// What a module's `.dbg` file says, by module-relative address.
+#[derive(Debug, Default)]
+struct ModuleDebug {
+    /// `None`: the address is described twice and has no usable spec.
+    args: HashMap<u64, Option<String>>,
+    rets: HashMap<u64, Option<String>>,
+    enums: Arc<EnumDefs>,
+}
+
+impl ModuleDebug {
+    fn from_dbg(f: DbgFile) -> ModuleDebug {
+        let owned = |m: HashMap<u64, Option<&str>>| {
+            m.into_iter()
+                .map(|(a, s)| (a, s.map(str::to_string)))
+                .collect()
+        };
+        ModuleDebug {
+            args: owned(f.specs_by_addr(false)),
+            rets: owned(f.specs_by_addr(true)),
+            enums: Arc::new(f.enums),
+        }
+    }
+}
+
+/// Where a module was loaded in some session (or by `dlopen`).
+#[derive(Debug)]
+struct Mapping {
+    start: u64,
+    end: u64,
+    /// Basename of the module, as in [`FuncInfo::module`].
+    name: String,
+    module: usize,
+}
+
+fn basename(p: &str) -> &str {
+    p.rsplit('/').next().unwrap_or(p)
+}
+
+/// Reads the `.dbg` file of a module: `<name>.dbg` if its header names this module, else the
+/// suffixed name used for colliding basenames (`<name>-<build-id:4>.dbg`, or a checksum of the
+/// path without build id).
+fn load_dbg(dir: &TraceDir, path: &str, build_id: Option<&str>) -> DbgFile {
+    let base = basename(path);
+    if let Some(f) = dir.read_text(&format!("{base}.dbg")).map(|t| parse_dbg(&t)) {
+        if f.matches(path, build_id) {
+            return f;
+        }
+    }
+    let alt = match build_id.filter(|b| !b.is_empty()) {
+        Some(id) => format!("{base}-{}.dbg", id.get(..4).unwrap_or(id)),
+        None => {
+            // uftrace sums the path's (signed) chars.
+            let sum = path
+                .bytes()
+                .fold(0u16, |a, b| a.wrapping_add(b as i8 as i16 as u16));
+            format!("{base}-{sum:04x}.dbg")
+        }
+    };
+    dir.read_text(&alt)
+        .map(|t| parse_dbg(&t))
+        .unwrap_or_default()
 }
 
 /// Recorded argument specs of a data directory, resolved per function on demand.
 #[derive(Debug)]
 pub struct Specs {
-    explicit: Vec<(Pattern, ArgSpec)>,
-    auto: Vec<(Pattern, ArgSpec)>,
+    long: usize,
+    arg_entries: Vec<Entry>,
+    ret_entries: Vec<Entry>,
+    /// Built-in specs by name (raw and demangled both ways).
+    builtin: HashMap<String, Builtin>,
+    builtin_enums: Arc<EnumDefs>,
     all_auto: bool,
+    mappings: Vec<Mapping>,
+    modules: Vec<ModuleDebug>,
     cache: Vec<Option<FuncSpec>>,
     pub empty: bool,
-}
-
-fn compile(list: &[ArgSpec], ty: MatchType) -> Vec<(Pattern, ArgSpec)> {
-    list.iter()
-        .map(|s| (Pattern::new(&s.pattern, s.module.as_deref(), ty), s.clone()))
-        .collect()
+    /// `Usage:` notices for recorded items that do not parse, in uftrace's order (the built-in
+    /// lists once, then the recorded lists once per session).
+    pub notices: Vec<String>,
 }
 
 impl Specs {
@@ -37,70 +248,238 @@ impl Specs {
             Some("glob") => MatchType::Glob,
             _ => MatchType::Regex,
         };
-        let mut explicit = Vec::new();
-        let mut auto = Vec::new();
+        let mut arg_entries = Vec::new();
+        let mut ret_entries = Vec::new();
+        let mut builtin = HashMap::new();
+        let mut builtin_enums = EnumDefs::new();
         let mut all_auto = false;
+        let mut notices = Vec::new();
         if let Some(a) = &dir.info.argspec {
-            for l in [&a.argspec, &a.retspec].into_iter().flatten() {
-                explicit.extend(parse_spec_list(l, long, |_| {}));
-            }
             if dir.info.has_feature(feat::AUTO_ARGS) {
-                auto.extend(parse_spec_list(&a.argauto, long, |_| {}));
-                auto.extend(parse_spec_list(&a.retauto, long, |_| {}));
+                builtin = Self::builtin_specs(a, long, &mut notices);
+                for (name, values) in parse_enums(&a.enumauto).unwrap_or_default() {
+                    builtin_enums.entry(name).or_insert(values);
+                }
                 all_auto = a.auto_args;
             }
+            let argspec = a.argspec.as_deref().unwrap_or("");
+            // (list, kind, entries kept): the recorded lists, then (auto-args without
+            // DEBUG_INFO) the built-in ones, which only matter here for their notices.
+            let mut passes = vec![
+                (argspec, Kind::Args, true),
+                (a.retspec.as_deref().unwrap_or(""), Kind::Ret, true),
+            ];
+            // Old data kept return values in the argspec list.
+            if argspec.contains("retval") {
+                passes.push((argspec, Kind::Ret, true));
+            }
+            if all_auto && !dir.info.has_feature(feat::DEBUG_INFO) {
+                passes.push((&a.argauto, Kind::Args, false));
+                passes.push((&a.retauto, Kind::Ret, false));
+            }
+            // uftrace sets each list up once per session, and warns each time.
+            let sessions = dir.sessions.len().max(1);
+            for (list, kind, keep) in passes {
+                let mut notes = Vec::new();
+                let entries = parse_entries(list, kind, long, ty, &mut notes);
+                match kind {
+                    _ if !keep => {}
+                    Kind::Args => arg_entries = entries,
+                    Kind::Ret => ret_entries.extend(entries),
+                }
+                let n = notes.len() * sessions;
+                notices.extend(notes.iter().cycle().take(n).cloned());
+            }
         }
+        let (mappings, modules) = Self::load_modules(dir);
+        let no_auto = builtin.is_empty() && modules.iter().all(|m| m.args.is_empty());
         Specs {
-            empty: explicit.is_empty() && auto.is_empty(),
-            explicit: compile(&explicit, ty),
-            auto: compile(&auto, ty),
+            empty: arg_entries.is_empty() && ret_entries.is_empty() && (!all_auto || no_auto),
+            long,
+            arg_entries,
+            ret_entries,
+            builtin,
+            builtin_enums: Arc::new(builtin_enums),
             all_auto,
+            mappings,
+            modules,
             cache: Vec::new(),
+            notices,
         }
     }
 
-    fn build(&self, f: &FuncInfo) -> FuncSpec {
-        let mut out = FuncSpec::default();
-        let mut want_auto = self.all_auto;
-        let add = |out: &mut FuncSpec, items: &[ArgItem]| {
-            for it in items {
-                match it.slot {
-                    ArgSlot::Retval => {
-                        if out.ret.is_none() {
-                            out.ret = Some(it.clone());
-                        }
-                    }
-                    _ => {
-                        if !out.args.iter().any(|a| a.slot == it.slot) {
-                            out.args.push(it.clone());
-                        }
-                    }
+    /// The built-in `argauto`/`retauto` specs by function name. Symbol names are demangled in
+    /// the replay's mode, so each name is keyed raw and demangled both ways.
+    fn builtin_specs(
+        a: &ArgSpecInfo,
+        long: usize,
+        notices: &mut Vec<String>,
+    ) -> HashMap<String, Builtin> {
+        let mut out: HashMap<String, Builtin> = HashMap::new();
+        for (list, kind) in [(&a.argauto, Kind::Args), (&a.retauto, Kind::Ret)] {
+            for e in parse_entries(list, kind, long, MatchType::Regex, notices) {
+                let mut names = vec![e.name.clone()];
+                for mode in [Demangle::Simple, Demangle::Full] {
+                    names.push(demangle(&e.name, mode));
                 }
-            }
-        };
-        for (p, s) in &self.explicit {
-            if p.matches(f) {
-                if s.items.is_empty() {
-                    want_auto = true;
-                }
-                add(&mut out, &s.items);
-            }
-        }
-        if want_auto {
-            for (p, s) in &self.auto {
-                if p.matches(f) {
-                    add(&mut out, &s.items);
+                names.dedup();
+                for n in names {
+                    let b = out.entry(n).or_default();
+                    let slot = match kind {
+                        Kind::Args => &mut b.args,
+                        Kind::Ret => &mut b.ret,
+                    };
+                    if slot.is_empty() {
+                        slot.clone_from(&e.items);
+                    }
                 }
             }
         }
         out
     }
 
-    /// Whether an explicitly recorded spec names any of `funcs`.
-    pub fn binds_any(&self, funcs: &[&FuncInfo]) -> bool {
-        self.explicit
+    /// The modules of every session and `dlopen`, with their `.dbg` contents (DEBUG_INFO only).
+    fn load_modules(dir: &TraceDir) -> (Vec<Mapping>, Vec<ModuleDebug>) {
+        let debug_info = dir.info.has_feature(feat::DEBUG_INFO);
+        let mut mappings = Vec::new();
+        let mut modules = Vec::new();
+        let mut index: HashMap<(String, Option<String>), usize> = HashMap::new();
+        let mut add = |start: u64, end: u64, path: &str, build_id: Option<&str>| {
+            let key = (path.to_string(), build_id.map(str::to_string));
+            let module = *index.entry(key).or_insert_with(|| {
+                let dbg = if debug_info {
+                    load_dbg(dir, path, build_id)
+                } else {
+                    DbgFile::default()
+                };
+                modules.push(ModuleDebug::from_dbg(dbg));
+                modules.len() - 1
+            });
+            mappings.push(Mapping {
+                start,
+                end,
+                name: basename(path).to_string(),
+                module,
+            });
+        };
+        for s in &dir.sessions {
+            for m in s.maps.iter().filter(|m| !m.is_stack()) {
+                add(m.start, m.end, &m.path, m.build_id.as_deref());
+            }
+        }
+        for t in &dir.tasks {
+            if let TaskLine::Dlop { base, libname, .. } = t {
+                add(*base, u64::MAX, libname, None);
+            }
+        }
+        (mappings, modules)
+    }
+
+    /// The module holding `f`, and `f`'s address relative to it.
+    fn module_of(&self, f: &FuncInfo) -> Option<(&ModuleDebug, u64)> {
+        if !f.known {
+            return None;
+        }
+        let m = self
+            .mappings
             .iter()
-            .any(|(p, _)| funcs.iter().any(|f| p.matches(f)))
+            .filter(|m| m.name == f.module && m.start <= f.addr && f.addr < m.end)
+            // A dlopen base is open-ended: prefer the closest one.
+            .max_by_key(|m| (m.end != u64::MAX, m.start))?;
+        Some((&self.modules[m.module], f.addr - m.start))
+    }
+
+    /// The automatic items of `kind` for `f`: its `.dbg` line, else the built-in entry.
+    fn auto_items(
+        &self,
+        f: &FuncInfo,
+        module: Option<(&ModuleDebug, u64)>,
+        kind: Kind,
+    ) -> Vec<ArgItem> {
+        if let Some((m, rel)) = module {
+            let table = match kind {
+                Kind::Args => &m.args,
+                Kind::Ret => &m.rets,
+            };
+            if let Some(Some(text)) = table.get(&rel) {
+                // Items before one that does not parse still count, as in uftrace.
+                let (Ok((items, _)) | Err((items, _))) = parse_items(text, kind, self.long);
+                if !items.is_empty() {
+                    return items;
+                }
+            }
+        }
+        match (self.builtin.get(&f.name), kind) {
+            (Some(b), Kind::Args) => b.args.clone(),
+            (Some(b), Kind::Ret) => b.ret.clone(),
+            (None, _) => Vec::new(),
+        }
+    }
+
+    fn build(&self, f: &FuncInfo) -> FuncSpec {
+        let module = self.module_of(f);
+        // (item, from an exact pattern), in order of first appearance.
+        let mut items: Vec<(ArgItem, bool)> = Vec::new();
+        let mut add = |new: &[ArgItem], exact: bool| {
+            for it in new {
+                match items.iter_mut().find(|(o, _)| o.slot == it.slot) {
+                    Some(old) if exact || !old.1 => *old = (it.clone(), exact),
+                    Some(_) => {}
+                    None => items.push((it.clone(), exact)),
+                }
+            }
+        };
+        for (entries, kind) in [
+            (&self.arg_entries, Kind::Args),
+            (&self.ret_entries, Kind::Ret),
+        ] {
+            let mut named = false;
+            for e in entries.iter().filter(|e| e.pattern.matches(f)) {
+                let auto;
+                let new = if e.items.is_empty() {
+                    auto = self.auto_items(f, module, kind);
+                    &auto
+                } else {
+                    &e.items
+                };
+                named |= !new.is_empty();
+                add(new, e.exact);
+            }
+            if self.all_auto && !named {
+                add(&self.auto_items(f, module, kind), false);
+            }
+        }
+        let mut out = FuncSpec {
+            enums: EnumScope {
+                module: module.map(|(m, _)| m.enums.clone()),
+                builtin: self.builtin_enums.clone(),
+            },
+            ..FuncSpec::default()
+        };
+        for (it, _) in items {
+            if it.slot == ArgSlot::Retval {
+                out.ret.get_or_insert(it);
+            } else {
+                out.args.push(it);
+            }
+        }
+        out
+    }
+
+    /// Whether a recorded spec names any of `funcs` (with auto-args: gives any of them items).
+    pub fn binds_any(&self, funcs: &[&FuncInfo]) -> bool {
+        let named = self
+            .arg_entries
+            .iter()
+            .chain(&self.ret_entries)
+            .any(|e| funcs.iter().any(|f| e.pattern.matches(f)));
+        named
+            || (self.all_auto
+                && funcs.iter().any(|f| {
+                    let m = self.module_of(f);
+                    !self.auto_items(f, m, Kind::Args).is_empty()
+                        || !self.auto_items(f, m, Kind::Ret).is_empty()
+                }))
     }
 
     /// The spec of `id` (computed once).
@@ -113,5 +492,155 @@ impl Specs {
             self.cache[i] = Some(self.build(f));
         }
         self.cache[i].as_ref().expect("filled above")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use record_format::argspec::ArgFormat;
+    use record_format::info::{ArgSpecInfo, Info, InfoHeader};
+    use record_format::maps::MapEntry;
+    use record_format::{RawRecord, RecordKind, TraceWriter};
+
+    const DBG: &str = "# path name: /x/prog\n# build-id: abcd1234\n\
+                       E: enum color {RED,GREEN=5,BLUE}\n\
+                       F: 100 paint\nL: 5 st.c\nA: @arg1/e:color\nR: @retval\n\
+                       F: 200 sum\nA: @arg1,arg2\nR: @retval\n\
+                       F: 300 main\nA: @arg1,arg2/p\n\
+                       F: 400 ctor\nA: @arg1/p\nF: 400 ctor2\nA: @arg1/p\n";
+
+    /// A data directory of `/x/prog` mapped at 0x10000 with `prog.dbg`.
+    fn trace(argspec: &str, retspec: &str, auto_args: bool) -> (tempfile::TempDir, TraceDir) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let path = tmp.path().join("t.data");
+        let mut w = TraceWriter::create(&path).expect("create");
+        let sess = TaskLine::Sess {
+            time: 1,
+            pid: 7,
+            sid: "s1".into(),
+            exename: "/x/prog".into(),
+        };
+        w.task_line(&sess).expect("sess");
+        w.task_line(&TaskLine::Task {
+            time: 1,
+            tid: 7,
+            pid: 7,
+        })
+        .expect("task");
+        let map = MapEntry {
+            start: 0x10000,
+            end: 0x20000,
+            perms: "r-xp".into(),
+            path: "/x/prog".into(),
+            build_id: Some("abcd1234".into()),
+        };
+        w.session_map("s1", &[map]).expect("map");
+        std::fs::write(path.join("prog.dbg"), DBG).expect("dbg");
+        let rec = RawRecord {
+            time: 2,
+            kind: RecordKind::Entry,
+            more: false,
+            depth: 0,
+            addr: 0x10300,
+        };
+        w.func_record(7, rec, &[], &[]).expect("record");
+        let info = Info {
+            header: InfoHeader {
+                feat_mask: InfoHeader::default().feat_mask | feat::AUTO_ARGS | feat::DEBUG_INFO,
+                ..InfoHeader::default()
+            },
+            tids: vec![7],
+            argspec: Some(ArgSpecInfo {
+                argspec: Some(argspec.into()).filter(|s: &String| !s.is_empty()),
+                retspec: Some(retspec.into()).filter(|s: &String| !s.is_empty()),
+                argauto: "malloc@arg1/u;_Znwm@arg1/u".into(),
+                retauto: "malloc@retval/p".into(),
+                enumauto: "enum uft_prot {NONE, READ, WRITE, EXEC = 4}".into(),
+                auto_args,
+            }),
+            ..Info::default()
+        };
+        w.finish(&info).expect("finish");
+        let dir = TraceDir::open(&path).expect("open");
+        (tmp, dir)
+    }
+
+    fn func(name: &str, addr: u64) -> FuncInfo {
+        FuncInfo {
+            name: name.into(),
+            module: "prog".into(),
+            addr,
+            size: 16,
+            is_plt: false,
+            in_exe: true,
+            known: true,
+        }
+    }
+
+    fn texts(s: &FuncSpec) -> (Vec<&str>, Option<&str>) {
+        (
+            s.args.iter().map(|a| a.text.as_str()).collect(),
+            s.ret.as_ref().map(|r| r.text.as_str()),
+        )
+    }
+
+    #[test]
+    fn auto_args_take_the_dbg_spec_of_every_function() {
+        let (_tmp, dir) = trace("", "", true);
+        let mut specs = Specs::new(&dir);
+        let paint = specs.get(0, &func("paint", 0x10100)).clone();
+        assert_eq!(texts(&paint), (vec!["arg1/e:color"], Some("retval")));
+        assert_eq!(paint.args[0].format, ArgFormat::Enum("color".into()));
+        assert_eq!(paint.enums.get("color").map(Vec::len), Some(3));
+        assert_eq!(paint.enums.get("uft_prot").map(Vec::len), Some(4));
+        assert!(paint.enums.has_module());
+        // No dbg block at this address: the built-in list by name (demangled too).
+        let malloc = specs.get(1, &func("malloc", 0x10050)).clone();
+        assert_eq!(texts(&malloc), (vec!["arg1/u"], Some("retval/p")));
+        let new = specs.get(2, &func("operator new", 0x10060)).clone();
+        assert_eq!(texts(&new), (vec!["arg1/u"], None));
+        // Two blocks at one address: no usable spec.
+        assert!(specs.get(3, &func("ctor", 0x10400)).args.is_empty());
+        // Not in any map: no module.
+        let mut lost = func("paint", 0x100);
+        lost.module = "[unknown]".into();
+        lost.known = false;
+        let lost = specs.get(4, &lost);
+        assert!(lost.args.is_empty() && !lost.enums.has_module());
+        assert!(specs.binds_any(&[&func("paint", 0x10100)]));
+    }
+
+    #[test]
+    fn explicit_specs_override_auto_ones() {
+        let (_tmp, dir) = trace("sum@arg2/x;s.m@arg1/c,arg2/c", "paint@retval/x", true);
+        let mut specs = Specs::new(&dir);
+        // Explicit arguments replace the automatic ones; the return value stays automatic.
+        let sum = specs.get(0, &func("sum", 0x10200)).clone();
+        assert_eq!(texts(&sum), (vec!["arg2/x", "arg1/c"], Some("retval")));
+        let paint = specs.get(1, &func("paint", 0x10100)).clone();
+        assert_eq!(texts(&paint), (vec!["arg1/e:color"], Some("retval/x")));
+    }
+
+    #[test]
+    fn exact_patterns_win_over_regex_ones() {
+        let (_tmp, dir) = trace("sum@arg1/x;s.m@arg1/c,arg2/u;sum@arg2/i32", "", false);
+        let mut specs = Specs::new(&dir);
+        let sum = specs.get(0, &func("sum", 0x10200)).clone();
+        assert_eq!(texts(&sum), (vec!["arg1/x", "arg2/i32"], None));
+    }
+
+    #[test]
+    fn entries_without_items_ask_for_auto_specs() {
+        let (_tmp, dir) = trace("main;paint@arg1/q,arg2", "main;malloc", false);
+        let mut specs = Specs::new(&dir);
+        assert_eq!(specs.notices, ["unsupported argument type: arg1/q"]);
+        let main = specs.get(0, &func("main", 0x10300)).clone();
+        assert_eq!(texts(&main), (vec!["arg1", "arg2/p"], None));
+        let malloc = specs.get(1, &func("malloc", 0x10050)).clone();
+        assert_eq!(texts(&malloc), (vec![], Some("retval/p")));
+        // An entry with a bad item is dropped whole; without auto-args nothing else applies.
+        assert!(specs.get(2, &func("paint", 0x10100)).args.is_empty());
+        assert!(specs.get(3, &func("sum", 0x10200)).args.is_empty());
     }
 }

@@ -1,6 +1,8 @@
 //! Rendering of recorded argument and return values (`fib(5) = 5`, `strlen("alpha") = 5`).
 
+use crate::specs::EnumScope;
 use record_format::argspec::{ArgFormat, ArgItem, ArgValue};
+use record_format::dbg::EnumValues;
 use std::fmt::Write as _;
 
 fn escape_into(out: &mut String, bytes: &[u8]) {
@@ -35,11 +37,59 @@ fn mask(raw: u64, size: usize) -> u64 {
     }
 }
 
-/// Appends one value. `symbol_at` names a function at an address (for `p` pointers).
+/// Appends a value in C `%#lx` style (`0` stays `0`).
+fn push_hex(out: &mut String, v: u64) {
+    if v == 0 {
+        out.push('0');
+    } else {
+        let _ = write!(out, "{v:#x}");
+    }
+}
+
+/// Appends the enumerators that make up `v`: the exact one, else (flags) enumerators taken
+/// greedily from the largest value down and joined with `|`, plus `+0x..` for what is left.
+fn push_enum(out: &mut String, values: &EnumValues, v: i64) {
+    // Largest value first; of equal values, the later definition first.
+    let mut order: Vec<(usize, &(i64, String))> = values.iter().enumerate().collect();
+    order.sort_by(|(ia, (va, _)), (ib, (vb, _))| vb.cmp(va).then(ib.cmp(ia)));
+    if let Some((_, (_, name))) = order.iter().find(|(_, (val, _))| *val == v) {
+        out.push_str(name);
+        return;
+    }
+    let mut left = v;
+    let mut any = false;
+    for (_, (val, name)) in order {
+        if *val <= left {
+            left = left.wrapping_sub(*val);
+            if any {
+                out.push('|');
+            }
+            out.push_str(name);
+            any = true;
+        }
+        if left == 0 {
+            break;
+        }
+    }
+    if !any {
+        if v.unsigned_abs() > 100_000 {
+            push_hex(out, v as u64);
+        } else {
+            let _ = write!(out, "{v}");
+        }
+    } else if left != 0 {
+        out.push('+');
+        push_hex(out, left as u64);
+    }
+}
+
+/// Appends one value. `enums` holds the definitions for `e:NAME` items; `symbol_at` names a
+/// function at an address (for `p` pointers).
 pub fn push_value(
     out: &mut String,
     item: &ArgItem,
     value: &ArgValue,
+    enums: &EnumScope,
     symbol_at: &mut dyn FnMut(u64) -> Option<String>,
 ) {
     match (value, &item.format) {
@@ -69,8 +119,10 @@ pub fn push_value(
                 out.push_str(if *f > 0.0 { "inf" } else { "-inf" });
             }
         }
-        (ArgValue::Bytes(_), ArgFormat::Struct(name)) => {
-            let _ = write!(out, "{}{{...}}", name.as_deref().unwrap_or(""));
+        (ArgValue::Bytes(b), ArgFormat::Struct(name)) => {
+            // gcc names anonymous lambdas "<lambda"; uftrace leaves that out (as clang does).
+            out.push_str(name.as_deref().filter(|n| *n != "<lambda").unwrap_or(""));
+            out.push_str(if b.is_empty() { "{}" } else { "{...}" });
         }
         (ArgValue::Int { raw, size }, fmt) => {
             let (raw, size) = (*raw, *size);
@@ -86,18 +138,24 @@ pub fn push_value(
                         let _ = write!(out, "{u}");
                     }
                 }
-                ArgFormat::Hex => {
-                    if u == 0 {
-                        out.push('0');
-                    } else {
-                        let _ = write!(out, "{u:#x}");
-                    }
-                }
+                ArgFormat::Hex => push_hex(out, u),
                 ArgFormat::Octal => {
                     if u == 0 {
                         out.push('0');
                     } else {
                         let _ = write!(out, "0{u:o}");
+                    }
+                }
+                ArgFormat::Enum(name) => {
+                    let v = u as i64;
+                    match enums.get(name) {
+                        _ if !enums.has_module() => {
+                            let _ = write!(out, "<ENUM?> {:x}", v as u32);
+                        }
+                        Some(values) => push_enum(out, values, v),
+                        None => {
+                            let _ = write!(out, "{v}");
+                        }
                     }
                 }
                 ArgFormat::Pointer => {
@@ -136,13 +194,14 @@ pub fn push_args(
     out: &mut String,
     items: &[ArgItem],
     values: &[ArgValue],
+    enums: &EnumScope,
     symbol_at: &mut dyn FnMut(u64) -> Option<String>,
 ) {
     for (i, (item, v)) in items.iter().zip(values).enumerate() {
         if i > 0 {
             out.push_str(", ");
         }
-        push_value(out, item, v, symbol_at);
+        push_value(out, item, v, enums, symbol_at);
     }
 }
 
@@ -154,7 +213,7 @@ mod tests {
     fn show(spec: &str, v: ArgValue) -> String {
         let item = parse_item(spec, 8).unwrap().unwrap();
         let mut s = String::new();
-        push_value(&mut s, &item, &v, &mut |_| None);
+        push_value(&mut s, &item, &v, &EnumScope::default(), &mut |_| None);
         s
     }
 
@@ -187,5 +246,39 @@ mod tests {
         assert_eq!(show("arg1/c", ArgValue::Char(b'a')), "'a'");
         assert_eq!(show("fparg1", ArgValue::Float(1.5)), "1.500000");
         assert_eq!(show("arg1/p", int(0)), "0");
+        assert_eq!(show("arg1/t0:tag", ArgValue::Bytes(vec![])), "tag{}");
+        assert_eq!(show("arg1/t8:pt", ArgValue::Bytes(vec![0; 8])), "pt{...}");
+        assert_eq!(
+            show("arg1/t4:<lambda", ArgValue::Bytes(vec![0; 4])),
+            "{...}"
+        );
+        // Without the function's module uftrace cannot look enums up.
+        assert_eq!(show("arg1/e:color", int(3)), "<ENUM?> 3");
+    }
+
+    fn enum_text(def: &str, v: i64) -> String {
+        let values = &record_format::dbg::parse_enums(def).unwrap()[0].1;
+        let mut s = String::new();
+        push_enum(&mut s, values, v);
+        s
+    }
+
+    #[test]
+    fn enums() {
+        let prot = "enum prot {NONE, READ, WRITE, EXEC = 4}";
+        assert_eq!(enum_text(prot, 2), "WRITE");
+        assert_eq!(enum_text(prot, 3), "WRITE|READ");
+        assert_eq!(enum_text(prot, 7), "EXEC|WRITE|READ");
+        assert_eq!(enum_text("enum a {A=8,B=16}", 5), "5");
+        assert_eq!(
+            enum_text("enum a {A=8,B=16}", -200_000),
+            "0xfffffffffffcf2c0"
+        );
+        assert_eq!(enum_text("enum a {A=1,B=2}", 5), "B|A+0x2");
+        assert_eq!(enum_text("enum a {A,B=1,C}", 5), "C|B|A+0x2");
+        assert_eq!(enum_text("enum u {X=100,Y=-23,Z}", 5), "Z|Y+0x32");
+        assert_eq!(enum_text("enum u {X=100,Y=-23,Z}", -22), "Z");
+        // Of equal values, the later definition is taken.
+        assert_eq!(enum_text("enum d {A=1,B=1,C=5,D=5}", 5), "D");
     }
 }
