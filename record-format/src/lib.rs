@@ -20,6 +20,7 @@ pub mod argspec;
 pub mod dat;
 pub mod dbg;
 pub mod dir;
+pub mod env;
 pub mod error;
 pub mod info;
 pub mod maps;

@@ -14,7 +14,7 @@ use crate::gate::Gate;
 use crate::merge::{Head, Merge};
 use crate::output::args::{push_args, push_value};
 use crate::output::events::EventState;
-use crate::output::replay::{LineCtx, ReplayPrinter};
+use crate::output::replay::{Call, LineCtx, ReplayPrinter};
 use crate::specs::Specs;
 use crate::symbols::{FuncId, Symbolizer};
 use crate::Result;
@@ -68,6 +68,7 @@ struct TaskState {
 }
 
 impl TaskState {
+    #[inline]
     fn slot(&mut self, i: usize) -> &mut Slot {
         if self.slots.len() <= i {
             let fresh = Slot {
@@ -105,6 +106,8 @@ pub struct Engine<'d, 'w> {
     events: EventState,
     last_task: Option<usize>,
     finished: bool,
+    /// The name of the line being printed (reused buffer).
+    name: String,
 }
 
 fn time_point(p: crate::config::TimePoint, first: u64) -> u64 {
@@ -125,6 +128,9 @@ impl<'d, 'w> Engine<'d, 'w> {
         let specs = Specs::new(dir);
         let mut filters = Filters::new(cfg);
         let mut printer = ReplayPrinter::new(out, opts.clone(), 0);
+        for n in &specs.notices {
+            writeln!(printer.out(), "Usage: {n}")?;
+        }
         for n in std::mem::take(&mut filters.notices) {
             writeln!(printer.out(), "Usage: {n}")?;
         }
@@ -186,6 +192,7 @@ impl<'d, 'w> Engine<'d, 'w> {
             events: EventState::default(),
             last_task: None,
             finished: false,
+            name: String::new(),
         })
     }
 
@@ -196,7 +203,9 @@ impl<'d, 'w> Engine<'d, 'w> {
             return Ok(self.merge.warnings);
         }
         while let Some((ti, head)) = self.merge.pop() {
-            self.flush_extern(head.raw.time)?;
+            if self.merge.has_extern() {
+                self.flush_extern(head.raw.time)?;
+            }
             if !self.tasks[ti].allowed {
                 continue;
             }
@@ -217,6 +226,7 @@ impl<'d, 'w> Engine<'d, 'w> {
     }
 
     /// Stack bookkeeping of a record taken from the stream (uftrace's "consume").
+    #[inline]
     fn consume(&mut self, ti: usize, h: &Head) {
         let default_depth = self.default_depth;
         let fork_depth = self.tasks[ti]
@@ -361,6 +371,7 @@ impl<'d, 'w> Engine<'d, 'w> {
     }
 
     /// Filter bookkeeping at a function exit (the slot above the stack counter).
+    #[inline]
     fn fstack_exit(&mut self, ti: usize) {
         let t = &mut self.tasks[ti];
         let i = t.stack_count;
@@ -401,6 +412,7 @@ impl<'d, 'w> Engine<'d, 'w> {
     }
 
     /// Whether a peeked record would be skipped (not shown): uftrace's skip check.
+    #[inline]
     fn would_skip(&mut self, ti: usize, h: &Head) -> bool {
         let has_filter = self.merge.filters.has_filter;
         if self.tasks[ti].out_count > 0 {
@@ -442,6 +454,7 @@ impl<'d, 'w> Engine<'d, 'w> {
     }
 
     /// Consumes records that would not be shown and returns the task of the next record.
+    #[inline]
     fn skip(&mut self, ti: usize, curr_depth: u16) -> Option<usize> {
         let idx = self.tasks[ti].stack_count.saturating_sub(1);
         if self.tasks[ti].slot(idx).flags & (EXEC | LONGJMP) != 0 {
@@ -449,7 +462,7 @@ impl<'d, 'w> Engine<'d, 'w> {
         }
         loop {
             let next = self.merge.peek()?;
-            let h = self.merge.head(next)?.clone();
+            let h = *self.merge.head(next)?;
             if next == ti && curr_depth >= h.raw.depth {
                 return Some(next);
             }
@@ -481,8 +494,11 @@ impl<'d, 'w> Engine<'d, 'w> {
         }
     }
 
-    fn args_text(&mut self, func: FuncId, payload: (usize, usize), ti: usize, ret: bool) -> String {
-        if payload.1 == 0 || self.printer.opts().no_args {
+    /// Renders the arguments (or the return value) recorded in a payload; empty when the
+    /// record has none (`more` clear) or with `--no-args`.
+    fn args_text(&mut self, func: FuncId, h: &Head, ti: usize, ret: bool) -> String {
+        let payload = h.payload;
+        if !h.raw.more || self.printer.opts().no_args {
             return String::new();
         }
         let f = self.merge.sym.func(func).clone();
@@ -516,14 +532,22 @@ impl<'d, 'w> Engine<'d, 'w> {
     }
 
     /// `name` or `name@lib` (`--libname`, library calls only).
-    fn display_name(&mut self, ti: usize, func: FuncId) -> String {
+    /// Puts `name@lib` into `self.name` for `--libname` on a library call; returns whether
+    /// it did (otherwise the symbol's own name is printed).
+    fn fill_name(&mut self, ti: usize, func: FuncId) -> bool {
+        if !(self.printer.opts().libname && self.merge.sym.func(func).is_plt) {
+            return false;
+        }
+        self.name.clear();
+        self.name.push_str(&self.merge.sym.func(func).name);
         if self.printer.opts().libname && self.merge.sym.func(func).is_plt {
             let session = self.merge.session_of(ti);
             if let Some(lib) = self.merge.sym.library_of(session, func) {
-                return format!("{}@{lib}", self.merge.sym.func(func).name);
+                self.name.push('@');
+                self.name.push_str(&lib);
             }
         }
-        self.merge.sym.func(func).name.clone()
+        true
     }
 
     fn graph_record(&mut self, ti: usize, h: &Head) -> Result<()> {
@@ -566,8 +590,8 @@ impl<'d, 'w> Engine<'d, 'w> {
         if ff.actions.backtrace {
             self.backtrace(ti)?;
         }
-        let args = self.args_text(h.func, h.payload, ti, false);
-        let name = self.display_name(ti, h.func);
+        let args = self.args_text(h.func, h, ti, false);
+        let own = self.fill_name(ti, h.func);
         let idx = self.tasks[ti].stack_count.saturating_sub(1);
         let next = if self.printer.opts().no_merge {
             None
@@ -584,16 +608,34 @@ impl<'d, 'w> Engine<'d, 'w> {
             let (_, exit) = self.merge.pop().expect("peeked above");
             self.consume(ti, &exit);
             let ret =
-                Some(self.args_text(h.func, exit.payload, ti, true)).filter(|r| !r.is_empty());
+                Some(self.args_text(h.func, &exit, ti, true)).filter(|r| !r.is_empty());
             let slot = self.tasks[ti].slots[idx];
             let ctx = line_ctx(&self.merge, &self.tasks, ti, slot.addr, Some(h.func));
-            self.printer
-                .leaf(&ctx, slot.total, depth, &name, &args, ret.as_deref(), color)?;
+            self.printer.leaf(
+                &ctx,
+                slot.total,
+                depth,
+                &Call {
+                    name: pick_name(own, &self.name, &self.merge, h.func),
+                    args: &args,
+                    ret: ret.as_deref(),
+                    color,
+                },
+            )?;
             self.fstack_exit(ti);
         } else {
             let addr = self.tasks[ti].slots[idx].addr;
             let ctx = line_ctx(&self.merge, &self.tasks, ti, addr, Some(h.func));
-            self.printer.entry(&ctx, depth, &name, &args, color)?;
+            self.printer.entry(
+                &ctx,
+                depth,
+                &Call {
+                    name: pick_name(own, &self.name, &self.merge, h.func),
+                    args: &args,
+                    ret: None,
+                    color,
+                },
+            )?;
             self.fstack_update_entry(ti, idx);
         }
         if ff.actions.finish {
@@ -607,11 +649,16 @@ impl<'d, 'w> Engine<'d, 'w> {
         let slot = *self.tasks[ti].slot(i);
         if self.enabled && slot.flags & NORECORD == 0 {
             let depth = self.fstack_update_exit(ti) as u32;
-            let ret = Some(self.args_text(h.func, h.payload, ti, true)).filter(|r| !r.is_empty());
-            let name = self.display_name(ti, h.func);
+            let ret = Some(self.args_text(h.func, h, ti, true)).filter(|r| !r.is_empty());
+            let own = self.fill_name(ti, h.func);
             let ctx = line_ctx(&self.merge, &self.tasks, ti, slot.addr, Some(h.func));
-            self.printer
-                .exit(&ctx, Some(slot.total), depth, &name, ret.as_deref())?;
+            self.printer.exit(
+                &ctx,
+                Some(slot.total),
+                depth,
+                pick_name(own, &self.name, &self.merge, h.func),
+                ret.as_deref(),
+            )?;
         }
         self.fstack_exit(ti);
         Ok(())
@@ -755,6 +802,15 @@ impl<'d, 'w> Engine<'d, 'w> {
         let remaining = self.remaining();
         self.printer.remaining(&remaining)?;
         Ok(())
+    }
+}
+
+/// The name to print: the `--libname` buffer or the symbol's own name.
+fn pick_name<'a>(own: bool, buf: &'a str, merge: &'a Merge<'_>, func: FuncId) -> &'a str {
+    if own {
+        buf
+    } else {
+        &merge.sym.func(func).name
     }
 }
 
