@@ -1,3 +1,58 @@
-//! utrace's runtime, preloaded into the traced program. The recording hooks arrive with the
-//! record issue; until then the library is empty so the workspace layout and the release
-//! artifacts (`target/release/libmcount.so`) are in place.
+//! utrace's runtime, preloaded into the traced program (`LD_PRELOAD=libmcount.so`).
+//!
+//! Data flow: instrumented code calls `mcount` / `__fentry__` (gcc `-pg`, `-pg -mfentry`) or
+//! `__cyg_profile_func_enter/exit` (`-finstrument-functions`). The naked trampolines in
+//! [`arch`] save the argument registers and call the shims in [`entry`], which take the
+//! calling thread's [`thread::ThreadState`] (lazily created, reached through an initial-exec
+//! TLS slot), push a [`rstack::Frame`], hijack the function's return slot so that it returns
+//! into the exit trampoline, and write a 16-byte ENTRY record into the thread's
+//! `<dir>/<tid>.dat` through an `mmap`ed window ([`buffer`]). The exit trampoline pops the
+//! frame, writes the EXIT record and resumes at the original return address.
+//!
+//! [`session`] reads the environment contract of `record_format::env` in the library
+//! constructor, writes `sid-<SID>.map` and the `SESS`/`TASK` lines of `task.txt` ([`tasklog`]),
+//! and handles process exit; [`thread`] handles thread exit and `fork`. Tracing is off when
+//! `UTRACE_DIR` is unset.
+//!
+//! Hook context rules (runtime spec §5): no allocation, no locks, no panics, raw system calls
+//! ([`sys`]), `errno` preserved, one recursion guard per thread.
+
+pub mod arch;
+pub mod buffer;
+pub mod clock;
+pub mod entry;
+pub mod rstack;
+pub mod session;
+pub mod sys;
+pub mod tasklog;
+pub mod thread;
+
+/// Writes `utrace: <msg> (errno N)` to the log descriptor (stderr unless `UTRACE_LOGFD`).
+pub(crate) fn log_error(msg: &[u8], errno: i32) {
+    let mut line = tasklog::LineBuf::<256>::new();
+    line.push_bytes(b"utrace: ");
+    line.push_bytes(msg);
+    if errno != 0 {
+        line.push_bytes(b" (errno ");
+        line.push_dec(errno as u64);
+        line.push(b')');
+    }
+    line.push(b'\n');
+    let fd = session::LOGFD.load(core::sync::atomic::Ordering::Relaxed);
+    let _ = sys::write(fd, line.as_bytes());
+}
+
+/// Logs and aborts: used only where continuing is impossible.
+pub(crate) fn fatal(msg: &[u8]) -> ! {
+    log_error(msg, 0);
+    // SAFETY: abort has no preconditions.
+    unsafe { libc::abort() }
+}
+
+#[used]
+#[unsafe(link_section = ".init_array")]
+static INIT: extern "C" fn() = session::init;
+
+#[used]
+#[unsafe(link_section = ".fini_array")]
+static FINI: extern "C" fn() = session::fini;

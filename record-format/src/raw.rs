@@ -67,16 +67,25 @@ impl RawRecord {
 
     /// The packed 16 bytes.
     pub fn encode(&self) -> [u8; RECORD_SIZE] {
-        let word = (self.kind as u64)
-            | (u64::from(self.more) << 2)
-            | (RECORD_MAGIC << 3)
-            | (u64::from(self.depth.min(MAX_DEPTH)) << 6)
-            | ((self.addr & ADDR_MASK) << 16);
+        let word = header_word(self.kind, self.more, self.depth, self.addr);
         let mut out = [0u8; RECORD_SIZE];
         out[..8].copy_from_slice(&self.time.to_le_bytes());
         out[8..].copy_from_slice(&word.to_le_bytes());
         out
     }
+}
+
+/// The second word of a record header (offset 8): `type | more<<2 | magic<<3 | depth<<6 |
+/// addr<<16`, depth clamped to [`MAX_DEPTH`] and addr truncated to 48 bits. `const` and
+/// branch-free so the runtime can use it on its hot path.
+#[inline]
+pub const fn header_word(kind: RecordKind, more: bool, depth: u16, addr: u64) -> u64 {
+    let depth = if depth > MAX_DEPTH { MAX_DEPTH } else { depth };
+    (kind as u64)
+        | ((more as u64) << 2)
+        | (RECORD_MAGIC << 3)
+        | ((depth as u64) << 6)
+        | ((addr & ADDR_MASK) << 16)
 }
 
 /// Rounds `x` up to a multiple of `n` (a power of two).

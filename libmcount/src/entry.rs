@@ -1,0 +1,123 @@
+//! The C-ABI entry points: thin shims that check that tracing is on, save `errno`, take the
+//! thread's recursion guard, and call the safe methods of [`ThreadState`].
+//!
+//! Nothing here allocates, locks or panics; nothing returns a `Result` across the FFI.
+
+use crate::arch::{exit_trampoline_addr, EntryRegs, ExitRegs};
+use crate::session;
+use crate::thread::{self, Hook, ThreadState};
+
+struct Errno(i32);
+
+impl Errno {
+    #[inline]
+    fn save() -> Errno {
+        // SAFETY: __errno_location returns this thread's errno address, always valid.
+        Errno(unsafe { *libc::__errno_location() })
+    }
+}
+
+impl Drop for Errno {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: as in `save`.
+        unsafe { *libc::__errno_location() = self.0 };
+    }
+}
+
+/// Runs `f` on the thread's state with the guard held and errno preserved; `None` if the
+/// thread is not traced or already inside a handler.
+#[inline(always)]
+fn guarded<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
+    if !session::tracing() {
+        return None;
+    }
+    let td = thread::current()?;
+    if td.guard {
+        return None;
+    }
+    td.guard = true;
+    let errno = Errno::save();
+    let r = f(td);
+    drop(errno);
+    td.guard = false;
+    Some(r)
+}
+
+/// Called by the `mcount`/`__fentry__` trampolines.
+///
+/// # Safety
+/// `parent_loc` must be the address of the calling function's return slot on the current
+/// thread's stack; `child_ip` an address inside that function.
+pub unsafe extern "C" fn mcount_entry(
+    parent_loc: *mut usize,
+    child_ip: usize,
+    _regs: *const EntryRegs,
+) {
+    let tramp = exit_trampoline_addr();
+    guarded(|td| {
+        // SAFETY: the caller guarantees `parent_loc` is a live, aligned stack slot.
+        let parent_ip = unsafe { parent_loc.read() };
+        if td.enter(parent_loc as usize, parent_ip, child_ip, tramp) == Hook::Hijack {
+            // SAFETY: as above; the frame was pushed first, so the exit handler will find it.
+            unsafe { parent_loc.write(tramp) };
+        }
+    });
+}
+
+/// Called by the exit trampoline; returns where the hijacked function really returns to.
+///
+/// # Safety
+/// `slot` must be the return slot the returning function used (it was hijacked by
+/// `mcount_entry` on this thread).
+pub unsafe extern "C" fn mcount_exit(_regs: *const ExitRegs, slot: *mut usize) -> usize {
+    // Works whatever the session state: every hijacked frame must be able to return.
+    if let Some(td) = thread::existing() {
+        let saved = td.guard;
+        td.guard = true;
+        let errno = Errno::save();
+        let ret = td.exit(slot as usize);
+        drop(errno);
+        td.guard = saved;
+        if let Some(ip) = ret {
+            return ip;
+        }
+    }
+    crate::fatal(b"return through the exit trampoline without a matching shadow-stack frame")
+}
+
+/// `-finstrument-functions` entry hook.
+#[unsafe(no_mangle)]
+pub extern "C" fn __cyg_profile_func_enter(
+    this_fn: *mut libc::c_void,
+    call_site: *mut libc::c_void,
+) {
+    guarded(|td| td.cyg_enter(this_fn as usize, call_site as usize));
+}
+
+/// `-finstrument-functions` exit hook.
+#[unsafe(no_mangle)]
+pub extern "C" fn __cyg_profile_func_exit(
+    this_fn: *mut libc::c_void,
+    _call_site: *mut libc::c_void,
+) {
+    // Exits are still paired after the session finished (no new records are written then).
+    if let Some(td) = thread::existing() {
+        if !td.guard {
+            td.guard = true;
+            let errno = Errno::save();
+            td.cyg_exit(this_fn as usize);
+            drop(errno);
+            td.guard = false;
+        }
+    }
+}
+
+/// gprof's start-up hook (called by `gcrt1.o`'s `__gmon_start__`): a no-op, so that no
+/// `SIGPROF` sampling starts.
+#[unsafe(no_mangle)]
+pub extern "C" fn __monstartup(_lowpc: usize, _highpc: usize) {}
+
+/// gprof's `atexit` handler: a no-op, so that no `gmon.out` is written.
+#[unsafe(no_mangle)]
+pub extern "C" fn _mcleanup() {}

@@ -1,0 +1,238 @@
+//! Start and end of a session (one exec image): configuration from the environment, the
+//! `SESS`/`TASK` lines, the `sid-<SID>.map` snapshot, and the process-exit destructor.
+//!
+//! The constructor runs from `.init_array` after the program's `DT_NEEDED` libraries and
+//! before the executable's own constructors; hooks that fire earlier find [`STATE`] not
+//! `ON` and return. Allocation and `std` are fine here (cold path, single-threaded).
+
+use crate::{clock, sys, tasklog, thread};
+use core::sync::atomic::{AtomicI32, AtomicU8, AtomicUsize, Ordering};
+use record_format::env;
+
+const OFF: u8 = 0;
+const ON: u8 = 1;
+const FINISHED: u8 = 2;
+
+/// OFF until the constructor has set everything below (Release), ON while tracing, FINISHED
+/// after the destructor. Hooks load it with Acquire.
+static STATE: AtomicU8 = AtomicU8::new(OFF);
+static DIRFD: AtomicI32 = AtomicI32::new(-1);
+static WINDOW: AtomicUsize = AtomicUsize::new(env::DEFAULT_BUFFER);
+static MAX_STACK: AtomicUsize = AtomicUsize::new(env::DEFAULT_MAX_STACK);
+static KEY: AtomicUsize = AtomicUsize::new(usize::MAX);
+pub(crate) static LOGFD: AtomicI32 = AtomicI32::new(2);
+
+/// Lowest descriptor number for libmcount's directory fd, out of the way of the program's.
+const HIGH_FD: i32 = 900;
+
+/// What a thread needs to set itself up.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    pub dirfd: i32,
+    pub window: usize,
+    pub max_stack: usize,
+}
+
+/// Whether hooks may start new functions.
+#[inline]
+pub fn tracing() -> bool {
+    STATE.load(Ordering::Acquire) == ON
+}
+
+/// The configuration while tracing.
+pub fn config() -> Option<Config> {
+    tracing().then(|| Config {
+        dirfd: DIRFD.load(Ordering::Relaxed),
+        window: WINDOW.load(Ordering::Relaxed),
+        max_stack: MAX_STACK.load(Ordering::Relaxed),
+    })
+}
+
+/// Hands the thread's state to the `pthread` key so its destructor runs at thread exit.
+pub fn register_thread(td: usize) {
+    let key = KEY.load(Ordering::Relaxed);
+    if key != usize::MAX {
+        // SAFETY: `key` was created by pthread_key_create in the constructor.
+        unsafe { libc::pthread_setspecific(key as libc::pthread_key_t, td as *const libc::c_void) };
+    }
+}
+
+fn env_usize(name: &str) -> Option<usize> {
+    std::env::var(name).ok()?.trim().parse().ok()
+}
+
+fn session_id() -> u64 {
+    let mut b = [0u8; 8];
+    if sys::getrandom(&mut b) != Ok(8) {
+        // Unique enough without entropy: time and pid, mixed.
+        let x = clock::now() ^ ((sys::getpid() as u64) << 40);
+        b = x.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_le_bytes();
+    }
+    u64::from_le_bytes(b)
+}
+
+/// uftrace's session map (data-format §5): file-backed mappings and `[stack]`, consecutive
+/// mappings of one file merged (start of the first, end of the last, the executable
+/// segment's permissions), offset/device/inode written as `00000000 00:00 0`.
+pub fn session_maps(proc_maps: &str) -> String {
+    struct Module<'a> {
+        start: u64,
+        end: u64,
+        perms: &'a str,
+        path: &'a str,
+    }
+    let mut mods: Vec<Module> = Vec::new();
+    for line in proc_maps.lines() {
+        let mut it = line.split_whitespace();
+        let (Some(range), Some(perms)) = (it.next(), it.next()) else {
+            continue;
+        };
+        let path = it.nth(3).unwrap_or("");
+        if path.is_empty() || (path.starts_with('[') && path != "[stack]") {
+            continue;
+        }
+        let Some((s, e)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(start), Ok(end)) = (u64::from_str_radix(s, 16), u64::from_str_radix(e, 16)) else {
+            continue;
+        };
+        match mods.last_mut() {
+            Some(m) if m.path == path && path != "[stack]" => {
+                m.end = end;
+                if perms.contains('x') {
+                    m.perms = perms;
+                }
+            }
+            _ => mods.push(Module {
+                start,
+                end,
+                perms,
+                path,
+            }),
+        }
+    }
+    let mut out = String::new();
+    for m in mods {
+        let head = format!("{:x}-{:x} {} 00000000 00:00 0", m.start, m.end, m.perms);
+        out.push_str(&format!("{head:<73}{}\n", m.path));
+    }
+    out
+}
+
+/// Opens the data directory and parks the descriptor above the program's usual range.
+fn open_dir(dir: &std::ffi::OsStr) -> sys::SysResult<i32> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_bytes()).map_err(|_| libc::EINVAL)?;
+    let fd = sys::openat(
+        libc::AT_FDCWD,
+        &path,
+        libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        0,
+    )?;
+    match sys::dup_cloexec_above(fd, HIGH_FD) {
+        Ok(high) => {
+            sys::close(fd);
+            Ok(high)
+        }
+        Err(_) => Ok(fd),
+    }
+}
+
+/// Library constructor: start the session if `UTRACE_DIR` is set.
+pub extern "C" fn init() {
+    if let Some(fd) = env_usize(env::LOGFD) {
+        LOGFD.store(fd as i32, Ordering::Relaxed);
+    }
+    let Some(dir) = std::env::var_os(env::DIR) else {
+        return;
+    };
+    let dirfd = match open_dir(&dir) {
+        Ok(fd) => fd,
+        Err(e) => {
+            crate::log_error(b"cannot open UTRACE_DIR: tracing disabled", e);
+            return;
+        }
+    };
+    DIRFD.store(dirfd, Ordering::Relaxed);
+    if let Some(w) = env_usize(env::BUFFER).filter(|&w| w > 0) {
+        WINDOW.store(w, Ordering::Relaxed);
+    }
+    if let Some(m) = env_usize(env::MAX_STACK).filter(|&m| m > 0) {
+        MAX_STACK.store(m.min(65535), Ordering::Relaxed);
+    }
+
+    let mut key: libc::pthread_key_t = 0;
+    // SAFETY: `key` is a valid out-pointer; thread_exit has the destructor signature.
+    if unsafe { libc::pthread_key_create(&mut key, Some(thread::thread_exit)) } == 0 {
+        KEY.store(key as usize, Ordering::Relaxed);
+    }
+    // SAFETY: fork_child is a plain extern "C" fn without arguments.
+    unsafe { libc::pthread_atfork(None, None, Some(thread::fork_child)) };
+
+    let sid = session_id();
+    let pid = sys::getpid();
+    let exename = std::fs::read_link("/proc/self/exe").unwrap_or_default();
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let map_path = std::path::Path::new(&dir).join(format!("sid-{sid:016x}.map"));
+    if let Err(e) = std::fs::write(&map_path, session_maps(&maps)) {
+        crate::log_error(
+            b"cannot write the session map",
+            e.raw_os_error().unwrap_or(0),
+        );
+    }
+    use std::os::unix::ffi::OsStrExt;
+    let line = tasklog::sess_line(clock::now(), pid, sid, exename.as_os_str().as_bytes());
+    if let Err(e) = tasklog::append(dirfd, &line) {
+        crate::log_error(b"cannot append to task.txt: tracing disabled", e);
+        return;
+    }
+    // Pairs with the Acquire loads in the hooks: everything above is visible to them.
+    STATE.store(ON, Ordering::Release);
+    thread::init_current(true);
+}
+
+/// Library destructor (`.fini_array`, run by `exit()` after the `atexit` handlers and the
+/// executable's destructors): stop tracing and close the calling thread's data file. Other
+/// threads keep their windows (unmapping memory they may be writing would crash them); the
+/// recorder trims their files' zero tails.
+pub extern "C" fn fini() {
+    if STATE.swap(FINISHED, Ordering::AcqRel) == ON {
+        thread::finish_current();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use record_format::maps::parse_maps;
+
+    const MAPS: &str = "\
+55d0c0a00000-55d0c0a01000 r--p 00000000 08:01 1234                       /tmp/fib
+55d0c0a01000-55d0c0a02000 r-xp 00001000 08:01 1234                       /tmp/fib
+55d0c0a02000-55d0c0a04000 rw-p 00002000 08:01 1234                       /tmp/fib
+55d0c1000000-55d0c1021000 rw-p 00000000 00:00 0                          [heap]
+7f0000000000-7f0000001000 rw-p 00000000 00:00 0 
+7f0000001000-7f0000100000 r-xp 00000000 08:01 99                         /lib/libc.so.6
+7f0000100000-7f0000101000 r--p 000ff000 08:01 99                         /lib/libc.so.6
+7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]
+7ffd00100000-7ffd00102000 r-xp 00000000 00:00 0                          [vdso]
+";
+
+    #[test]
+    fn maps_are_merged_like_uftrace() {
+        let out = session_maps(MAPS);
+        let lines: Vec<_> = out.lines().collect();
+        assert_eq!(lines.len(), 3, "{out}");
+        assert!(lines[0].starts_with("55d0c0a00000-55d0c0a04000 r-xp 00000000 00:00 0 "));
+        assert!(lines[2].ends_with(" [stack]"));
+        let parsed = parse_maps(&out);
+        assert_eq!(parsed.len(), 3);
+        assert_eq!(parsed[0].to_string(), lines[0]);
+        assert_eq!(parsed[1].path, "/lib/libc.so.6");
+        assert_eq!(
+            (parsed[1].start, parsed[1].end),
+            (0x7f0000001000, 0x7f0000101000)
+        );
+    }
+}

@@ -1,0 +1,216 @@
+//! Raw Linux system calls (x86_64), so that libmcount never goes through symbols the traced
+//! program may interpose (`open`, `write`, `mmap`…) and never touches `errno`.
+//!
+//! Every wrapper returns `Err(errno)` for the kernel's `-4095..=-1` results.
+
+use core::arch::asm;
+use core::ffi::CStr;
+
+pub const PAGE_SIZE: usize = 4096;
+
+const SYS_WRITE: usize = 1;
+const SYS_CLOSE: usize = 3;
+const SYS_FSTAT: usize = 5;
+const SYS_MMAP: usize = 9;
+const SYS_MUNMAP: usize = 11;
+const SYS_GETPID: usize = 39;
+const SYS_FCNTL: usize = 72;
+const SYS_FTRUNCATE: usize = 77;
+const SYS_GETPPID: usize = 110;
+const SYS_GETTID: usize = 186;
+const SYS_OPENAT: usize = 257;
+const SYS_GETRANDOM: usize = 318;
+
+pub type SysResult<T> = Result<T, i32>;
+
+/// # Safety
+/// The arguments must be valid for system call `nr` (pointers to memory of the sizes it
+/// reads or writes).
+#[inline]
+unsafe fn syscall6(nr: usize, a: [usize; 6]) -> isize {
+    let ret: isize;
+    // SAFETY: the caller guarantees the arguments are valid for `nr`; the `syscall`
+    // instruction clobbers only rcx and r11 (declared) and rax (the output).
+    unsafe {
+        asm!(
+            "syscall",
+            inlateout("rax") nr as isize => ret,
+            in("rdi") a[0],
+            in("rsi") a[1],
+            in("rdx") a[2],
+            in("r10") a[3],
+            in("r8") a[4],
+            in("r9") a[5],
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+    }
+    ret
+}
+
+fn check(ret: isize) -> SysResult<usize> {
+    if (-4095..0).contains(&ret) {
+        Err(-ret as i32)
+    } else {
+        Ok(ret as usize)
+    }
+}
+
+/// `openat(dirfd, path, flags, mode)`.
+pub fn openat(dirfd: i32, path: &CStr, flags: i32, mode: u32) -> SysResult<i32> {
+    // SAFETY: `path` is a valid NUL-terminated string for the duration of the call.
+    let r = unsafe {
+        syscall6(
+            SYS_OPENAT,
+            [
+                dirfd as usize,
+                path.as_ptr() as usize,
+                flags as usize,
+                mode as usize,
+                0,
+                0,
+            ],
+        )
+    };
+    check(r).map(|fd| fd as i32)
+}
+
+pub fn close(fd: i32) {
+    // SAFETY: close takes no pointers; closing a bad fd only returns EBADF.
+    unsafe { syscall6(SYS_CLOSE, [fd as usize, 0, 0, 0, 0, 0]) };
+}
+
+/// One `write(2)`; returns the number of bytes written.
+pub fn write(fd: i32, buf: &[u8]) -> SysResult<usize> {
+    // SAFETY: the kernel reads at most `buf.len()` bytes from `buf`.
+    check(unsafe {
+        syscall6(
+            SYS_WRITE,
+            [fd as usize, buf.as_ptr() as usize, buf.len(), 0, 0, 0],
+        )
+    })
+}
+
+pub fn ftruncate(fd: i32, len: u64) -> SysResult<()> {
+    // SAFETY: no pointers involved.
+    check(unsafe { syscall6(SYS_FTRUNCATE, [fd as usize, len as usize, 0, 0, 0, 0]) }).map(drop)
+}
+
+/// Size of the file behind `fd`.
+pub fn file_size(fd: i32) -> SysResult<u64> {
+    let mut st = core::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstat writes one `struct stat` into `st`, which is large enough.
+    check(unsafe {
+        syscall6(
+            SYS_FSTAT,
+            [fd as usize, st.as_mut_ptr() as usize, 0, 0, 0, 0],
+        )
+    })?;
+    // SAFETY: fstat succeeded, so the kernel initialised the structure.
+    let st = unsafe { st.assume_init() };
+    Ok(st.st_size as u64)
+}
+
+/// `mmap(NULL, len, prot, flags, fd, off)`: a new mapping where the kernel chooses (never
+/// `MAP_FIXED`, so no existing memory is replaced).
+pub fn mmap(len: usize, prot: i32, flags: i32, fd: i32, off: u64) -> SysResult<*mut u8> {
+    debug_assert!(flags & libc::MAP_FIXED == 0);
+    // SAFETY: without MAP_FIXED the kernel picks unused address space; nothing existing is
+    // affected.
+    let r = unsafe {
+        syscall6(
+            SYS_MMAP,
+            [
+                0,
+                len,
+                prot as usize,
+                flags as usize,
+                fd as usize,
+                off as usize,
+            ],
+        )
+    };
+    check(r).map(|p| p as *mut u8)
+}
+
+/// # Safety
+/// `[addr, addr+len)` must be a mapping made by [`mmap`] that nothing references any more.
+pub unsafe fn munmap(addr: *mut u8, len: usize) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { syscall6(SYS_MUNMAP, [addr as usize, len, 0, 0, 0, 0]) };
+}
+
+pub fn gettid() -> i32 {
+    // SAFETY: no arguments.
+    unsafe { syscall6(SYS_GETTID, [0; 6]) as i32 }
+}
+
+pub fn getpid() -> i32 {
+    // SAFETY: no arguments.
+    unsafe { syscall6(SYS_GETPID, [0; 6]) as i32 }
+}
+
+pub fn getppid() -> i32 {
+    // SAFETY: no arguments.
+    unsafe { syscall6(SYS_GETPPID, [0; 6]) as i32 }
+}
+
+/// `fcntl(fd, F_DUPFD_CLOEXEC, min)`.
+pub fn dup_cloexec_above(fd: i32, min: i32) -> SysResult<i32> {
+    // SAFETY: no pointers involved.
+    let r = unsafe {
+        syscall6(
+            SYS_FCNTL,
+            [
+                fd as usize,
+                libc::F_DUPFD_CLOEXEC as usize,
+                min as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    };
+    check(r).map(|fd| fd as i32)
+}
+
+/// Fills `buf` from the kernel's random pool without blocking; returns the bytes written.
+pub fn getrandom(buf: &mut [u8]) -> SysResult<usize> {
+    // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`.
+    check(unsafe {
+        syscall6(
+            SYS_GETRANDOM,
+            [
+                buf.as_mut_ptr() as usize,
+                buf.len(),
+                libc::GRND_NONBLOCK as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_match_libc() {
+        // SAFETY: plain libc calls without arguments.
+        let (pid, tid) = unsafe { (libc::getpid(), libc::gettid()) };
+        assert_eq!(getpid(), pid);
+        assert_eq!(gettid(), tid);
+    }
+
+    #[test]
+    fn errors_are_negative_errno() {
+        assert_eq!(write(-1, b"x"), Err(libc::EBADF));
+        assert_eq!(
+            openat(libc::AT_FDCWD, c"/nonexistent/x", libc::O_RDONLY, 0),
+            Err(libc::ENOENT)
+        );
+    }
+}

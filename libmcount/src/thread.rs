@@ -1,0 +1,398 @@
+//! Per-thread state: the shadow stack, the data-file writer, the recursion guard, and what the
+//! hooks do with them.
+//!
+//! Each thread's [`ThreadState`] lives in its own anonymous `mmap` (header followed by the
+//! shadow-stack array: no allocator, async-signal-safe), created lazily by the thread's first
+//! hook. The thread pointer slot (see `arch`) holds its address, or [`DEAD`] for a thread that
+//! must not be traced (initialisation failed or in progress, or the thread has ended). A
+//! `pthread` key with a destructor gives the thread-exit callback.
+
+use crate::arch::{tls_get, tls_set};
+use crate::buffer::DatWriter;
+use crate::rstack::{Frame, ShadowStack, NO_SLOT};
+use crate::{clock, session, sys, tasklog};
+use core::sync::atomic::{AtomicBool, Ordering};
+use record_format::raw::{header_word, RecordKind};
+
+/// Thread pointer value of a thread that is not traced.
+pub const DEAD: usize = 1;
+
+/// How the entry hook must treat the return slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook {
+    /// Not traced: leave the slot alone.
+    None,
+    /// Write the exit trampoline into the slot.
+    Hijack,
+    /// Tail call: the slot already holds the trampoline.
+    Alias,
+}
+
+#[derive(Debug)]
+pub struct ThreadState {
+    /// Set while a handler runs: nested hooks (signal handlers, interposed functions called by
+    /// libmcount) return at once.
+    pub guard: bool,
+    /// No new entries (thread teardown, fatal writer error); exits still pop.
+    pub disabled: bool,
+    pub tid: i32,
+    pub rstack: ShadowStack,
+    pub writer: DatWriter,
+    /// Size of the mapping holding this state.
+    map_len: usize,
+}
+
+static STACK_FULL_WARNED: AtomicBool = AtomicBool::new(false);
+
+impl ThreadState {
+    pub fn new(rstack: ShadowStack, writer: DatWriter, tid: i32) -> ThreadState {
+        ThreadState {
+            guard: false,
+            disabled: false,
+            tid,
+            rstack,
+            writer,
+            map_len: 0,
+        }
+    }
+
+    /// A hooked function starts: push it and write its ENTRY record.
+    #[inline]
+    pub fn enter(
+        &mut self,
+        parent_loc: usize,
+        parent_ip: usize,
+        child_ip: usize,
+        tramp: usize,
+    ) -> Hook {
+        if self.disabled {
+            return Hook::None;
+        }
+        if self.rstack.is_full() {
+            if !STACK_FULL_WARNED.swap(true, Ordering::Relaxed) {
+                crate::log_error(
+                    b"shadow stack full (UTRACE_MAX_STACK): deeper calls are not traced",
+                    0,
+                );
+            }
+            return Hook::None;
+        }
+        let depth = self.rstack.len();
+        let start = clock::now();
+        self.rstack.push(Frame {
+            parent_loc,
+            parent_ip,
+            child_ip,
+            depth: depth as u32,
+            flags: 0,
+            start,
+        });
+        self.writer.record(
+            start,
+            header_word(RecordKind::Entry, false, depth as u16, child_ip as u64),
+        );
+        if parent_ip == tramp {
+            Hook::Alias
+        } else {
+            Hook::Hijack
+        }
+    }
+
+    /// A hijacked function returned through return slot `slot`: write EXIT records for it and
+    /// for every frame above it (skipped by `longjmp` or an unhooked unwind), pop them, and
+    /// return the original return address. `None` when no frame owns the slot.
+    #[inline]
+    pub fn exit(&mut self, slot: usize) -> Option<usize> {
+        let k = self.rstack.find_slot(slot)?;
+        let parent_ip = self.rstack.get(k)?.parent_ip;
+        let now = clock::now();
+        let writer = &mut self.writer;
+        self.rstack.pop_to(k, |f| {
+            writer.record(now, exit_word(f));
+        });
+        Some(parent_ip)
+    }
+
+    /// `__cyg_profile_func_enter`: push without hijacking.
+    pub fn cyg_enter(&mut self, this_fn: usize, call_site: usize) {
+        if self.disabled {
+            return;
+        }
+        let depth = self.rstack.depth();
+        let start = clock::now();
+        // Once entries overflow, later ones overflow too, so that exits pair up.
+        let overflowing = depth != self.rstack.len();
+        if overflowing
+            || !self.rstack.push(Frame {
+                parent_loc: NO_SLOT,
+                parent_ip: call_site,
+                child_ip: this_fn,
+                depth: depth as u32,
+                flags: 0,
+                start,
+            })
+        {
+            self.rstack.push_overflow();
+            return;
+        }
+        self.writer.record(
+            start,
+            header_word(RecordKind::Entry, false, depth as u16, this_fn as u64),
+        );
+    }
+
+    /// `__cyg_profile_func_exit`: pop the matching frame (and frames above it that a `longjmp`
+    /// skipped); unmatched exits are ignored.
+    pub fn cyg_exit(&mut self, this_fn: usize) {
+        if self.rstack.pop_overflow() {
+            return;
+        }
+        let Some(k) = self.rstack.find_cyg(this_fn) else {
+            return;
+        };
+        let now = clock::now();
+        let writer = &mut self.writer;
+        self.rstack.pop_to(k, |f| writer.record(now, exit_word(f)));
+    }
+}
+
+#[inline]
+fn exit_word(f: &Frame) -> u64 {
+    header_word(RecordKind::Exit, false, f.depth as u16, f.child_ip as u64)
+}
+
+/// The calling thread's state, created on first use; `None` if the thread is not traced.
+#[inline]
+pub fn current() -> Option<&'static mut ThreadState> {
+    let p = tls_get();
+    let p = match p {
+        0 => init_current(true),
+        DEAD => return None,
+        p => p,
+    };
+    // SAFETY: a value other than 0/DEAD in the slot is a live ThreadState mapping that belongs
+    // to this thread only (each thread has its own slot).
+    (p > DEAD).then(|| unsafe { &mut *(p as *mut ThreadState) })
+}
+
+/// The calling thread's state if it has one (including a disabled thread with live frames).
+#[inline]
+pub fn existing() -> Option<&'static mut ThreadState> {
+    let p = tls_get();
+    // SAFETY: as in `current`.
+    (p > DEAD).then(|| unsafe { &mut *(p as *mut ThreadState) })
+}
+
+/// Creates the calling thread's state; `announce` writes its `TASK` line. Returns the value
+/// stored in the thread pointer slot.
+#[cold]
+#[inline(never)]
+pub fn init_current(announce: bool) -> usize {
+    // Hooks that fire while we set up (signals, interposed functions) see DEAD and return.
+    tls_set(DEAD);
+    let Some(cfg) = session::config() else {
+        return DEAD;
+    };
+    let tid = sys::gettid();
+    let header = size_of::<ThreadState>().next_multiple_of(align_of::<Frame>());
+    let map_len = (header + cfg.max_stack * size_of::<Frame>()).next_multiple_of(sys::PAGE_SIZE);
+    let mem = match sys::mmap(
+        map_len,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+        -1,
+        0,
+    ) {
+        Ok(m) => m,
+        Err(e) => {
+            crate::log_error(b"cannot allocate thread state", e);
+            return DEAD;
+        }
+    };
+    // SAFETY: the frames follow the header inside the fresh mapping, which is large enough for
+    // `max_stack` of them and belongs to this thread only.
+    let rstack = unsafe { ShadowStack::from_raw(mem.add(header) as *mut Frame, cfg.max_stack) };
+    let mut state = ThreadState::new(rstack, DatWriter::new(cfg.dirfd, tid, cfg.window), tid);
+    state.map_len = map_len;
+    let td = mem as *mut ThreadState;
+    // SAFETY: the mapping is page-aligned, writable and large enough for the header.
+    unsafe { td.write(state) };
+    if announce {
+        let line = tasklog::task_line(clock::now(), tid, sys::getpid());
+        if let Err(e) = tasklog::append(cfg.dirfd, line.as_bytes()) {
+            crate::log_error(b"cannot append to task.txt", e);
+        }
+    }
+    session::register_thread(td as usize);
+    tls_set(td as usize);
+    td as usize
+}
+
+/// Thread exit (`pthread` key destructor): close the data file; free the state unless frames
+/// are still live (then only disable it: their returns still need it).
+///
+/// # Safety
+/// `p` must be the calling thread's state pointer (registered by `init_current`).
+pub unsafe extern "C" fn thread_exit(p: *mut libc::c_void) {
+    if p.is_null() || p as usize != tls_get() {
+        return;
+    }
+    // SAFETY: `p` is this thread's live state (checked against the slot above).
+    let td = unsafe { &mut *(p as *mut ThreadState) };
+    td.guard = true;
+    td.disabled = true;
+    td.writer.close();
+    if td.rstack.is_empty() {
+        tls_set(DEAD);
+        let len = td.map_len;
+        // SAFETY: the slot no longer points at the state and no frame can return through it.
+        unsafe { sys::munmap(p as *mut u8, len) };
+    } else {
+        td.guard = false;
+    }
+}
+
+/// Process end (library destructor) for the calling thread: close its data file. Frames stay
+/// on the shadow stack (replay shows them as unfinished) and can still return through it.
+pub fn finish_current() {
+    if let Some(td) = existing() {
+        td.guard = true;
+        td.disabled = true;
+        td.writer.close();
+        td.guard = false;
+    }
+}
+
+/// `pthread_atfork` child handler: the child keeps the parent's shadow stack (its hijacked
+/// frames return in the child too) but writes its own `<pid>.dat`; announce it with `FORK`.
+pub extern "C" fn fork_child() {
+    let Some(cfg) = session::config() else {
+        return;
+    };
+    let tid = sys::gettid();
+    let line = tasklog::fork_line(clock::now(), tid, sys::getppid());
+    if let Err(e) = tasklog::append(cfg.dirfd, line.as_bytes()) {
+        crate::log_error(b"cannot append to task.txt", e);
+    }
+    match tls_get() {
+        0 => {
+            init_current(false);
+        }
+        DEAD => {}
+        _ => {
+            if let Some(td) = existing() {
+                td.tid = tid;
+                td.writer.abandon(tid);
+                session::register_thread(td as *mut ThreadState as usize);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use record_format::raw::RawRecord;
+    use std::os::fd::AsRawFd;
+
+    const TRAMP: usize = 0xdead;
+
+    fn run(t: impl FnOnce(&mut ThreadState)) -> Vec<RawRecord> {
+        let dir = tempfile::tempdir().unwrap();
+        let d = std::fs::File::open(dir.path()).unwrap();
+        let mut frames = vec![
+            Frame {
+                parent_loc: 0,
+                parent_ip: 0,
+                child_ip: 0,
+                depth: 0,
+                flags: 0,
+                start: 0
+            };
+            4
+        ];
+        // SAFETY: `frames` outlives the state.
+        let rs = unsafe { ShadowStack::from_raw(frames.as_mut_ptr(), frames.len()) };
+        let mut td = ThreadState::new(rs, DatWriter::new(d.as_raw_fd(), 1, 0), 1);
+        t(&mut td);
+        td.writer.close();
+        let data = std::fs::read(dir.path().join("1.dat")).unwrap_or_default();
+        data.chunks(16)
+            .map(|c| RawRecord::decode(c.try_into().unwrap()).unwrap())
+            .collect()
+    }
+
+    fn shape(recs: &[RawRecord]) -> Vec<(RecordKind, u16, u64)> {
+        recs.iter().map(|r| (r.kind, r.depth, r.addr)).collect()
+    }
+
+    #[test]
+    fn nesting_tail_calls_and_longjmp() {
+        use RecordKind::{Entry as N, Exit as X};
+        let recs = run(|td| {
+            assert_eq!(td.enter(0x1000, 0x10, 1, TRAMP), Hook::Hijack); // main
+            assert_eq!(td.enter(0x0f00, 0x11, 2, TRAMP), Hook::Hijack); // f
+            assert_eq!(td.enter(0x0f00, TRAMP, 3, TRAMP), Hook::Alias); // g, tail-called
+            assert_eq!(td.exit(0x0f00), Some(TRAMP)); // g returns to the trampoline again
+            assert_eq!(td.exit(0x0f00), Some(0x11)); // f
+            td.enter(0x0f00, 0x12, 4, TRAMP); // h
+            td.enter(0x0e00, 0x13, 5, TRAMP); // i, skipped by a longjmp out of i
+            assert_eq!(td.exit(0x0f00), Some(0x12)); // h returns: i is closed too
+            assert_eq!(td.exit(0x0123), None);
+            assert_eq!(td.exit(0x1000), Some(0x10));
+        });
+        assert_eq!(
+            shape(&recs),
+            [
+                (N, 0, 1),
+                (N, 1, 2),
+                (N, 2, 3),
+                (X, 2, 3),
+                (X, 1, 2),
+                (N, 1, 4),
+                (N, 2, 5),
+                (X, 2, 5),
+                (X, 1, 4),
+                (X, 0, 1)
+            ]
+        );
+        assert!(recs.windows(2).all(|w| w[0].time <= w[1].time));
+    }
+
+    #[test]
+    fn full_stack_is_not_hooked() {
+        let recs = run(|td| {
+            for i in 0..4 {
+                assert_eq!(td.enter(0x1000 - i * 16, 7, i, TRAMP), Hook::Hijack);
+            }
+            assert_eq!(td.enter(0x100, 7, 9, TRAMP), Hook::None);
+            assert_eq!(td.rstack.len(), 4);
+        });
+        assert_eq!(recs.len(), 4);
+    }
+
+    #[test]
+    fn cyg_profile_pairs_and_overflow() {
+        use RecordKind::{Entry as N, Exit as X};
+        let recs = run(|td| {
+            for f in 1..=6 {
+                td.cyg_enter(f, 0);
+            }
+            assert_eq!(td.rstack.depth(), 6);
+            for f in (1..=6).rev() {
+                td.cyg_exit(f);
+            }
+            td.cyg_exit(1); // unbalanced: ignored
+            td.cyg_enter(7, 0);
+            td.cyg_enter(8, 0); // skipped by longjmp
+            td.cyg_exit(7);
+            assert!(td.rstack.is_empty());
+        });
+        let want: Vec<_> = (1..=4)
+            .map(|f| (N, f as u16 - 1, f))
+            .chain((1..=4).rev().map(|f| (X, f as u16 - 1, f)))
+            .chain([(N, 0, 7), (N, 1, 8), (X, 1, 8), (X, 0, 7)])
+            .collect();
+        assert_eq!(shape(&recs), want);
+    }
+}
