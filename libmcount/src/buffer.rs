@@ -38,12 +38,17 @@ impl Buffer {
         }
     }
 
+    /// Whether one more record header fits.
+    #[inline]
+    pub fn has_room(&self) -> bool {
+        !self.cursor.is_null()
+            && (self.limit as usize).wrapping_sub(self.cursor as usize) >= RECORD_SIZE
+    }
+
     /// Appends one record header; `false` when it does not fit.
     #[inline]
     pub fn push(&mut self, time: u64, word: u64) -> bool {
-        if (self.limit as usize).wrapping_sub(self.cursor as usize) < RECORD_SIZE
-            || self.cursor.is_null()
-        {
+        if !self.has_room() {
             return false;
         }
         // SAFETY: at least RECORD_SIZE bytes from `cursor` lie inside the region promised by
@@ -121,12 +126,35 @@ impl DatWriter {
     }
 
     fn set_tid(&mut self, tid: i32) {
-        let mut line = crate::tasklog::LineBuf::<24>::new();
-        line.push_dec(tid as u32 as u64);
-        line.push_bytes(b".dat\0");
+        // Byte by byte (no LineBuf copy): this runs in hook context, where a call to glibc's
+        // memcpy could clobber the upper halves of vector argument registers.
+        let mut digits = [0u8; 10];
+        let mut n = 0;
+        let mut v = tid as u32;
+        loop {
+            if let Some(d) = digits.get_mut(n) {
+                *d = b'0' + (v % 10) as u8;
+            }
+            n += 1;
+            v /= 10;
+            if v == 0 || n == digits.len() {
+                break;
+            }
+        }
         self.name = [0; 24];
-        for (d, s) in self.name.iter_mut().zip(line.as_bytes()) {
-            *d = *s;
+        let mut i = 0;
+        while n > 0 {
+            n -= 1;
+            if let (Some(dst), Some(&src)) = (self.name.get_mut(i), digits.get(n)) {
+                *dst = src;
+            }
+            i += 1;
+        }
+        for b in *b".dat" {
+            if let Some(dst) = self.name.get_mut(i) {
+                *dst = b;
+            }
+            i += 1;
         }
     }
 
@@ -139,6 +167,15 @@ impl DatWriter {
     pub fn record(&mut self, time: u64, word: u64) {
         if !self.buf.push(time, word) && self.refill() {
             self.buf.push(time, word);
+        }
+    }
+
+    /// Makes room for one record before the caller takes its timestamp, so that the cost of
+    /// mapping a new window is not counted in a function's duration.
+    #[inline]
+    pub fn prepare(&mut self) {
+        if !self.buf.has_room() {
+            self.refill();
         }
     }
 
@@ -199,6 +236,10 @@ impl DatWriter {
         // SAFETY: the window [map, map+window) was just mapped writable for this writer only;
         // skip < PAGE_SIZE < window.
         self.buf = unsafe { Buffer::new(map.add(skip), self.window - skip) };
+        // Take the first page's write fault now rather than inside the next record. The byte
+        // lies past the data end, so it is zero already.
+        // SAFETY: `map + skip` is inside the window just mapped.
+        unsafe { map.add(skip).write_volatile(0) };
         self.state = State::Open;
         Ok(())
     }

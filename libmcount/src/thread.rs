@@ -78,6 +78,7 @@ impl ThreadState {
             return Hook::None;
         }
         let depth = self.rstack.len();
+        self.writer.prepare();
         let start = clock::now();
         self.rstack.push(Frame {
             parent_loc,
@@ -105,6 +106,7 @@ impl ThreadState {
     pub fn exit(&mut self, slot: usize) -> Option<usize> {
         let k = self.rstack.find_slot(slot)?;
         let parent_ip = self.rstack.get(k)?.parent_ip;
+        self.writer.prepare();
         let now = clock::now();
         let writer = &mut self.writer;
         self.rstack.pop_to(k, |f| {
@@ -119,6 +121,7 @@ impl ThreadState {
             return;
         }
         let depth = self.rstack.depth();
+        self.writer.prepare();
         let start = clock::now();
         // Once entries overflow, later ones overflow too, so that exits pair up.
         let overflowing = depth != self.rstack.len();
@@ -150,6 +153,7 @@ impl ThreadState {
         let Some(k) = self.rstack.find_cyg(this_fn) else {
             return;
         };
+        self.writer.prepare();
         let now = clock::now();
         let writer = &mut self.writer;
         self.rstack.pop_to(k, |f| writer.record(now, exit_word(f)));
