@@ -15,6 +15,7 @@ mod bad_input;
 mod crafted;
 mod fixtures;
 mod normalize;
+mod record;
 mod replay_diff;
 mod symbols;
 mod util;

@@ -15,6 +15,7 @@ mod error;
 mod invocation;
 mod notice;
 mod pager;
+mod record;
 mod timefmt;
 mod usage;
 

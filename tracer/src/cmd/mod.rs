@@ -41,8 +41,13 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
 /// it holds an `info` file). Like uftrace, a directory without data makes `main` print
 /// `WARN: cannot open record data: …` and exit with 255; damaged data is a fatal error (1).
 pub fn open_data(inv: &Invocation) -> anyhow::Result<TraceDir> {
+    open_data_at(&inv.args.data.analysis_dir())
+}
+
+/// Opens the data directory `dir`, with the errors of [`open_data`].
+pub fn open_data_at(dir: &std::path::Path) -> anyhow::Result<TraceDir> {
     use record_format::FormatError;
-    match TraceDir::open(&inv.args.data.analysis_dir()) {
+    match TraceDir::open(dir) {
         Ok(d) => Ok(d),
         Err(e @ (FormatError::Open { .. } | FormatError::NoData { .. })) => {
             Err(OpenDataError(e).into())

@@ -5,11 +5,18 @@ use crate::invocation::Invocation;
 use crate::notice::Notices;
 use crate::pager::Output;
 use anyhow::Context;
+use record_format::TraceDir;
 use std::io::Write;
 use std::process::ExitCode;
 
 pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> {
     let dir = super::open_data(inv)?;
+    show(&dir, inv, notices)
+}
+
+/// Replays the opened data directory `dir` with the options of `inv` (and the directory's
+/// `default.opts`); `live` calls this after recording.
+pub fn show(dir: &TraceDir, inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> {
     let inv = inv.with_default_opts(dir.default_opts.as_deref(), notices)?;
     let cfg = config::analysis_config(&inv, notices)?;
     let opts = config::replay_options(&inv, &cfg, notices)?;
@@ -19,7 +26,7 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     let mut warn = |msg: &str| {
         let _ = writeln!(std::io::stderr(), "WARN: {msg}");
     };
-    replay::replay(&dir, &cfg, &opts, out.writer(), &mut warn)
+    replay::replay(dir, &cfg, &opts, out.writer(), &mut warn)
         .with_context(|| format!("cannot replay {}", dir.path.display()))?;
     out.finish()?;
     Ok(ExitCode::SUCCESS)

@@ -1,0 +1,283 @@
+//! `utrace record` and `utrace live`: the recorder's checks, messages and exit statuses, and
+//! (once libmcount records) data that replays like uftrace's own recording.
+//!
+//! The end-to-end tests record a test program with utrace and with uftrace, then compare, per
+//! task and by function column, `uftrace replay` and `utrace replay` of utrace's data with
+//! `uftrace replay` of uftrace's data. Library calls are not hooked yet, so every recording and
+//! replay uses `--no-libcall`.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::normalize::{self, Anchor};
+use crate::util::{self, Mode, Output};
+
+/// `utrace ARGS` run in `cwd`.
+fn utrace_in(cwd: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.current_dir(cwd).args(args);
+    util::run(cmd)
+}
+
+fn assert_status(out: &Output, code: i32) {
+    assert_eq!(out.status.code(), Some(code), "unexpected status:\n{out}");
+}
+
+#[test]
+fn nonexistent_program() {
+    let tmp = tempfile::tempdir().unwrap();
+    for sub in [&["record"][..], &["live"], &[]] {
+        let mut args = sub.to_vec();
+        args.push("./nonexist");
+        let out = utrace_in(tmp.path(), &args);
+        assert_status(&out, 1);
+        assert!(
+            out.stderr
+                .contains("\n ERROR: Cannot trace './nonexist': No such executable file.\n"),
+            "{out}"
+        );
+        assert!(out.stdout.is_empty(), "{out}");
+    }
+    assert!(!tmp.path().join("uftrace.data").exists());
+}
+
+#[test]
+fn uninstrumented_binary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = utrace_in(tmp.path(), &["record", "/bin/true"]);
+    assert_status(&out, 1);
+    assert!(
+        out.stderr.contains(
+            " ERROR: Can't find 'mcount' symbol in the '/bin/true'.\n\
+             \tIt seems not to be compiled with -pg or -finstrument-functions flag.\n"
+        ),
+        "{out}"
+    );
+    // Looked up in $PATH like uftrace: the error names the file found.
+    let out = utrace_in(tmp.path(), &["record", "true"]);
+    assert_status(&out, 1);
+    assert!(
+        out.stderr.contains("Can't find 'mcount' symbol in the '/"),
+        "{out}"
+    );
+    assert!(!tmp.path().join("uftrace.data").exists());
+}
+
+#[test]
+fn scripts_and_non_elf_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("t.sh");
+    std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
+    let text = tmp.path().join("text");
+    std::fs::write(&text, "hello\n").unwrap();
+    for f in [&script, &text] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let out = utrace_in(tmp.path(), &["record", "./t.sh"]);
+    assert_status(&out, 1);
+    assert!(
+        out.stderr
+            .contains(" ERROR: Cannot trace script file: ./t.sh\n\tTo trace binaries"),
+        "{out}"
+    );
+    let out = utrace_in(tmp.path(), &["record", "./text"]);
+    assert_status(&out, 1);
+    assert!(
+        out.stderr
+            .contains(" ERROR: Cannot trace './text': Invalid file\n\t"),
+        "{out}"
+    );
+}
+
+#[test]
+fn missing_data_dir_parent() {
+    let prog = util::testprog("abc", Mode::Pg);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("missing").join("data");
+    let out = utrace_in(
+        tmp.path(),
+        &[
+            "record",
+            "-d",
+            dir.to_str().unwrap(),
+            prog.to_str().unwrap(),
+        ],
+    );
+    assert_status(&out, 1);
+    assert!(
+        out.stderr.contains(" ERROR: creating directory failed: "),
+        "{out}"
+    );
+    assert!(out.stderr.contains("No such file or directory"), "{out}");
+    assert!(!tmp.path().join("missing").exists());
+}
+
+#[test]
+fn missing_libmcount() {
+    let prog = util::testprog("abc", Mode::Pg);
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let opt = format!("--libmcount-path={}", empty.path().display());
+    let out = utrace_in(tmp.path(), &["record", &opt, prog.to_str().unwrap()]);
+    assert_status(&out, 1);
+    assert!(
+        out.stderr
+            .contains(" ERROR: utrace could not find libmcount.so for record-tracing\n"),
+        "{out}"
+    );
+    assert!(!tmp.path().join("uftrace.data").exists());
+}
+
+#[test]
+fn record_without_program_prints_the_banner() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = utrace_in(tmp.path(), &["record"]);
+    assert_status(&out, 1);
+    assert!(out.stdout.contains("usage: utrace"), "{out}");
+}
+
+/// The directory is created fresh each time, the previous one kept as `.old`; the files the
+/// recorder owns are there whatever libmcount recorded.
+#[test]
+fn data_directory_lifecycle() {
+    let prog = util::testprog("abc", Mode::Pg);
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = prog.to_str().unwrap();
+    let out = utrace_in(tmp.path(), &["record", "--no-libcall", "-t", "1us", prog]);
+    assert_status(&out, 0);
+    let data = tmp.path().join("uftrace.data");
+    assert_eq!(
+        std::fs::read_to_string(data.join("default.opts")).unwrap(),
+        "-t 1us\n"
+    );
+    assert!(data.join("task.txt").is_file());
+    let info = std::fs::read(data.join("info")).unwrap();
+    assert!(info.starts_with(b"Ftrace!\0"));
+    let text = String::from_utf8_lossy(&info);
+    assert!(text.contains("\nexit_status:0\n"), "{text}");
+    assert!(text.contains("\npattern_type:regex\n"), "{text}");
+    assert!(text.contains(" record --no-libcall -t 1us "), "{text}");
+
+    std::fs::write(data.join("marker"), "").unwrap();
+    let out = utrace_in(tmp.path(), &["record", "--no-libcall", prog]);
+    assert_status(&out, 0);
+    assert!(tmp.path().join("uftrace.data.old/marker").is_file());
+    assert!(!data.join("marker").exists());
+    assert_eq!(std::fs::read(data.join("default.opts")).unwrap(), b"");
+}
+
+/// uftrace's statuses (cli.md §1.7): a non-zero exit gives 1 silently, a signal gives 2 and a
+/// warning. `--force` lets an uninstrumented shell stand in for such programs.
+#[test]
+fn exit_statuses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |script: &str| {
+        utrace_in(
+            tmp.path(),
+            &["record", "--force", "--no-libcall", "/bin/sh", "-c", script],
+        )
+    };
+    let out = run("exit 0");
+    assert_status(&out, 0);
+    assert!(out.stderr.is_empty(), "{out}");
+    let out = run("echo hello; exit 3");
+    assert_status(&out, 1);
+    assert_eq!(out.stdout, "hello\n");
+    assert!(out.stderr.is_empty(), "{out}");
+    let info = std::fs::read(tmp.path().join("uftrace.data/info")).unwrap();
+    assert!(String::from_utf8_lossy(&info).contains("\nexit_status:768\n"));
+    let out = run("kill -USR1 $$");
+    assert_status(&out, 2);
+    assert!(
+        out.stderr
+            .contains("WARN: child terminated by signal: 10: User defined signal 1\n"),
+        "{out}"
+    );
+}
+
+/// Forked children that outlive the program are waited for (the recorder is a subreaper).
+#[test]
+fn orphaned_descendants_are_waited_for() {
+    let tmp = tempfile::tempdir().unwrap();
+    let marker = tmp.path().join("late");
+    let script = format!("(sleep 0.3; touch {}) & exit 0", marker.display());
+    let out = utrace_in(
+        tmp.path(),
+        &[
+            "record",
+            "--force",
+            "--no-libcall",
+            "/bin/sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_status(&out, 0);
+    assert!(marker.exists(), "utrace returned before the orphan ended");
+}
+
+/// Records `prog` with both tools and compares the three replays per task.
+fn compare_recordings(prog_name: &str, args: &[&str]) {
+    if !util::need_uftrace(prog_name) {
+        return;
+    }
+    let prog = util::testprog(prog_name, Mode::Pg);
+    let tmp = tempfile::tempdir().unwrap();
+    let theirs = tmp.path().join("uftrace.data");
+    let ours = tmp.path().join("utrace.data");
+    util::uftrace_record(&theirs, &["--no-libcall"], &prog, args);
+    let mut rec = vec!["record", "--no-libcall", "-d", ours.to_str().unwrap()];
+    rec.push(prog.to_str().unwrap());
+    rec.extend_from_slice(args);
+    utrace_in(tmp.path(), &rec).assert_success();
+
+    let want = normalize::by_task(&util::uftrace_replay(&theirs, &[]).stdout, Anchor::Main);
+    assert!(!want.is_empty(), "uftrace recorded nothing for {prog_name}");
+    let by_uftrace = util::uftrace_replay(&ours, &[]);
+    let by_utrace = util::utrace_replay(&ours, &[]);
+    for (who, out) in [("uftrace", &by_uftrace), ("utrace", &by_utrace)] {
+        let got = normalize::by_task(&out.stdout, Anchor::Main);
+        assert!(
+            want == got,
+            "{prog_name}: `{who} replay` of utrace's data differs (- uftrace's data, + utrace's):\n{}\n{out}",
+            normalize::diff(&want, &got)
+        );
+    }
+
+    // live: the same trace, after the program's output.
+    let mut live = vec!["live", "--no-libcall", "--no-pager", prog.to_str().unwrap()];
+    live.extend_from_slice(args);
+    let out = utrace_in(tmp.path(), &live);
+    out.assert_success();
+    let got = normalize::by_task(&out.stdout, Anchor::Main);
+    assert!(
+        want == got,
+        "{prog_name}: `utrace live` differs:\n{}",
+        normalize::diff(&want, &got)
+    );
+}
+
+#[test]
+#[ignore = "needs libmcount"]
+fn record_abc() {
+    compare_recordings("abc", &[]);
+}
+
+#[test]
+#[ignore = "needs libmcount"]
+fn record_fib() {
+    compare_recordings("fib", &[]);
+}
+
+#[test]
+#[ignore = "needs libmcount"]
+fn record_thread() {
+    compare_recordings("thread", &[]);
+}
+
+#[test]
+#[ignore = "needs libmcount"]
+fn record_fork() {
+    compare_recordings("fork", &[]);
+}

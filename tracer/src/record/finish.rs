@@ -1,0 +1,433 @@
+//! Completing a data directory after the traced process tree has ended: trimming the
+//! preallocated tails of the `<tid>.dat` files, the `info` file (data-format.md §2) and one
+//! `.sym` file per module of every session map (§7).
+
+use super::launch::Ended;
+use super::program::{build_id_of, Program};
+use anyhow::Context;
+use record_format::dat::{event_payload_len, read_header};
+use record_format::info::{feat, CpuInfo, Info, InfoHeader, OsInfo, UsageInfo};
+use record_format::maps::parse_maps;
+use record_format::raw::{RecordKind, RECORD_SIZE};
+use std::collections::{BTreeSet, HashMap};
+use std::ffi::CStr;
+use std::fs;
+use std::path::Path;
+
+/// What `info` says about the recording besides the data itself.
+#[derive(Debug)]
+pub struct RecordSummary<'a> {
+    pub program: &'a Program,
+    pub ended: &'a Ended,
+    /// The recorder's own command line, words joined by spaces.
+    pub cmdline: String,
+    pub max_stack: u16,
+    pub plthook: bool,
+    /// `regex` or `glob`.
+    pub pattern_type: &'static str,
+    /// `v0.1.0 ( x86_64 )`.
+    pub version: String,
+}
+
+/// Finishes the directory: trims data files, writes `.sym` files and `info` (last, so a
+/// directory with an `info` file is complete).
+pub fn finish(dir: &Path, summary: &RecordSummary<'_>) -> anyhow::Result<()> {
+    let tids = trim_data_files(dir)?;
+    write_sym_files(dir)?;
+    let info = build_info(summary, tids);
+    let path = dir.join("info");
+    fs::write(&path, info.to_bytes()).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Trims every `<tid>.dat` to its valid records and returns the tids whose file holds any,
+/// ascending.
+pub fn trim_data_files(dir: &Path) -> anyhow::Result<Vec<u32>> {
+    let mut tids = BTreeSet::new();
+    let entries = fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    for entry in entries {
+        let entry = entry.with_context(|| format!("cannot read {}", dir.display()))?;
+        let name = entry.file_name();
+        let Some(tid) = name
+            .to_str()
+            .and_then(|n| n.strip_suffix(".dat"))
+            .and_then(|n| n.parse::<u32>().ok())
+            .filter(|&t| t > 0)
+        else {
+            continue;
+        };
+        let path = entry.path();
+        let bytes = fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let valid = valid_length(&bytes);
+        if valid < bytes.len() {
+            let file = fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .and_then(|f| f.set_len(valid as u64))
+                .with_context(|| format!("cannot truncate {}", path.display()));
+            file?;
+        }
+        if valid > 0 {
+            tids.insert(tid);
+        }
+    }
+    Ok(tids.into_iter().collect())
+}
+
+/// Length of the valid records at the start of `bytes`: the walk stops at 16 zero bytes (the
+/// unused part of a preallocated window: a record's second word always holds the magic bits),
+/// at a record with a bad magic, or at a record cut short. Function records with a payload
+/// cannot be sized without the argument specs; from the first of them on, only trailing zero
+/// 8-byte units are removed.
+pub fn valid_length(bytes: &[u8]) -> usize {
+    let mut pos = 0;
+    loop {
+        let Some(head) = bytes.get(pos..pos + RECORD_SIZE) else {
+            return pos;
+        };
+        if head.iter().all(|&b| b == 0) {
+            return pos;
+        }
+        let rec = match read_header(bytes, pos) {
+            Some(Ok(rec)) => rec,
+            _ => return pos,
+        };
+        let next = pos + RECORD_SIZE;
+        if !rec.more {
+            pos = next;
+            continue;
+        }
+        match rec.kind {
+            RecordKind::Event => match event_payload_len(bytes, next) {
+                Ok(len) => pos = next + len,
+                Err(_) => return pos,
+            },
+            _ => return trailing_zero_trim(bytes, next),
+        }
+    }
+}
+
+/// `bytes.len()` less the trailing all-zero 8-byte units, but not below `floor`.
+fn trailing_zero_trim(bytes: &[u8], floor: usize) -> usize {
+    let mut end = bytes.len() - bytes.len() % 8;
+    while end > floor && bytes[end - 8..end].iter().all(|&b| b == 0) {
+        end -= 8;
+    }
+    end.max(floor)
+}
+
+fn build_info(s: &RecordSummary<'_>, tids: Vec<u32>) -> Info {
+    let mut feat_mask = feat::TASK_SESSION | feat::SYM_REL_ADDR | feat::MAX_STACK;
+    if s.plthook {
+        feat_mask |= feat::PLTHOOK;
+    }
+    Info {
+        header: InfoHeader {
+            endian: s.program.endian,
+            elf_class: s.program.elf_class,
+            feat_mask,
+            max_stack: s.max_stack,
+            ..InfoHeader::default()
+        },
+        exename: Some(s.program.absolute.to_string_lossy().into_owned()),
+        build_id: s
+            .program
+            .build_id
+            .clone()
+            .filter(|id| id.len() == 40 && id.bytes().all(|b| b.is_ascii_hexdigit())),
+        exit_status: Some(s.ended.raw_status),
+        cmdline: Some(s.cmdline.clone()),
+        cpuinfo: Some(cpu_info()),
+        meminfo: mem_info(),
+        osinfo: Some(os_info()),
+        tids,
+        usage: usage_info(&s.ended.usage),
+        loadinfo: load_info(),
+        argspec: None,
+        record_date: Some((
+            ctime(s.ended.started_at),
+            format!(
+                "{}.{:09}",
+                s.ended.elapsed_ns / 1_000_000_000,
+                s.ended.elapsed_ns % 1_000_000_000
+            ),
+        )),
+        pattern_type: Some(s.pattern_type.to_string()),
+        version: Some(s.version.clone()),
+        utc_offset: None,
+    }
+}
+
+fn cpu_info() -> CpuInfo {
+    // SAFETY: sysconf only reads system configuration.
+    let (online, possible) = unsafe {
+        (
+            libc::sysconf(libc::_SC_NPROCESSORS_ONLN),
+            libc::sysconf(libc::_SC_NPROCESSORS_CONF),
+        )
+    };
+    let desc = fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".to_string());
+    CpuInfo {
+        online: u32::try_from(online).unwrap_or(0),
+        possible: u32::try_from(possible).unwrap_or(0),
+        desc,
+    }
+}
+
+/// `<free> / <total> <unit> (free / total)` from `/proc/meminfo`, one decimal, truncated.
+fn mem_info() -> Option<String> {
+    let text = fs::read_to_string("/proc/meminfo").ok()?;
+    let kb = |key: &str| -> Option<u64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+    };
+    let (total, free) = (kb("MemTotal")?, kb("MemFree")?);
+    Some(format_mem(free, total))
+}
+
+fn format_mem(free_kb: u64, total_kb: u64) -> String {
+    const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
+    let mut unit = 0;
+    let mut scale = 1u64;
+    while unit + 1 < UNITS.len() && total_kb / scale >= 1024 {
+        unit += 1;
+        scale *= 1024;
+    }
+    let tenths = |kb: u64| {
+        let t = u128::from(kb) * 10 / u128::from(scale);
+        format!("{}.{}", t / 10, t % 10)
+    };
+    format!(
+        "{} / {} {} (free / total)",
+        tenths(free_kb),
+        tenths(total_kb),
+        UNITS[unit]
+    )
+}
+
+fn os_info() -> OsInfo {
+    // SAFETY: utsname is plain data; all-zero is valid.
+    let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `uts` is a valid, writable utsname struct.
+    let ok = unsafe { libc::uname(&mut uts) } == 0;
+    let field = |f: &[libc::c_char]| {
+        // SAFETY: uname NUL-terminates every field within its array, and zeroed() left a NUL
+        // in case it failed.
+        unsafe { CStr::from_ptr(f.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let (kernel, hostname) = if ok {
+        (
+            format!("{} {}", field(&uts.sysname), field(&uts.release)),
+            field(&uts.nodename),
+        )
+    } else {
+        ("unknown".to_string(), "unknown".to_string())
+    };
+    let distro = fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "\"Unknown\"".to_string());
+    OsInfo {
+        kernel,
+        hostname,
+        distro,
+    }
+}
+
+fn usage_info(u: &libc::rusage) -> Option<UsageInfo> {
+    let values = [
+        u.ru_stime.tv_sec,
+        u.ru_stime.tv_usec,
+        u.ru_utime.tv_sec,
+        u.ru_utime.tv_usec,
+        u.ru_nvcsw,
+        u.ru_nivcsw,
+        u.ru_maxrss,
+        u.ru_majflt,
+        u.ru_minflt,
+        u.ru_inblock,
+        u.ru_oublock,
+    ];
+    if values.iter().all(|&v| v == 0) {
+        return None;
+    }
+    Some(UsageInfo {
+        systime: format!("{}.{:06}", u.ru_stime.tv_sec, u.ru_stime.tv_usec),
+        usrtime: format!("{}.{:06}", u.ru_utime.tv_sec, u.ru_utime.tv_usec),
+        ctxsw: format!("{} / {} (voluntary / involuntary)", u.ru_nvcsw, u.ru_nivcsw),
+        maxrss: u.ru_maxrss.to_string(),
+        pagefault: format!("{} / {} (major / minor)", u.ru_majflt, u.ru_minflt),
+        iops: format!("{} / {} (read / write)", u.ru_inblock, u.ru_oublock),
+    })
+}
+
+fn load_info() -> Option<String> {
+    let text = fs::read_to_string("/proc/loadavg").ok()?;
+    let loads: Vec<f64> = text
+        .split_whitespace()
+        .take(3)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    (loads.len() == 3).then(|| format!("{:.2} / {:.2} / {:.2}", loads[0], loads[1], loads[2]))
+}
+
+/// `ctime()` text without its newline: `Sat Nov 21 14:16:47 2026`, local time.
+fn ctime(t: libc::time_t) -> String {
+    let mut buf = [0 as libc::c_char; 64];
+    // SAFETY: ctime_r writes at most 26 bytes into `buf` (64 long) and returns either NULL or
+    // `buf`, which is then NUL-terminated.
+    let p = unsafe { libc::ctime_r(&t, buf.as_mut_ptr()) };
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: `p` is `buf`, NUL-terminated by ctime_r.
+    unsafe { CStr::from_ptr(p) }
+        .to_string_lossy()
+        .trim_end()
+        .to_string()
+}
+
+/// Writes `<basename>.sym` for every module named in a session map (data-format §7).
+pub fn write_sym_files(dir: &Path) -> anyhow::Result<()> {
+    // Module path -> build-id as the map has it (the reader picks file names from it).
+    let mut modules: Vec<(String, Option<String>)> = Vec::new();
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("sid-") && n.ends_with(".map"))
+        })
+        .collect();
+    entries.sort();
+    for map in entries {
+        let text = fs::read_to_string(&map).unwrap_or_default();
+        for m in parse_maps(&text) {
+            let base = basename(&m.path);
+            if m.path.starts_with('[') || base.starts_with("libmcount") {
+                continue;
+            }
+            if !modules.iter().any(|(p, _)| *p == m.path) {
+                modules.push((m.path, m.build_id));
+            }
+        }
+    }
+    // File name -> module path already written under it.
+    let mut written: HashMap<String, String> = HashMap::new();
+    for (path, map_build_id) in modules {
+        let Some(symbols) = replay::symbols::elf::load_elf_symbols(Path::new(&path)) else {
+            continue;
+        };
+        let build_id = build_id_of(Path::new(&path));
+        let base = basename(&path);
+        let mut name = format!("{base}.sym");
+        if written.contains_key(&name) {
+            name = match &map_build_id {
+                Some(id) => format!("{base}-{}.sym", &id[..id.len().min(4)]),
+                None => {
+                    let sum = path.bytes().fold(0u16, |s, b| s.wrapping_add(u16::from(b)));
+                    format!("{base}-{sum:04x}.sym")
+                }
+            };
+            if written.contains_key(&name) {
+                continue;
+            }
+        }
+        let text = record_format::sym::write_sym(&path, build_id.as_deref(), &symbols);
+        let file = dir.join(&name);
+        fs::write(&file, text).with_context(|| format!("cannot write {}", file.display()))?;
+        written.insert(name, path);
+    }
+    Ok(())
+}
+
+fn basename(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use record_format::raw::RawRecord;
+
+    fn rec(kind: RecordKind, more: bool) -> [u8; 16] {
+        RawRecord {
+            time: 100,
+            kind,
+            more,
+            depth: 0,
+            addr: 0x5555_0000_1000,
+        }
+        .encode()
+    }
+
+    #[test]
+    fn zero_tail_is_trimmed() {
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&rec(RecordKind::Entry, false));
+        bytes.extend_from_slice(&rec(RecordKind::Exit, false));
+        let valid = bytes.len();
+        bytes.resize(4096, 0);
+        assert_eq!(valid_length(&bytes), valid);
+        assert_eq!(valid_length(&bytes[..valid]), valid);
+        assert_eq!(valid_length(&[0u8; 64]), 0);
+    }
+
+    #[test]
+    fn event_payloads_are_skipped_and_bad_records_cut() {
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&rec(RecordKind::Event, true));
+        bytes.extend_from_slice(&[4, 0, 1, 0, 0, 0, 0, 0]);
+        bytes.extend_from_slice(&rec(RecordKind::Entry, false));
+        let valid = bytes.len();
+        bytes.extend_from_slice(&[0xff; 16]);
+        bytes.extend_from_slice(&rec(RecordKind::Exit, false));
+        assert_eq!(valid_length(&bytes), valid);
+        // A record cut short.
+        assert_eq!(valid_length(&bytes[..valid + 8]), valid);
+    }
+
+    #[test]
+    fn payloads_of_unknown_size_keep_everything_but_zero_units() {
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&rec(RecordKind::Entry, true));
+        bytes.extend_from_slice(&[3, 0, 0, 0, 0, 0, 0, 0]);
+        bytes.extend_from_slice(&rec(RecordKind::Exit, false));
+        let valid = bytes.len();
+        bytes.resize(1024, 0);
+        assert_eq!(valid_length(&bytes), valid);
+    }
+
+    #[test]
+    fn memory_units() {
+        assert_eq!(
+            format_mem(23_907_533, 24_641_536),
+            "22.8 / 23.5 GB (free / total)"
+        );
+        assert_eq!(format_mem(512, 1000), "512.0 / 1000.0 KB (free / total)");
+        assert_eq!(format_mem(1024, 2048), "1.0 / 2.0 MB (free / total)");
+    }
+
+    #[test]
+    fn ctime_shape() {
+        let text = ctime(1_700_000_000);
+        assert_eq!(text.len(), 24, "{text}");
+        assert!(text.ends_with("2023"), "{text}");
+    }
+}

@@ -1,0 +1,165 @@
+//! Running the traced program with libmcount preloaded and waiting for its whole process tree
+//! (runtime.md §9.3): the recorder becomes a child subreaper, so descendants orphaned by their
+//! parents are re-parented to it and `waitpid(-1)` sees every one of them end.
+
+use anyhow::{bail, Context};
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// The runtime library's file name.
+pub const LIBMCOUNT: &str = "libmcount.so";
+
+/// Where libmcount is: `PATH/libmcount.so` with `--libmcount-path=PATH`, otherwise next to the
+/// `utrace` executable.
+pub fn find_libmcount(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let dir = match dir {
+        Some(d) => d.to_path_buf(),
+        None => std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.parent().map(Path::to_path_buf))
+            .unwrap_or_default(),
+    };
+    let lib = dir.join(LIBMCOUNT);
+    if !lib.is_file() {
+        bail!("utrace could not find libmcount.so for record-tracing");
+    }
+    Ok(std::fs::canonicalize(&lib).unwrap_or(lib))
+}
+
+/// What to run.
+#[derive(Debug)]
+pub struct Launch<'a> {
+    /// The executable to run.
+    pub exe: &'a Path,
+    /// argv, argv[0] as the user wrote it.
+    pub argv: &'a [OsString],
+    /// Variables to set (the env contract, `LD_PRELOAD`, ...).
+    pub env: Vec<(String, OsString)>,
+    /// Variables to remove (stale contract variables inherited from our own environment).
+    pub env_remove: Vec<&'static str>,
+}
+
+/// How the program and its descendants ended.
+#[derive(Debug, Clone, Copy)]
+pub struct Ended {
+    /// The raw `wait()` status of the program (the direct child).
+    pub raw_status: i32,
+    /// `getrusage(RUSAGE_CHILDREN)` after every descendant was reaped.
+    pub usage: libc::rusage,
+    /// Nanoseconds from spawning to the end of the last descendant.
+    pub elapsed_ns: u64,
+    /// Wall-clock seconds (`time_t`) when the program was started.
+    pub started_at: libc::time_t,
+}
+
+/// Does nothing: while the program runs, a terminal's SIGINT/SIGQUIT should end the program
+/// (which gets them too, being in the same process group), not the recorder. A handler rather
+/// than SIG_IGN, because an ignored signal would stay ignored in the program after exec.
+extern "C" fn ignore_signal(_: libc::c_int) {}
+
+/// Installs `handler` for `sig`, returning the previous action.
+fn set_handler(sig: libc::c_int, handler: libc::sighandler_t) -> libc::sigaction {
+    // SAFETY: sigaction is plain data; all-zero is a valid value (empty mask, no flags).
+    let mut new: libc::sigaction = unsafe { std::mem::zeroed() };
+    new.sa_sigaction = handler;
+    // SAFETY: as above.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers refer to valid sigaction structs for the duration of the call; the
+    // handler, when not SIG_DFL/SIG_IGN, is an async-signal-safe function that does nothing.
+    unsafe { libc::sigaction(sig, &new, &mut old) };
+    old
+}
+
+fn restore_handler(sig: libc::c_int, old: &libc::sigaction) {
+    // SAFETY: `old` is the action returned by an earlier sigaction call.
+    unsafe { libc::sigaction(sig, old, std::ptr::null_mut()) };
+}
+
+/// Runs the program and waits until it and every descendant have ended.
+pub fn run(launch: &Launch<'_>) -> anyhow::Result<Ended> {
+    // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) takes integer arguments only and changes nothing
+    // but how orphaned descendants of this process are re-parented.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("cannot become a child subreaper");
+    }
+    let mut cmd = Command::new(launch.exe);
+    if let Some(arg0) = launch.argv.first() {
+        cmd.arg0(arg0);
+    }
+    cmd.args(launch.argv.iter().skip(1));
+    for name in &launch.env_remove {
+        cmd.env_remove(name);
+    }
+    for (name, value) in &launch.env {
+        cmd.env(name, value);
+    }
+
+    // SAFETY: time(NULL) only returns the current time.
+    let started_at = unsafe { libc::time(std::ptr::null_mut()) };
+    let start = Instant::now();
+    let handler = ignore_signal as extern "C" fn(libc::c_int) as *const () as libc::sighandler_t;
+    let old_int = set_handler(libc::SIGINT, handler);
+    let old_quit = set_handler(libc::SIGQUIT, handler);
+    let waited = cmd
+        .spawn()
+        .with_context(|| format!("cannot run '{}'", launch.exe.display()))
+        .map(|child| wait_all(child.id() as libc::pid_t));
+    restore_handler(libc::SIGINT, &old_int);
+    restore_handler(libc::SIGQUIT, &old_quit);
+    let raw_status = waited??;
+    let elapsed_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+
+    // SAFETY: rusage is plain data, all-zero is valid.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid, writable rusage struct.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    Ok(Ended {
+        raw_status,
+        usage,
+        elapsed_ns,
+        started_at,
+    })
+}
+
+/// Reaps children until none is left; returns the wait status of `main`.
+fn wait_all(main: libc::pid_t) -> anyhow::Result<i32> {
+    let mut main_status = None;
+    loop {
+        let mut status = 0;
+        // SAFETY: `status` is a valid out-pointer; waiting for any child has no other effect.
+        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if pid < 0 {
+            let err = std::io::Error::last_os_error();
+            match err.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::ECHILD) => break,
+                _ => return Err(err).context("waiting for the traced program failed"),
+            }
+        }
+        if pid == main {
+            main_status = Some(status);
+        }
+    }
+    main_status.context("the traced program was not waited for")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn libmcount_lookup() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = find_libmcount(Some(dir.path())).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "utrace could not find libmcount.so for record-tracing"
+        );
+        std::fs::write(dir.path().join(LIBMCOUNT), b"").unwrap();
+        let found = find_libmcount(Some(dir.path())).unwrap();
+        assert!(found.ends_with(LIBMCOUNT));
+    }
+}

@@ -1,0 +1,370 @@
+//! Recording: the recorder half of `utrace record` and `utrace live`.
+//!
+//! Data flow: [`program`] finds and checks the executable; [`prepare_dir`] creates the data
+//! directory with an empty `task.txt` and `default.opts`; [`launch`] runs the program with
+//! libmcount preloaded and the settings in the environment (the contract in
+//! `record_format::env`), and waits for the whole process tree while libmcount writes
+//! `<tid>.dat`, `task.txt` and `sid-*.map`; [`finish`] then trims the data files and writes
+//! `.sym` files and `info`.
+
+pub mod finish;
+pub mod launch;
+pub mod program;
+
+use crate::config;
+use crate::invocation::Invocation;
+use crate::notice::Notices;
+use crate::timefmt;
+use anyhow::Context;
+use record_format::env;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Largest `--max-stack`.
+const MAX_STACK_LIMIT: u32 = 65535;
+const PAGE_SIZE: u64 = 4096;
+
+/// Every variable of the env contract, removed from the program's environment before the
+/// recorder sets its own (a stale one could come from an outer recording).
+const CONTRACT_VARS: [&str; 10] = [
+    env::DIR,
+    env::BUFFER,
+    env::MAX_STACK,
+    env::DEPTH,
+    env::THRESHOLD,
+    env::FILTER,
+    env::TRIGGER,
+    env::PATTERN,
+    env::PLTHOOK,
+    env::LOGFD,
+];
+
+/// How the traced program ended, from its raw wait status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Termination {
+    Exited(i32),
+    Signaled(i32),
+    Unknown(i32),
+}
+
+impl Termination {
+    pub fn from_raw(status: i32) -> Termination {
+        if libc::WIFEXITED(status) {
+            Termination::Exited(libc::WEXITSTATUS(status))
+        } else if libc::WIFSIGNALED(status) {
+            Termination::Signaled(libc::WTERMSIG(status))
+        } else {
+            Termination::Unknown(status)
+        }
+    }
+
+    /// Prints the warning for a program killed by a signal and gives uftrace's exit status
+    /// (cli.md §1.7): 0 success, 1 non-zero exit, 2 signal, 3 anything else.
+    pub fn report(self, notices: &mut Notices) -> ExitCode {
+        match self {
+            Termination::Exited(0) => ExitCode::SUCCESS,
+            Termination::Exited(_) => ExitCode::from(1),
+            Termination::Signaled(sig) => {
+                notices.warn(format!(
+                    "child terminated by signal: {sig}: {}",
+                    signal_name(sig)
+                ));
+                notices.flush();
+                ExitCode::from(2)
+            }
+            Termination::Unknown(_) => ExitCode::from(3),
+        }
+    }
+}
+
+/// strsignal's text for `sig`.
+fn signal_name(sig: i32) -> String {
+    // SAFETY: strsignal returns a pointer to a NUL-terminated string that stays valid until the
+    // next strsignal call in this thread; it is copied right away.
+    let p = unsafe { libc::strsignal(sig) };
+    if p.is_null() {
+        return format!("Unknown signal {sig}");
+    }
+    // SAFETY: non-NULL results of strsignal are NUL-terminated strings.
+    unsafe { std::ffi::CStr::from_ptr(p) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Where the data goes.
+#[derive(Debug, Clone, Copy)]
+pub enum Target<'a> {
+    /// `record`: a fresh directory; an existing one is renamed to `<dir>.old`.
+    Fresh(&'a Path),
+    /// `live`: an empty directory that already exists (a private temporary one).
+    Existing(&'a Path),
+}
+
+/// Creates `dir` as `record` does (cli.md §1.4): an existing `dir` becomes `dir.old` (an
+/// existing `dir.old` is removed first); parents are not created.
+pub fn prepare_dir(dir: &Path) -> anyhow::Result<()> {
+    if dir.symlink_metadata().is_ok() {
+        let mut old = dir.as_os_str().to_os_string();
+        old.push(".old");
+        let old = PathBuf::from(old);
+        if old.is_dir() {
+            std::fs::remove_dir_all(&old)
+        } else if old.symlink_metadata().is_ok() {
+            std::fs::remove_file(&old)
+        } else {
+            Ok(())
+        }
+        .with_context(|| format!("cannot remove {}", old.display()))?;
+        std::fs::rename(dir, &old)
+            .with_context(|| format!("cannot rename {} to {}", dir.display(), old.display()))?;
+    }
+    std::fs::create_dir(dir)
+        .with_context(|| format!("creating directory failed: {}", dir.display()))
+}
+
+/// The record-time settings taken from the options, with uftrace's complaints about values.
+#[derive(Debug)]
+struct Settings {
+    env: Vec<(String, OsString)>,
+    max_stack: u16,
+    plthook: bool,
+    pattern_type: &'static str,
+    /// The `-t` value as given, stored in `default.opts`.
+    time_filter: Option<String>,
+}
+
+/// `-b SIZE`: decimal, `0x` hex or `0` octal with an optional k/m/g suffix; rounded up to a
+/// page multiple.
+fn parse_size(text: &str, notices: &mut Notices) -> Option<u64> {
+    let t = text.trim();
+    let (digits, mult) = match t.chars().last().map(|c| c.to_ascii_lowercase()) {
+        Some('k') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('m') => (&t[..t.len() - 1], 1 << 20),
+        Some('g') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    let value = if let Some(hex) = digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
+        u64::from_str_radix(hex, 16).ok()
+    } else if digits.len() > 1 && digits.starts_with('0') {
+        u64::from_str_radix(&digits[1..], 8).ok()
+    } else {
+        digits.parse().ok()
+    };
+    let Some(size) = value.and_then(|v| v.checked_mul(mult)).filter(|&v| v > 0) else {
+        notices.usage(format!("invalid size: {text}"));
+        return None;
+    };
+    if size % PAGE_SIZE != 0 {
+        notices.usage("buffer size should be multiple of page size");
+        return Some(size.div_ceil(PAGE_SIZE) * PAGE_SIZE);
+    }
+    Some(size)
+}
+
+fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Settings> {
+    let f = &inv.args.filter;
+    let r = &inv.args.record;
+    let mut vars: Vec<(String, OsString)> = Vec::new();
+    let mut set = |name: &str, value: String| vars.push((name.to_string(), value.into()));
+
+    if let Some(size) = r.buffer.as_deref().and_then(|b| parse_size(b, notices)) {
+        set(env::BUFFER, size.to_string());
+    }
+    let mut max_stack = env::DEFAULT_MAX_STACK as u16;
+    if let Some(text) = &r.max_stack {
+        match text.trim().parse::<u32>() {
+            Ok(n @ 1..MAX_STACK_LIMIT) => max_stack = n as u16,
+            _ => notices.usage("max stack depth should be >0 and <65535"),
+        }
+    }
+    set(env::MAX_STACK, max_stack.to_string());
+    if let Some(depth) = f
+        .depth
+        .as_deref()
+        .and_then(|d| config::parse_depth(d, notices))
+    {
+        set(env::DEPTH, depth.to_string());
+    }
+    let time_filter = match &f.time_filter {
+        Some(t) => {
+            let ns = timefmt::parse_time(t, 3, notices)?;
+            set(env::THRESHOLD, ns.to_string());
+            Some(t.clone())
+        }
+        None => None,
+    };
+    let filters: Vec<String> = f
+        .filter
+        .iter()
+        .cloned()
+        .chain(f.notrace.iter().map(|n| format!("!{n}")))
+        .collect();
+    if !filters.is_empty() {
+        set(env::FILTER, filters.join(";"));
+    }
+    if !f.trigger.is_empty() {
+        set(env::TRIGGER, f.trigger.join(";"));
+    }
+    let pattern_type = match inv.args.common.match_type.as_deref() {
+        Some(m) => match config::parse_match(m, notices) {
+            replay::MatchType::Glob => "glob",
+            _ => "regex",
+        },
+        None => "regex",
+    };
+    set(env::PATTERN, pattern_type.to_string());
+    let plthook = !f.no_libcall;
+    if plthook {
+        set(env::PLTHOOK, "1".to_string());
+    }
+    if r.no_pltbind {
+        set("LD_BIND_NOT", "1".to_string());
+    }
+    Ok(Settings {
+        env: vars,
+        max_stack,
+        plthook,
+        pattern_type,
+        time_filter,
+    })
+}
+
+/// `value` prepended to the colon-separated list in the environment variable `name`.
+fn prepend_list(name: &str, value: &std::ffi::OsStr, sep: &str) -> OsString {
+    let mut out = value.to_os_string();
+    if let Some(old) = std::env::var_os(name).filter(|v| !v.is_empty()) {
+        out.push(sep);
+        out.push(old);
+    }
+    out
+}
+
+/// Records `inv.program` into `target`; returns how the program ended. Prints nothing on
+/// success (the program's own output passes through).
+pub fn record(
+    inv: &Invocation,
+    notices: &mut Notices,
+    target: Target<'_>,
+) -> anyhow::Result<Termination> {
+    let argv = &inv.program;
+    let name = argv.first().context("no program to record")?;
+    let program = program::check_program(name, inv.args.record.force)?;
+    let libmcount = launch::find_libmcount(inv.args.common.libmcount_path.as_deref())?;
+    let settings = settings(inv, notices)?;
+    notices.flush();
+
+    let dir = match target {
+        Target::Fresh(dir) => {
+            prepare_dir(dir)?;
+            dir
+        }
+        Target::Existing(dir) => dir,
+    };
+    let dir = std::fs::canonicalize(dir)
+        .with_context(|| format!("cannot find the data directory {}", dir.display()))?;
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+    };
+    write("task.txt", "")?;
+    let opts = settings
+        .time_filter
+        .as_ref()
+        .map_or(String::new(), |t| format!("-t {t}\n"));
+    write("default.opts", &opts)?;
+
+    let mut env = settings.env.clone();
+    env.push((env::DIR.to_string(), dir.clone().into_os_string()));
+    env.push((
+        "LD_PRELOAD".to_string(),
+        prepend_list("LD_PRELOAD", libmcount.as_os_str(), ":"),
+    ));
+    // CET shadow stacks would kill the program at the first hijacked return (runtime.md §6.16).
+    env.push((
+        "GLIBC_TUNABLES".to_string(),
+        prepend_list(
+            "GLIBC_TUNABLES",
+            "glibc.cpu.hwcaps=-IBT,-SHSTK".as_ref(),
+            ":",
+        ),
+    ));
+    let ended = launch::run(&launch::Launch {
+        exe: &program.path,
+        argv,
+        env,
+        env_remove: CONTRACT_VARS.to_vec(),
+    })?;
+
+    let cmdline: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let version = crate::usage::version_line();
+    let summary = finish::RecordSummary {
+        program: &program,
+        ended: &ended,
+        cmdline: cmdline.join(" "),
+        max_stack: settings.max_stack,
+        plthook: settings.plthook,
+        pattern_type: settings.pattern_type,
+        version: version
+            .strip_prefix("utrace ")
+            .unwrap_or(&version)
+            .to_string(),
+    };
+    finish::finish(&dir, &summary)?;
+    Ok(Termination::from_raw(ended.raw_status))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        let mut n = Notices::silent();
+        assert_eq!(parse_size("128K", &mut n), Some(128 * 1024));
+        assert_eq!(parse_size("0x2000", &mut n), Some(8192));
+        assert_eq!(parse_size("1m", &mut n), Some(1 << 20));
+        assert_eq!(parse_size("010000", &mut n), Some(4096));
+        assert_eq!(parse_size("5000", &mut n), Some(8192));
+        assert_eq!(parse_size("x", &mut n), None);
+        assert_eq!(
+            n.stdout_lines(),
+            [
+                "Usage: buffer size should be multiple of page size",
+                "Usage: invalid size: x"
+            ]
+        );
+    }
+
+    #[test]
+    fn wait_statuses() {
+        assert_eq!(Termination::from_raw(0), Termination::Exited(0));
+        assert_eq!(Termination::from_raw(3 << 8), Termination::Exited(3));
+        assert_eq!(Termination::from_raw(11), Termination::Signaled(11));
+        assert_eq!(signal_name(10), "User defined signal 1");
+    }
+
+    #[test]
+    fn data_dir_is_renamed_to_old() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("uftrace.data");
+        prepare_dir(&dir).unwrap();
+        std::fs::write(dir.join("info"), "1").unwrap();
+        prepare_dir(&dir).unwrap();
+        assert!(tmp.path().join("uftrace.data.old/info").is_file());
+        std::fs::write(dir.join("info"), "2").unwrap();
+        prepare_dir(&dir).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("uftrace.data.old/info")).unwrap(),
+            "2"
+        );
+        assert!(std::fs::read_dir(&dir).unwrap().next().is_none());
+        let err = prepare_dir(&tmp.path().join("missing/parent")).unwrap_err();
+        assert!(format!("{err:#}").contains("No such file or directory"));
+    }
+}
