@@ -56,6 +56,14 @@ pub unsafe extern "C" fn mcount_entry(
 ) {
     let tramp = exit_trampoline_addr();
     guarded(|td| {
+        if td.in_exception {
+            // A cleanup landing pad calls traced code: frames at or below this slot were
+            // unwound; the others get their hijack back until the unwinder resumes.
+            td.in_exception = false;
+            td.prune(|slot| slot <= parent_loc as usize);
+            // SAFETY: the frames left are above this live slot, so still on the stack.
+            unsafe { td.rehijack_slots(tramp) };
+        }
         // SAFETY: the caller guarantees `parent_loc` is a live, aligned stack slot.
         let parent_ip = unsafe { parent_loc.read() };
         if td.enter(parent_loc as usize, parent_ip, child_ip, tramp) == Hook::Hijack {

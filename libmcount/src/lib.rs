@@ -26,6 +26,7 @@ pub mod session;
 pub mod sys;
 pub mod tasklog;
 pub mod thread;
+pub mod unwind;
 
 /// Writes `utrace: <msg> (errno N)` to the log descriptor (stderr unless `UTRACE_LOGFD`).
 pub(crate) fn log_error(msg: &[u8], errno: i32) {

@@ -35,6 +35,8 @@ pub struct ThreadState {
     pub guard: bool,
     /// No new entries (thread teardown, fatal writer error); exits still pop.
     pub disabled: bool,
+    /// A C++ exception is being unwound: return slots are restored (see `unwind`).
+    pub in_exception: bool,
     pub tid: i32,
     pub rstack: ShadowStack,
     pub writer: DatWriter,
@@ -49,6 +51,7 @@ impl ThreadState {
         ThreadState {
             guard: false,
             disabled: false,
+            in_exception: false,
             tid,
             rstack,
             writer,
@@ -96,6 +99,59 @@ impl ThreadState {
             Hook::Alias
         } else {
             Hook::Hijack
+        }
+    }
+
+    /// Pops (with EXIT records) every frame whose return slot satisfies `dead`: frames that
+    /// an unwinder or `longjmp` removed from the stack. Returns the number left.
+    pub fn prune(&mut self, dead: impl Fn(usize) -> bool) -> usize {
+        let mut keep = self.rstack.len();
+        while let Some(f) = keep.checked_sub(1).and_then(|i| self.rstack.get(i)) {
+            if f.parent_loc == NO_SLOT || !dead(f.parent_loc) {
+                break;
+            }
+            keep -= 1;
+        }
+        if keep < self.rstack.len() {
+            self.writer.prepare();
+            let now = clock::now();
+            let writer = &mut self.writer;
+            self.rstack
+                .pop_to(keep, |f| writer.record(now, exit_word(f)));
+        }
+        keep
+    }
+
+    /// Puts the original return addresses back into every hijacked slot (innermost first, so
+    /// that tail-call aliases, whose saved address is the trampoline, are overwritten by the
+    /// real one).
+    ///
+    /// # Safety
+    /// Every frame left on the shadow stack must be live: its slot a return-address word of
+    /// this thread's stack.
+    pub unsafe fn restore_slots(&mut self, tramp: usize) {
+        for i in (0..self.rstack.len()).rev() {
+            if let Some(f) = self.rstack.get(i) {
+                if f.parent_loc != NO_SLOT && f.parent_ip != tramp {
+                    // SAFETY: guaranteed live by the caller.
+                    unsafe { (f.parent_loc as *mut usize).write(f.parent_ip) };
+                }
+            }
+        }
+    }
+
+    /// Hijacks every slot again after an exception has been caught.
+    ///
+    /// # Safety
+    /// As for [`ThreadState::restore_slots`].
+    pub unsafe fn rehijack_slots(&mut self, tramp: usize) {
+        for i in 0..self.rstack.len() {
+            if let Some(f) = self.rstack.get(i) {
+                if f.parent_loc != NO_SLOT {
+                    // SAFETY: guaranteed live by the caller.
+                    unsafe { (f.parent_loc as *mut usize).write(tramp) };
+                }
+            }
         }
     }
 
@@ -361,6 +417,44 @@ mod tests {
             ]
         );
         assert!(recs.windows(2).all(|w| w[0].time <= w[1].time));
+    }
+
+    #[test]
+    fn exception_restores_prunes_and_rehijacks() {
+        use RecordKind::{Entry as N, Exit as X};
+        // A fake stack: slot i is the return-address word at &stack[i] (higher i = outer).
+        let mut stack = [0usize; 8];
+        let base = stack.as_mut_ptr() as usize;
+        let slot = |i: usize| base + i * 8;
+        let recs = run(|td| {
+            for (i, ip) in [(7, 70), (5, 50), (3, 30)] {
+                stack[i] = ip;
+                td.enter(slot(i), ip, i, TRAMP);
+                stack[i] = TRAMP;
+            }
+            // tail call from the innermost frame: same slot, saved address = trampoline
+            td.enter(slot(3), TRAMP, 9, TRAMP);
+            // SAFETY: all slots are words of `stack`.
+            unsafe { td.restore_slots(TRAMP) };
+            assert_eq!((stack[7], stack[5], stack[3]), (70, 50, 30));
+            // caught in the frame whose callee used slot 5: frames at slots <= 5 are gone
+            assert_eq!(td.prune(|s| s <= slot(5)), 1);
+            // SAFETY: as above.
+            unsafe { td.rehijack_slots(TRAMP) };
+            assert_eq!((stack[7], stack[5], stack[3]), (TRAMP, 50, 30));
+        });
+        assert_eq!(
+            shape(&recs),
+            [
+                (N, 0, 7),
+                (N, 1, 5),
+                (N, 2, 3),
+                (N, 3, 9),
+                (X, 3, 9),
+                (X, 2, 3),
+                (X, 1, 5)
+            ]
+        );
     }
 
     #[test]

@@ -215,6 +215,76 @@ pub unsafe extern "C" fn exit_trampoline() {
     )
 }
 
+/// A thunk for a function that starts or resumes unwinding: call `$prepare(caller's sp)`
+/// with the argument registers saved (three pushes keep `rsp % 16 == 0` at the call), then
+/// tail-jump to the real function it returns, so no libmcount frame is on the stack while the
+/// unwinder runs.
+macro_rules! unwind_thunk {
+    ($(#[$attr:meta])* $name:ident, $prepare:path) => {
+        $(#[$attr])*
+        #[unsafe(naked)]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name() {
+            naked_asm!(
+                "endbr64",
+                "push rdi",
+                "push rsi",
+                "push rdx",
+                "lea rdi, [rsp + 32]",
+                "call {prepare}",
+                "pop rdx",
+                "pop rsi",
+                "pop rdi",
+                "jmp rax",
+                prepare = sym $prepare,
+            )
+        }
+    };
+}
+
+unwind_thunk!(
+    /// Interposed `__cxa_throw`: restores hijacked return slots first (see `unwind`).
+    ///
+    /// # Safety
+    /// As libstdc++'s `__cxa_throw`.
+    __cxa_throw,
+    crate::unwind::prepare_throw
+);
+
+unwind_thunk!(
+    /// Interposed `__cxa_rethrow`.
+    ///
+    /// # Safety
+    /// As libstdc++'s `__cxa_rethrow`.
+    __cxa_rethrow,
+    crate::unwind::prepare_rethrow
+);
+
+unwind_thunk!(
+    /// Interposed `_Unwind_Resume` (called at the end of every cleanup landing pad).
+    ///
+    /// # Safety
+    /// As libgcc's `_Unwind_Resume`.
+    _Unwind_Resume,
+    crate::unwind::prepare_resume
+);
+
+/// Interposed `__cxa_begin_catch`: passes the address of its own return slot to
+/// `unwind::begin_catch` and tail-jumps there.
+///
+/// # Safety
+/// As libstdc++'s `__cxa_begin_catch`.
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __cxa_begin_catch() {
+    naked_asm!(
+        "endbr64",
+        "mov rsi, rsp",
+        "jmp {handler}",
+        handler = sym crate::unwind::begin_catch,
+    )
+}
+
 /// Address written into hijacked return slots.
 #[inline]
 pub fn exit_trampoline_addr() -> usize {

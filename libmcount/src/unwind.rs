@@ -1,0 +1,97 @@
+//! C++ exceptions through hijacked frames (runtime spec §6.4).
+//!
+//! The unwinder finds each frame's caller through its return address; a hijacked slot points
+//! into the exit trampoline, which has no unwind info, and the throw ends in
+//! `std::terminate`. So libmcount interposes the entry points of unwinding:
+//!
+//! * `__cxa_throw`, `__cxa_rethrow`, `_Unwind_Resume` (the end of every cleanup landing pad):
+//!   put the original return addresses back into every hijacked slot, mark the thread
+//!   `in_exception`, and jump to the real function (the naked thunks in `arch` tail-jump, so
+//!   no libmcount frame is on the stack while it unwinds);
+//! * `__cxa_begin_catch` (called by every `catch` block, in the catching frame): call the
+//!   real one, then pop the frames the unwinder removed — every frame whose return slot is at
+//!   or below the thunk's own return slot — with EXIT records, and hijack the others again;
+//! * an entry hook that finds `in_exception` set (traced code called from a landing pad) does
+//!   the same with its own slot as the boundary (see `entry`).
+
+use crate::arch::exit_trampoline_addr;
+use crate::thread;
+use core::ffi::{c_void, CStr};
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+/// The next definition of `name` after libmcount's (looked up once, then cached).
+fn real(cache: &AtomicUsize, name: &CStr) -> usize {
+    // Relaxed: the value is a pure function of the loaded objects; racing lookups agree.
+    let mut f = cache.load(Ordering::Relaxed);
+    if f == 0 {
+        // SAFETY: `name` is NUL-terminated; RTLD_NEXT is a valid pseudo-handle.
+        f = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
+        if f == 0 {
+            crate::fatal(b"cannot find the real C++ exception function");
+        }
+        cache.store(f, Ordering::Relaxed);
+    }
+    f
+}
+
+static CXA_THROW: AtomicUsize = AtomicUsize::new(0);
+static CXA_RETHROW: AtomicUsize = AtomicUsize::new(0);
+static UNWIND_RESUME: AtomicUsize = AtomicUsize::new(0);
+static CXA_BEGIN_CATCH: AtomicUsize = AtomicUsize::new(0);
+
+/// Restores the thread's return slots before unwinding starts or resumes. `sp` is the stack
+/// pointer of the thunk's caller: frames with slots below it are already gone.
+fn before_unwind(sp: usize) {
+    let Some(td) = thread::existing() else {
+        return;
+    };
+    if td.guard {
+        return;
+    }
+    td.guard = true;
+    td.prune(|slot| slot < sp);
+    // SAFETY: every frame left has its slot at or above the caller's stack pointer, inside
+    // frames that are live until the unwinder removes them (it reads, not writes, them).
+    unsafe { td.restore_slots(exit_trampoline_addr()) };
+    td.in_exception = true;
+    td.guard = false;
+}
+
+/// Called by the `__cxa_throw` thunk; returns the real function.
+pub extern "C" fn prepare_throw(sp: usize) -> usize {
+    before_unwind(sp);
+    real(&CXA_THROW, c"__cxa_throw")
+}
+
+/// Called by the `__cxa_rethrow` thunk; returns the real function.
+pub extern "C" fn prepare_rethrow(sp: usize) -> usize {
+    before_unwind(sp);
+    real(&CXA_RETHROW, c"__cxa_rethrow")
+}
+
+/// Called by the `_Unwind_Resume` thunk; returns the real function.
+pub extern "C" fn prepare_resume(sp: usize) -> usize {
+    before_unwind(sp);
+    real(&UNWIND_RESUME, c"_Unwind_Resume")
+}
+
+/// Reached by a tail jump from the `__cxa_begin_catch` thunk, so it returns straight to the
+/// catching function; `slot` is the address of that return address.
+pub extern "C" fn begin_catch(exc: *mut c_void, slot: usize) -> *mut c_void {
+    let f = real(&CXA_BEGIN_CATCH, c"__cxa_begin_catch");
+    // SAFETY: `f` is libstdc++'s __cxa_begin_catch, which has this signature.
+    let f: extern "C" fn(*mut c_void) -> *mut c_void = unsafe { core::mem::transmute(f) };
+    let ret = f(exc);
+    if let Some(td) = thread::existing() {
+        if !td.guard && td.in_exception {
+            td.guard = true;
+            td.in_exception = false;
+            td.prune(|s| s <= slot);
+            // SAFETY: the frames left have slots above the catching frame's stack pointer:
+            // they are live.
+            unsafe { td.rehijack_slots(exit_trampoline_addr()) };
+            td.guard = false;
+        }
+    }
+    ret
+}
