@@ -218,11 +218,11 @@ fn orphaned_descendants_are_waited_for() {
 }
 
 /// Records `prog` with both tools and compares the three replays per task.
-fn compare_recordings(prog_name: &str, args: &[&str]) {
+fn compare_recordings(prog_name: &str, mode: Mode, args: &[&str]) {
     if !util::need_uftrace(prog_name) {
         return;
     }
-    let prog = util::testprog(prog_name, Mode::Pg);
+    let prog = util::testprog(prog_name, mode);
     let tmp = tempfile::tempdir().unwrap();
     let theirs = tmp.path().join("uftrace.data");
     let ours = tmp.path().join("utrace.data");
@@ -258,26 +258,68 @@ fn compare_recordings(prog_name: &str, args: &[&str]) {
     );
 }
 
-#[test]
-#[ignore = "needs libmcount"]
-fn record_abc() {
-    compare_recordings("abc", &[]);
+macro_rules! same_as_uftrace {
+    ($($test:ident: $prog:literal, $mode:expr, $args:expr;)*) => {$(
+        #[test]
+        fn $test() {
+            compare_recordings($prog, $mode, $args);
+        }
+    )*};
 }
 
-#[test]
-#[ignore = "needs libmcount"]
-fn record_fib() {
-    compare_recordings("fib", &[]);
+same_as_uftrace! {
+    record_abc: "abc", Mode::Pg, &[];
+    record_abc_fentry: "abc", Mode::Fentry, &[];
+    record_abc_cyg: "abc", Mode::Cyg, &[];
+    record_fib: "fib", Mode::Pg, &["7"];
+    record_thread: "thread", Mode::Pg, &[];
+    record_fork: "fork", Mode::Pg, &[];
+    record_exec: "exec", Mode::Pg, &[];
+    record_signal: "signal", Mode::Pg, &[];
+    record_sleep: "sleep", Mode::Pg, &[];
 }
 
+/// cli.md §10: a non-zero exit gives the trace and status 1; a signal gives the warning first,
+/// the trace with its remaining functions, and status 2.
 #[test]
-#[ignore = "needs libmcount"]
-fn record_thread() {
-    compare_recordings("thread", &[]);
-}
+fn live_exit_statuses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("ret.c");
+    std::fs::write(
+        &src,
+        "#include <signal.h>\n#include <stdlib.h>\n\
+         int f(void) { return 3; }\n\
+         void die(int sig) { raise(sig); }\n\
+         int main(int argc, char **argv) { if (argc > 1) die(atoi(argv[1])); return f(); }\n",
+    )
+    .unwrap();
+    let prog = tmp.path().join("ret");
+    let mut cc = Command::new("gcc");
+    cc.args(["-pg", "-O0", "-fno-inline", "-o"])
+        .arg(&prog)
+        .arg(&src);
+    util::run(cc).assert_success();
+    let prog = prog.to_str().unwrap();
 
-#[test]
-#[ignore = "needs libmcount"]
-fn record_fork() {
-    compare_recordings("fork", &[]);
+    let out = utrace_in(tmp.path(), &["--no-pager", "--no-libcall", prog]);
+    assert_status(&out, 1);
+    assert!(out.stderr.is_empty(), "{out}");
+    assert_eq!(
+        normalize::by_task(&out.stdout, Anchor::Main),
+        "main() {\n  f();\n} /* main */\n",
+        "{out}"
+    );
+
+    let out = utrace_in(tmp.path(), &["--no-pager", "--no-libcall", prog, "10"]);
+    assert_status(&out, 2);
+    assert!(
+        out.stderr
+            .contains("WARN: child terminated by signal: 10: User defined signal 1\n"),
+        "{out}"
+    );
+    assert!(out.stdout.contains("  die() {\n"), "{out}");
+    assert!(
+        out.stdout.contains("\n[1] die\n[0] main\n"),
+        "remaining functions missing:\n{out}"
+    );
 }
