@@ -11,8 +11,16 @@
 //!
 //! [`session`] reads the environment contract of `record_format::env` in the library
 //! constructor, writes `sid-<SID>.map` and the `SESS`/`TASK` lines of `task.txt` ([`tasklog`]),
-//! and handles process exit; [`thread`] handles thread exit and `fork`. Tracing is off when
-//! `UTRACE_DIR` is unset.
+//! and handles process exit; [`thread`] handles thread exit and `fork`; [`unwind`] keeps C++
+//! exceptions working through hijacked frames. Tracing is off when `UTRACE_DIR` is unset.
+//!
+//! Process exit: the `.fini_array` destructor runs from `exit()` after the `atexit` handlers
+//! and the executable's destructors (which are therefore still traced); it closes the calling
+//! thread's window and cuts its file to the data. No separate `atexit` handler is registered:
+//! one registered by the constructor would run *before* the executable's destructors and the
+//! handlers registered earlier, and stop tracing too soon. Other threads' windows stay mapped
+//! (they may still be writing); since records are written into the page cache, nothing needs
+//! flushing on any exit path, including `_exit`, `exec` and SIGKILL.
 //!
 //! Hook context rules (runtime spec §5): no allocation, no locks, no panics, raw system calls
 //! ([`sys`]), `errno` preserved, one recursion guard per thread.
