@@ -323,3 +323,43 @@ fn live_exit_statuses() {
         "remaining functions missing:\n{out}"
     );
 }
+
+/// `live` with record-time filters prints what uftrace's `live` prints.
+#[test]
+fn live_filters_like_uftrace() {
+    if !util::need_uftrace("live_filters_like_uftrace") {
+        return;
+    }
+    let prog = util::testprog("abc", Mode::Pg);
+    let prog = prog.to_str().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: &[&[&str]] = &[
+        &["-F", "b"],
+        &["-N", "b"],
+        &["-D", "2"],
+        &["-H", "b"],
+        &["-C", "c"],
+        &["-T", "b@depth=1"],
+        &["-F", "a", "-N", "c"],
+    ];
+    let mut failures = Vec::new();
+    for opts in cases {
+        let mut args = vec!["--no-pager", "--no-libcall"];
+        args.extend_from_slice(opts);
+        args.push(prog);
+        let mut cmd = Command::new(util::uftrace_bin());
+        cmd.current_dir(tmp.path()).arg("--no-event").args(&args);
+        let expected = util::run(cmd);
+        let actual = utrace_in(tmp.path(), &args);
+        let want = normalize::by_task(&expected.stdout, Anchor::Start);
+        let got = normalize::by_task(&actual.stdout, Anchor::Start);
+        if want != got || expected.status.code() != actual.status.code() {
+            failures.push(format!(
+                "live {}: (- uftrace, + utrace)\n{}\n{actual}",
+                opts.join(" "),
+                normalize::diff(&want, &got)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -47,9 +47,14 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
 
 /// The invocation of the replay phase: what the recorder already applied is dropped (cli.md
 /// §10): `-F`, `-N`, `-C`, `-Z`, `-D`, `--trace=off`, and the `-T` actions other than
-/// `backtrace`, `color=`, `hide`, `time=` and `trace…`.
+/// `backtrace`, `color=`, `hide`, `time=` and `trace…`. While libmcount does not apply them
+/// ([`record::RUNTIME_APPLIES_FILTERS`]), everything is kept and the replay applies them: the
+/// semantics are the same at record and at replay time (cli.md §3.1).
 fn replay_invocation(inv: &Invocation) -> Invocation {
     let mut inv = inv.clone();
+    if !record::RUNTIME_APPLIES_FILTERS {
+        return inv;
+    }
     let f = &mut inv.args.filter;
     f.filter.clear();
     f.notrace.clear();

@@ -9,6 +9,7 @@ use record_format::dat::{event_payload_len, read_header};
 use record_format::info::{feat, CpuInfo, Info, InfoHeader, OsInfo, UsageInfo};
 use record_format::maps::parse_maps;
 use record_format::raw::{RecordKind, RECORD_SIZE};
+use record_format::task::{parse_task_txt, TaskLine};
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::CStr;
 use std::fs;
@@ -33,6 +34,7 @@ pub struct RecordSummary<'a> {
 /// directory with an `info` file is complete).
 pub fn finish(dir: &Path, summary: &RecordSummary<'_>) -> anyhow::Result<()> {
     let tids = trim_data_files(dir)?;
+    add_map_build_ids(dir)?;
     write_sym_files(dir)?;
     let info = build_info(summary, tids);
     let path = dir.join("info");
@@ -301,11 +303,9 @@ fn ctime(t: libc::time_t) -> String {
         .to_string()
 }
 
-/// Writes `<basename>.sym` for every module named in a session map (data-format §7).
-pub fn write_sym_files(dir: &Path) -> anyhow::Result<()> {
-    // Module path -> build-id as the map has it (the reader picks file names from it).
-    let mut modules: Vec<(String, Option<String>)> = Vec::new();
-    let mut entries: Vec<_> = fs::read_dir(dir)
+/// The session map files of `dir`, sorted.
+fn map_files(dir: &Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    let mut maps: Vec<_> = fs::read_dir(dir)
         .with_context(|| format!("cannot read {}", dir.display()))?
         .filter_map(Result::ok)
         .map(|e| e.path())
@@ -315,8 +315,48 @@ pub fn write_sym_files(dir: &Path) -> anyhow::Result<()> {
                 .is_some_and(|n| n.starts_with("sid-") && n.ends_with(".map"))
         })
         .collect();
-    entries.sort();
-    for map in entries {
+    maps.sort();
+    Ok(maps)
+}
+
+/// Appends ` build-id:<hex>` to every module line of the session maps that lacks one, as
+/// uftrace does at the end of recording (data-format §5).
+pub fn add_map_build_ids(dir: &Path) -> anyhow::Result<()> {
+    let mut ids: HashMap<String, Option<String>> = HashMap::new();
+    for map in map_files(dir)? {
+        let Ok(text) = fs::read_to_string(&map) else {
+            continue;
+        };
+        let mut out = String::with_capacity(text.len() + 512);
+        for line in text.lines() {
+            out.push_str(line);
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let has_id = words.iter().any(|w| w.starts_with("build-id:"));
+            if words.len() > 5 && !words[5].starts_with('[') && !has_id {
+                let path = words[5..].join(" ");
+                let id = ids
+                    .entry(path)
+                    .or_insert_with_key(|p| build_id_of(Path::new(p)));
+                if let Some(id) = id {
+                    out.push_str(" build-id:");
+                    out.push_str(id);
+                }
+            }
+            out.push('\n');
+        }
+        if out != text {
+            fs::write(&map, out).with_context(|| format!("cannot write {}", map.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes `<basename>.sym` for every module named in a session map, and for every library
+/// loaded with `dlopen` (`DLOP` lines of `task.txt`) that can still be found (data-format §7).
+pub fn write_sym_files(dir: &Path) -> anyhow::Result<()> {
+    // Module path -> build-id as the map has it (the reader picks file names from it).
+    let mut modules: Vec<(String, Option<String>)> = Vec::new();
+    for map in map_files(dir)? {
         let text = fs::read_to_string(&map).unwrap_or_default();
         for m in parse_maps(&text) {
             let base = basename(&m.path);
@@ -325,6 +365,15 @@ pub fn write_sym_files(dir: &Path) -> anyhow::Result<()> {
             }
             if !modules.iter().any(|(p, _)| *p == m.path) {
                 modules.push((m.path, m.build_id));
+            }
+        }
+    }
+    let tasks = fs::read_to_string(dir.join("task.txt")).unwrap_or_default();
+    let tasks = parse_task_txt(&tasks, &dir.join("task.txt")).unwrap_or_default();
+    for line in tasks {
+        if let TaskLine::Dlop { libname, .. } = line {
+            if !modules.iter().any(|(p, _)| *p == libname) {
+                modules.push((libname, None));
             }
         }
     }
@@ -422,6 +471,49 @@ mod tests {
         );
         assert_eq!(format_mem(512, 1000), "512.0 / 1000.0 KB (free / total)");
         assert_eq!(format_mem(1024, 2048), "1.0 / 2.0 MB (free / total)");
+    }
+
+    #[test]
+    fn maps_get_build_ids_and_modules_get_sym_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let map = "5555000-5556000 r-xp 00000000 00:00 0 /bin/true\n\
+                   7f00000-7f01000 r-xp 00000000 00:00 0 /x/libmcount.so\n\
+                   7ffd000-7ffe000 rw-p 00000000 00:00 0 [stack]\n";
+        fs::write(d.join("sid-0123456789abcdef.map"), map).unwrap();
+        // A second session with another module of the same basename.
+        fs::write(
+            d.join("sid-1123456789abcdef.map"),
+            "5555000-5556000 r-xp 00000000 00:00 0 /usr/bin/true\n",
+        )
+        .unwrap();
+        fs::write(
+            d.join("task.txt"),
+            "DLOP timestamp=1.000000000 tid=1 sid=0123456789abcdef base=7f0000 \
+             libname=\"/bin/sh\"\n",
+        )
+        .unwrap();
+        add_map_build_ids(d).unwrap();
+        let text = fs::read_to_string(d.join("sid-0123456789abcdef.map")).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        if let Some(id) = build_id_of(Path::new("/bin/true")) {
+            assert_eq!(
+                lines[0],
+                format!("5555000-5556000 r-xp 00000000 00:00 0 /bin/true build-id:{id}")
+            );
+        }
+        assert_eq!(lines[2], "7ffd000-7ffe000 rw-p 00000000 00:00 0 [stack]");
+        write_sym_files(d).unwrap();
+        let sym = record_format::sym::parse_sym(&fs::read_to_string(d.join("true.sym")).unwrap());
+        assert_eq!(sym.path_name.as_deref(), Some("/bin/true"));
+        assert!(!d.join("libmcount.so.sym").exists());
+        let second: Vec<_> = fs::read_dir(d)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with("true-") && n.ends_with(".sym"))
+            .collect();
+        assert_eq!(second.len(), 1, "{second:?}");
+        assert!(d.join("sh.sym").is_file() || !Path::new("/bin/sh").is_file());
     }
 
     #[test]

@@ -21,6 +21,11 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// Whether libmcount applies `-F`/`-N`/`-T`/`-D` (`UTRACE_FILTER`, `UTRACE_TRIGGER`,
+/// `UTRACE_DEPTH`) while recording. It does not yet, so `live` keeps those options for its
+/// replay phase instead of dropping them as uftrace does; set this once the runtime filters.
+pub const RUNTIME_APPLIES_FILTERS: bool = false;
+
 /// Largest `--max-stack`.
 const MAX_STACK_LIMIT: u32 = 65535;
 const PAGE_SIZE: u64 = 4096;
@@ -243,6 +248,30 @@ fn prepend_list(name: &str, value: &std::ffi::OsStr, sep: &str) -> OsString {
     out
 }
 
+/// `--time`: the elapsed, system and user time of the program on stdout (cli.md §3.4).
+fn print_times(ended: &launch::Ended) {
+    use std::io::Write;
+    let elapsed = format!(
+        "{}.{:09} sec",
+        ended.elapsed_ns / 1_000_000_000,
+        ended.elapsed_ns % 1_000_000_000
+    );
+    let (sys, usr) = (ended.usage.ru_stime, ended.usage.ru_utime);
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "elapsed time: {elapsed:>20}");
+    let _ = writeln!(
+        out,
+        " system time: {:6}.{:06}000 sec",
+        sys.tv_sec, sys.tv_usec
+    );
+    let _ = writeln!(
+        out,
+        "   user time: {:6}.{:06}000 sec",
+        usr.tv_sec, usr.tv_usec
+    );
+    let _ = out.flush();
+}
+
 /// Records `inv.program` into `target`; returns how the program ended. Prints nothing on
 /// success (the program's own output passes through).
 pub fn record(
@@ -299,6 +328,9 @@ pub fn record(
         env_remove: CONTRACT_VARS.to_vec(),
     })?;
 
+    if inv.args.record.time {
+        print_times(&ended);
+    }
     let cmdline: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
