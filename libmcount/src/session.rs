@@ -2,8 +2,8 @@
 //! `SESS`/`TASK` lines, the `sid-<SID>.map` snapshot, and the process-exit destructor.
 //!
 //! The constructor runs from `.init_array` after the program's `DT_NEEDED` libraries and
-//! before the executable's own constructors; hooks that fire earlier find [`STATE`] not
-//! `ON` and return. Allocation and `std` are fine here (cold path, single-threaded).
+//! before the executable's own constructors; hooks that fire earlier find the session state
+//! not `ON` and return. Allocation and `std` are fine here (cold path, single-threaded).
 
 use crate::{clock, sys, tasklog, thread};
 use core::sync::atomic::{AtomicI32, AtomicU8, AtomicUsize, Ordering};

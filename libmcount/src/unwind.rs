@@ -12,7 +12,8 @@
 //!   real one, then pop the frames the unwinder removed — every frame whose return slot is at
 //!   or below the thunk's own return slot — with EXIT records, and hijack the others again;
 //! * an entry hook that finds `in_exception` set (traced code called from a landing pad) does
-//!   the same with its own slot as the boundary (see `entry`).
+//!   the same with its own slot as the boundary (see `entry`);
+//! * `backtrace` (glibc, also a stack walker): restore the slots, walk, hijack them again.
 
 use crate::arch::exit_trampoline_addr;
 use crate::thread;
@@ -94,4 +95,41 @@ pub extern "C" fn begin_catch(exc: *mut c_void, slot: usize) -> *mut c_void {
         }
     }
     ret
+}
+
+static BACKTRACE: AtomicUsize = AtomicUsize::new(0);
+
+/// Reached by a tail jump from the `backtrace` thunk (so it returns straight to the caller);
+/// `sp` is the caller's stack pointer.
+pub extern "C" fn backtrace(buf: *mut *mut c_void, size: i32, sp: usize) -> i32 {
+    let f = real(&BACKTRACE, c"backtrace");
+    // SAFETY: `f` is glibc's backtrace, which has this signature.
+    let f: extern "C" fn(*mut *mut c_void, i32) -> i32 = unsafe { core::mem::transmute(f) };
+    let tramp = exit_trampoline_addr();
+    let td = thread::existing().filter(|td| !td.guard && !td.in_exception);
+    let Some(td) = td else {
+        return drop_own_frame(buf, f(buf, size));
+    };
+    td.guard = true;
+    td.prune(|slot| slot < sp);
+    // SAFETY: every frame left has its slot at or above the caller's stack pointer: live.
+    unsafe { td.restore_slots(tramp) };
+    let n = f(buf, size);
+    // SAFETY: the same frames are still live (backtrace only reads the stack).
+    unsafe { td.rehijack_slots(tramp) };
+    td.guard = false;
+    drop_own_frame(buf, n)
+}
+
+/// Removes the first entry (this wrapper's own frame) so the caller sees what it would have
+/// seen without libmcount.
+fn drop_own_frame(buf: *mut *mut c_void, n: i32) -> i32 {
+    if n <= 1 || buf.is_null() {
+        return n;
+    }
+    let n = n as usize;
+    // SAFETY: backtrace filled `n` entries of `buf`.
+    let entries = unsafe { core::slice::from_raw_parts_mut(buf, n) };
+    entries.copy_within(1.., 0);
+    n as i32 - 1
 }

@@ -285,6 +285,22 @@ pub unsafe extern "C" fn __cxa_begin_catch() {
     )
 }
 
+/// Interposed `backtrace`: passes the caller's stack pointer to `unwind::backtrace` and
+/// tail-jumps there.
+///
+/// # Safety
+/// As glibc's `backtrace`.
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn backtrace() {
+    naked_asm!(
+        "endbr64",
+        "lea rdx, [rsp + 8]",
+        "jmp {handler}",
+        handler = sym crate::unwind::backtrace,
+    )
+}
+
 /// Address written into hijacked return slots.
 #[inline]
 pub fn exit_trampoline_addr() -> usize {
