@@ -19,6 +19,7 @@ static STATE: AtomicU8 = AtomicU8::new(OFF);
 static DIRFD: AtomicI32 = AtomicI32::new(-1);
 static WINDOW: AtomicUsize = AtomicUsize::new(env::DEFAULT_BUFFER);
 static MAX_STACK: AtomicUsize = AtomicUsize::new(env::DEFAULT_MAX_STACK);
+static DEPTH: AtomicUsize = AtomicUsize::new(usize::MAX);
 static KEY: AtomicUsize = AtomicUsize::new(usize::MAX);
 pub(crate) static LOGFD: AtomicI32 = AtomicI32::new(2);
 
@@ -31,6 +32,8 @@ pub struct Config {
     pub dirfd: i32,
     pub window: usize,
     pub max_stack: usize,
+    /// `-D`: functions this deep or deeper are not hooked.
+    pub depth: usize,
 }
 
 /// Whether hooks may start new functions.
@@ -45,6 +48,7 @@ pub fn config() -> Option<Config> {
         dirfd: DIRFD.load(Ordering::Relaxed),
         window: WINDOW.load(Ordering::Relaxed),
         max_stack: MAX_STACK.load(Ordering::Relaxed),
+        depth: DEPTH.load(Ordering::Relaxed),
     })
 }
 
@@ -160,6 +164,13 @@ pub extern "C" fn init() {
     }
     if let Some(m) = env_usize(env::MAX_STACK).filter(|&m| m > 0) {
         MAX_STACK.store(m.min(65535), Ordering::Relaxed);
+    }
+    // -D alone is applied here (deeper functions are not even hooked). With -F/-N/-T the depth
+    // counts from the matching function, which only the replay-side filter engine knows.
+    let filtered =
+        std::env::var_os(env::FILTER).is_some() || std::env::var_os(env::TRIGGER).is_some();
+    if let Some(d) = env_usize(env::DEPTH).filter(|&d| d > 0 && !filtered) {
+        DEPTH.store(d, Ordering::Relaxed);
     }
 
     let mut key: libc::pthread_key_t = 0;

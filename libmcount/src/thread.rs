@@ -33,8 +33,10 @@ pub struct ThreadState {
     /// Set while a handler runs: nested hooks (signal handlers, interposed functions called by
     /// libmcount) return at once.
     pub guard: bool,
-    /// No new entries (thread teardown, fatal writer error); exits still pop.
+    /// No new entries (thread teardown); exits still pop.
     pub disabled: bool,
+    /// Functions at this depth or deeper are not hooked (`-D`).
+    pub depth_limit: usize,
     /// A C++ exception is being unwound: return slots are restored (see `unwind`).
     pub in_exception: bool,
     pub tid: i32,
@@ -51,6 +53,7 @@ impl ThreadState {
         ThreadState {
             guard: false,
             disabled: false,
+            depth_limit: usize::MAX,
             in_exception: false,
             tid,
             rstack,
@@ -68,7 +71,7 @@ impl ThreadState {
         child_ip: usize,
         tramp: usize,
     ) -> Hook {
-        if self.disabled {
+        if self.disabled || self.rstack.len() >= self.depth_limit {
             return Hook::None;
         }
         if self.rstack.is_full() {
@@ -180,7 +183,7 @@ impl ThreadState {
         self.writer.prepare();
         let start = clock::now();
         // Once entries overflow, later ones overflow too, so that exits pair up.
-        let overflowing = depth != self.rstack.len();
+        let overflowing = depth != self.rstack.len() || depth >= self.depth_limit;
         if overflowing
             || !self.rstack.push(Frame {
                 parent_loc: NO_SLOT,
@@ -274,6 +277,7 @@ pub fn init_current(announce: bool) -> usize {
     let rstack = unsafe { ShadowStack::from_raw(mem.add(header) as *mut Frame, cfg.max_stack) };
     let mut state = ThreadState::new(rstack, DatWriter::new(cfg.dirfd, tid, cfg.window), tid);
     state.map_len = map_len;
+    state.depth_limit = cfg.depth;
     let td = mem as *mut ThreadState;
     // SAFETY: the mapping is page-aligned, writable and large enough for the header.
     unsafe { td.write(state) };
@@ -455,6 +459,22 @@ mod tests {
                 (X, 1, 5)
             ]
         );
+    }
+
+    #[test]
+    fn depth_limit() {
+        let recs = run(|td| {
+            td.depth_limit = 2;
+            assert_eq!(td.enter(0x1000, 7, 1, TRAMP), Hook::Hijack);
+            assert_eq!(td.enter(0x0f00, 7, 2, TRAMP), Hook::Hijack);
+            assert_eq!(td.enter(0x0e00, 7, 3, TRAMP), Hook::None);
+            td.cyg_enter(4, 0);
+            td.cyg_enter(5, 0);
+            td.cyg_exit(5);
+            td.cyg_exit(4);
+            assert_eq!(td.rstack.depth(), 2);
+        });
+        assert_eq!(recs.len(), 2);
     }
 
     #[test]
