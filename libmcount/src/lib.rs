@@ -35,6 +35,7 @@ pub mod sys;
 pub mod tasklog;
 pub mod thread;
 pub mod unwind;
+pub mod wrap;
 
 /// Writes `utrace: <msg> (errno N)` to the log descriptor (stderr unless `UTRACE_LOGFD`).
 pub(crate) fn log_error(msg: &[u8], errno: i32) {

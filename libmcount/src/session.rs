@@ -52,6 +52,11 @@ pub fn config() -> Option<Config> {
     })
 }
 
+/// Whether `fd` is the data-directory descriptor of the running session.
+pub fn is_own_fd(fd: i32) -> bool {
+    tracing() && DIRFD.load(Ordering::Relaxed) == fd
+}
+
 /// Hands the thread's state to the `pthread` key so its destructor runs at thread exit.
 pub fn register_thread(td: usize) {
     let key = KEY.load(Ordering::Relaxed);
@@ -181,6 +186,7 @@ pub extern "C" fn init() {
     // SAFETY: fork_child is a plain extern "C" fn without arguments.
     unsafe { libc::pthread_atfork(None, None, Some(thread::fork_child)) };
 
+    crate::wrap::init();
     let sid = session_id();
     let pid = sys::getpid();
     let exename = std::fs::read_link("/proc/self/exe").unwrap_or_default();
