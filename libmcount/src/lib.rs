@@ -28,6 +28,7 @@
 pub mod arch;
 pub mod buffer;
 pub mod clock;
+pub mod crash;
 pub mod entry;
 pub mod rstack;
 pub mod session;

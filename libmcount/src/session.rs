@@ -187,6 +187,7 @@ pub extern "C" fn init() {
     unsafe { libc::pthread_atfork(None, None, Some(thread::fork_child)) };
 
     crate::wrap::init();
+    crate::crash::install();
     let sid = session_id();
     let pid = sys::getpid();
     let exename = std::fs::read_link("/proc/self/exe").unwrap_or_default();
