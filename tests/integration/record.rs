@@ -363,3 +363,14 @@ fn live_filters_like_uftrace() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A bare name is the file in the current directory when there is one (cli.md §3), even if
+/// `$PATH` has a program of that name.
+#[test]
+fn bare_name_in_current_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(util::testprog("abc", Mode::Pg), tmp.path().join("true")).unwrap();
+    let out = utrace_in(tmp.path(), &["--no-pager", "--no-libcall", "true"]);
+    assert_status(&out, 0);
+    assert!(out.stdout.contains("| main() {"), "{out}");
+}

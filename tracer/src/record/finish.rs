@@ -5,7 +5,7 @@
 use super::launch::Ended;
 use super::program::{build_id_of, Program};
 use anyhow::Context;
-use record_format::dat::{event_payload_len, read_header};
+use record_format::dat::{event_payload_len, read_header, DatFile};
 use record_format::info::{feat, CpuInfo, Info, InfoHeader, OsInfo, UsageInfo};
 use record_format::maps::parse_maps;
 use record_format::raw::{RecordKind, RECORD_SIZE};
@@ -58,9 +58,11 @@ pub fn trim_data_files(dir: &Path) -> anyhow::Result<Vec<u32>> {
             continue;
         };
         let path = entry.path();
-        let bytes = fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        let valid = valid_length(&bytes);
-        if valid < bytes.len() {
+        // Mapped, not read: a data file can be far larger than memory.
+        let data = DatFile::open(&path, tid)?;
+        let (valid, len) = (valid_length(data.bytes()), data.bytes().len());
+        drop(data);
+        if valid < len {
             let file = fs::OpenOptions::new()
                 .write(true)
                 .open(&path)

@@ -226,6 +226,12 @@ fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Settings>
     if plthook {
         set(env::PLTHOOK, "1".to_string());
     }
+    if r.kernel || r.kernel_only || r.kernel_depth.is_some() {
+        notices.warn("kernel tracing is not supported yet: recording user functions only");
+    }
+    if !r.patch.is_empty() {
+        notices.warn("dynamic patching (-P) is not supported yet: ignoring it");
+    }
     if r.no_pltbind {
         set("LD_BIND_NOT", "1".to_string());
     }
@@ -246,6 +252,21 @@ fn prepend_list(name: &str, value: &std::ffi::OsStr, sep: &str) -> OsString {
         out.push(old);
     }
     out
+}
+
+/// Longest `cmdline` stored: uftrace reads `info` lines into a 4096-byte buffer.
+const MAX_CMDLINE: usize = 4000;
+
+/// `text` cut to at most `max` bytes, at a character boundary.
+fn clip(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
 }
 
 /// `--time`: the elapsed, system and user time of the program on stdout (cli.md §3.4).
@@ -322,7 +343,8 @@ pub fn record(
         ),
     ));
     let ended = launch::run(&launch::Launch {
-        exe: &program.path,
+        // Absolute: a bare name found in the current directory must not be searched in $PATH.
+        exe: &program.absolute,
         argv,
         env,
         env_remove: CONTRACT_VARS.to_vec(),
@@ -338,7 +360,7 @@ pub fn record(
     let summary = finish::RecordSummary {
         program: &program,
         ended: &ended,
-        cmdline: cmdline.join(" "),
+        cmdline: clip(cmdline.join(" "), MAX_CMDLINE),
         max_stack: settings.max_stack,
         plthook: settings.plthook,
         pattern_type: settings.pattern_type,
@@ -371,6 +393,13 @@ mod tests {
                 "Usage: invalid size: x"
             ]
         );
+    }
+
+    #[test]
+    fn long_command_lines_are_clipped() {
+        assert_eq!(clip("abc".into(), 5), "abc");
+        assert_eq!(clip("abcdef".into(), 4), "abcd");
+        assert_eq!(clip("aé".into(), 2), "a");
     }
 
     #[test]

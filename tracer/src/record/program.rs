@@ -22,9 +22,8 @@ const NT_GNU_BUILD_ID: u32 = 3;
 /// The checked program.
 #[derive(Debug, Clone)]
 pub struct Program {
-    /// The path as found (as given, or in `$PATH`); used to run it.
-    pub path: PathBuf,
-    /// The absolute path, symlinks resolved (the `exename` of `info`).
+    /// The path as found (as given, or in `$PATH`), made absolute with symlinks resolved: what
+    /// is run, and the `exename` of `info`.
     pub absolute: PathBuf,
     /// GNU build-id, 40 lowercase hex digits (or whatever length the note has).
     pub build_id: Option<String>,
@@ -110,7 +109,6 @@ pub fn check_program(name: &OsStr, force: bool) -> anyhow::Result<Program> {
         build_id: build_id(&elf, &bytes),
         elf_class: elf.header.e_ident[goblin::elf::header::EI_CLASS],
         endian: elf.header.e_ident[goblin::elf::header::EI_DATA],
-        path,
     })
 }
 
@@ -121,7 +119,6 @@ fn unchecked(path: PathBuf) -> Program {
         build_id: None,
         elf_class: 2,
         endian: 1,
-        path,
     }
 }
 
