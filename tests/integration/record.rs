@@ -277,6 +277,7 @@ same_as_uftrace! {
     record_exec: "exec", Mode::Pg, &[];
     record_signal: "signal", Mode::Pg, &[];
     record_sleep: "sleep", Mode::Pg, &[];
+    record_cxx: "cxx", Mode::Pg, &[];
 }
 
 /// cli.md §10: a non-zero exit gives the trace and status 1; a signal gives the warning first,
