@@ -1,5 +1,5 @@
 //! `utrace record` and `utrace live`: the recorder's checks, messages and exit statuses, and
-//! (once libmcount records) data that replays like uftrace's own recording.
+//! data that replays like uftrace's own recording.
 //!
 //! The end-to-end tests record a test program with utrace and with uftrace, then compare, per
 //! task and by function column, `uftrace replay` and `utrace replay` of utrace's data with
@@ -374,4 +374,63 @@ fn bare_name_in_current_directory() {
     let out = utrace_in(tmp.path(), &["--no-pager", "--no-libcall", "true"]);
     assert_status(&out, 0);
     assert!(out.stdout.contains("| main() {"), "{out}");
+}
+
+/// `--time` prints the times after the program's output; `--no-randomize-addr` loads the
+/// program at the same address every time; `live --record` keeps its data in the data directory.
+#[test]
+fn other_record_options() {
+    let prog = util::testprog("abc", Mode::Pg);
+    let prog = prog.to_str().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = utrace_in(tmp.path(), &["record", "--time", "--no-libcall", prog]);
+    assert_status(&out, 0);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(
+        lines[0].starts_with("elapsed time: ") && lines[0].ends_with(" sec"),
+        "{out}"
+    );
+    assert_eq!(lines[0].len(), "elapsed time: ".len() + 20, "{out}");
+    assert!(lines[1].starts_with(" system time: "), "{out}");
+    assert!(lines[2].starts_with("   user time: "), "{out}");
+
+    let first_map = |dir: &str| {
+        let dir = tmp.path().join(dir);
+        let map = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .find(|e| e.file_name().to_string_lossy().starts_with("sid-"))
+            .expect("a session map");
+        let text = std::fs::read_to_string(map.path()).unwrap();
+        text.lines().next().unwrap_or_default().to_string()
+    };
+    for dir in ["n1", "n2"] {
+        let args = [
+            "record",
+            "--no-randomize-addr",
+            "--no-libcall",
+            "-d",
+            dir,
+            prog,
+        ];
+        assert_status(&utrace_in(tmp.path(), &args), 0);
+    }
+    assert_eq!(first_map("n1"), first_map("n2"));
+
+    let out = utrace_in(
+        tmp.path(),
+        &[
+            "live",
+            "--record",
+            "-d",
+            "kept",
+            "--no-pager",
+            "--no-libcall",
+            prog,
+        ],
+    );
+    assert_status(&out, 0);
+    assert!(out.stdout.contains("| main() {"), "{out}");
+    assert!(tmp.path().join("kept/info").is_file());
 }

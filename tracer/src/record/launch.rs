@@ -40,6 +40,8 @@ pub struct Launch<'a> {
     pub env: Vec<(String, OsString)>,
     /// Variables to remove (stale contract variables inherited from our own environment).
     pub env_remove: Vec<&'static str>,
+    /// `--no-randomize-addr`: run the program without address space randomization.
+    pub no_randomize: bool,
 }
 
 /// How the program and its descendants ended.
@@ -85,6 +87,9 @@ pub fn run(launch: &Launch<'_>) -> anyhow::Result<Ended> {
     if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) } != 0 {
         return Err(std::io::Error::last_os_error()).context("cannot become a child subreaper");
     }
+    if launch.no_randomize {
+        disable_aslr();
+    }
     let mut cmd = Command::new(launch.exe);
     if let Some(arg0) = launch.argv.first() {
         cmd.arg0(arg0);
@@ -122,6 +127,19 @@ pub fn run(launch: &Launch<'_>) -> anyhow::Result<Ended> {
         elapsed_ns,
         started_at,
     })
+}
+
+/// Adds `ADDR_NO_RANDOMIZE` to this process's execution domain; children inherit it and keep
+/// it across exec. The recorder itself is already mapped, so nothing changes for it.
+fn disable_aslr() {
+    const QUERY: libc::c_ulong = 0xffff_ffff;
+    // SAFETY: personality() with 0xffffffff only returns the current persona.
+    let current = unsafe { libc::personality(QUERY) };
+    if current >= 0 {
+        let persona = current as libc::c_ulong | libc::ADDR_NO_RANDOMIZE as libc::c_ulong;
+        // SAFETY: setting ADDR_NO_RANDOMIZE only affects the layout of images exec'd later.
+        unsafe { libc::personality(persona) };
+    }
 }
 
 /// Reaps children until none is left; returns the wait status of `main`.

@@ -348,6 +348,7 @@ pub fn record(
         argv,
         env,
         env_remove: CONTRACT_VARS.to_vec(),
+        no_randomize: inv.args.record.no_randomize_addr,
     })?;
 
     if inv.args.record.time {
