@@ -396,6 +396,73 @@ mod tests {
         );
     }
 
+    fn settings_of(words: &[&str]) -> (Settings, Notices) {
+        let mut argv = vec![OsString::from("utrace")];
+        argv.extend(words.iter().map(OsString::from));
+        let mut n = Notices::silent();
+        let inv = crate::invocation::parse_command_line(argv, &mut n).unwrap();
+        (settings(&inv, &mut n).unwrap(), n)
+    }
+
+    fn var<'a>(s: &'a Settings, name: &str) -> Option<&'a str> {
+        s.env
+            .iter()
+            .find(|(k, _)| k == name)
+            .and_then(|(_, v)| v.to_str())
+    }
+
+    #[test]
+    fn options_become_the_env_contract() {
+        let (s, n) = settings_of(&[
+            "record",
+            "-F",
+            "main",
+            "-N",
+            "b",
+            "-T",
+            "c@depth=1",
+            "-T",
+            "d@trace_off",
+            "-D",
+            "3",
+            "-t",
+            "1.5us",
+            "-b",
+            "8k",
+            "--max-stack=100",
+            "--match=glob",
+            "./x",
+        ]);
+        assert!(n.stdout_lines().is_empty(), "{:?}", n.stdout_lines());
+        assert_eq!(var(&s, env::FILTER), Some("main;!b"));
+        assert_eq!(var(&s, env::TRIGGER), Some("c@depth=1;d@trace_off"));
+        assert_eq!(var(&s, env::DEPTH), Some("3"));
+        assert_eq!(var(&s, env::THRESHOLD), Some("1500"));
+        assert_eq!(var(&s, env::BUFFER), Some("8192"));
+        assert_eq!(var(&s, env::MAX_STACK), Some("100"));
+        assert_eq!(var(&s, env::PATTERN), Some("glob"));
+        assert_eq!(var(&s, env::PLTHOOK), Some("1"));
+        assert_eq!(s.max_stack, 100);
+        assert_eq!(s.time_filter.as_deref(), Some("1.5us"));
+
+        let (s, _) = settings_of(&["record", "--no-libcall", "./x"]);
+        assert_eq!(var(&s, env::PLTHOOK), None);
+        assert_eq!(var(&s, env::FILTER), None);
+        assert_eq!(var(&s, env::MAX_STACK), Some("1024"));
+        assert!(!s.plthook);
+
+        let (s, n) = settings_of(&["record", "--max-stack=0", "-D", "0", "./x"]);
+        assert_eq!(s.max_stack, 1024);
+        assert_eq!(var(&s, env::DEPTH), None);
+        assert_eq!(
+            n.stdout_lines(),
+            [
+                "Usage: max stack depth should be >0 and <65535",
+                "Usage: invalid depth given: 0 (ignoring..)"
+            ]
+        );
+    }
+
     #[test]
     fn long_command_lines_are_clipped() {
         assert_eq!(clip("abc".into(), 5), "abc");
