@@ -433,4 +433,11 @@ fn other_record_options() {
     assert_status(&out, 0);
     assert!(out.stdout.contains("| main() {"), "{out}");
     assert!(tmp.path().join("kept/info").is_file());
+
+    // --nop runs the program only.
+    let nop = tempfile::tempdir().unwrap();
+    let out = utrace_in(nop.path(), &["--nop", "--no-pager", prog]);
+    assert_status(&out, 0);
+    assert!(out.stdout.is_empty(), "{out}");
+    assert!(std::fs::read_dir(nop.path()).unwrap().next().is_none());
 }

@@ -13,6 +13,9 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     if inv.program.is_empty() {
         return Ok(super::missing_program(notices));
     }
+    if inv.args.record.nop {
+        return Ok(record::run_untraced(inv)?.report(notices));
+    }
     // Removed with its contents when this function returns, also on errors.
     let mut temp = None;
     let dir = if inv.args.record.record {

@@ -10,6 +10,9 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     if inv.program.is_empty() {
         return Ok(super::missing_program(notices));
     }
+    if inv.args.record.nop {
+        return Ok(record::run_untraced(inv)?.report(notices));
+    }
     let dir = inv.args.data.record_dir();
     let ended = record::record(inv, notices, Target::Fresh(&dir))?;
     Ok(ended.report(notices))

@@ -293,6 +293,46 @@ fn print_times(ended: &launch::Ended) {
     let _ = out.flush();
 }
 
+/// `LD_PRELOAD` with libmcount, and the glibc tunables the runtime needs.
+fn runtime_env(libmcount: &Path) -> Vec<(String, OsString)> {
+    vec![
+        (
+            "LD_PRELOAD".to_string(),
+            prepend_list("LD_PRELOAD", libmcount.as_os_str(), ":"),
+        ),
+        // CET shadow stacks would kill the program at the first hijacked return (runtime.md
+        // §6.16).
+        (
+            "GLIBC_TUNABLES".to_string(),
+            prepend_list(
+                "GLIBC_TUNABLES",
+                "glibc.cpu.hwcaps=-IBT,-SHSTK".as_ref(),
+                ":",
+            ),
+        ),
+    ]
+}
+
+/// `--nop`: runs the program as `record` would, but records nothing: libmcount is preloaded
+/// without `UTRACE_DIR`, so its hooks stay no-ops (and glibc's gprof hooks stay unused).
+pub fn run_untraced(inv: &Invocation) -> anyhow::Result<Termination> {
+    let argv = &inv.program;
+    let name = argv.first().context("no program to run")?;
+    let program = program::check_program(name, inv.args.record.force)?;
+    let libmcount = launch::find_libmcount(inv.args.common.libmcount_path.as_deref())?;
+    let ended = launch::run(&launch::Launch {
+        exe: &program.absolute,
+        argv,
+        env: runtime_env(&libmcount),
+        env_remove: CONTRACT_VARS.to_vec(),
+        no_randomize: inv.args.record.no_randomize_addr,
+    })?;
+    if inv.args.record.time {
+        print_times(&ended);
+    }
+    Ok(Termination::from_raw(ended.raw_status))
+}
+
 /// Records `inv.program` into `target`; returns how the program ended. Prints nothing on
 /// success (the program's own output passes through).
 pub fn record(
@@ -329,19 +369,7 @@ pub fn record(
 
     let mut env = settings.env.clone();
     env.push((env::DIR.to_string(), dir.clone().into_os_string()));
-    env.push((
-        "LD_PRELOAD".to_string(),
-        prepend_list("LD_PRELOAD", libmcount.as_os_str(), ":"),
-    ));
-    // CET shadow stacks would kill the program at the first hijacked return (runtime.md §6.16).
-    env.push((
-        "GLIBC_TUNABLES".to_string(),
-        prepend_list(
-            "GLIBC_TUNABLES",
-            "glibc.cpu.hwcaps=-IBT,-SHSTK".as_ref(),
-            ":",
-        ),
-    ));
+    env.extend(runtime_env(&libmcount));
     let ended = launch::run(&launch::Launch {
         // Absolute: a bare name found in the current directory must not be searched in $PATH.
         exe: &program.absolute,
