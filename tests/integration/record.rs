@@ -441,3 +441,57 @@ fn other_record_options() {
     assert!(out.stdout.is_empty(), "{out}");
     assert!(std::fs::read_dir(nop.path()).unwrap().next().is_none());
 }
+
+/// SIGTERM to the recorder ends the program, and the recorder still finishes the data.
+#[test]
+fn sigterm_is_passed_to_the_program() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("nap.c");
+    std::fs::write(
+        &src,
+        "#include <unistd.h>\nint nap(void) { return sleep(30); }\n\
+         int main(void) { return nap(); }\n",
+    )
+    .unwrap();
+    let prog = tmp.path().join("nap");
+    let mut cc = Command::new("gcc");
+    cc.args(["-pg", "-O0", "-o"]).arg(&prog).arg(&src);
+    util::run(cc).assert_success();
+
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.current_dir(tmp.path())
+        .args(["record", "--no-libcall"])
+        .arg(&prog)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut guard = util::ChildGuard::new(cmd.spawn().unwrap());
+    // Wait until the program runs (libmcount has logged its thread).
+    let task = tmp.path().join("uftrace.data/task.txt");
+    let start = std::time::Instant::now();
+    while !std::fs::read_to_string(&task).is_ok_and(|t| t.contains("TASK ")) {
+        assert!(start.elapsed().as_secs() < 20, "the program did not start");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let pid = guard.child_mut().id().to_string();
+    util::run({
+        let mut kill = Command::new("kill");
+        kill.args(["-TERM", &pid]);
+        kill
+    })
+    .assert_success();
+    let start = std::time::Instant::now();
+    let status = guard.child_mut().wait().unwrap();
+    assert!(
+        start.elapsed().as_secs() < 20,
+        "the program was not stopped"
+    );
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(guard.child_mut().stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("WARN: child terminated by signal: 15: Terminated"),
+        "{stderr}"
+    );
+    assert!(tmp.path().join("uftrace.data/info").is_file());
+}

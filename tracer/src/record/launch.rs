@@ -7,6 +7,7 @@ use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Instant;
 
 /// The runtime library's file name.
@@ -62,6 +63,22 @@ pub struct Ended {
 /// than SIG_IGN, because an ignored signal would stay ignored in the program after exec.
 extern "C" fn ignore_signal(_: libc::c_int) {}
 
+/// The traced program while it runs (0 otherwise), for [`forward_signal`].
+static CHILD: AtomicI32 = AtomicI32::new(0);
+
+/// Passes SIGTERM/SIGHUP on to the program, so that stopping the recorder stops the program
+/// too and the recorder still finishes the data. Only async-signal-safe calls (an atomic load
+/// and kill).
+extern "C" fn forward_signal(sig: libc::c_int) {
+    // Relaxed: pairs with nothing; the value is set before the handler is installed.
+    let pid = CHILD.load(Ordering::Relaxed);
+    if pid > 0 {
+        // SAFETY: kill is async-signal-safe and touches no memory. `pid` is our child: CHILD
+        // is cleared right after the child is reaped, so its pid cannot have been reused.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
 /// Installs `handler` for `sig`, returning the previous action.
 fn set_handler(sig: libc::c_int, handler: libc::sighandler_t) -> libc::sigaction {
     // SAFETY: sigaction is plain data; all-zero is a valid value (empty mask, no flags).
@@ -105,13 +122,23 @@ pub fn run(launch: &Launch<'_>) -> anyhow::Result<Ended> {
     // SAFETY: time(NULL) only returns the current time.
     let started_at = unsafe { libc::time(std::ptr::null_mut()) };
     let start = Instant::now();
-    let handler = ignore_signal as extern "C" fn(libc::c_int) as *const () as libc::sighandler_t;
-    let old_int = set_handler(libc::SIGINT, handler);
-    let old_quit = set_handler(libc::SIGQUIT, handler);
+    let ignore = ignore_signal as extern "C" fn(libc::c_int) as *const () as libc::sighandler_t;
+    let forward = forward_signal as extern "C" fn(libc::c_int) as *const () as libc::sighandler_t;
+    let old_int = set_handler(libc::SIGINT, ignore);
+    let old_quit = set_handler(libc::SIGQUIT, ignore);
     let waited = cmd
         .spawn()
         .with_context(|| format!("cannot run '{}'", launch.exe.display()))
-        .map(|child| wait_all(child.id() as libc::pid_t));
+        .map(|child| {
+            let pid = child.id() as libc::pid_t;
+            CHILD.store(pid, Ordering::Relaxed);
+            let old_term = set_handler(libc::SIGTERM, forward);
+            let old_hup = set_handler(libc::SIGHUP, forward);
+            let status = wait_all(pid);
+            restore_handler(libc::SIGTERM, &old_term);
+            restore_handler(libc::SIGHUP, &old_hup);
+            status
+        });
     restore_handler(libc::SIGINT, &old_int);
     restore_handler(libc::SIGQUIT, &old_quit);
     let raw_status = waited??;
@@ -158,6 +185,7 @@ fn wait_all(main: libc::pid_t) -> anyhow::Result<i32> {
             }
         }
         if pid == main {
+            CHILD.store(0, Ordering::Relaxed);
             main_status = Some(status);
         }
     }
