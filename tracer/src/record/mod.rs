@@ -106,21 +106,36 @@ pub enum Target<'a> {
     Existing(&'a Path),
 }
 
+/// Whether `path` is a directory `record` may replace or delete: empty, or holding one of the
+/// files every data directory starts with. Anything else (`-d ~` by mistake) is left alone.
+fn is_data_dir(path: &Path) -> bool {
+    let Ok(mut entries) = std::fs::read_dir(path) else {
+        return false;
+    };
+    entries.next().is_none()
+        || ["info", "task.txt", "default.opts"]
+            .iter()
+            .any(|f| path.join(f).is_file())
+}
+
 /// Creates `dir` as `record` does (cli.md §1.4): an existing `dir` becomes `dir.old` (an
-/// existing `dir.old` is removed first); parents are not created.
+/// existing `dir.old` is removed first); parents are not created. Directories that are not
+/// data directories are never renamed or removed.
 pub fn prepare_dir(dir: &Path) -> anyhow::Result<()> {
     if dir.symlink_metadata().is_ok() {
+        if !is_data_dir(dir) {
+            anyhow::bail!("{} exists and is not a data directory", dir.display());
+        }
         let mut old = dir.as_os_str().to_os_string();
         old.push(".old");
         let old = PathBuf::from(old);
-        if old.is_dir() {
+        if old.symlink_metadata().is_ok() {
+            if !is_data_dir(&old) {
+                anyhow::bail!("{} exists and is not a data directory", old.display());
+            }
             std::fs::remove_dir_all(&old)
-        } else if old.symlink_metadata().is_ok() {
-            std::fs::remove_file(&old)
-        } else {
-            Ok(())
+                .with_context(|| format!("cannot remove {}", old.display()))?;
         }
-        .with_context(|| format!("cannot remove {}", old.display()))?;
         std::fs::rename(dir, &old)
             .with_context(|| format!("cannot rename {} to {}", dir.display(), old.display()))?;
     }
@@ -521,6 +536,20 @@ mod tests {
             "2"
         );
         assert!(std::fs::read_dir(&dir).unwrap().next().is_none());
+        // Other directories are left alone.
+        let other = tmp.path().join("home");
+        std::fs::create_dir(&other).unwrap();
+        std::fs::write(other.join("notes"), "x").unwrap();
+        let err = prepare_dir(&other).unwrap_err();
+        assert!(err
+            .to_string()
+            .ends_with("home exists and is not a data directory"));
+        assert!(other.join("notes").is_file());
+        std::fs::rename(&other, tmp.path().join("d.old")).unwrap();
+        std::fs::create_dir(tmp.path().join("d")).unwrap();
+        assert!(prepare_dir(&tmp.path().join("d")).is_err());
+        assert!(tmp.path().join("d.old/notes").is_file());
+
         let err = prepare_dir(&tmp.path().join("missing/parent")).unwrap_err();
         assert!(format!("{err:#}").contains("No such file or directory"));
     }
