@@ -430,17 +430,24 @@ mod tests {
         let mut stack = [0usize; 8];
         let base = stack.as_mut_ptr() as usize;
         let slot = |i: usize| base + i * 8;
+        // The runtime writes these words through raw pointers: access them the same way so the
+        // optimiser cannot assume they are unchanged.
+        // SAFETY (both): `i` < 8, so the pointer is a word of `stack`.
+        let get = |i: usize| unsafe { std::ptr::read_volatile((base + i * 8) as *const usize) };
+        let set = |i: usize, v: usize| unsafe {
+            std::ptr::write_volatile((base + i * 8) as *mut usize, v)
+        };
         let recs = run(|td| {
             for (i, ip) in [(7, 70), (5, 50), (3, 30)] {
-                stack[i] = ip;
+                set(i, ip);
                 td.enter(slot(i), ip, i, TRAMP);
-                stack[i] = TRAMP;
+                set(i, TRAMP);
             }
             // tail call from the innermost frame: same slot, saved address = trampoline
             td.enter(slot(3), TRAMP, 9, TRAMP);
             // SAFETY: all slots are words of `stack`.
             unsafe { td.restore_slots(TRAMP) };
-            assert_eq!((stack[7], stack[5], stack[3]), (70, 50, 30));
+            assert_eq!((get(7), get(5), get(3)), (70, 50, 30));
             // caught in the frame whose callee used slot 5: frames at slots <= 5 are gone
             assert_eq!(td.prune(|s| s <= slot(5)), 1);
             // SAFETY: as above.

@@ -193,7 +193,7 @@ pub fn parse_trigger(spec: &str, ty: MatchType, notices: &mut Vec<String>) -> (P
                 _ => notices.push(format!("invalid depth given: {v} (ignoring..)")),
             }
         } else if let Some(v) = lw.strip_prefix("time=") {
-            a.time = parse_time(v).ok();
+            a.time = parse_time(v, 3).ok().map(|p| p.ns);
         } else if let Some(v) = lw.strip_prefix("color=") {
             match color_code(v) {
                 Some(c) => a.color = Some(c),

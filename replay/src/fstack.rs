@@ -607,8 +607,7 @@ impl<'d, 'w> Engine<'d, 'w> {
         if leaf {
             let (_, exit) = self.merge.pop().expect("peeked above");
             self.consume(ti, &exit);
-            let ret =
-                Some(self.args_text(h.func, &exit, ti, true)).filter(|r| !r.is_empty());
+            let ret = Some(self.args_text(h.func, &exit, ti, true)).filter(|r| !r.is_empty());
             let slot = self.tasks[ti].slots[idx];
             let ctx = line_ctx(&self.merge, &self.tasks, ti, slot.addr, Some(h.func));
             self.printer.leaf(

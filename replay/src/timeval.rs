@@ -3,60 +3,88 @@
 
 use std::fmt::Write as _;
 
-/// Why a time value was rejected.
+const NSEC_PER_SEC: u64 = 1_000_000_000;
+
+/// A time value whose integer part has more digits than allowed. uftrace treats this as fatal
+/// so that `1000us` is written `1ms`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TimeError {
-    #[error("Limited 3 digits (before and after decimal point)")]
-    TooManyDigits,
-    #[error("invalid time: {0}")]
-    Invalid(String),
-    #[error("The unit '{0}' isn't supported")]
-    UnknownUnit(String),
+#[error("Limited {limit} digits (before and after decimal point)")]
+pub struct TooManyDigits {
+    pub limit: u32,
 }
 
-fn unit_ns(unit: &str) -> Option<u64> {
-    Some(match unit.to_ascii_lowercase().as_str() {
-        "" | "ns" | "nsec" => 1,
-        "us" | "usec" => 1_000,
-        "ms" | "msec" => 1_000_000,
-        "s" | "sec" => 1_000_000_000,
-        "m" | "min" => 60_000_000_000,
-        _ => return None,
+/// A parsed time value, and the unit that was not understood (uftrace warns
+/// `The unit 'x' isn't supported` and uses the bare number).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedTime {
+    pub ns: u64,
+    pub unknown_unit: Option<String>,
+}
+
+/// Splits `s` into its leading ASCII digits and the rest.
+fn leading_digits(s: &str) -> (&str, &str) {
+    let end = s
+        .bytes()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(s.len());
+    s.split_at(end)
+}
+
+/// Parses digits as a number, saturating instead of overflowing (an over-long number is then
+/// rejected by the digit limit rather than silently wrapped).
+fn saturating_number(digits: &str) -> u64 {
+    digits.bytes().fold(0u64, |acc, b| {
+        acc.saturating_mul(10).saturating_add(u64::from(b - b'0'))
     })
 }
 
-/// Parses `NUMBER[.FRACTION][UNIT]` into nanoseconds; the integer part must be < 1000, extra
-/// fraction digits beyond 3 are dropped. An unknown unit is an error carrying the bare number's
-/// interpretation in ns (uftrace warns and uses it).
-pub fn parse_time(s: &str) -> Result<u64, TimeError> {
-    let num_end = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(num_end);
-    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
-    if int.is_empty() && frac.is_empty() {
-        return Err(TimeError::Invalid(s.to_string()));
+/// Parses `NUMBER[.FRACTION][UNIT]` into nanoseconds. UNIT is one of `ns nsec us usec ms msec
+/// s sec m min` (any case); no unit means nanoseconds. The integer part must have at most
+/// `limit` digits and at most `limit` fraction digits are used (dropped, not rounded).
+pub fn parse_time(text: &str, limit: u32) -> Result<ParsedTime, TooManyDigits> {
+    let (int_digits, rest) = leading_digits(text);
+    let int = saturating_number(int_digits);
+    let (frac_digits, unit) = match rest.strip_prefix('.') {
+        Some(after_dot) => leading_digits(after_dot),
+        None => ("", rest),
+    };
+    if int >= 10u64.saturating_pow(limit) {
+        return Err(TooManyDigits { limit });
     }
-    let int_v: u64 = if int.is_empty() {
-        0
-    } else {
-        int.parse().map_err(|_| TimeError::Invalid(s.to_string()))?
+    let frac_digits = &frac_digits[..frac_digits.len().min(limit as usize)];
+    let frac = saturating_number(frac_digits);
+    let frac_scale = 10u64.pow(frac_digits.len() as u32);
+    let bare = |unknown_unit| {
+        Ok(ParsedTime {
+            ns: int,
+            unknown_unit,
+        })
     };
-    if int_v >= 1000 {
-        return Err(TimeError::TooManyDigits);
-    }
-    let frac3: String = frac.chars().take(3).collect();
-    let frac_v: u64 = if frac3.is_empty() {
-        0
-    } else {
-        format!("{frac3:0<3}")
-            .parse()
-            .map_err(|_| TimeError::Invalid(s.to_string()))?
+    let unit_ns = match unit.to_ascii_lowercase().as_str() {
+        "" | "ns" | "nsec" => return bare(None),
+        "us" | "usec" => 1_000,
+        "ms" | "msec" => 1_000_000,
+        "s" | "sec" => NSEC_PER_SEC,
+        "m" | "min" => 60 * NSEC_PER_SEC,
+        _ => return bare(Some(unit.to_string())),
     };
-    let Some(mult) = unit_ns(unit) else {
-        return Err(TimeError::UnknownUnit(unit.to_string()));
-    };
-    Ok(int_v * mult + frac_v * mult / 1000)
+    // frac < frac_scale, so the fractional part is below one unit and fits in u64.
+    let frac_ns = (u128::from(frac) * u128::from(unit_ns) / u128::from(frac_scale)) as u64;
+    Ok(ParsedTime {
+        ns: int.saturating_mul(unit_ns).saturating_add(frac_ns),
+        unknown_unit: None,
+    })
+}
+
+/// Parses an absolute timestamp `SEC[.NSEC]` as printed by `-f time`; a fraction with fewer
+/// than 9 digits is scaled (`.5` is half a second), extra digits are dropped.
+pub fn parse_timestamp(text: &str) -> u64 {
+    let (sec_digits, rest) = leading_digits(text);
+    let sec = saturating_number(sec_digits);
+    let frac_digits = rest.strip_prefix('.').map_or("", |r| leading_digits(r).0);
+    let frac_digits = &frac_digits[..frac_digits.len().min(9)];
+    let nsec = saturating_number(frac_digits) * 10u64.pow(9 - frac_digits.len() as u32);
+    sec.saturating_mul(NSEC_PER_SEC).saturating_add(nsec)
 }
 
 /// Appends `v` right-aligned in at least 3 columns.
@@ -144,11 +172,17 @@ mod tests {
 
     #[test]
     fn parse() {
-        assert_eq!(parse_time("1.5us"), Ok(1500));
-        assert_eq!(parse_time("1ms"), Ok(1_000_000));
-        assert_eq!(parse_time("10"), Ok(10));
-        assert_eq!(parse_time("2S"), Ok(2_000_000_000));
-        assert_eq!(parse_time("1000us"), Err(TimeError::TooManyDigits));
-        assert!(matches!(parse_time("3x"), Err(TimeError::UnknownUnit(_))));
+        let ns = |t| parse_time(t, 3).map(|p| p.ns);
+        assert_eq!(ns("1.5us"), Ok(1500));
+        assert_eq!(ns("1ms"), Ok(1_000_000));
+        assert_eq!(ns("10"), Ok(10));
+        assert_eq!(ns("2S"), Ok(2_000_000_000));
+        assert_eq!(ns("1.2345ms"), Ok(1_234_000));
+        assert_eq!(ns("1000us"), Err(TooManyDigits { limit: 3 }));
+        assert_eq!(
+            parse_time("3x", 3).unwrap().unknown_unit.as_deref(),
+            Some("x")
+        );
+        assert_eq!(parse_timestamp("502716.5"), 502_716_500_000_000);
     }
 }

@@ -3,90 +3,17 @@
 
 use crate::notice::Notices;
 use replay::{TimePoint, TimeRange};
-use std::fmt;
 
-const NSEC_PER_SEC: u64 = 1_000_000_000;
+pub use replay::timeval::{parse_timestamp, TooManyDigits};
 
-/// A time value whose integer part has more digits than allowed. uftrace treats this as fatal
-/// so that `1000us` is written `1ms`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TooManyDigits {
-    pub limit: u32,
-}
-
-impl fmt::Display for TooManyDigits {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "Limited {} digits (before and after decimal point)",
-            self.limit
-        )
-    }
-}
-
-impl std::error::Error for TooManyDigits {}
-
-/// Splits `s` into its leading ASCII digits and the rest.
-fn leading_digits(s: &str) -> (&str, &str) {
-    let end = s
-        .bytes()
-        .position(|b| !b.is_ascii_digit())
-        .unwrap_or(s.len());
-    s.split_at(end)
-}
-
-/// Parses digits as a number, saturating instead of overflowing (an over-long number is then
-/// rejected by the digit limit rather than silently wrapped).
-fn saturating_number(digits: &str) -> u64 {
-    digits.bytes().fold(0u64, |acc, b| {
-        acc.saturating_mul(10).saturating_add(u64::from(b - b'0'))
-    })
-}
-
-/// Parses `NUMBER[.FRACTION][UNIT]` into nanoseconds. UNIT is one of `ns nsec us usec ms msec
-/// s sec m min` (any case); no unit means nanoseconds. The integer part must have at most
-/// `limit` digits and at most `limit` fraction digits are used. An unknown unit is reported
-/// as a warning and the bare integer is used.
+/// Parses a time value (see [`replay::timeval::parse_time`]); an unknown unit is reported as a
+/// warning and the bare number is used, as uftrace does.
 pub fn parse_time(text: &str, limit: u32, notices: &mut Notices) -> Result<u64, TooManyDigits> {
-    let (int_digits, rest) = leading_digits(text);
-    let int = saturating_number(int_digits);
-    let (frac_digits, unit) = match rest.strip_prefix('.') {
-        Some(after_dot) => leading_digits(after_dot),
-        None => ("", rest),
-    };
-    if int >= 10u64.saturating_pow(limit) {
-        return Err(TooManyDigits { limit });
+    let parsed = replay::timeval::parse_time(text, limit)?;
+    if let Some(unit) = parsed.unknown_unit {
+        notices.warn(format!("The unit '{unit}' isn't supported"));
     }
-    // Fraction digits past the limit are dropped, not rounded.
-    let frac_digits = &frac_digits[..frac_digits.len().min(limit as usize)];
-    let frac = saturating_number(frac_digits);
-    let frac_scale = 10u64.pow(frac_digits.len() as u32);
-
-    let unit_ns = match unit.to_ascii_lowercase().as_str() {
-        "" | "ns" | "nsec" => return Ok(int),
-        "us" | "usec" => 1_000,
-        "ms" | "msec" => 1_000_000,
-        "s" | "sec" => NSEC_PER_SEC,
-        "m" | "min" => 60 * NSEC_PER_SEC,
-        _ => {
-            notices.warn(format!("The unit '{unit}' isn't supported"));
-            return Ok(int);
-        }
-    };
-    // frac < frac_scale, so the fractional part is below one unit and fits in u64.
-    let frac_ns = (u128::from(frac) * u128::from(unit_ns) / u128::from(frac_scale)) as u64;
-    Ok(int.saturating_mul(unit_ns).saturating_add(frac_ns))
-}
-
-/// Parses an absolute timestamp `SEC[.NSEC]` as printed by `-f time`; a fraction with fewer
-/// than 9 digits is scaled (`.5` is half a second), extra digits are dropped.
-pub fn parse_timestamp(text: &str) -> u64 {
-    let (sec_digits, rest) = leading_digits(text);
-    let sec = saturating_number(sec_digits);
-    let frac_digits = rest.strip_prefix('.').map_or("", |r| leading_digits(r).0);
-    let frac_digits = &frac_digits[..frac_digits.len().min(9)];
-    let nsec = saturating_number(frac_digits) * 10u64.pow(9 - frac_digits.len() as u32);
-    sec.saturating_mul(NSEC_PER_SEC).saturating_add(nsec)
+    Ok(parsed.ns)
 }
 
 /// One end of a time range: with a unit it is an elapsed time since the first record,
@@ -123,6 +50,7 @@ pub fn parse_time_range(
 
 #[cfg(test)]
 mod tests {
+    const NSEC_PER_SEC: u64 = 1_000_000_000;
     use super::*;
 
     fn time(s: &str) -> Result<u64, TooManyDigits> {
