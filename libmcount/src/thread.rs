@@ -432,8 +432,9 @@ mod tests {
         let slot = |i: usize| base + i * 8;
         // The runtime writes these words through raw pointers: access them the same way so the
         // optimiser cannot assume they are unchanged.
-        // SAFETY (both): `i` < 8, so the pointer is a word of `stack`.
+        // SAFETY: `i` < 8, so the pointer is a word of `stack`.
         let get = |i: usize| unsafe { std::ptr::read_volatile((base + i * 8) as *const usize) };
+        // SAFETY: as above.
         let set = |i: usize, v: usize| unsafe {
             std::ptr::write_volatile((base + i * 8) as *mut usize, v)
         };
