@@ -42,8 +42,8 @@ pub fn install() {
 extern "C" fn on_fatal_signal(sig: i32, _info: *mut libc::siginfo_t, uctx: *mut libc::c_void) {
     let tid = sys::gettid();
     if let Some(td) = thread::existing() {
-        td.guard = true;
-        td.disabled = true;
+        td.set_guard(true);
+        td.set_disabled(true);
         // Frames whose slots lie below the interrupted stack pointer are already gone (longjmp):
         // never write there.
         let sp = if uctx.is_null() {

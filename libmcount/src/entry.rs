@@ -33,14 +33,14 @@ fn guarded<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
         return None;
     }
     let td = thread::current()?;
-    if td.guard {
+    if td.guard() {
         return None;
     }
-    td.guard = true;
+    td.set_guard(true);
     let errno = Errno::save();
     let r = f(td);
     drop(errno);
-    td.guard = false;
+    td.set_guard(false);
     Some(r)
 }
 
@@ -56,10 +56,10 @@ pub unsafe extern "C" fn mcount_entry(
 ) {
     let tramp = exit_trampoline_addr();
     guarded(|td| {
-        if td.in_exception {
+        if td.in_exception() {
             // A cleanup landing pad calls traced code: frames at or below this slot were
             // unwound; the others get their hijack back until the unwinder resumes.
-            td.in_exception = false;
+            td.set_in_exception(false);
             td.prune(|slot| slot <= parent_loc as usize);
             // SAFETY: the frames left are above this live slot, so still on the stack.
             unsafe { td.rehijack_slots(tramp) };
@@ -81,12 +81,12 @@ pub unsafe extern "C" fn mcount_entry(
 pub unsafe extern "C" fn mcount_exit(_regs: *const ExitRegs, slot: *mut usize) -> usize {
     // Works whatever the session state: every hijacked frame must be able to return.
     if let Some(td) = thread::existing() {
-        let saved = td.guard;
-        td.guard = true;
+        let saved = td.guard();
+        td.set_guard(true);
         let errno = Errno::save();
         let ret = td.exit(slot as usize);
         drop(errno);
-        td.guard = saved;
+        td.set_guard(saved);
         if let Some(ip) = ret {
             return ip;
         }
@@ -94,29 +94,21 @@ pub unsafe extern "C" fn mcount_exit(_regs: *const ExitRegs, slot: *mut usize) -
     crate::fatal(b"return through the exit trampoline without a matching shadow-stack frame")
 }
 
-/// `-finstrument-functions` entry hook.
-#[unsafe(no_mangle)]
-pub extern "C" fn __cyg_profile_func_enter(
-    this_fn: *mut libc::c_void,
-    call_site: *mut libc::c_void,
-) {
+/// `-finstrument-functions` entry hook, when the fast path in `arch` cannot handle it.
+pub extern "C" fn cyg_enter_slow(this_fn: *mut libc::c_void, call_site: *mut libc::c_void) {
     guarded(|td| td.cyg_enter(this_fn as usize, call_site as usize));
 }
 
-/// `-finstrument-functions` exit hook.
-#[unsafe(no_mangle)]
-pub extern "C" fn __cyg_profile_func_exit(
-    this_fn: *mut libc::c_void,
-    _call_site: *mut libc::c_void,
-) {
+/// `-finstrument-functions` exit hook, when the fast path in `arch` cannot handle it.
+pub extern "C" fn cyg_exit_slow(this_fn: *mut libc::c_void, _call_site: *mut libc::c_void) {
     // Exits are still paired after the session finished (no new records are written then).
     if let Some(td) = thread::existing() {
-        if !td.guard {
-            td.guard = true;
+        if !td.guard() {
+            td.set_guard(true);
             let errno = Errno::save();
             td.cyg_exit(this_fn as usize);
             drop(errno);
-            td.guard = false;
+            td.set_guard(false);
         }
     }
 }

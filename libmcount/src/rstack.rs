@@ -25,15 +25,17 @@ pub struct Frame {
     pub start: u64,
 }
 
-/// A bounded LIFO of [`Frame`]s over caller-provided storage.
+/// A bounded LIFO of [`Frame`]s over caller-provided storage. `#[repr(C)]`: the trampolines'
+/// fast paths push and pop through `frames` and `len`.
+#[repr(C)]
 #[derive(Debug)]
 pub struct ShadowStack {
-    frames: *mut Frame,
+    pub(crate) frames: *mut Frame,
     cap: usize,
-    len: usize,
+    pub(crate) len: usize,
     /// `-finstrument-functions` entries beyond `cap`: counted so that their exits are
     /// recognised, not stored.
-    overflow: usize,
+    pub(crate) overflow: usize,
 }
 
 impl ShadowStack {
@@ -51,6 +53,10 @@ impl ShadowStack {
 
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.cap
     }
 
     pub fn is_empty(&self) -> bool {

@@ -8,14 +8,16 @@
 use crate::{clock, sys, tasklog, thread};
 use core::sync::atomic::{AtomicI32, AtomicU8, AtomicUsize, Ordering};
 use record_format::env;
+use std::ffi::{CStr, CString};
+use std::sync::OnceLock;
 
 const OFF: u8 = 0;
-const ON: u8 = 1;
+pub(crate) const ON: u8 = 1;
 const FINISHED: u8 = 2;
 
 /// OFF until the constructor has set everything below (Release), ON while tracing, FINISHED
 /// after the destructor. Hooks load it with Acquire.
-static STATE: AtomicU8 = AtomicU8::new(OFF);
+pub(crate) static STATE: AtomicU8 = AtomicU8::new(OFF);
 static DIRFD: AtomicI32 = AtomicI32::new(-1);
 static WINDOW: AtomicUsize = AtomicUsize::new(env::DEFAULT_BUFFER);
 static MAX_STACK: AtomicUsize = AtomicUsize::new(env::DEFAULT_MAX_STACK);
@@ -34,6 +36,8 @@ pub struct Config {
     pub max_stack: usize,
     /// `-D`: functions this deep or deeper are not hooked.
     pub depth: usize,
+    /// Entries need the full handler (record-time filters, arguments).
+    pub slow: bool,
 }
 
 /// Whether hooks may start new functions.
@@ -49,7 +53,16 @@ pub fn config() -> Option<Config> {
         window: WINDOW.load(Ordering::Relaxed),
         max_stack: MAX_STACK.load(Ordering::Relaxed),
         depth: DEPTH.load(Ordering::Relaxed),
+        slow: false,
     })
+}
+
+/// Name prefix of the threads' shared rings (`UTRACE_RING`), if the recorder set one.
+static RING_PREFIX: OnceLock<CString> = OnceLock::new();
+
+/// The ring prefix for `DatWriter`s.
+pub fn ring_prefix() -> Option<&'static CStr> {
+    RING_PREFIX.get().map(|c| c.as_c_str())
 }
 
 /// Whether `fd` is the data-directory descriptor of the running session.
@@ -164,6 +177,19 @@ pub extern "C" fn init() {
         }
     };
     DIRFD.store(dirfd, Ordering::Relaxed);
+    if let Some(prefix) = std::env::var(record_format::ring::ENV_PREFIX)
+        .ok()
+        .filter(|p| !p.is_empty() && !p.contains('/'))
+        .and_then(|p| CString::new(p).ok())
+    {
+        let _ = RING_PREFIX.set(prefix);
+    }
+    let clock_id = match std::env::var(env::CLOCK).as_deref() {
+        Ok("mono_raw") => libc::CLOCK_MONOTONIC_RAW,
+        Ok("boot") => libc::CLOCK_BOOTTIME,
+        _ => libc::CLOCK_MONOTONIC,
+    };
+    clock::init(clock_id, std::env::var_os(env::NO_TSC).is_none());
     if let Some(w) = env_usize(env::BUFFER).filter(|&w| w > 0) {
         WINDOW.store(w, Ordering::Relaxed);
     }

@@ -12,6 +12,7 @@ const SYS_WRITE: usize = 1;
 const SYS_CLOSE: usize = 3;
 const SYS_FSTAT: usize = 5;
 const SYS_MMAP: usize = 9;
+const SYS_PWRITE64: usize = 18;
 const SYS_MUNMAP: usize = 11;
 const SYS_GETPID: usize = 39;
 const SYS_FCNTL: usize = 72;
@@ -19,6 +20,8 @@ const SYS_FTRUNCATE: usize = 77;
 const SYS_GETPPID: usize = 110;
 const SYS_GETTID: usize = 186;
 const SYS_OPENAT: usize = 257;
+const SYS_UNLINKAT: usize = 263;
+const SYS_FALLOCATE: usize = 285;
 const SYS_GETRANDOM: usize = 318;
 
 pub type SysResult<T> = Result<T, i32>;
@@ -90,6 +93,67 @@ pub fn write(fd: i32, buf: &[u8]) -> SysResult<usize> {
             [fd as usize, buf.as_ptr() as usize, buf.len(), 0, 0, 0],
         )
     })
+}
+
+/// Writes all of `buf` at file offset `off` (retrying short writes and EINTR).
+pub fn pwrite_all(fd: i32, mut buf: &[u8], mut off: u64) -> SysResult<()> {
+    while !buf.is_empty() {
+        // SAFETY: the kernel reads at most `buf.len()` bytes from `buf`.
+        let r = check(unsafe {
+            syscall6(
+                SYS_PWRITE64,
+                [
+                    fd as usize,
+                    buf.as_ptr() as usize,
+                    buf.len(),
+                    off as usize,
+                    0,
+                    0,
+                ],
+            )
+        });
+        match r {
+            Ok(0) => return Err(libc::EIO),
+            Ok(n) => {
+                buf = buf.get(n..).unwrap_or_default();
+                off += n as u64;
+            }
+            Err(libc::EINTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// `fallocate(fd, FALLOC_FL_KEEP_SIZE, off, len)`: reserves blocks without growing the file.
+pub fn fallocate_keep_size(fd: i32, off: u64, len: u64) -> SysResult<()> {
+    // SAFETY: no pointers involved.
+    check(unsafe {
+        syscall6(
+            SYS_FALLOCATE,
+            [
+                fd as usize,
+                libc::FALLOC_FL_KEEP_SIZE as usize,
+                off as usize,
+                len as usize,
+                0,
+                0,
+            ],
+        )
+    })
+    .map(drop)
+}
+
+/// `unlinkat(AT_FDCWD, path, 0)`.
+pub fn unlink(path: &CStr) -> SysResult<()> {
+    // SAFETY: `path` is a valid NUL-terminated string for the duration of the call.
+    check(unsafe {
+        syscall6(
+            SYS_UNLINKAT,
+            [libc::AT_FDCWD as usize, path.as_ptr() as usize, 0, 0, 0, 0],
+        )
+    })
+    .map(drop)
 }
 
 pub fn ftruncate(fd: i32, len: u64) -> SysResult<()> {

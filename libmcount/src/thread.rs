@@ -9,6 +9,7 @@
 
 use crate::arch::{tls_get, tls_set};
 use crate::buffer::DatWriter;
+use crate::clock::Clock;
 use crate::rstack::{Frame, ShadowStack, NO_SLOT};
 use crate::{clock, session, sys, tasklog};
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -28,20 +29,35 @@ pub enum Hook {
     Alias,
 }
 
+/// `ThreadState::block` bits: any of them sends the trampolines' fast paths to Rust.
+pub mod block {
+    /// A handler runs on this thread: nested hooks (signal handlers, functions that libmcount
+    /// calls) return at once.
+    pub const GUARD: u32 = 1;
+    /// No new entries (thread teardown); exits still pop.
+    pub const DISABLED: u32 = 2;
+    /// A C++ exception is being unwound: return slots are restored (see `unwind`).
+    pub const EXCEPTION: u32 = 4;
+    /// The session needs the full entry handler (filters, arguments…).
+    pub const SLOW: u32 = 8;
+}
+
+/// One thread's runtime state. `#[repr(C)]`: the trampolines' fast paths read `block`,
+/// `fast_depth`, `rstack`, `writer.buf` and `clock` at fixed offsets (see `arch`).
+#[repr(C)]
 #[derive(Debug)]
 pub struct ThreadState {
-    /// Set while a handler runs: nested hooks (signal handlers, interposed functions called by
-    /// libmcount) return at once.
-    pub guard: bool,
-    /// No new entries (thread teardown); exits still pop.
-    pub disabled: bool,
-    /// Functions at this depth or deeper are not hooked (`-D`).
-    pub depth_limit: usize,
-    /// A C++ exception is being unwound: return slots are restored (see `unwind`).
-    pub in_exception: bool,
+    /// [`block`] bits.
+    pub block: u32,
     pub tid: i32,
+    /// The fast entry path runs only while the shadow stack holds fewer frames than this
+    /// (the smaller of its capacity and `-D`).
+    pub fast_depth: usize,
     pub rstack: ShadowStack,
     pub writer: DatWriter,
+    pub clock: Clock,
+    /// Functions at this depth or deeper are not hooked (`-D`).
+    pub depth_limit: usize,
     /// Size of the mapping holding this state.
     map_len: usize,
 }
@@ -50,16 +66,63 @@ static STACK_FULL_WARNED: AtomicBool = AtomicBool::new(false);
 
 impl ThreadState {
     pub fn new(rstack: ShadowStack, writer: DatWriter, tid: i32) -> ThreadState {
+        let fast_depth = rstack.capacity();
         ThreadState {
-            guard: false,
-            disabled: false,
-            depth_limit: usize::MAX,
-            in_exception: false,
+            block: 0,
             tid,
+            fast_depth,
             rstack,
             writer,
+            clock: Clock::new(),
+            depth_limit: usize::MAX,
             map_len: 0,
         }
+    }
+
+    #[inline]
+    fn flag(&self, bit: u32) -> bool {
+        self.block & bit != 0
+    }
+
+    #[inline]
+    fn set_flag(&mut self, bit: u32, on: bool) {
+        if on {
+            self.block |= bit;
+        } else {
+            self.block &= !bit;
+        }
+    }
+
+    #[inline]
+    pub fn guard(&self) -> bool {
+        self.flag(block::GUARD)
+    }
+
+    #[inline]
+    pub fn set_guard(&mut self, on: bool) {
+        self.set_flag(block::GUARD, on);
+    }
+
+    pub fn disabled(&self) -> bool {
+        self.flag(block::DISABLED)
+    }
+
+    pub fn set_disabled(&mut self, on: bool) {
+        self.set_flag(block::DISABLED, on);
+    }
+
+    pub fn in_exception(&self) -> bool {
+        self.flag(block::EXCEPTION)
+    }
+
+    pub fn set_in_exception(&mut self, on: bool) {
+        self.set_flag(block::EXCEPTION, on);
+    }
+
+    /// Sets `-D` (functions at this depth or deeper are not hooked).
+    pub fn set_depth_limit(&mut self, depth: usize) {
+        self.depth_limit = depth;
+        self.fast_depth = self.rstack.capacity().min(depth);
     }
 
     /// A hooked function starts: push it and write its ENTRY record.
@@ -71,7 +134,7 @@ impl ThreadState {
         child_ip: usize,
         tramp: usize,
     ) -> Hook {
-        if self.disabled || self.rstack.len() >= self.depth_limit {
+        if self.disabled() || self.rstack.len() >= self.depth_limit {
             return Hook::None;
         }
         if self.rstack.is_full() {
@@ -85,7 +148,7 @@ impl ThreadState {
         }
         let depth = self.rstack.len();
         self.writer.prepare();
-        let start = clock::now();
+        let start = self.clock.now();
         self.rstack.push(Frame {
             parent_loc,
             parent_ip,
@@ -117,7 +180,7 @@ impl ThreadState {
         }
         if keep < self.rstack.len() {
             self.writer.prepare();
-            let now = clock::now();
+            let now = self.clock.now();
             let writer = &mut self.writer;
             self.rstack
                 .pop_to(keep, |f| writer.record(now, exit_word(f)));
@@ -166,7 +229,7 @@ impl ThreadState {
         let k = self.rstack.find_slot(slot)?;
         let parent_ip = self.rstack.get(k)?.parent_ip;
         self.writer.prepare();
-        let now = clock::now();
+        let now = self.clock.now();
         let writer = &mut self.writer;
         self.rstack.pop_to(k, |f| {
             writer.record(now, exit_word(f));
@@ -176,12 +239,12 @@ impl ThreadState {
 
     /// `__cyg_profile_func_enter`: push without hijacking.
     pub fn cyg_enter(&mut self, this_fn: usize, call_site: usize) {
-        if self.disabled {
+        if self.disabled() {
             return;
         }
         let depth = self.rstack.depth();
         self.writer.prepare();
-        let start = clock::now();
+        let start = self.clock.now();
         // Once entries overflow, later ones overflow too, so that exits pair up.
         let overflowing = depth != self.rstack.len() || depth >= self.depth_limit;
         if overflowing
@@ -213,7 +276,7 @@ impl ThreadState {
             return;
         };
         self.writer.prepare();
-        let now = clock::now();
+        let now = self.clock.now();
         let writer = &mut self.writer;
         self.rstack.pop_to(k, |f| writer.record(now, exit_word(f)));
     }
@@ -275,9 +338,13 @@ pub fn init_current(announce: bool) -> usize {
     // SAFETY: the frames follow the header inside the fresh mapping, which is large enough for
     // `max_stack` of them and belongs to this thread only.
     let rstack = unsafe { ShadowStack::from_raw(mem.add(header) as *mut Frame, cfg.max_stack) };
-    let mut state = ThreadState::new(rstack, DatWriter::new(cfg.dirfd, tid, cfg.window), tid);
+    let writer = DatWriter::new(cfg.dirfd, tid, cfg.window, session::ring_prefix());
+    let mut state = ThreadState::new(rstack, writer, tid);
     state.map_len = map_len;
-    state.depth_limit = cfg.depth;
+    state.set_depth_limit(cfg.depth);
+    if cfg.slow {
+        state.block |= block::SLOW;
+    }
     let td = mem as *mut ThreadState;
     // SAFETY: the mapping is page-aligned, writable and large enough for the header.
     unsafe { td.write(state) };
@@ -303,8 +370,8 @@ pub unsafe extern "C" fn thread_exit(p: *mut libc::c_void) {
     }
     // SAFETY: `p` is this thread's live state (checked against the slot above).
     let td = unsafe { &mut *(p as *mut ThreadState) };
-    td.guard = true;
-    td.disabled = true;
+    td.set_guard(true);
+    td.set_disabled(true);
     td.writer.close();
     if td.rstack.is_empty() {
         tls_set(DEAD);
@@ -312,7 +379,7 @@ pub unsafe extern "C" fn thread_exit(p: *mut libc::c_void) {
         // SAFETY: the slot no longer points at the state and no frame can return through it.
         unsafe { sys::munmap(p as *mut u8, len) };
     } else {
-        td.guard = false;
+        td.set_guard(false);
     }
 }
 
@@ -320,10 +387,10 @@ pub unsafe extern "C" fn thread_exit(p: *mut libc::c_void) {
 /// on the shadow stack (replay shows them as unfinished) and can still return through it.
 pub fn finish_current() {
     if let Some(td) = existing() {
-        td.guard = true;
-        td.disabled = true;
+        td.set_guard(true);
+        td.set_disabled(true);
         td.writer.close();
-        td.guard = false;
+        td.set_guard(false);
     }
 }
 
@@ -346,7 +413,7 @@ pub extern "C" fn fork_child() {
         _ => {
             if let Some(td) = existing() {
                 td.tid = tid;
-                td.writer.abandon(tid);
+                td.writer.abandon(tid, session::ring_prefix());
                 session::register_thread(td as *mut ThreadState as usize);
             }
         }
@@ -377,7 +444,7 @@ mod tests {
         ];
         // SAFETY: `frames` outlives the state.
         let rs = unsafe { ShadowStack::from_raw(frames.as_mut_ptr(), frames.len()) };
-        let mut td = ThreadState::new(rs, DatWriter::new(d.as_raw_fd(), 1, 0), 1);
+        let mut td = ThreadState::new(rs, DatWriter::new(d.as_raw_fd(), 1, 0, None), 1);
         t(&mut td);
         td.writer.close();
         let data = std::fs::read(dir.path().join("1.dat")).unwrap_or_default();
@@ -472,7 +539,7 @@ mod tests {
     #[test]
     fn depth_limit() {
         let recs = run(|td| {
-            td.depth_limit = 2;
+            td.set_depth_limit(2);
             assert_eq!(td.enter(0x1000, 7, 1, TRAMP), Hook::Hijack);
             assert_eq!(td.enter(0x0f00, 7, 2, TRAMP), Hook::Hijack);
             assert_eq!(td.enter(0x0e00, 7, 3, TRAMP), Hook::None);

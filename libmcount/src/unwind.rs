@@ -46,16 +46,16 @@ fn before_unwind(sp: usize) {
     let Some(td) = thread::existing() else {
         return;
     };
-    if td.guard {
+    if td.guard() {
         return;
     }
-    td.guard = true;
+    td.set_guard(true);
     td.prune(|slot| slot < sp);
     // SAFETY: every frame left has its slot at or above the caller's stack pointer, inside
     // frames that are live until the unwinder removes them (it reads, not writes, them).
     unsafe { td.restore_slots(exit_trampoline_addr()) };
-    td.in_exception = true;
-    td.guard = false;
+    td.set_in_exception(true);
+    td.set_guard(false);
 }
 
 /// Called by the `__cxa_throw` thunk; returns the real function.
@@ -84,14 +84,14 @@ pub extern "C" fn begin_catch(exc: *mut c_void, slot: usize) -> *mut c_void {
     let f: extern "C" fn(*mut c_void) -> *mut c_void = unsafe { core::mem::transmute(f) };
     let ret = f(exc);
     if let Some(td) = thread::existing() {
-        if !td.guard && td.in_exception {
-            td.guard = true;
-            td.in_exception = false;
+        if !td.guard() && td.in_exception() {
+            td.set_guard(true);
+            td.set_in_exception(false);
             td.prune(|s| s <= slot);
             // SAFETY: the frames left have slots above the catching frame's stack pointer:
             // they are live.
             unsafe { td.rehijack_slots(exit_trampoline_addr()) };
-            td.guard = false;
+            td.set_guard(false);
         }
     }
     ret
@@ -106,18 +106,18 @@ pub extern "C" fn backtrace(buf: *mut *mut c_void, size: i32, sp: usize) -> i32 
     // SAFETY: `f` is glibc's backtrace, which has this signature.
     let f: extern "C" fn(*mut *mut c_void, i32) -> i32 = unsafe { core::mem::transmute(f) };
     let tramp = exit_trampoline_addr();
-    let td = thread::existing().filter(|td| !td.guard && !td.in_exception);
+    let td = thread::existing().filter(|td| !td.guard() && !td.in_exception());
     let Some(td) = td else {
         return drop_own_frame(buf, f(buf, size));
     };
-    td.guard = true;
+    td.set_guard(true);
     td.prune(|slot| slot < sp);
     // SAFETY: every frame left has its slot at or above the caller's stack pointer: live.
     unsafe { td.restore_slots(tramp) };
     let n = f(buf, size);
     // SAFETY: the same frames are still live (backtrace only reads the stack).
     unsafe { td.rehijack_slots(tramp) };
-    td.guard = false;
+    td.set_guard(false);
     drop_own_frame(buf, n)
 }
 

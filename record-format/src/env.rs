@@ -4,14 +4,14 @@
 //!
 //! | file | written by | when |
 //! |---|---|---|
-//! | `<tid>.dat` | libmcount, by the traced thread itself, through an mmap'd window of the file | while running; a file may end in zero bytes after SIGKILL, which the recorder trims |
+//! | `<tid>.dat` | libmcount, by the traced thread itself, flushing its staging ring ([`crate::ring`]) | when the ring is full and at thread end; the recorder salvages rings left unflushed (SIGKILL, crash, `exit()` with threads running) |
 //! | `task.txt` | libmcount (`SESS`/`TASK`/`FORK` lines, appended with `O_APPEND`) | at start, for each new thread, after fork, after exec |
 //! | `sid-<SID>.map` | libmcount (copy of `/proc/self/maps`) | at start of each session |
 //! | `info`, `<module>.sym`, `default.opts` | the recorder | after the whole process tree has ended |
 
 /// Data directory (absolute path).
 pub const DIR: &str = "UTRACE_DIR";
-/// Size in bytes of each mmap'd window of a thread's data file (default 128 KiB).
+/// Size in bytes of each thread's staging ring (default 1 MiB).
 pub const BUFFER: &str = "UTRACE_BUFFER";
 /// Deepest nesting recorded (default 1024).
 pub const MAX_STACK: &str = "UTRACE_MAX_STACK";
@@ -26,10 +26,14 @@ pub const TRIGGER: &str = "UTRACE_TRIGGER";
 pub const PATTERN: &str = "UTRACE_PATTERN";
 /// Set to `1` to hook library calls through the PLT (`--no-libcall` leaves it unset).
 pub const PLTHOOK: &str = "UTRACE_PLTHOOK";
+/// `--clock`: `mono` (default), `mono_raw` or `boot`.
+pub const CLOCK: &str = "UTRACE_CLOCK";
+/// Set to take every timestamp with `clock_gettime` instead of the TSC.
+pub const NO_TSC: &str = "UTRACE_NO_TSC";
 /// File descriptor for libmcount's one-line diagnostics (default stderr).
 pub const LOGFD: &str = "UTRACE_LOGFD";
 
-/// Default window size of a thread's data file.
+/// Default size of a thread's staging ring.
 pub const DEFAULT_BUFFER: usize = 128 * 1024;
 /// Default `max_stack`.
 pub const DEFAULT_MAX_STACK: usize = 1024;

@@ -25,6 +25,7 @@ pub mod error;
 pub mod info;
 pub mod maps;
 pub mod raw;
+pub mod ring;
 pub mod sym;
 pub mod task;
 pub mod writer;

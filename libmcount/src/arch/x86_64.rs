@@ -38,7 +38,7 @@
 //! `LD_PRELOAD` always gets (it would fail only for `dlopen`). The object is hidden, so it is
 //! not exported.
 
-use crate::entry::{mcount_entry, mcount_exit};
+use crate::entry::{cyg_enter_slow, cyg_exit_slow, mcount_entry, mcount_exit};
 use core::arch::{asm, global_asm, naked_asm};
 use core::mem::{offset_of, size_of};
 
@@ -80,8 +80,56 @@ const _: () = {
     assert!(offset_of!(ExitRegs, xmm1).is_multiple_of(16));
 };
 
+/// Offsets the fast paths use, from the `#[repr(C)]` layouts of the Rust types.
+mod off {
+    use crate::rstack::Frame;
+    use crate::thread::ThreadState;
+    use core::mem::offset_of;
+
+    pub const BLOCK: usize = offset_of!(ThreadState, block);
+    pub const FAST_DEPTH: usize = offset_of!(ThreadState, fast_depth);
+    pub const FRAMES: usize = offset_of!(ThreadState, rstack.frames);
+    pub const LEN: usize = offset_of!(ThreadState, rstack.len);
+    pub const OVERFLOW: usize = offset_of!(ThreadState, rstack.overflow);
+    pub const CURSOR: usize = offset_of!(ThreadState, writer.buf.cursor);
+    pub const LIMIT: usize = offset_of!(ThreadState, writer.buf.limit);
+    pub const COMMIT: usize = offset_of!(ThreadState, writer.buf.commit);
+    pub const TSC_BASE: usize = offset_of!(ThreadState, clock.tsc_base);
+    pub const NS_BASE: usize = offset_of!(ThreadState, clock.ns_base);
+    pub const MULT: usize = offset_of!(ThreadState, clock.mult);
+    pub const TSC_MAX: usize = offset_of!(ThreadState, clock.tsc_max);
+    pub const F_SIZE: usize = size_of::<Frame>();
+    pub const F_PARENT_LOC: usize = offset_of!(Frame, parent_loc);
+    pub const F_PARENT_IP: usize = offset_of!(Frame, parent_ip);
+    pub const F_CHILD_IP: usize = offset_of!(Frame, child_ip);
+    pub const F_DEPTH: usize = offset_of!(Frame, depth);
+    pub const F_FLAGS: usize = offset_of!(Frame, flags);
+    pub const F_START: usize = offset_of!(Frame, start);
+    /// Low bits of an ENTRY / EXIT header word: kind and magic.
+    pub const ENTRY_BITS: u64 =
+        record_format::raw::header_word(record_format::raw::RecordKind::Entry, false, 0, 0);
+    pub const EXIT_BITS: u64 =
+        record_format::raw::header_word(record_format::raw::RecordKind::Exit, false, 0, 0);
+    pub const MAX_DEPTH: u16 = record_format::raw::MAX_DEPTH;
+
+    const _: () = {
+        assert!(F_SIZE == 40 && F_PARENT_LOC == 0);
+        assert!(size_of::<u32>() == 4 && F_FLAGS == F_DEPTH + 4);
+        assert!(ENTRY_BITS < 64 && EXIT_BITS < 64);
+        assert!(crate::thread::block::GUARD == 1);
+    };
+}
+
 /// One entry trampoline; `$parent_loc` leaves the return-slot address in `rdi` (rbp = the
 /// trampoline's own frame).
+///
+/// Fast path (no call, only six scratch registers, no vector register touched): when the
+/// thread's state exists and nothing blocks it (`ThreadState::block`), the session is on,
+/// the shadow stack and the ring have room, the new slot lies below the innermost frame's
+/// (no tail call, no orphans) and the TSC needs no new sync point, it pushes the frame,
+/// writes the ENTRY record and hijacks the slot itself, holding the thread's guard bit so a
+/// signal handler cannot interleave. Anything else goes to the Rust handler (`2:`), after
+/// the guard is dropped again (`4:`).
 macro_rules! entry_trampoline {
     ($(#[$attr:meta])* $name:ident, $parent_loc:literal) => {
         $(#[$attr])*
@@ -92,6 +140,97 @@ macro_rules! entry_trampoline {
                 "endbr64",
                 "push rbp",
                 "mov rbp, rsp",
+                "push rax",
+                "push rcx",
+                "push rdx",
+                "push rsi",
+                "push rdi",
+                "push r8",
+                "push r9",
+                // The TSC first: its latency overlaps with the checks below.
+                "rdtsc",
+                "shl rdx, 32",
+                "or rdx, rax",
+                "mov r8, rdx",
+                "mov rsi, qword ptr [rip + utrace_thread_state@gottpoff]",
+                "mov rsi, qword ptr fs:[rsi]",
+                "cmp rsi, 1",
+                "jbe 2f",
+                "cmp dword ptr [rsi + {block}], 0",
+                "jne 2f",
+                "mov dword ptr [rsi + {block}], 1",
+                "cmp byte ptr [rip + {state}], {on}",
+                "jne 4f",
+                "mov rax, [rsi + {len}]",
+                "cmp rax, [rsi + {fast_depth}]",
+                "jae 4f",
+                "mov rcx, [rsi + {cursor}]",
+                "add rcx, 16",
+                "cmp rcx, [rsi + {limit}]",
+                "ja 4f",
+                "sub r8, [rsi + {tsc_base}]",
+                "cmp r8, [rsi + {tsc_max}]",
+                "jae 4f",
+                "imul r8, [rsi + {mult}]",
+                "shr r8, 32",
+                "add r8, [rsi + {ns_base}]",
+                $parent_loc,
+                "lea rcx, [rax + rax * 4]",
+                "shl rcx, 3",
+                "add rcx, [rsi + {frames}]",
+                "test rax, rax",
+                "jz 3f",
+                "cmp rdi, [rcx - {f_size}]",
+                "jae 4f",
+                "3:",
+                "mov rdx, [rdi]",
+                "lea r9, [rip + {tramp}]",
+                "cmp rdx, r9",
+                "je 4f",
+                "mov [rcx + {f_parent_loc}], rdi",
+                "mov [rcx + {f_parent_ip}], rdx",
+                "mov rdx, [rbp + 8]",
+                "mov [rcx + {f_child_ip}], rdx",
+                "mov [rcx + {f_depth}], eax",
+                "mov dword ptr [rcx + {f_flags}], 0",
+                "mov [rcx + {f_start}], r8",
+                "shl rdx, 16",
+                "mov r9d, {max_depth}",
+                "cmp rax, r9",
+                "cmova rax, r9",
+                "shl rax, 6",
+                "or rax, {entry_bits}",
+                "or rdx, rax",
+                "mov rax, [rsi + {cursor}]",
+                "mov [rax], r8",
+                "mov [rax + 8], rdx",
+                "add rax, 16",
+                "mov [rsi + {cursor}], rax",
+                "mov r9, [rsi + {commit}]",
+                "mov [r9], rax",
+                "inc qword ptr [rsi + {len}]",
+                "lea rax, [rip + {tramp}]",
+                "mov [rdi], rax",
+                "mov dword ptr [rsi + {block}], 0",
+                "pop r9",
+                "pop r8",
+                "pop rdi",
+                "pop rsi",
+                "pop rdx",
+                "pop rcx",
+                "pop rax",
+                "pop rbp",
+                "ret",
+                "4:",
+                "mov dword ptr [rsi + {block}], 0",
+                "2:",
+                "pop r9",
+                "pop r8",
+                "pop rdi",
+                "pop rsi",
+                "pop rdx",
+                "pop rcx",
+                "pop rax",
                 "sub rsp, {size}",
                 "and rsp, -16",
                 "mov [rsp + {rdi}], rdi",
@@ -146,6 +285,29 @@ macro_rules! entry_trampoline {
                 r11 = const offset_of!(EntryRegs, r11),
                 xmm = const XMM,
                 handler = sym mcount_entry,
+                block = const off::BLOCK,
+                state = sym crate::session::STATE,
+                on = const crate::session::ON,
+                len = const off::LEN,
+                fast_depth = const off::FAST_DEPTH,
+                cursor = const off::CURSOR,
+                limit = const off::LIMIT,
+                commit = const off::COMMIT,
+                frames = const off::FRAMES,
+                f_size = const off::F_SIZE,
+                f_parent_loc = const off::F_PARENT_LOC,
+                f_parent_ip = const off::F_PARENT_IP,
+                f_child_ip = const off::F_CHILD_IP,
+                f_depth = const off::F_DEPTH,
+                f_flags = const off::F_FLAGS,
+                f_start = const off::F_START,
+                max_depth = const off::MAX_DEPTH,
+                entry_bits = const off::ENTRY_BITS,
+                tsc_base = const off::TSC_BASE,
+                tsc_max = const off::TSC_MAX,
+                mult = const off::MULT,
+                ns_base = const off::NS_BASE,
+                tramp = sym exit_trampoline,
             )
         }
     };
@@ -182,12 +344,93 @@ pub unsafe extern "C" fn _mcount() {
 
 /// Where hijacked functions return to; never called directly.
 ///
+/// Fast path (as in the entry trampolines): when nothing blocks the thread, the innermost
+/// frame owns this slot, the ring has room and the TSC needs no new sync point, it writes the
+/// EXIT record, pops the frame and returns to the real address itself. Otherwise the Rust
+/// handler does it all (`2:`; `4:` drops the guard bit first).
+///
 /// # Safety
 /// Reached only through a return slot that the entry handler hijacked.
 #[unsafe(naked)]
 pub unsafe extern "C" fn exit_trampoline() {
     naked_asm!(
         "sub rsp, 8",
+        "push rax",
+        "push rdx",
+        "push rcx",
+        "push rsi",
+        "push rdi",
+        "push r8",
+        "push r9",
+        "rdtsc",
+        "shl rdx, 32",
+        "or rdx, rax",
+        "mov r8, rdx",
+        "mov rsi, qword ptr [rip + utrace_thread_state@gottpoff]",
+        "mov rsi, qword ptr fs:[rsi]",
+        "cmp rsi, 1",
+        "jbe 2f",
+        "cmp dword ptr [rsi + {block}], 0",
+        "jne 2f",
+        "mov dword ptr [rsi + {block}], 1",
+        "mov rax, [rsi + {len}]",
+        "test rax, rax",
+        "jz 4f",
+        "lea rcx, [rax + rax * 4]",
+        "shl rcx, 3",
+        "add rcx, [rsi + {frames}]",
+        "sub rcx, {f_size}",
+        "lea rdi, [rsp + 56]",
+        "cmp rdi, [rcx + {f_parent_loc}]",
+        "jne 4f",
+        "mov rdx, [rsi + {cursor}]",
+        "add rdx, 16",
+        "cmp rdx, [rsi + {limit}]",
+        "ja 4f",
+        "sub r8, [rsi + {tsc_base}]",
+        "cmp r8, [rsi + {tsc_max}]",
+        "jae 4f",
+        "imul r8, [rsi + {mult}]",
+        "shr r8, 32",
+        "add r8, [rsi + {ns_base}]",
+        "mov r9, [rcx + {f_child_ip}]",
+        "shl r9, 16",
+        "mov eax, [rcx + {f_depth}]",
+        "mov edx, {max_depth}",
+        "cmp eax, edx",
+        "cmova eax, edx",
+        "shl eax, 6",
+        "or eax, {exit_bits}",
+        "or r9, rax",
+        "mov rdx, [rsi + {cursor}]",
+        "mov [rdx], r8",
+        "mov [rdx + 8], r9",
+        "add rdx, 16",
+        "mov [rsi + {cursor}], rdx",
+        "mov r9, [rsi + {commit}]",
+        "mov [r9], rdx",
+        "mov rax, [rcx + {f_parent_ip}]",
+        "mov [rdi], rax",
+        "dec qword ptr [rsi + {len}]",
+        "mov dword ptr [rsi + {block}], 0",
+        "pop r9",
+        "pop r8",
+        "pop rdi",
+        "pop rsi",
+        "pop rcx",
+        "pop rdx",
+        "pop rax",
+        "ret",
+        "4:",
+        "mov dword ptr [rsi + {block}], 0",
+        "2:",
+        "pop r9",
+        "pop r8",
+        "pop rdi",
+        "pop rsi",
+        "pop rcx",
+        "pop rdx",
+        "pop rax",
         "push rbp",
         "mov rbp, rsp",
         "sub rsp, {size}",
@@ -212,6 +455,208 @@ pub unsafe extern "C" fn exit_trampoline() {
         xmm0 = const offset_of!(ExitRegs, xmm0),
         xmm1 = const offset_of!(ExitRegs, xmm1),
         handler = sym mcount_exit,
+        block = const off::BLOCK,
+        len = const off::LEN,
+        cursor = const off::CURSOR,
+        limit = const off::LIMIT,
+        commit = const off::COMMIT,
+        frames = const off::FRAMES,
+        f_size = const off::F_SIZE,
+        f_parent_loc = const off::F_PARENT_LOC,
+        f_parent_ip = const off::F_PARENT_IP,
+        f_child_ip = const off::F_CHILD_IP,
+        f_depth = const off::F_DEPTH,
+        max_depth = const off::MAX_DEPTH,
+        exit_bits = const off::EXIT_BITS,
+        tsc_base = const off::TSC_BASE,
+        tsc_max = const off::TSC_MAX,
+        mult = const off::MULT,
+        ns_base = const off::NS_BASE,
+    )
+}
+
+/// `-finstrument-functions` entry hook: `(this_fn, call_site)` in `rdi`/`rsi`. A normal C
+/// call, so every scratch register is free; the fast path (as in the mcount trampolines, with
+/// no `-finstrument-functions` overflow pending) keeps `rdi`/`rsi` for the Rust handler.
+///
+/// # Safety
+/// Called by instrumented code only.
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __cyg_profile_func_enter() {
+    naked_asm!(
+        "endbr64",
+        "rdtsc",
+        "shl rdx, 32",
+        "or rdx, rax",
+        "mov r8, rdx",
+        "mov rcx, qword ptr [rip + utrace_thread_state@gottpoff]",
+        "mov rcx, qword ptr fs:[rcx]",
+        "cmp rcx, 1",
+        "jbe 2f",
+        "cmp dword ptr [rcx + {block}], 0",
+        "jne 2f",
+        "mov dword ptr [rcx + {block}], 1",
+        "cmp byte ptr [rip + {state}], {on}",
+        "jne 4f",
+        "cmp qword ptr [rcx + {overflow}], 0",
+        "jne 4f",
+        "mov rax, [rcx + {len}]",
+        "cmp rax, [rcx + {fast_depth}]",
+        "jae 4f",
+        "mov rdx, [rcx + {cursor}]",
+        "add rdx, 16",
+        "cmp rdx, [rcx + {limit}]",
+        "ja 4f",
+        "sub r8, [rcx + {tsc_base}]",
+        "cmp r8, [rcx + {tsc_max}]",
+        "jae 4f",
+        "imul r8, [rcx + {mult}]",
+        "shr r8, 32",
+        "add r8, [rcx + {ns_base}]",
+        "lea r9, [rax + rax * 4]",
+        "shl r9, 3",
+        "add r9, [rcx + {frames}]",
+        "mov qword ptr [r9 + {f_parent_loc}], 0",
+        "mov [r9 + {f_parent_ip}], rsi",
+        "mov [r9 + {f_child_ip}], rdi",
+        "mov [r9 + {f_depth}], eax",
+        "mov dword ptr [r9 + {f_flags}], 0",
+        "mov [r9 + {f_start}], r8",
+        "mov r10, rdi",
+        "shl r10, 16",
+        "mov r11d, {max_depth}",
+        "cmp rax, r11",
+        "cmova rax, r11",
+        "shl rax, 6",
+        "or rax, {entry_bits}",
+        "or r10, rax",
+        "mov rdx, [rcx + {cursor}]",
+        "mov [rdx], r8",
+        "mov [rdx + 8], r10",
+        "add rdx, 16",
+        "mov [rcx + {cursor}], rdx",
+        "mov r11, [rcx + {commit}]",
+        "mov [r11], rdx",
+        "inc qword ptr [rcx + {len}]",
+        "mov dword ptr [rcx + {block}], 0",
+        "ret",
+        "4:",
+        "mov dword ptr [rcx + {block}], 0",
+        "2:",
+        "jmp {slow}",
+        slow = sym cyg_enter_slow,
+        block = const off::BLOCK,
+        state = sym crate::session::STATE,
+        on = const crate::session::ON,
+        overflow = const off::OVERFLOW,
+        len = const off::LEN,
+        fast_depth = const off::FAST_DEPTH,
+        cursor = const off::CURSOR,
+        limit = const off::LIMIT,
+        commit = const off::COMMIT,
+        frames = const off::FRAMES,
+        f_parent_loc = const off::F_PARENT_LOC,
+        f_parent_ip = const off::F_PARENT_IP,
+        f_child_ip = const off::F_CHILD_IP,
+        f_depth = const off::F_DEPTH,
+        f_flags = const off::F_FLAGS,
+        f_start = const off::F_START,
+        max_depth = const off::MAX_DEPTH,
+        entry_bits = const off::ENTRY_BITS,
+        tsc_base = const off::TSC_BASE,
+        tsc_max = const off::TSC_MAX,
+        mult = const off::MULT,
+        ns_base = const off::NS_BASE,
+    )
+}
+
+/// `-finstrument-functions` exit hook: `(this_fn, call_site)`. Fast path when the innermost
+/// frame is this function's (pushed by the entry hook, not hijacked) and no overflow is
+/// pending.
+///
+/// # Safety
+/// Called by instrumented code only.
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __cyg_profile_func_exit() {
+    naked_asm!(
+        "endbr64",
+        "rdtsc",
+        "shl rdx, 32",
+        "or rdx, rax",
+        "mov r8, rdx",
+        "mov rcx, qword ptr [rip + utrace_thread_state@gottpoff]",
+        "mov rcx, qword ptr fs:[rcx]",
+        "cmp rcx, 1",
+        "jbe 2f",
+        "cmp dword ptr [rcx + {block}], 0",
+        "jne 2f",
+        "mov dword ptr [rcx + {block}], 1",
+        "cmp qword ptr [rcx + {overflow}], 0",
+        "jne 4f",
+        "mov rax, [rcx + {len}]",
+        "test rax, rax",
+        "jz 4f",
+        "lea r9, [rax + rax * 4]",
+        "shl r9, 3",
+        "add r9, [rcx + {frames}]",
+        "sub r9, {f_size}",
+        "cmp qword ptr [r9 + {f_parent_loc}], 0",
+        "jne 4f",
+        "cmp [r9 + {f_child_ip}], rdi",
+        "jne 4f",
+        "mov rdx, [rcx + {cursor}]",
+        "add rdx, 16",
+        "cmp rdx, [rcx + {limit}]",
+        "ja 4f",
+        "sub r8, [rcx + {tsc_base}]",
+        "cmp r8, [rcx + {tsc_max}]",
+        "jae 4f",
+        "imul r8, [rcx + {mult}]",
+        "shr r8, 32",
+        "add r8, [rcx + {ns_base}]",
+        "mov r10, rdi",
+        "shl r10, 16",
+        "mov eax, [r9 + {f_depth}]",
+        "mov r11d, {max_depth}",
+        "cmp eax, r11d",
+        "cmova eax, r11d",
+        "shl eax, 6",
+        "or eax, {exit_bits}",
+        "or r10, rax",
+        "mov rdx, [rcx + {cursor}]",
+        "mov [rdx], r8",
+        "mov [rdx + 8], r10",
+        "add rdx, 16",
+        "mov [rcx + {cursor}], rdx",
+        "mov r11, [rcx + {commit}]",
+        "mov [r11], rdx",
+        "dec qword ptr [rcx + {len}]",
+        "mov dword ptr [rcx + {block}], 0",
+        "ret",
+        "4:",
+        "mov dword ptr [rcx + {block}], 0",
+        "2:",
+        "jmp {slow}",
+        slow = sym cyg_exit_slow,
+        block = const off::BLOCK,
+        overflow = const off::OVERFLOW,
+        len = const off::LEN,
+        cursor = const off::CURSOR,
+        limit = const off::LIMIT,
+        commit = const off::COMMIT,
+        frames = const off::FRAMES,
+        f_size = const off::F_SIZE,
+        f_parent_loc = const off::F_PARENT_LOC,
+        f_child_ip = const off::F_CHILD_IP,
+        f_depth = const off::F_DEPTH,
+        max_depth = const off::MAX_DEPTH,
+        exit_bits = const off::EXIT_BITS,
+        tsc_base = const off::TSC_BASE,
+        tsc_max = const off::TSC_MAX,
+        mult = const off::MULT,
+        ns_base = const off::NS_BASE,
     )
 }
 

@@ -1,14 +1,12 @@
-//! Completing a data directory after the traced process tree has ended: trimming the
-//! preallocated tails of the `<tid>.dat` files, the `info` file (data-format.md §2) and one
+//! Completing a data directory after the traced process tree has ended: the `info` file (data-format.md §2) and one
 //! `.sym` file per module of every session map (§7).
 
 use super::launch::Ended;
 use super::program::{build_id_of, Program};
 use anyhow::Context;
-use record_format::dat::{event_payload_len, read_header, DatFile};
 use record_format::info::{feat, CpuInfo, Info, InfoHeader, OsInfo, UsageInfo};
 use record_format::maps::parse_maps;
-use record_format::raw::{RecordKind, RECORD_SIZE};
+use record_format::raw::RECORD_SIZE;
 use record_format::task::{parse_task_txt, TaskLine};
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::CStr;
@@ -30,10 +28,10 @@ pub struct RecordSummary<'a> {
     pub version: String,
 }
 
-/// Finishes the directory: trims data files, writes `.sym` files and `info` (last, so a
+/// Finishes the directory: lists the data files, writes `.sym` files and `info` (last, so a
 /// directory with an `info` file is complete).
 pub fn finish(dir: &Path, summary: &RecordSummary<'_>) -> anyhow::Result<()> {
-    let tids = trim_data_files(dir)?;
+    let tids = data_file_tids(dir)?;
     add_map_build_ids(dir)?;
     write_sym_files(dir)?;
     let info = build_info(summary, tids);
@@ -41,9 +39,10 @@ pub fn finish(dir: &Path, summary: &RecordSummary<'_>) -> anyhow::Result<()> {
     fs::write(&path, info.to_bytes()).with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// Trims every `<tid>.dat` to its valid records and returns the tids whose file holds any,
-/// ascending.
-pub fn trim_data_files(dir: &Path) -> anyhow::Result<Vec<u32>> {
+/// The tids whose `<tid>.dat` holds records, ascending. The files need no repair: libmcount
+/// and the ring salvage write whole records only (`record_format::ring`); only the blocks
+/// libmcount reserved past their ends are given back.
+pub fn data_file_tids(dir: &Path) -> anyhow::Result<Vec<u32>> {
     let mut tids = BTreeSet::new();
     let entries = fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
     for entry in entries {
@@ -57,66 +56,21 @@ pub fn trim_data_files(dir: &Path) -> anyhow::Result<Vec<u32>> {
         else {
             continue;
         };
-        let path = entry.path();
-        // Mapped, not read: a data file can be far larger than memory.
-        let data = DatFile::open(&path, tid)?;
-        let (valid, len) = (valid_length(data.bytes()), data.bytes().len());
-        drop(data);
-        if valid < len {
-            let file = fs::OpenOptions::new()
-                .write(true)
-                .open(&path)
-                .and_then(|f| f.set_len(valid as u64))
-                .with_context(|| format!("cannot truncate {}", path.display()));
-            file?;
-        }
-        if valid > 0 {
+        // Setting the length it has releases the blocks libmcount reserved past it.
+        let len = fs::OpenOptions::new()
+            .write(true)
+            .open(entry.path())
+            .and_then(|f| {
+                let len = f.metadata()?.len();
+                f.set_len(len)?;
+                Ok(len)
+            })
+            .with_context(|| format!("cannot open {}", entry.path().display()))?;
+        if len >= RECORD_SIZE as u64 {
             tids.insert(tid);
         }
     }
     Ok(tids.into_iter().collect())
-}
-
-/// Length of the valid records at the start of `bytes`: the walk stops at 16 zero bytes (the
-/// unused part of a preallocated window: a record's second word always holds the magic bits),
-/// at a record with a bad magic, or at a record cut short. Function records with a payload
-/// cannot be sized without the argument specs; from the first of them on, only trailing zero
-/// 8-byte units are removed.
-pub fn valid_length(bytes: &[u8]) -> usize {
-    let mut pos = 0;
-    loop {
-        let Some(head) = bytes.get(pos..pos + RECORD_SIZE) else {
-            return pos;
-        };
-        if head.iter().all(|&b| b == 0) {
-            return pos;
-        }
-        let rec = match read_header(bytes, pos) {
-            Some(Ok(rec)) => rec,
-            _ => return pos,
-        };
-        let next = pos + RECORD_SIZE;
-        if !rec.more {
-            pos = next;
-            continue;
-        }
-        match rec.kind {
-            RecordKind::Event => match event_payload_len(bytes, next) {
-                Ok(len) => pos = next + len,
-                Err(_) => return pos,
-            },
-            _ => return trailing_zero_trim(bytes, next),
-        }
-    }
-}
-
-/// `bytes.len()` less the trailing all-zero 8-byte units, but not below `floor`.
-fn trailing_zero_trim(bytes: &[u8], floor: usize) -> usize {
-    let mut end = bytes.len() - bytes.len() % 8;
-    while end > floor && bytes[end - 8..end].iter().all(|&b| b == 0) {
-        end -= 8;
-    }
-    end.max(floor)
 }
 
 fn build_info(s: &RecordSummary<'_>, tids: Vec<u32>) -> Info {
@@ -415,55 +369,6 @@ fn basename(path: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use record_format::raw::RawRecord;
-
-    fn rec(kind: RecordKind, more: bool) -> [u8; 16] {
-        RawRecord {
-            time: 100,
-            kind,
-            more,
-            depth: 0,
-            addr: 0x5555_0000_1000,
-        }
-        .encode()
-    }
-
-    #[test]
-    fn zero_tail_is_trimmed() {
-        let mut bytes = Vec::new();
-        bytes.extend_from_slice(&rec(RecordKind::Entry, false));
-        bytes.extend_from_slice(&rec(RecordKind::Exit, false));
-        let valid = bytes.len();
-        bytes.resize(4096, 0);
-        assert_eq!(valid_length(&bytes), valid);
-        assert_eq!(valid_length(&bytes[..valid]), valid);
-        assert_eq!(valid_length(&[0u8; 64]), 0);
-    }
-
-    #[test]
-    fn event_payloads_are_skipped_and_bad_records_cut() {
-        let mut bytes = Vec::new();
-        bytes.extend_from_slice(&rec(RecordKind::Event, true));
-        bytes.extend_from_slice(&[4, 0, 1, 0, 0, 0, 0, 0]);
-        bytes.extend_from_slice(&rec(RecordKind::Entry, false));
-        let valid = bytes.len();
-        bytes.extend_from_slice(&[0xff; 16]);
-        bytes.extend_from_slice(&rec(RecordKind::Exit, false));
-        assert_eq!(valid_length(&bytes), valid);
-        // A record cut short.
-        assert_eq!(valid_length(&bytes[..valid + 8]), valid);
-    }
-
-    #[test]
-    fn payloads_of_unknown_size_keep_everything_but_zero_units() {
-        let mut bytes = Vec::new();
-        bytes.extend_from_slice(&rec(RecordKind::Entry, true));
-        bytes.extend_from_slice(&[3, 0, 0, 0, 0, 0, 0, 0]);
-        bytes.extend_from_slice(&rec(RecordKind::Exit, false));
-        let valid = bytes.len();
-        bytes.resize(1024, 0);
-        assert_eq!(valid_length(&bytes), valid);
-    }
 
     #[test]
     fn memory_units() {

@@ -32,8 +32,10 @@ const PAGE_SIZE: u64 = 4096;
 
 /// Every variable of the env contract, removed from the program's environment before the
 /// recorder sets its own (a stale one could come from an outer recording).
-const CONTRACT_VARS: [&str; 10] = [
+const CONTRACT_VARS: [&str; 12] = [
     env::DIR,
+    env::CLOCK,
+    record_format::ring::ENV_PREFIX,
     env::BUFFER,
     env::MAX_STACK,
     env::DEPTH,
@@ -237,6 +239,13 @@ fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Settings>
         None => "regex",
     };
     set(env::PATTERN, pattern_type.to_string());
+    match r.clock.as_deref() {
+        None | Some("mono") => {}
+        Some(c @ ("mono_raw" | "boot")) => set(env::CLOCK, c.to_string()),
+        Some(other) => notices.usage(format!(
+            "invalid clock source: '{other}' (force to use 'mono')"
+        )),
+    }
     let plthook = !f.no_libcall;
     if plthook {
         set(env::PLTHOOK, "1".to_string());
@@ -257,6 +266,13 @@ fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Settings>
         pattern_type,
         time_filter,
     })
+}
+
+/// A name prefix for the threads' rings in /dev/shm, unique to this recording.
+fn ring_prefix() -> String {
+    use std::hash::{BuildHasher, RandomState};
+    let salt = RandomState::new().hash_one(std::time::SystemTime::now()) as u32;
+    format!("utrace-{}-{salt:08x}", std::process::id())
 }
 
 /// `value` prepended to the colon-separated list in the environment variable `name`.
@@ -384,6 +400,11 @@ pub fn record(
 
     let mut env = settings.env.clone();
     env.push((env::DIR.to_string(), dir.clone().into_os_string()));
+    let rings = ring_prefix();
+    env.push((
+        record_format::ring::ENV_PREFIX.to_string(),
+        rings.clone().into(),
+    ));
     env.extend(runtime_env(&libmcount));
     let ended = launch::run(&launch::Launch {
         // Absolute: a bare name found in the current directory must not be searched in $PATH.
@@ -392,7 +413,12 @@ pub fn record(
         env,
         env_remove: CONTRACT_VARS.to_vec(),
         no_randomize: inv.args.record.no_randomize_addr,
-    })?;
+    });
+    // Records that no thread flushed (killed, crashed, exit() with threads running) are in
+    // the rings: move them into the data files, also when the launch failed half-way.
+    let salvaged = record_format::ring::salvage(&rings, &dir);
+    let ended = ended?;
+    salvaged.with_context(|| format!("cannot move the trace buffers into {}", dir.display()))?;
 
     if inv.args.record.time {
         print_times(&ended);
