@@ -15,6 +15,7 @@ pub mod output;
 pub mod specs;
 pub mod symbols;
 pub mod timeval;
+pub mod walk;
 
 pub use config::{Config, Demangle, Field, MatchType, ReplayOptions, TimePoint, TimeRange};
 

@@ -303,6 +303,9 @@ pub struct AnalysisArgs {
     /// Print the symbol tables (info)
     #[arg(long)]
     pub symbols: bool,
+    /// Log2 histogram of FUNC's durations (report)
+    #[arg(long, value_name = "FUNC")]
+    pub histogram: Option<String>,
     /// Dump as Chrome trace-event JSON
     #[arg(long)]
     pub chrome: bool,

@@ -2,4 +2,6 @@
 
 pub mod args;
 pub mod events;
+pub mod histogram;
 pub mod replay;
+pub mod report;

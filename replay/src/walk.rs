@@ -1,0 +1,613 @@
+//! A streaming walk over the calls of a trace, for the commands that aggregate (`report`,
+//! `graph`, `dump`'s graph formats, histograms).
+//!
+//! Records come in time order from [`Merge`] (which already applied `-r`, `-t`, `time=` and
+//! `-C`). Per task the walker keeps uftrace's call-stack bookkeeping: one slot per open call
+//! holding its address, entry time and the time spent in its direct children; an exit turns the
+//! slot into a finished call (total time, self time = total minus children). Every direct
+//! child counts for its parent's self time, even one the filters hide (`-N`, `-D`,
+//! `--no-libcall`), as in uftrace. The filters (`-F -N -H -D -T`, `--no-libcall`, `--tid`)
+//! then decide which entries and exits are *reported* to the [`Visitor`].
+//!
+//! Special cases follow uftrace's reader: a fork child starts inside its parent's calls (slots
+//! it never entered have address 0); `exec*` empties the stack; `longjmp` returns to the depth
+//! of the last `setjmp`; after LOST records the stack is re-synchronised from the next record's
+//! depth. Calls still open when a task's data ends are finished at the task's last timestamp
+//! (or the end of `-r`) and reported with [`Call::unfinished`] set, innermost first.
+//!
+//! Memory stays flat: nothing but the open slots of each task is kept.
+//!
+//! ```ignore
+//! struct Count(u64);
+//! impl Visitor for Count {
+//!     fn exit(&mut self, _: &View<'_, '_>, call: &Call) { self.0 += call.total; }
+//! }
+//! let mut walker = Walker::new(&dir, &cfg)?;
+//! for n in walker.notices() { println!("Usage: {n}"); }
+//! walker.run(&mut Count(0))?;
+//! ```
+
+use crate::config::{Config, TimePoint};
+use crate::filter::FuncFilter;
+use crate::gate::Gate;
+use crate::merge::{Head, Merge};
+use crate::specs::Specs;
+use crate::symbols::{FuncId, FuncInfo, Symbolizer};
+use crate::{filter::Filters, Result};
+use record_format::{RecordKind, TraceDir};
+
+// Slot flags.
+const FILTERED: u8 = 1;
+const NOTRACE: u8 = 2;
+const NORECORD: u8 = 4;
+const EXEC: u8 = 8;
+const LONGJMP: u8 = 16;
+
+/// One open call of a task (a slot of its call stack).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Frame {
+    /// Recorded address of the entry; 0 for calls entered before the task's data starts
+    /// (a fork child inherits its parent's open calls).
+    pub addr: u64,
+    /// The function of the entry (`None` when never entered).
+    pub func: Option<FuncId>,
+    /// Entry time while open.
+    pub start: u64,
+    /// Time spent in direct children so far.
+    pub child: u64,
+    valid: bool,
+    flags: u8,
+    orig_depth: i64,
+}
+
+/// A function entry that passed the filters.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry {
+    /// Index of the task (`TraceDir::data` order).
+    pub task: usize,
+    pub func: FuncId,
+    pub addr: u64,
+    pub time: u64,
+    /// Index of the call's slot in [`View::stack`] (0 = outermost).
+    pub depth: usize,
+}
+
+/// A finished call that passed the filters.
+#[derive(Debug, Clone, Copy)]
+pub struct Call {
+    pub task: usize,
+    /// The function named by the exit record (for unfinished calls, by the entry address).
+    pub func: FuncId,
+    /// Address of the call's entry (0 if it was entered before the data starts).
+    pub addr: u64,
+    /// Duration in nanoseconds.
+    pub total: u64,
+    /// Time spent in direct children; `total - child` is the self time.
+    pub child: u64,
+    /// Time of the exit (or the time the call was closed at, for unfinished calls).
+    pub time: u64,
+    /// Index of the call's slot (0 = outermost).
+    pub depth: usize,
+    /// An outer open call of the same task has the same address (uftrace counts only the
+    /// outermost of recursive calls in totals).
+    pub recursive: bool,
+    /// Still open at the end of the task's data.
+    pub unfinished: bool,
+}
+
+impl Call {
+    /// Self time: total minus direct children (never negative).
+    pub fn self_time(&self) -> u64 {
+        self.total.saturating_sub(self.child)
+    }
+}
+
+/// What a visitor may look at while the walk runs.
+pub struct View<'a, 'd> {
+    merge: &'a Merge<'d>,
+    tasks: &'a [TaskState],
+}
+
+impl View<'_, '_> {
+    /// The symbol of a function id.
+    pub fn func(&self, id: FuncId) -> &FuncInfo {
+        self.merge.sym.func(id)
+    }
+
+    /// The (demangled) name of a function id.
+    pub fn name(&self, id: FuncId) -> &str {
+        &self.merge.sym.func(id).name
+    }
+
+    pub fn tid(&self, task: usize) -> u32 {
+        self.merge.tid(task)
+    }
+
+    /// The task's current session (index into `TraceDir::sessions`).
+    pub fn session(&self, task: usize) -> Option<usize> {
+        self.merge.session_of(task)
+    }
+
+    /// The open calls of the task, outermost first. During [`Visitor::exit`] the exiting
+    /// call is no longer part of it.
+    pub fn stack(&self, task: usize) -> &[Frame] {
+        let t = &self.tasks[task];
+        &t.slots[..t.stack_count.min(t.slots.len())]
+    }
+
+    /// The symbolizer (for names of frames, modules, session names).
+    pub fn symbols(&self) -> &Symbolizer<'_> {
+        &self.merge.sym
+    }
+
+    /// The task name (basename of the executable of its session).
+    pub fn comm(&self, task: usize) -> &str {
+        self.merge.comm(task)
+    }
+}
+
+/// What the walk saw of one task (see [`Walker::task_summary`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TaskSummary {
+    pub tid: u32,
+    /// Times of the first and last records of the task (0 when it had none).
+    pub first: u64,
+    pub last: u64,
+    /// Finished calls reported.
+    pub exits: u64,
+    /// Passed `--tid`.
+    pub allowed: bool,
+}
+
+/// Receives the calls of a walk. All methods default to doing nothing.
+pub trait Visitor {
+    fn entry(&mut self, _view: &View<'_, '_>, _entry: &Entry) {}
+    fn exit(&mut self, _view: &View<'_, '_>, _call: &Call) {}
+    /// `count` records of the task were lost (0 when unknown).
+    fn lost(&mut self, _view: &View<'_, '_>, _task: usize, _count: u64) {}
+}
+
+#[derive(Debug)]
+struct TaskState {
+    stack_count: usize,
+    slots: Vec<Frame>,
+    in_count: i64,
+    out_count: i64,
+    filter_depth: i64,
+    fstack_set: bool,
+    lost_seen: bool,
+    allowed: bool,
+    /// Times of the task's first and last records (non-LOST).
+    first_time: u64,
+    last_time: u64,
+    /// Exits reported to the visitor.
+    exits: u64,
+    default_depth: i64,
+}
+
+impl TaskState {
+    #[inline]
+    fn slot(&mut self, i: usize) -> &mut Frame {
+        if self.slots.len() <= i {
+            let fresh = Frame {
+                orig_depth: self.default_depth,
+                ..Frame::default()
+            };
+            self.slots.resize(i + 1, fresh);
+        }
+        &mut self.slots[i]
+    }
+}
+
+/// Which stack-changing function a name is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fixup {
+    Exec,
+    Setjmp,
+    Longjmp,
+}
+
+fn fixup_kind(name: &str) -> Option<Fixup> {
+    match name {
+        "execl" | "execlp" | "execle" | "execv" | "execve" | "execvp" | "execvpe" => {
+            Some(Fixup::Exec)
+        }
+        "setjmp" | "_setjmp" | "sigsetjmp" | "__sigsetjmp" => Some(Fixup::Setjmp),
+        "longjmp" | "siglongjmp" | "__longjmp_chk" => Some(Fixup::Longjmp),
+        _ => None,
+    }
+}
+
+/// The walker over one data directory.
+pub struct Walker<'d> {
+    merge: Merge<'d>,
+    tasks: Vec<TaskState>,
+    enabled: bool,
+    setjmp_count: usize,
+    default_depth: i64,
+    /// End of `-r` (absolute ns), closing unfinished calls.
+    range_stop: Option<u64>,
+    no_libcall: bool,
+    notices: Vec<String>,
+}
+
+impl<'d> Walker<'d> {
+    /// Opens the walk: compiles the filters of `cfg` against the trace's functions. The
+    /// `Usage:` complaints about them are in [`Walker::notices`].
+    pub fn new(dir: &'d TraceDir, cfg: &Config) -> Result<Walker<'d>> {
+        let mut sym = Symbolizer::new(dir, cfg.demangle);
+        let specs = Specs::new(dir);
+        // --no-libcall is applied here, after the filters (whose own handling of it would
+        // keep an exec or longjmp from changing the stack).
+        let mut filters = Filters::new(&Config {
+            no_libcall: false,
+            ..cfg.clone()
+        });
+        let mut notices: Vec<String> = specs.notices.clone();
+        notices.append(&mut filters.notices);
+        if !filters.is_empty() {
+            let ids = sym.all_functions();
+            let funcs: Vec<_> = ids.iter().map(|&i| sym.func(i)).collect();
+            if let Some(msg) = filters.check(&funcs, specs.binds_any(&funcs)) {
+                notices.push(msg);
+            }
+        }
+        let gate = Gate::new(
+            cfg.time_filter,
+            filters.has_time_trigger(),
+            filters.has_caller,
+        );
+        let mut merge = Merge::new(dir, sym, specs, filters, gate);
+        let first = merge.first_time();
+        let mut range_stop = None;
+        if let Some(r) = cfg.time_range {
+            let at = |p: TimePoint| match p {
+                TimePoint::Elapsed(ns) => first.saturating_add(ns),
+                TimePoint::Absolute(ns) => ns,
+            };
+            let start = r.start.map_or(0, at);
+            let stop = r.stop.map_or(u64::MAX, at);
+            // uftrace closes unfinished calls at the stop value as written: an elapsed
+            // stop is compared with absolute times, which leaves such calls out.
+            range_stop = r.stop.map(|p| match p {
+                TimePoint::Elapsed(ns) | TimePoint::Absolute(ns) => ns,
+            });
+            merge.set_range(start, stop);
+            merge.restart();
+        }
+        let default_depth = cfg.depth.map_or(i64::from(u16::MAX), i64::from);
+        let tasks = dir
+            .data
+            .iter()
+            .map(|d| TaskState {
+                stack_count: 0,
+                slots: Vec::new(),
+                in_count: 0,
+                out_count: 0,
+                filter_depth: default_depth,
+                fstack_set: false,
+                lost_seen: false,
+                allowed: cfg.tids.is_empty() || cfg.tids.contains(&d.tid),
+                first_time: 0,
+                last_time: 0,
+                exits: 0,
+                default_depth,
+            })
+            .collect();
+        Ok(Walker {
+            merge,
+            tasks,
+            enabled: true,
+            setjmp_count: 0,
+            default_depth,
+            range_stop,
+            no_libcall: cfg.no_libcall,
+            notices,
+        })
+    }
+
+    /// `Usage:` complaints about the filters (print them on stdout before the output).
+    pub fn notices(&self) -> &[String] {
+        &self.notices
+    }
+
+    /// The symbolizer (names of functions, sessions).
+    pub fn symbols(&self) -> &Symbolizer<'d> {
+        &self.merge.sym
+    }
+
+    /// Mutable access to the symbolizer (e.g. to list every function).
+    pub fn symbols_mut(&mut self) -> &mut Symbolizer<'d> {
+        &mut self.merge.sym
+    }
+
+    /// Per task (in `TraceDir::data` order): its times and number of calls, after [`run`].
+    ///
+    /// [`run`]: Walker::run
+    pub fn task_summary(&self) -> Vec<TaskSummary> {
+        self.tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| TaskSummary {
+                tid: self.merge.tid(i),
+                first: t.first_time,
+                last: t.last_time,
+                exits: t.exits,
+                allowed: t.allowed,
+            })
+            .collect()
+    }
+
+    /// The task name (basename of the executable of its last session).
+    pub fn comm(&self, task: usize) -> &str {
+        self.merge.comm(task)
+    }
+
+    /// Timestamp of the first record of the trace.
+    pub fn first_time(&self) -> u64 {
+        self.merge.first_time()
+    }
+
+    /// Walks the whole trace, then reports the unfinished calls. Returns the warnings met
+    /// while reading (broken or truncated data).
+    pub fn run(&mut self, v: &mut dyn Visitor) -> Result<Vec<String>> {
+        while let Some((ti, h)) = self.merge.pop() {
+            if !self.tasks[ti].allowed || h.raw.kind == RecordKind::Event {
+                continue;
+            }
+            if h.raw.kind != RecordKind::Lost {
+                let t = &mut self.tasks[ti];
+                if t.first_time == 0 {
+                    t.first_time = h.raw.time;
+                }
+                t.last_time = h.raw.time;
+            }
+            self.consume(ti, &h);
+            match h.raw.kind {
+                RecordKind::Lost => {
+                    let view = View {
+                        merge: &self.merge,
+                        tasks: &self.tasks,
+                    };
+                    v.lost(&view, ti, h.raw.addr);
+                }
+                RecordKind::Entry => {
+                    let ff = self.merge.decide(h.func);
+                    let idx = self.tasks[ti].stack_count.saturating_sub(1);
+                    if !self.fstack_entry(ti, &h, &ff) {
+                        self.tasks[ti].slot(idx).flags |= NORECORD;
+                        continue;
+                    }
+                    let flags = self.tasks[ti].slot(idx).flags;
+                    // --no-libcall hides library calls only after the filters saw them: an
+                    // exec or longjmp still changes the stack (as in uftrace).
+                    let libcall = self.no_libcall && self.merge.sym.func(h.func).is_plt;
+                    if !libcall {
+                        let entry = Entry {
+                            task: ti,
+                            func: h.func,
+                            addr: h.raw.addr,
+                            time: h.raw.time,
+                            depth: idx,
+                        };
+                        let view = View {
+                            merge: &self.merge,
+                            tasks: &self.tasks,
+                        };
+                        v.entry(&view, &entry);
+                    }
+                    let t = &mut self.tasks[ti];
+                    if flags & EXEC != 0 {
+                        t.stack_count = 0;
+                    } else if flags & LONGJMP != 0 {
+                        t.stack_count = self.setjmp_count;
+                    }
+                    t.slots[idx].flags &= !(EXEC | LONGJMP);
+                }
+                RecordKind::Exit => {
+                    let i = self.tasks[ti].stack_count;
+                    let slot = *self.tasks[ti].slot(i);
+                    self.fstack_exit(ti);
+                    if !self.enabled || slot.flags & NORECORD != 0 {
+                        continue;
+                    }
+                    if self.no_libcall && self.merge.sym.func(h.func).is_plt {
+                        continue;
+                    }
+                    self.tasks[ti].exits += 1;
+                    let t = &self.tasks[ti];
+                    let recursive = t.slots[..i].iter().any(|s| s.addr == slot.addr);
+                    let call = Call {
+                        task: ti,
+                        func: h.func,
+                        addr: slot.addr,
+                        total: slot.start,
+                        child: slot.child,
+                        time: h.raw.time,
+                        depth: i,
+                        recursive,
+                        unfinished: false,
+                    };
+                    let view = View {
+                        merge: &self.merge,
+                        tasks: &self.tasks,
+                    };
+                    v.exit(&view, &call);
+                }
+                RecordKind::Event => {}
+            }
+        }
+        self.finish_remaining(v);
+        Ok(std::mem::take(&mut self.merge.warnings))
+    }
+
+    /// Closes the calls still open at the end of each task (uftrace's "remaining functions").
+    fn finish_remaining(&mut self, v: &mut dyn Visitor) {
+        for ti in 0..self.tasks.len() {
+            if !self.tasks[ti].allowed || self.tasks[ti].stack_count == 0 {
+                continue;
+            }
+            let last = self.range_stop.unwrap_or(self.tasks[ti].last_time);
+            while self.tasks[ti].stack_count > 0 {
+                let t = &mut self.tasks[ti];
+                t.stack_count -= 1;
+                let i = t.stack_count;
+                let slot = *t.slot(i);
+                if slot.addr == 0 || slot.start > last {
+                    continue;
+                }
+                let total = (last - slot.start).max(slot.child);
+                if i > 0 {
+                    t.slots[i - 1].child += total;
+                }
+                let recursive = t.slots[..i].iter().any(|s| s.addr == slot.addr);
+                // Named in the task's last session, like uftrace (an address from before an
+                // exec may no longer resolve).
+                let session = self.merge.session_of(ti);
+                let func = self.merge.sym.resolve(session, last, slot.addr);
+                let call = Call {
+                    task: ti,
+                    func,
+                    addr: slot.addr,
+                    total,
+                    child: slot.child,
+                    time: last,
+                    depth: i,
+                    recursive,
+                    unfinished: true,
+                };
+                let view = View {
+                    merge: &self.merge,
+                    tasks: &self.tasks,
+                };
+                v.exit(&view, &call);
+            }
+        }
+    }
+
+    /// Stack bookkeeping of every record (uftrace's "consume"). After an exit, the slot's
+    /// `start` holds the call's duration.
+    #[inline]
+    fn consume(&mut self, ti: usize, h: &Head) {
+        let default_depth = self.default_depth;
+        let t = &mut self.tasks[ti];
+        let r = &h.raw;
+        if !t.fstack_set {
+            // A fork child or a task seen after LOST starts inside calls it never entered.
+            t.stack_count = r.depth as usize + usize::from(r.kind == RecordKind::Exit);
+            t.fstack_set = true;
+            for i in 0..t.stack_count {
+                let s = t.slot(i);
+                s.start = r.time;
+                s.child = 0;
+                s.valid = true;
+            }
+            t.filter_depth = default_depth;
+        }
+        if t.lost_seen && r.kind != RecordKind::Lost {
+            t.stack_count = r.depth as usize + usize::from(r.kind == RecordKind::Exit);
+            t.lost_seen = false;
+            for i in 0..=r.depth as usize {
+                let s = t.slot(i);
+                s.start = r.time.saturating_sub(1);
+            }
+        }
+        match r.kind {
+            RecordKind::Entry => {
+                let i = t.stack_count;
+                let s = t.slot(i);
+                s.addr = r.addr;
+                s.func = Some(h.func);
+                s.start = r.time;
+                s.child = 0;
+                s.valid = true;
+                t.stack_count += 1;
+            }
+            RecordKind::Exit => {
+                let i = t.stack_count.saturating_sub(1);
+                let s = t.slot(i);
+                let delta = if s.valid {
+                    r.time.saturating_sub(s.start)
+                } else {
+                    0
+                };
+                s.start = delta.max(s.child);
+                s.valid = false;
+                t.stack_count = t.stack_count.saturating_sub(1);
+                if i > 0 {
+                    t.slots[i - 1].child += delta;
+                }
+            }
+            RecordKind::Lost => t.lost_seen = true,
+            RecordKind::Event => {}
+        }
+    }
+
+    /// Filter bookkeeping at a function entry; `false` when the entry is not reported.
+    fn fstack_entry(&mut self, ti: usize, h: &Head, ff: &FuncFilter) -> bool {
+        let has_filter = self.merge.filters.has_filter;
+        let default_depth = self.default_depth;
+        let kind = fixup_kind(&self.merge.sym.func(h.func).name);
+        let t = &mut self.tasks[ti];
+        let idx = t.stack_count.saturating_sub(1);
+        let orig = t.filter_depth;
+        let slot = t.slot(idx);
+        slot.orig_depth = orig;
+        slot.flags = 0;
+        if t.out_count > 0 {
+            return false;
+        }
+        if kind == Some(Fixup::Setjmp) {
+            self.setjmp_count = t.stack_count;
+        }
+        if ff.notrace {
+            t.out_count += 1;
+            t.slots[idx].flags |= NOTRACE;
+            return false;
+        }
+        if ff.filter {
+            t.in_count += 1;
+            t.slots[idx].flags |= FILTERED;
+            t.filter_depth = default_depth;
+        } else if has_filter && t.in_count == 0 {
+            return false;
+        }
+        match kind {
+            Some(Fixup::Exec) => t.slots[idx].flags |= EXEC,
+            Some(Fixup::Longjmp) => t.slots[idx].flags |= LONGJMP,
+            _ => {}
+        }
+        if ff.hide {
+            return false;
+        }
+        if let Some(d) = ff.actions.depth {
+            t.filter_depth = i64::from(d);
+        }
+        if ff.actions.trace_on {
+            self.enabled = true;
+        }
+        if ff.actions.trace_off {
+            self.enabled = false;
+        }
+        if !self.enabled || t.filter_depth <= 0 {
+            return false;
+        }
+        t.filter_depth -= 1;
+        true
+    }
+
+    /// Filter bookkeeping at a function exit (the slot just above the stack counter).
+    #[inline]
+    fn fstack_exit(&mut self, ti: usize) {
+        let t = &mut self.tasks[ti];
+        let i = t.stack_count;
+        let s = *t.slot(i);
+        if s.flags & FILTERED != 0 {
+            t.in_count -= 1;
+        } else if s.flags & NOTRACE != 0 {
+            t.out_count -= 1;
+        }
+        t.slots[i].flags = 0;
+        t.filter_depth = s.orig_depth;
+    }
+}
