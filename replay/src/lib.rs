@@ -18,6 +18,7 @@ pub mod timeval;
 pub mod walk;
 
 pub use config::{Config, Demangle, Field, MatchType, ReplayOptions, TimePoint, TimeRange};
+pub use output::dump::{dump, DumpFormat, DumpOptions};
 
 use std::io::Write;
 

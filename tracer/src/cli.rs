@@ -321,6 +321,9 @@ pub struct AnalysisArgs {
     /// Sampling period of --flame-graph
     #[arg(long, value_name = "TIME")]
     pub sample_time: Option<String>,
+    /// Render --flame-graph as an SVG image (utrace only)
+    #[arg(long)]
+    pub svg: bool,
 }
 
 /// Options of `record` and `live` (and `recv`); interpreted by those commands.

@@ -1,11 +1,97 @@
-//! `utrace dump`: raw records, chrome, flame-graph, graphviz, mermaid (cli.md §8). Not implemented yet.
+//! `utrace dump`: the raw records, or the trace as Chrome trace-event JSON, folded stacks for
+//! flame graphs (`--svg`: the flame graph itself), a graphviz or a mermaid call graph
+//! (cli.md §8).
 
-use crate::cli::Subcommand;
+use crate::config;
 use crate::invocation::Invocation;
 use crate::notice::Notices;
+use crate::pager::Output;
+use crate::timefmt;
+use crate::usage;
+use anyhow::Context;
+use replay::{DumpFormat, DumpOptions};
+use std::io::Write;
 use std::process::ExitCode;
 
 pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> {
-    let _ = (inv, notices);
-    Err(super::not_implemented(Subcommand::Dump))
+    let rec = &inv.args.record;
+    if rec.kernel || rec.kernel_only || rec.kernel_full || rec.kernel_depth.is_some() {
+        anyhow::bail!(
+            "dump: kernel trace data is not supported by utrace (--kernel, --kernel-only)"
+        );
+    }
+    let dir = super::open_data(inv)?;
+    let inv = inv.with_default_opts(dir.default_opts.as_deref(), notices)?;
+    let cfg = config::analysis_config(&inv, notices)?;
+    let replay_opts = config::replay_options(&inv, &cfg, notices)?;
+    let a = &inv.args.analysis;
+    let format = if a.chrome {
+        DumpFormat::Chrome
+    } else if a.flame_graph {
+        DumpFormat::FlameGraph
+    } else if a.graphviz {
+        DumpFormat::Graphviz
+    } else if a.mermaid {
+        DumpFormat::Mermaid
+    } else {
+        DumpFormat::Raw
+    };
+    if a.svg && format != DumpFormat::FlameGraph {
+        notices.usage("--svg is only used with --flame-graph (ignoring..)");
+    }
+    let sample_time = match &a.sample_time {
+        Some(t) => Some(timefmt::parse_time(t, 9, notices)?),
+        None => None,
+    };
+    let common = &inv.args.common;
+    let opts = DumpOptions {
+        format,
+        debug: common.verbose > 0 || common.debug > 0,
+        no_args: replay_opts.no_args,
+        sample_time,
+        svg: a.svg,
+        tid_width: replay_opts.tid_width,
+        version: usage::version_line(),
+        recorded_time: recorded_time(&dir.path.join("info")),
+    };
+    notices.flush();
+
+    let mut out = Output::start(!common.no_pager);
+    let mut warn = |msg: &str| {
+        let _ = writeln!(std::io::stderr(), "WARN: {msg}");
+    };
+    replay::dump(&dir, &cfg, &opts, out.writer(), &mut warn)
+        .with_context(|| format!("cannot dump {}", dir.path.display()))?;
+    out.finish()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The modification time of `info` in `ctime` form (`Sat Nov 21 14:17:17 2026`, local time),
+/// which uftrace shows as the recording time; empty if unknown.
+fn recorded_time(info: &std::path::Path) -> String {
+    let Ok(meta) = std::fs::metadata(info) else {
+        return String::new();
+    };
+    let Ok(since) = meta
+        .modified()
+        .map(|m| m.duration_since(std::time::UNIX_EPOCH))
+    else {
+        return String::new();
+    };
+    let Ok(secs) = since.map(|d| d.as_secs()) else {
+        return String::new();
+    };
+    let Ok(t) = libc::time_t::try_from(secs) else {
+        return String::new();
+    };
+    let mut buf = [0 as libc::c_char; 64];
+    // SAFETY: ctime_r writes at most 26 bytes (NUL included) into `buf`, which is 64 long, and
+    // returns NULL or `buf`.
+    let p = unsafe { libc::ctime_r(&t, buf.as_mut_ptr()) };
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: `p` points to `buf`, NUL-terminated by ctime_r.
+    let text = unsafe { std::ffi::CStr::from_ptr(p) };
+    text.to_string_lossy().trim_end().to_string()
 }

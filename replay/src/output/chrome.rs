@@ -1,0 +1,118 @@
+//! `dump --chrome` (cli.md §8.2): Chrome trace-event JSON, loadable in Perfetto and
+//! chrome://tracing, in uftrace's layout: one event object per line.
+//!
+//! * two `"ph":"M"` metadata events per task (`process_name`, `thread_name`, `"[TID] comm"`);
+//! * a `"B"` event per shown entry and an `"E"` event per shown exit, `ts` in microseconds
+//!   with three decimals; a main thread has only `pid`, other threads `pid` and `tid`;
+//! * arguments as `"args":{"arguments":"(1, 2)"}`, return values as `"args":{"retval":"3"}`;
+//! * a footer with `displayTimeUnit` and the recording's metadata.
+//!
+//! Events are written as they come (nothing is kept in memory); strings are escaped by
+//! serde_json.
+
+use super::dump::{write_notices, Call, DumpOptions, Sink, Walk};
+use crate::config::Config;
+use crate::Result;
+use record_format::TraceDir;
+use std::io::{self, Write};
+
+struct Chrome<'w> {
+    out: &'w mut dyn Write,
+    lost: u64,
+}
+
+/// Writes `s` as a JSON string (with its quotes).
+fn json_str(out: &mut dyn Write, s: &str) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, s).map_err(io::Error::from)
+}
+
+impl Sink for Chrome<'_> {
+    fn wants_args(&self) -> bool {
+        true
+    }
+
+    fn call(&mut self, c: &Call<'_>) -> io::Result<()> {
+        let out = &mut *self.out;
+        let ph = if c.exit { 'E' } else { 'B' };
+        write!(
+            out,
+            ",\n{{\"ts\":{}.{:03},\"ph\":\"{ph}\",\"pid\":{}",
+            c.time / 1000,
+            c.time % 1000,
+            c.pid
+        )?;
+        if c.pid != c.tid {
+            write!(out, ",\"tid\":{}", c.tid)?;
+        }
+        out.write_all(b",\"name\":")?;
+        json_str(out, c.name)?;
+        if let Some(args) = c.args {
+            let key = if c.exit { "retval" } else { "arguments" };
+            write!(out, ",\"args\":{{\"{key}\":")?;
+            json_str(out, args)?;
+            out.write_all(b"}")?;
+        }
+        out.write_all(b"}")
+    }
+
+    fn lost(&mut self) {
+        self.lost += 1;
+    }
+}
+
+/// Writes the trace-event JSON of `dir`; returns the warnings.
+pub fn dump(
+    dir: &TraceDir,
+    cfg: &Config,
+    opts: &DumpOptions,
+    out: &mut dyn Write,
+    warn: &mut dyn FnMut(&str),
+) -> Result<Vec<String>> {
+    let walk = Walk::new(dir, cfg, opts.no_args);
+    write_notices(out, &walk.notices)?;
+    out.write_all(b"{\"traceEvents\":[")?;
+    // Each event after the first starts with ",\n"; the metadata come first.
+    let mut first = true;
+    for t in walk.tasks() {
+        let label = format!("[{}] {}", t.tid, t.comm);
+        for kind in ["process_name", "thread_name"] {
+            out.write_all(if first { b"\n" } else { b",\n" })?;
+            first = false;
+            write!(
+                out,
+                "{{\"ts\":0,\"ph\":\"M\",\"pid\":{},\"name\":\"{kind}\",\"args\":{{\"name\":",
+                t.tid
+            )?;
+            json_str(out, &label)?;
+            out.write_all(b"}}")?;
+        }
+    }
+    let mut sink = Chrome { out, lost: 0 };
+    let warnings = walk.run(&mut sink)?;
+    let lost = sink.lost;
+    write!(
+        out,
+        "\n], \"displayTimeUnit\": \"ns\", \"metadata\": {{\n\"version\":"
+    )?;
+    json_str(out, &opts.version)?;
+    out.write_all(b",\n\"recorded_time\":")?;
+    json_str(out, &opts.recorded_time)?;
+    if let Some(cmd) = &dir.info.cmdline {
+        out.write_all(b",\n\"command_line\":")?;
+        json_str(out, &unescape_cmdline(cmd))?;
+    }
+    out.write_all(b"\n} }\n")?;
+    if lost > 0 {
+        warn(&format!(
+            "Some of function trace records are lost. ({lost} times shown)"
+        ));
+        warn("The output json format may not show the correct view in chrome browser.");
+    }
+    Ok(warnings)
+}
+
+/// The command line as recorded has `"` escaped as `\"`; JSON escaping is applied on top of
+/// the plain text.
+fn unescape_cmdline(cmd: &str) -> String {
+    cmd.replace("\\\"", "\"")
+}

@@ -1,0 +1,368 @@
+//! `dump` (cli.md §8): the options, and the time-ordered walk shared by the formats that
+//! show calls rather than raw records (`--chrome`, `--flame-graph`, `--graphviz`,
+//! `--mermaid`).
+//!
+//! The walk takes the records of every task in time order from [`Merge`] (which applies
+//! `-r`, `-t` and `-C`), keeps each task's stack in a [`TaskStack`] (durations and the
+//! `-F -N -H -D --no-libcall` counters) and hands every shown entry and exit to a [`Sink`].
+//! Calls still open at the end of the data are closed at the task's last timestamp, innermost
+//! first, task by task, as uftrace does.
+
+use super::args::{push_args, push_value};
+use super::dump_stack::{fixup, Closed, TaskStack};
+use crate::config::{Config, TimePoint};
+use crate::filter::Filters;
+use crate::gate::Gate;
+use crate::merge::{Head, Merge};
+use crate::specs::Specs;
+use crate::symbols::Symbolizer;
+use crate::Result;
+use record_format::argspec::{decode_payload, ArgItem};
+use record_format::task::TaskLine;
+use record_format::{RecordKind, TraceDir};
+use std::io::{self, Write};
+
+/// Which format `dump` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DumpFormat {
+    /// Every record of every task file (the default).
+    #[default]
+    Raw,
+    Chrome,
+    FlameGraph,
+    Graphviz,
+    Mermaid,
+}
+
+/// Display options of `dump`.
+#[derive(Debug, Clone, Default)]
+pub struct DumpOptions {
+    pub format: DumpFormat,
+    /// `--debug`/`-v`: hex of every record and the task list (raw format).
+    pub debug: bool,
+    /// `--no-args`: no arguments and return values.
+    pub no_args: bool,
+    /// `--sample-time` in nanoseconds (flame graph).
+    pub sample_time: Option<u64>,
+    /// `--svg`: render the flame graph as SVG instead of folded stacks.
+    pub svg: bool,
+    /// TID width of the raw lines: 7 (uftrace 0.17+ layout) or 6 (0.13).
+    pub tid_width: usize,
+    /// The version line of the running program, e.g. `utrace v0.1.0 ( x86_64 )`.
+    pub version: String,
+    /// When the data was recorded (`ctime` text of the `info` file's mtime).
+    pub recorded_time: String,
+}
+
+/// One shown entry or exit.
+#[derive(Debug)]
+pub struct Call<'a> {
+    pub task: usize,
+    pub tid: u32,
+    /// The process the task belongs to (its tid for a main thread).
+    pub pid: u32,
+    pub time: u64,
+    pub exit: bool,
+    pub name: &'a str,
+    /// Rendered arguments (`(1, "a")`) or return value; `None` when none was recorded (or
+    /// the sink does not want them).
+    pub args: Option<&'a str>,
+    /// Duration and time spent in callees, for an exit.
+    pub total: u64,
+    pub child: u64,
+}
+
+/// A format fed by the time-ordered walk.
+pub trait Sink {
+    /// Whether [`Call::args`] should be rendered.
+    fn wants_args(&self) -> bool {
+        false
+    }
+    fn call(&mut self, call: &Call<'_>) -> io::Result<()>;
+    /// A LOST record.
+    fn lost(&mut self) {}
+}
+
+/// What the walk knows about the tasks, for headers.
+#[derive(Debug, Clone)]
+pub struct TaskInfo {
+    pub tid: u32,
+    pub pid: u32,
+    /// Basename of the task's first executable.
+    pub comm: String,
+}
+
+/// The tasks of `dir` in TASKINFO order.
+pub fn task_infos(dir: &TraceDir) -> Vec<TaskInfo> {
+    dir.data
+        .iter()
+        .map(|d| {
+            let pid = dir
+                .tasks
+                .iter()
+                .find_map(|t| match t {
+                    TaskLine::Task { tid, pid, .. } if *tid == d.tid => Some(*pid),
+                    _ => None,
+                })
+                .unwrap_or(d.tid);
+            let exe = dir
+                .tasks
+                .iter()
+                .find_map(|t| match t {
+                    TaskLine::Sess {
+                        pid: spid, exename, ..
+                    } if *spid == d.tid || *spid == pid => Some(exename.as_str()),
+                    _ => None,
+                })
+                .or(dir.info.exename.as_deref())
+                .unwrap_or("");
+            let base = exe.rsplit('/').next().unwrap_or(exe);
+            // The kernel keeps 15 characters of a task name.
+            let comm: String = base.chars().take(15).collect();
+            TaskInfo {
+                tid: d.tid,
+                pid,
+                comm,
+            }
+        })
+        .collect()
+}
+
+/// Basename of the recorded executable (the root of the call graphs).
+pub fn exe_basename(dir: &TraceDir) -> String {
+    let exe = dir.info.exename.as_deref().unwrap_or("");
+    exe.rsplit('/').next().unwrap_or(exe).to_string()
+}
+
+fn time_point(p: TimePoint, first: u64) -> u64 {
+    match p {
+        TimePoint::Elapsed(ns) => first.saturating_add(ns),
+        TimePoint::Absolute(ns) => ns,
+    }
+}
+
+/// The merged, filtered stream of a data directory.
+pub struct Walk<'d> {
+    merge: Merge<'d>,
+    stacks: Vec<TaskStack>,
+    allowed: Vec<bool>,
+    tasks: Vec<TaskInfo>,
+    range_stop: Option<u64>,
+    no_args: bool,
+    /// `Usage:` notices of the filters and argument specs.
+    pub notices: Vec<String>,
+}
+
+impl<'d> Walk<'d> {
+    pub fn new(dir: &'d TraceDir, cfg: &'d Config, no_args: bool) -> Walk<'d> {
+        let (merge, notices) = open_merge(dir, cfg);
+        let first = merge.first_time();
+        let mut merge = merge;
+        let mut range_stop = None;
+        if let Some(r) = cfg.time_range {
+            let start = r.start.map_or(0, |p| time_point(p, first));
+            let stop = r.stop.map_or(u64::MAX, |p| time_point(p, first));
+            // uftrace closes unfinished calls at the stop value as written: an elapsed stop
+            // is compared with absolute times, which leaves such calls out.
+            range_stop = r.stop.map(|p| match p {
+                TimePoint::Elapsed(ns) | TimePoint::Absolute(ns) => ns,
+            });
+            merge.set_range(start, stop);
+            merge.restart();
+        }
+        let tasks = task_infos(dir);
+        Walk {
+            merge,
+            stacks: dir.data.iter().map(|_| TaskStack::new(cfg.depth)).collect(),
+            allowed: dir
+                .data
+                .iter()
+                .map(|d| cfg.tids.is_empty() || cfg.tids.contains(&d.tid))
+                .collect(),
+            tasks,
+            range_stop,
+            no_args,
+            notices,
+        }
+    }
+
+    pub fn tasks(&self) -> &[TaskInfo] {
+        &self.tasks
+    }
+
+    /// Feeds every shown entry and exit to `sink`; returns the warnings met while reading.
+    pub fn run(mut self, sink: &mut dyn Sink) -> Result<Vec<String>> {
+        let mut args = String::new();
+        let has_filter = self.merge.filters.has_filter;
+        while let Some((ti, head)) = self.merge.pop() {
+            self.stacks[ti].last_time = head.raw.time;
+            if !self.allowed[ti] {
+                continue;
+            }
+            let closed = self.stacks[ti].consume(&head.raw);
+            let shown = match head.raw.kind {
+                RecordKind::Entry => {
+                    let ff = self.merge.decide(head.func);
+                    let shown = self.stacks[ti].enter(&ff, has_filter);
+                    if let Some(f) = fixup(&self.merge.sym.func(head.func).name) {
+                        self.stacks[ti].fixup(f);
+                    }
+                    shown
+                }
+                RecordKind::Exit => self.stacks[ti].exit(),
+                RecordKind::Lost => {
+                    sink.lost();
+                    false
+                }
+                RecordKind::Event => false,
+            };
+            if !shown {
+                continue;
+            }
+            let exit = head.raw.kind == RecordKind::Exit;
+            let has_args = sink.wants_args() && self.args_text(ti, &head, exit, &mut args);
+            let c = closed.unwrap_or_default();
+            let call = Call {
+                task: ti,
+                tid: self.tasks[ti].tid,
+                pid: self.tasks[ti].pid,
+                time: head.raw.time,
+                exit,
+                name: &self.merge.sym.func(head.func).name,
+                args: has_args.then_some(args.as_str()),
+                total: c.total,
+                child: c.child,
+            };
+            sink.call(&call)?;
+        }
+        self.close_remaining(sink)?;
+        Ok(std::mem::take(&mut self.merge.warnings))
+    }
+
+    /// Closes the calls still open at the end, innermost first, task by task.
+    fn close_remaining(&mut self, sink: &mut dyn Sink) -> Result<()> {
+        for ti in 0..self.stacks.len() {
+            if !self.allowed[ti] || self.stacks[ti].open_calls() == 0 {
+                continue;
+            }
+            let mut last = self.stacks[ti].last_time;
+            if let Some(stop) = self.range_stop {
+                last = last.min(stop);
+            }
+            while let Some(closed) = self.stacks[ti].close_open(last) {
+                let Some(Closed { addr, total, child }) = closed else {
+                    continue;
+                };
+                if !self.stacks[ti].exit() {
+                    continue;
+                }
+                let session = self.merge.session_of(ti);
+                let func = self.merge.sym.resolve(session, last, addr);
+                let call = Call {
+                    task: ti,
+                    tid: self.tasks[ti].tid,
+                    pid: self.tasks[ti].pid,
+                    time: last,
+                    exit: true,
+                    name: &self.merge.sym.func(func).name,
+                    args: None,
+                    total,
+                    child,
+                };
+                sink.call(&call)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Renders the arguments (entry, in parentheses) or return value (exit) of `h` into
+    /// `out`; `false` when the record carries none.
+    fn args_text(&mut self, ti: usize, h: &Head, ret: bool, out: &mut String) -> bool {
+        out.clear();
+        if !h.raw.more || self.no_args {
+            return false;
+        }
+        let f = self.merge.sym.func(h.func).clone();
+        let spec = self.merge.specs.get(h.func, &f).clone();
+        let items: Vec<&ArgItem> = if ret {
+            spec.ret.iter().collect()
+        } else {
+            spec.args.iter().collect()
+        };
+        let bytes = self.merge.payload(ti, h.payload);
+        let Some(values) = decode_payload(&items, bytes) else {
+            return false;
+        };
+        let session = self.merge.session_of(ti);
+        let sym = &mut self.merge.sym;
+        let mut lookup = |addr: u64| {
+            let id = sym.resolve(session, 0, addr);
+            let fi = sym.func(id);
+            fi.known.then(|| fi.name.clone())
+        };
+        if ret {
+            if let (Some(item), Some(v)) = (items.first(), values.first()) {
+                push_value(out, item, v, &spec.enums, &mut lookup);
+            }
+        } else {
+            let owned: Vec<ArgItem> = items.into_iter().cloned().collect();
+            out.push('(');
+            push_args(out, &owned, &values, &spec.enums, &mut lookup);
+            out.push(')');
+        }
+        true
+    }
+}
+
+/// The symbolizer, specs and filters of `dir` in a [`Merge`], with the `Usage:` notices they
+/// produced.
+pub(crate) fn open_merge<'d>(dir: &'d TraceDir, cfg: &Config) -> (Merge<'d>, Vec<String>) {
+    let mut sym = Symbolizer::new(dir, cfg.demangle);
+    let specs = Specs::new(dir);
+    let mut filters = Filters::new(cfg);
+    let mut notices: Vec<String> = specs.notices.clone();
+    notices.append(&mut filters.notices);
+    if !filters.is_empty() {
+        let ids = sym.all_functions();
+        let funcs: Vec<_> = ids.iter().map(|&i| sym.func(i)).collect();
+        if let Some(msg) = filters.check(&funcs, specs.binds_any(&funcs)) {
+            notices.push(msg);
+        }
+    }
+    let gate = Gate::new(
+        cfg.time_filter,
+        filters.has_time_trigger(),
+        filters.has_caller,
+    );
+    (Merge::new(dir, sym, specs, filters, gate), notices)
+}
+
+/// Dumps `dir` in the format of `opts` to `out`. `Usage:` notices go to `out` first (uftrace
+/// prints them on stdout); warnings go to `warn`.
+pub fn dump(
+    dir: &TraceDir,
+    cfg: &Config,
+    opts: &DumpOptions,
+    out: &mut dyn Write,
+    warn: &mut dyn FnMut(&str),
+) -> Result<()> {
+    let warnings = match opts.format {
+        DumpFormat::Raw => super::dump_raw::dump(dir, cfg, opts, out)?,
+        DumpFormat::Chrome => super::chrome::dump(dir, cfg, opts, out, warn)?,
+        DumpFormat::FlameGraph => super::flame::dump(dir, cfg, opts, out)?,
+        DumpFormat::Graphviz => super::graphviz::dump(dir, cfg, opts, out)?,
+        DumpFormat::Mermaid => super::mermaid::dump(dir, cfg, opts, out)?,
+    };
+    for w in warnings {
+        warn(&w);
+    }
+    Ok(())
+}
+
+/// Writes the `Usage:` notices of a walk.
+pub(crate) fn write_notices(out: &mut dyn Write, notices: &[String]) -> io::Result<()> {
+    for n in notices {
+        writeln!(out, "Usage: {n}")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,590 @@
+//! `dump` without a format option (cli.md §8.1): the `info` header, then every task file in
+//! TASKINFO order, one line per record, exactly as stored (raw depth and address), with the
+//! argument and return-value payloads decoded item by item. `--debug` adds a hex dump of the
+//! header and of every record and payload shown, and the task list.
+//!
+//! The filters (`-F -N -H -D --tid -r --no-libcall`) hide records; the file headings stay.
+
+use super::args::push_value;
+use super::dump::{write_notices, DumpOptions};
+use super::dump_stack::TaskStack;
+use crate::config::{Config, TimePoint};
+use crate::filter::{Filters, FuncFilter};
+use crate::specs::{FuncSpec, Specs};
+use crate::symbols::{FuncId, Symbolizer};
+use crate::Result;
+use record_format::argspec::{ArgFormat, ArgItem};
+use record_format::dat::{event_payload_len, read_header};
+use record_format::raw::RECORD_SIZE;
+use record_format::task::{TaskLine, Timestamp};
+use record_format::{RawRecord, RecordKind, TraceDir};
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+const FEATURES: [&str; 11] = [
+    "PLTHOOK",
+    "TASK_SESSION",
+    "KERNEL",
+    "ARGUMENT",
+    "RETVAL",
+    "SYM_REL_ADDR",
+    "MAX_STACK",
+    "EVENT",
+    "PERF_EVENT",
+    "AUTO_ARGS",
+    "DEBUG_INFO",
+];
+
+const INFO_SECTIONS: [&str; 14] = [
+    "EXE_NAME",
+    "EXE_BUILD_ID",
+    "EXIT_STATUS",
+    "CMDLINE",
+    "CPUINFO",
+    "MEMINFO",
+    "OSINFO",
+    "TASKINFO",
+    "USAGEINFO",
+    "LOADINFO",
+    "ARG_SPEC",
+    "RECORD_DATE",
+    "PATTERN_TYPE",
+    "VERSION",
+];
+
+/// `A | B | C` for the set bits of `mask` that have names.
+fn flag_names(mask: u64, names: &[&str]) -> String {
+    let set: Vec<&str> = names
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| mask & (1 << i) != 0)
+        .map(|(_, n)| *n)
+        .collect();
+    set.join(" | ")
+}
+
+/// `--debug` hex lines: 16 bytes a line, offsets counted over what was printed.
+fn hex(out: &mut dyn Write, offset: &mut u64, data: &[u8]) -> io::Result<()> {
+    for chunk in data.chunks(16) {
+        write!(out, " <{:016x}>:", *offset)?;
+        for (i, b) in chunk.iter().enumerate() {
+            if i == 8 {
+                out.write_all(b" ")?;
+            }
+            write!(out, " {b:02x}")?;
+        }
+        out.write_all(b"\n")?;
+        *offset += chunk.len() as u64;
+    }
+    Ok(())
+}
+
+struct Raw<'d, 'w> {
+    dir: &'d TraceDir,
+    out: &'w mut dyn Write,
+    opts: &'d DumpOptions,
+    sym: Symbolizer<'d>,
+    specs: Specs,
+    filters: Filters,
+    decided: HashMap<FuncId, FuncFilter>,
+    offset: u64,
+    /// Session of the record being shown (to name pointer values).
+    session: Option<usize>,
+    warnings: Vec<String>,
+}
+
+/// Writes the raw dump of `dir`; returns the warnings.
+pub fn dump(
+    dir: &TraceDir,
+    cfg: &Config,
+    opts: &DumpOptions,
+    out: &mut dyn Write,
+) -> Result<Vec<String>> {
+    let (sym, specs, filters, notices) = parts(dir, cfg);
+    write_notices(out, &notices)?;
+    let mut raw = Raw {
+        dir,
+        out,
+        opts,
+        sym,
+        specs,
+        filters,
+        decided: HashMap::new(),
+        offset: 0,
+        session: None,
+        warnings: Vec::new(),
+    };
+    raw.header()?;
+    let first = dir
+        .data
+        .iter()
+        .filter_map(|d| match read_header(d.bytes(), 0) {
+            Some(Ok(r)) if r.kind != RecordKind::Lost => Some(r.time),
+            _ => None,
+        })
+        .min()
+        .unwrap_or(0);
+    let point = |p: TimePoint| match p {
+        TimePoint::Elapsed(ns) => first.saturating_add(ns),
+        TimePoint::Absolute(ns) => ns,
+    };
+    let range = cfg.time_range.map_or((0, u64::MAX), |r| {
+        (r.start.map_or(0, point), r.stop.map_or(u64::MAX, point))
+    });
+    for ti in 0..dir.data.len() {
+        let allowed = cfg.tids.is_empty() || cfg.tids.contains(&dir.data[ti].tid);
+        raw.task(ti, cfg, allowed, range)?;
+    }
+    Ok(raw.warnings)
+}
+
+/// The symbolizer, specs and filters of `dir`, with their `Usage:` notices.
+fn parts<'d>(dir: &'d TraceDir, cfg: &Config) -> (Symbolizer<'d>, Specs, Filters, Vec<String>) {
+    let mut sym = Symbolizer::new(dir, cfg.demangle);
+    let specs = Specs::new(dir);
+    let mut filters = Filters::new(cfg);
+    let mut notices: Vec<String> = specs.notices.clone();
+    notices.append(&mut filters.notices);
+    if !filters.is_empty() {
+        let ids = sym.all_functions();
+        let funcs: Vec<_> = ids.iter().map(|&i| sym.func(i)).collect();
+        if let Some(msg) = filters.check(&funcs, specs.binds_any(&funcs)) {
+            notices.push(msg);
+        }
+    }
+    (sym, specs, filters, notices)
+}
+
+impl Raw<'_, '_> {
+    fn header(&mut self) -> io::Result<()> {
+        let h = &self.dir.info.header;
+        let out = &mut *self.out;
+        writeln!(out, "uftrace file header: magic         = 4674726163652100")?;
+        writeln!(out, "uftrace file header: version       = {}", h.version)?;
+        writeln!(out, "uftrace file header: header size   = 40")?;
+        let endian = if h.endian == 1 { "little" } else { "big" };
+        writeln!(
+            out,
+            "uftrace file header: endian        = {} ({endian})",
+            h.endian
+        )?;
+        let class = if h.elf_class == 2 { "64" } else { "32" };
+        writeln!(
+            out,
+            "uftrace file header: class         = {} ({class} bit)",
+            h.elf_class
+        )?;
+        writeln!(
+            out,
+            "uftrace file header: features      = {:#x} ({})",
+            h.feat_mask,
+            flag_names(h.feat_mask, &FEATURES)
+        )?;
+        writeln!(
+            out,
+            "uftrace file header: info          = {:#x} ({})",
+            h.info_mask,
+            flag_names(h.info_mask, &INFO_SECTIONS)
+        )?;
+        if self.opts.debug {
+            let bytes = std::fs::read(self.dir.path.join("info")).unwrap_or_default();
+            let mut off = 0;
+            hex(out, &mut off, &bytes[..bytes.len().min(40)])?;
+        }
+        out.write_all(b"\n")?;
+        if self.opts.debug {
+            writeln!(out, "{} tasks found", self.dir.data.len())?;
+            for t in &self.dir.tasks {
+                match t {
+                    TaskLine::Task { time, tid, pid } => {
+                        writeln!(out, "{}  task tid {tid} (pid {pid})", Timestamp(*time))?
+                    }
+                    TaskLine::Fork { time, pid, ppid } => {
+                        writeln!(out, "{}  fork pid {pid} (ppid {ppid})", Timestamp(*time))?
+                    }
+                    TaskLine::Sess {
+                        time,
+                        pid,
+                        sid,
+                        exename,
+                    } => {
+                        let sid: String = sid.chars().take(16).collect();
+                        writeln!(
+                            out,
+                            "{}  session of task {pid}: {sid} ({exename})",
+                            Timestamp(*time)
+                        )?
+                    }
+                    TaskLine::Dlop { .. } => {}
+                }
+            }
+            out.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+
+    fn decide(&mut self, id: FuncId) -> FuncFilter {
+        if let Some(d) = self.decided.get(&id) {
+            return *d;
+        }
+        let d = self.filters.decide(self.sym.func(id));
+        self.decided.insert(id, d);
+        d
+    }
+
+    /// One task file.
+    fn task(&mut self, ti: usize, cfg: &Config, allowed: bool, range: (u64, u64)) -> Result<()> {
+        let data = &self.dir.data[ti];
+        let (tid, bytes) = (data.tid, data.bytes());
+        writeln!(self.out, "reading {tid}.dat")?;
+        self.offset = 0;
+        let mut stack = TaskStack::new(cfg.depth);
+        let mut pos = 0;
+        let mut prev_time = 0;
+        while let Some(head) = read_header(bytes, pos) {
+            let Ok(r) = head else {
+                self.warnings.push(format!(
+                    "invalid record in {tid}.dat at offset {pos}: broken data?"
+                ));
+                break;
+            };
+            let pstart = pos + RECORD_SIZE;
+            let mut func = 0;
+            let mut spec = None;
+            let plen = match r.kind {
+                RecordKind::Entry | RecordKind::Exit => {
+                    let session = self.sym.session_at(tid, r.time).map(|(s, _)| s);
+                    self.session = session;
+                    func = self.sym.resolve(session, r.time, r.addr);
+                    if r.more {
+                        let f = self.sym.func(func).clone();
+                        let s = self.specs.get(func, &f).clone();
+                        let items = payload_items(&s, r.kind == RecordKind::Exit);
+                        if items.is_empty() {
+                            self.warnings.push(format!(
+                                "record missing argument info for {} in {tid}.dat",
+                                f.name
+                            ));
+                            break;
+                        }
+                        let Some(len) = record_format::argspec::payload_len(
+                            &items,
+                            bytes.get(pstart..).unwrap_or(&[]),
+                        ) else {
+                            self.warnings
+                                .push(format!("{tid}.dat is truncated at offset {pos}"));
+                            break;
+                        };
+                        spec = Some(s);
+                        len
+                    } else {
+                        0
+                    }
+                }
+                RecordKind::Event if r.more => match event_payload_len(bytes, pstart) {
+                    Ok(len) => len,
+                    Err(_) => {
+                        self.warnings
+                            .push(format!("{tid}.dat is truncated at offset {pos}"));
+                        break;
+                    }
+                },
+                _ => 0,
+            };
+            let record = &bytes[pos..pstart];
+            let payload = &bytes[pstart..pstart + plen];
+            pos = pstart + plen;
+            if !allowed {
+                continue;
+            }
+            stack.consume(&r);
+            if r.kind != RecordKind::Lost && (r.time < range.0 || r.time > range.1) {
+                continue;
+            }
+            if r.kind != RecordKind::Lost {
+                if prev_time > r.time {
+                    self.inverted_time()?;
+                }
+                prev_time = r.time;
+            }
+            let shown = match r.kind {
+                RecordKind::Entry => {
+                    let ff = self.decide(func);
+                    stack.enter(&ff, self.filters.has_filter)
+                }
+                RecordKind::Exit => stack.exit(),
+                RecordKind::Event => !cfg.no_event,
+                RecordKind::Lost => true,
+            };
+            if !shown {
+                continue;
+            }
+            self.record(tid, &r, func, record)?;
+            if let Some(spec) = &spec {
+                if !self.opts.no_args {
+                    self.payload(tid, &r, spec, payload)?;
+                }
+            } else if r.kind == RecordKind::Event && r.more {
+                self.event_data(tid, &r, payload)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn inverted_time(&mut self) -> io::Result<()> {
+        self.out.write_all(
+            b"\n*************************************\n\
+              * inverted time - data seems broken *\n\
+              *************************************\n\n",
+        )
+    }
+
+    fn prefix(&mut self, tid: u32, time: u64) -> io::Result<()> {
+        // uftrace 0.13 prints the tid in 5 columns, 0.17+ in 7.
+        let w = if self.opts.tid_width == 6 { 5 } else { 7 };
+        write!(self.out, "{}  {tid:>w$}: ", Timestamp(time))
+    }
+
+    fn record(&mut self, tid: u32, r: &RawRecord, func: FuncId, bytes: &[u8]) -> io::Result<()> {
+        self.prefix(tid, r.time)?;
+        let kind = match r.kind {
+            RecordKind::Entry => "entry",
+            RecordKind::Exit => "exit ",
+            RecordKind::Event => "event",
+            RecordKind::Lost => "lost ",
+        };
+        let name = match r.kind {
+            RecordKind::Event => event_name(self.dir, r.addr),
+            RecordKind::Lost => String::from("LOST"),
+            _ => self.sym.func(func).name.clone(),
+        };
+        writeln!(self.out, "[{kind}] {name}({:x}) depth: {}", r.addr, r.depth)?;
+        if self.opts.debug {
+            hex(self.out, &mut self.offset, bytes)?;
+        }
+        Ok(())
+    }
+
+    /// The `[args ]`/`[retval]` block of a record with a payload.
+    fn payload(&mut self, tid: u32, r: &RawRecord, spec: &FuncSpec, data: &[u8]) -> io::Result<()> {
+        let ret = r.kind == RecordKind::Exit;
+        let items = payload_items(spec, ret);
+        let len = unpadded_len(&items, data);
+        self.prefix(tid, r.time)?;
+        let what = if ret { "retval" } else { "args " };
+        writeln!(self.out, "[{what}] length = {len}")?;
+        let mut pos = 0;
+        for (i, item) in items.iter().enumerate() {
+            let label = if ret {
+                String::from("retval")
+            } else {
+                format!("args[{i}]")
+            };
+            let rest = data.get(pos..).unwrap_or(&[]);
+            let used = self.item(&label, item, spec, rest)?;
+            pos += used;
+        }
+        if self.opts.debug {
+            let end = data.len().min((len + 7) & !7);
+            hex(self.out, &mut self.offset, &data[..end])?;
+        }
+        Ok(())
+    }
+
+    /// One payload item; returns the bytes it takes.
+    fn item(
+        &mut self,
+        label: &str,
+        item: &ArgItem,
+        spec: &FuncSpec,
+        data: &[u8],
+    ) -> io::Result<usize> {
+        let out = &mut *self.out;
+        let int = |n: usize| -> u64 {
+            let mut buf = [0u8; 8];
+            let n = n.min(8).min(data.len());
+            buf[..n].copy_from_slice(&data[..n]);
+            u64::from_le_bytes(buf)
+        };
+        let size = match &item.format {
+            ArgFormat::Str | ArgFormat::StdString => {
+                let n = int(2) as usize & 0xffff;
+                let text = data.get(2..2 + n).unwrap_or(&[]);
+                let text = text.split(|&b| b == 0).next().unwrap_or(&[]);
+                let kind = if item.format == ArgFormat::Str {
+                    "str"
+                } else {
+                    "std::string"
+                };
+                let shown = if text.starts_with(&[0xff, 0xff, 0xff, 0xff]) {
+                    String::from("NULL")
+                } else {
+                    String::from_utf8_lossy(text).into_owned()
+                };
+                writeln!(out, "  {label} {kind}: {shown}")?;
+                n + 2
+            }
+            ArgFormat::Pointer => {
+                let v = int(item.size);
+                let id = self.sym.resolve(self.session, 0, v);
+                let f = self.sym.func(id);
+                if v != 0 && f.known {
+                    writeln!(out, "  {label} p: &{}", f.name)?;
+                } else if v == 0 {
+                    writeln!(out, "  {label} p: (nil)")?;
+                } else {
+                    writeln!(out, "  {label} p: {v:#x}")?;
+                }
+                item.size
+            }
+            ArgFormat::Enum(name) => {
+                let v = int(item.size);
+                let signed = sign_extend(v, item.size);
+                let values =
+                    record_format::argspec::decode_payload(&[item], data).unwrap_or_default();
+                let mut text = String::new();
+                if let Some(value) = values.first() {
+                    push_value(&mut text, item, value, &spec.enums, &mut |_| None);
+                }
+                writeln!(out, "  {label} enum {name}: {text} ({signed})")?;
+                item.size
+            }
+            other => {
+                let c = match other {
+                    ArgFormat::Auto => 'd',
+                    ArgFormat::Signed => 'i',
+                    ArgFormat::Unsigned => 'u',
+                    ArgFormat::Hex => 'x',
+                    ArgFormat::Octal => 'o',
+                    ArgFormat::Char => 'c',
+                    ArgFormat::Float => 'f',
+                    _ => 't',
+                };
+                let size = if *other == ArgFormat::Char {
+                    1
+                } else {
+                    item.size
+                };
+                let v = int(size);
+                let width = size.min(8) * 2;
+                writeln!(out, "  {label} {c}{}: 0x{v:0width$x}", size * 8)?;
+                size
+            }
+        };
+        Ok((size + 3) & !3)
+    }
+
+    /// The `[data ]` block of an event with a payload.
+    fn event_data(&mut self, tid: u32, r: &RawRecord, data: &[u8]) -> io::Result<()> {
+        self.prefix(tid, r.time)?;
+        writeln!(self.out, "[data ] length = {}", data.len())?;
+        let v: Vec<i64> = data
+            .chunks_exact(8)
+            .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+            .collect();
+        let g = |i: usize| v.get(i).copied().unwrap_or(0);
+        match r.addr {
+            100001 => writeln!(
+                self.out,
+                "  proc/statm: vmsize={}K vmrss={}K shared={}K",
+                g(0),
+                g(1),
+                g(2)
+            )?,
+            100002 => writeln!(self.out, "  page-fault: major={} minor={}", g(0), g(1))?,
+            100003 => writeln!(
+                self.out,
+                "  proc/statm: vmsize={:+}K vmrss={:+}K shared={:+}K",
+                g(0),
+                g(1),
+                g(2)
+            )?,
+            100004 => writeln!(self.out, "  page-fault: major={:+} minor={:+}", g(0), g(1))?,
+            _ => {}
+        }
+        if self.opts.debug {
+            let end = data.len().div_ceil(8) * 8;
+            let mut padded = data.to_vec();
+            padded.resize(end, 0);
+            hex(self.out, &mut self.offset, &padded)?;
+        }
+        Ok(())
+    }
+}
+
+fn payload_items(spec: &FuncSpec, ret: bool) -> Vec<&ArgItem> {
+    if ret {
+        spec.ret.iter().collect()
+    } else {
+        spec.args.iter().collect()
+    }
+}
+
+/// Payload length as uftrace reports it: the items, each padded to 4 bytes, without the
+/// final padding to 8.
+fn unpadded_len(items: &[&ArgItem], data: &[u8]) -> usize {
+    let mut pos = 0;
+    for item in items {
+        let len = match item.format {
+            ArgFormat::Str | ArgFormat::StdString => match data.get(pos..pos + 2) {
+                Some(b) => u16::from_le_bytes([b[0], b[1]]) as usize + 2,
+                None => 2,
+            },
+            ArgFormat::Char => 1,
+            _ => item.size,
+        };
+        pos += (len + 3) & !3;
+    }
+    pos
+}
+
+fn sign_extend(v: u64, size: usize) -> i64 {
+    if size >= 8 || size == 0 {
+        return v as i64;
+    }
+    let shift = 64 - size * 8;
+    ((v << shift) as i64) >> shift
+}
+
+/// Name of an event id: `events.txt` (SDT events) or the built-in names.
+fn event_name(dir: &TraceDir, id: u64) -> String {
+    if let Some(t) = dir.read_text("events.txt") {
+        for l in t.lines() {
+            let mut it = l.split_whitespace();
+            if let (Some("EVENT:"), Some(i), Some(name)) = (it.next(), it.next(), it.next()) {
+                if i.parse::<u64>().ok() == Some(id) {
+                    return name.to_string();
+                }
+            }
+        }
+    }
+    record_format::event::builtin(id).map_or_else(|| id.to_string(), |(n, _)| n.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn feature_names_join_set_bits() {
+        assert_eq!(
+            flag_names(0x263, &FEATURES),
+            "PLTHOOK | TASK_SESSION | SYM_REL_ADDR | MAX_STACK | AUTO_ARGS"
+        );
+        assert_eq!(flag_names(0, &FEATURES), "");
+    }
+
+    #[test]
+    fn hex_lines_split_at_eight_bytes() {
+        let mut out = Vec::new();
+        let mut off = 0;
+        hex(&mut out, &mut off, &(0u8..20).collect::<Vec<_>>()).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            " <0000000000000000>: 00 01 02 03 04 05 06 07  08 09 0a 0b 0c 0d 0e 0f\n \
+             <0000000000000010>: 10 11 12 13\n"
+        );
+        assert_eq!(off, 20);
+    }
+}
