@@ -80,6 +80,8 @@ pub struct Call {
     pub func: FuncId,
     /// Address of the call's entry (0 if it was entered before the data starts).
     pub addr: u64,
+    /// Address in the exit record (the entry's address for unfinished calls).
+    pub exit_addr: u64,
     /// Duration in nanoseconds.
     pub total: u64,
     /// Time spent in direct children; `total - child` is the self time.
@@ -123,9 +125,13 @@ impl View<'_, '_> {
         self.merge.tid(task)
     }
 
-    /// The task's current session (index into `TraceDir::sessions`).
-    pub fn session(&self, task: usize) -> Option<usize> {
-        self.merge.session_of(task)
+    /// The session (index into `TraceDir::sessions`) the task was in at `time`.
+    pub fn session_at(&self, task: usize, time: u64) -> Option<usize> {
+        self.merge
+            .sym
+            .session_at(self.merge.tid(task), time)
+            .map(|(s, _)| s)
+            .or_else(|| self.merge.session_of(task))
     }
 
     /// The open calls of the task, outermost first. During [`Visitor::exit`] the exiting
@@ -421,6 +427,7 @@ impl<'d> Walker<'d> {
                         task: ti,
                         func: h.func,
                         addr: slot.addr,
+                        exit_addr: h.raw.addr,
                         total: slot.start,
                         child: slot.child,
                         time: h.raw.time,
@@ -469,6 +476,7 @@ impl<'d> Walker<'d> {
                     task: ti,
                     func,
                     addr: slot.addr,
+                    exit_addr: slot.addr,
                     total,
                     child: slot.child,
                     time: last,

@@ -1,11 +1,63 @@
-//! `utrace graph`: call graph of the trace data (cli.md §6). Not implemented yet.
+//! `utrace graph [FUNC]`: the call graph of each session (cli.md §6).
 
-use crate::cli::Subcommand;
+use crate::config;
+use crate::error::UsageExit;
 use crate::invocation::Invocation;
 use crate::notice::Notices;
+use crate::pager::Output;
+use anyhow::Context;
+use replay::output::graph::{GraphField, GraphOptions};
+use std::io::Write;
 use std::process::ExitCode;
 
 pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> {
-    let _ = (inv, notices);
-    Err(super::not_implemented(Subcommand::Graph))
+    let dir = super::open_data(inv)?;
+    let inv = inv.with_default_opts(dir.default_opts.as_deref(), notices)?;
+    let cfg = config::analysis_config(&inv, notices)?;
+    let fields = match inv.args.replay.output_fields.as_deref() {
+        Some(spec) => parse_fields(spec)?,
+        None => vec![GraphField::Total],
+    };
+    let func = inv
+        .program
+        .first()
+        .map(|f| f.to_string_lossy().into_owned());
+    notices.flush();
+    let mut out = Output::start(!inv.args.common.no_pager);
+    let warnings =
+        replay::output::graph::graph(&dir, &cfg, &GraphOptions { fields, func }, out.writer())
+            .with_context(|| format!("cannot read {}", dir.path.display()))?;
+    out.finish()?;
+    for w in warnings {
+        let _ = writeln!(std::io::stderr(), "WARN: {w}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `-f` for graph: table order; `+LIST` adds to the default (`total`); `none`.
+fn parse_fields(spec: &str) -> Result<Vec<GraphField>, UsageExit> {
+    let (mut named, list) = match spec.strip_prefix('+') {
+        Some(list) => (vec![GraphField::Total], list),
+        None => (Vec::new(), spec),
+    };
+    for name in list.split(',').filter(|n| !n.is_empty()) {
+        if name == "none" {
+            named.clear();
+            continue;
+        }
+        named.push(GraphField::from_name(name).ok_or_else(|| {
+            let possible: Vec<&str> = GraphField::ALL.iter().map(|f| f.names()[0]).collect();
+            UsageExit {
+                stdout_lines: vec![
+                    format!("utrace: Unknown field name '{name}'"),
+                    format!("utrace:   Possible fields are: {}", possible.join(" ")),
+                ],
+                code: 1,
+            }
+        })?);
+    }
+    Ok(GraphField::ALL
+        .into_iter()
+        .filter(|f| named.contains(f))
+        .collect())
 }
