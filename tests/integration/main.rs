@@ -7,7 +7,12 @@
 //! * `bad_input`: broken data directories must give an error, never a panic;
 //! * `crafted`: directories written by record-format (lost records, unfinished calls),
 //!   replayed by both tools;
-//! * `symbols`: replay without `.sym` files reads the ELF files instead.
+//! * `symbols`: replay without `.sym` files reads the ELF files instead;
+//! * `record`: the recorder's checks, messages and statuses, `live`;
+//! * `record_matrix`: every test program in every build mode recorded by utrace and by
+//!   uftrace, both replays of utrace's data against uftrace's;
+//! * `survival`: programs that crash, are killed or exit with threads running still leave a
+//!   complete, replayable data directory.
 //!
 //! Build the binary first: `cargo build --release && cargo test --release -p utrace-tests`.
 
@@ -16,6 +21,8 @@ mod crafted;
 mod fixtures;
 mod normalize;
 mod record;
+mod record_matrix;
 mod replay_diff;
+mod survival;
 mod symbols;
 mod util;
