@@ -13,9 +13,12 @@
 //!   uftrace, both replays of utrace's data against uftrace's;
 //! * `survival`: programs that crash, are killed or exit with threads running still leave a
 //!   complete, replayable data directory.
+//! * `analysis_dump`: `utrace dump` in every format against uftrace (fresh recordings and
+//!   goldens of the fixtures), the chrome JSON and the SVG flame graph parsed.
 //!
 //! Build the binary first: `cargo build --release && cargo test --release -p utrace-tests`.
 
+mod analysis_dump;
 mod bad_input;
 mod crafted;
 mod fixtures;

@@ -1,0 +1,757 @@
+//! `utrace dump` in every format against `uftrace dump`.
+//!
+//! * `diff_*`: uftrace records a test program; `utrace dump` and `uftrace dump` then read the
+//!   same data, with several option sets, in every format (needs gcc and uftrace);
+//! * `golden_*`: `utrace dump` on the committed fixtures (`tests/fixtures/`) against uftrace's
+//!   output in `tests/golden/<fixture>.<variant>.dump` (needs neither). `UTRACE_BLESS=1`
+//!   rewrites those files from the installed uftrace;
+//! * `chrome_*`: the JSON parsed with serde_json: balanced B/E per thread, names, arguments;
+//! * `svg_*`: `--flame-graph --svg` parsed: one frame per call path, sample counts and widths
+//!   proportional to the folded weights.
+//!
+//! What is compared (see [`Format::normalize`]): the raw dump byte for byte (with
+//! `--tid-width=6`, uftrace 0.13's layout); the chrome JSON line by line except the two
+//! metadata lines naming the program version and the time of the recording; the folded stacks
+//! byte for byte; the graphviz graph except its version line; the mermaid flowchart lines (the
+//! page around them is utrace's own).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::util::{self, Mode};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    Raw,
+    Chrome,
+    Flame,
+    Graphviz,
+    Mermaid,
+}
+
+const ALL: [Format; 5] = [
+    Format::Raw,
+    Format::Chrome,
+    Format::Flame,
+    Format::Graphviz,
+    Format::Mermaid,
+];
+
+impl Format {
+    fn name(self) -> &'static str {
+        match self {
+            Format::Raw => "raw",
+            Format::Chrome => "chrome",
+            Format::Flame => "flame",
+            Format::Graphviz => "graphviz",
+            Format::Mermaid => "mermaid",
+        }
+    }
+
+    /// The option selecting the format (and, for raw, uftrace 0.13's TID width on utrace).
+    fn options(self, utrace: bool) -> Vec<&'static str> {
+        match self {
+            Format::Raw if utrace => vec!["--tid-width=6"],
+            Format::Raw => vec![],
+            Format::Chrome => vec!["--chrome"],
+            Format::Flame => vec!["--flame-graph"],
+            Format::Graphviz => vec!["--graphviz"],
+            Format::Mermaid => vec!["--mermaid"],
+        }
+    }
+
+    /// The part of the output both tools must print identically.
+    fn normalize(self, out: &str) -> String {
+        match self {
+            Format::Raw => mask_payload_padding(out),
+            Format::Flame => out.to_string(),
+            Format::Chrome => out
+                .lines()
+                .filter(|l| !l.starts_with("\"version\":") && !l.starts_with("\"recorded_time\":"))
+                .map(|l| format!("{l}\n"))
+                .collect(),
+            Format::Graphviz => out
+                .lines()
+                .filter(|l| !l.starts_with("# version"))
+                .map(|l| format!("{l}\n"))
+                .collect(),
+            Format::Mermaid => {
+                let mut keep = false;
+                let mut s = String::new();
+                for l in out.lines() {
+                    if l == "flowchart TB" {
+                        keep = true;
+                    }
+                    if keep {
+                        s.push_str(l);
+                        s.push('\n');
+                    }
+                    if keep && l == "</div>" {
+                        break;
+                    }
+                }
+                s
+            }
+        }
+    }
+}
+
+/// In `--debug` hex dumps of argument payloads, the bytes past the payload's length (up to the
+/// next multiple of 8) are whatever uftrace's heap buffer held (they differ from run to run):
+/// they are masked as `xx`.
+fn mask_payload_padding(out: &str) -> String {
+    let mut s = String::with_capacity(out.len());
+    let mut payload: Option<(usize, usize)> = None;
+    for line in out.lines() {
+        if let Some((_, n)) = line.split_once("] length = ") {
+            payload = n.trim().parse().ok().map(|n| (n, 0));
+        } else if !line.starts_with(' ') {
+            payload = None;
+        }
+        match (payload.as_mut(), line.split_once(">:")) {
+            (Some((len, pos)), Some((head, bytes))) if line.starts_with(" <") => {
+                s.push_str(head);
+                s.push_str(">:");
+                for (i, word) in bytes.split(' ').enumerate() {
+                    if i > 0 {
+                        s.push(' ');
+                    }
+                    if word.is_empty() {
+                        continue;
+                    }
+                    s.push_str(if *pos >= *len { "xx" } else { word });
+                    *pos += 1;
+                }
+            }
+            _ => s.push_str(line),
+        }
+        s.push('\n');
+    }
+    s
+}
+
+fn dump(bin: &Path, dir: &Path, format: Format, utrace: bool, opts: &[&str]) -> util::Output {
+    let mut cmd = Command::new(bin);
+    cmd.arg("dump")
+        .arg("--no-pager")
+        .arg("-d")
+        .arg(dir)
+        .args(format.options(utrace))
+        .args(opts);
+    util::run(cmd)
+}
+
+fn utrace_dump(dir: &Path, format: Format, opts: &[&str]) -> util::Output {
+    dump(&util::utrace_bin(), dir, format, true, opts)
+}
+
+fn uftrace_dump(dir: &Path, format: Format, opts: &[&str]) -> util::Output {
+    dump(&util::uftrace_bin(), dir, format, false, opts)
+}
+
+/// Line diff for messages: `-` expected, `+` utrace, only the differing lines (at most 40).
+fn diff(want: &str, got: &str) -> String {
+    let (w, g): (Vec<&str>, Vec<&str>) = (want.lines().collect(), got.lines().collect());
+    let mut out = Vec::new();
+    for i in 0..w.len().max(g.len()) {
+        let (a, b) = (w.get(i), g.get(i));
+        if a != b {
+            if let Some(a) = a {
+                out.push(format!("{i:4} - {a}"));
+            }
+            if let Some(b) = b {
+                out.push(format!("{i:4} + {b}"));
+            }
+        }
+        if out.len() >= 40 {
+            out.push("...".to_string());
+            break;
+        }
+    }
+    out.join("\n")
+}
+
+/// Compares utrace with `want` (uftrace's output) in `format`; a problem description if they
+/// differ.
+fn check_one(dir: &Path, format: Format, opts: &[&str], want: &str) -> Option<String> {
+    let out = utrace_dump(dir, format, opts);
+    let mut problems = Vec::new();
+    if out.stderr.contains("panicked") || !out.status.success() {
+        problems.push(format!("utrace failed ({})", out.status));
+    }
+    let (w, g) = (format.normalize(want), format.normalize(&out.stdout));
+    if w != g {
+        problems.push(format!(
+            "output differs (- uftrace, + utrace):\n{}",
+            diff(&w, &g)
+        ));
+    }
+    if problems.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "=== {} {opts:?}\n$ {}\n{}\n--- utrace stderr:\n{}",
+        format.name(),
+        out.command,
+        problems.join("\n"),
+        out.stderr
+    ))
+}
+
+// ---------------------------------------------------------------------------------------
+// Differential tests on freshly recorded data.
+
+/// Records `prog` with uftrace and compares every format for every option set.
+fn differential(test: &str, prog: &str, record: &[&str], args: &[&str], option_sets: &[&[&str]]) {
+    if !util::need_uftrace(test) {
+        return;
+    }
+    let exe = util::testprog(prog, Mode::Pg);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    util::uftrace_record(&data, record, &exe, args);
+    let mut failures = Vec::new();
+    let mut total = 0;
+    for opts in option_sets {
+        for format in ALL {
+            total += 1;
+            let want = uftrace_dump(&data, format, opts);
+            want.assert_success();
+            if let Some(f) = check_one(&data, format, opts, &want.stdout) {
+                failures.push(f);
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{test}: {} of {total} dumps differ from uftrace\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn diff_abc() {
+    differential(
+        "diff_abc",
+        "abc",
+        &[],
+        &[],
+        &[
+            &[],
+            &["-F", "b"],
+            &["-N", "b"],
+            &["-D", "2"],
+            &["--no-libcall"],
+            &["-H", "b"],
+        ],
+    );
+}
+
+#[test]
+fn diff_fib_args() {
+    differential(
+        "diff_fib_args",
+        "fib",
+        &["-A", "fib@arg1", "-R", "fib@retval"],
+        &["6"],
+        &[
+            &[],
+            &["-F", "fib", "-D", "2"],
+            &["--no-args"],
+            &["--sample-time=100ns"],
+        ],
+    );
+}
+
+/// One `-A`/`-R` spec per argument kind of args.c (as in `replay_diff`).
+#[rustfmt::skip]
+const ARG_SPECS: &[&str] = &[
+    "-A", "add_int@arg1,arg2", "-R", "add_int@retval",
+    "-A", "mul_long@arg1,arg2", "-R", "mul_long@retval",
+    "-A", "twice_unsigned@arg1/u", "-R", "twice_unsigned@retval/u",
+    "-A", "to_upper@arg1/c", "-R", "to_upper@retval/c",
+    "-A", "pick@arg1/s,arg2/x", "-R", "pick@retval/s",
+    "-A", "half@fparg1", "-R", "half@retval/f",
+    "-A", "scale@fparg1/32,arg1/i32,fparg2/32", "-R", "scale@retval/f32",
+    "-A", "same_ptr@arg1/x", "-R", "same_ptr@retval/p",
+    "-A", "sides@arg1/e:shape", "-R", "sides@retval/i32",
+    "-A", "mixed@arg1/c,arg2/i32,fparg1,arg3/s,arg4/u", "-R", "mixed@retval/x",
+];
+
+#[test]
+fn diff_args_specs() {
+    differential("diff_args_specs", "args", ARG_SPECS, &[], &[&[], &["-v"]]);
+}
+
+#[test]
+fn diff_thread() {
+    differential(
+        "diff_thread",
+        "thread",
+        &[],
+        &[],
+        &[&[], &["-F", "worker"], &["--no-libcall"]],
+    );
+}
+
+#[test]
+fn diff_fork() {
+    differential("diff_fork", "fork", &[], &[], &[&[], &["-D", "1"]]);
+}
+
+#[test]
+fn diff_exec_longjmp_exit() {
+    differential("diff_exec", "exec", &[], &[], &[&[]]);
+    differential("diff_longjmp", "longjmp", &[], &[], &[&[]]);
+    differential("diff_exit", "exit", &[], &[], &[&[], &["-D", "2"]]);
+}
+
+#[test]
+fn diff_cxx() {
+    differential(
+        "diff_cxx",
+        "cxx",
+        &[],
+        &[],
+        &[&[], &["--demangle=no"], &["-N", "^std::"]],
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Goldens on the committed fixtures.
+
+/// A golden: fixture, variant name, format, options.
+struct Golden {
+    fixture: &'static str,
+    variant: &'static str,
+    format: Format,
+    opts: &'static [&'static str],
+}
+
+const fn g(
+    fixture: &'static str,
+    variant: &'static str,
+    format: Format,
+    opts: &'static [&'static str],
+) -> Golden {
+    Golden {
+        fixture,
+        variant,
+        format,
+        opts,
+    }
+}
+
+const GOLDENS: &[Golden] = &[
+    g("abc", "raw", Format::Raw, &[]),
+    g("abc", "raw-debug", Format::Raw, &["--debug"]),
+    g("abc", "raw-F-b", Format::Raw, &["-F", "b"]),
+    g("abc", "raw-N-b", Format::Raw, &["-N", "b"]),
+    g("abc", "chrome", Format::Chrome, &[]),
+    g("abc", "flame", Format::Flame, &[]),
+    g("abc", "graphviz", Format::Graphviz, &[]),
+    g("abc", "mermaid", Format::Mermaid, &[]),
+    g("fib-args", "raw", Format::Raw, &[]),
+    g("fib-args", "raw-debug", Format::Raw, &["--debug"]),
+    g("fib-args", "chrome", Format::Chrome, &[]),
+    g("fib-args", "chrome-no-args", Format::Chrome, &["--no-args"]),
+    g("fib-args", "flame", Format::Flame, &[]),
+    g(
+        "fib-args",
+        "flame-100ns",
+        Format::Flame,
+        &["--sample-time=100ns"],
+    ),
+    g("thread", "raw", Format::Raw, &[]),
+    g("thread", "chrome", Format::Chrome, &[]),
+    g("thread", "flame", Format::Flame, &[]),
+    g("thread", "graphviz", Format::Graphviz, &[]),
+    g("thread", "mermaid", Format::Mermaid, &[]),
+    g("fork", "raw", Format::Raw, &[]),
+    g("fork", "chrome", Format::Chrome, &[]),
+    g("fork", "flame", Format::Flame, &[]),
+    g("fork", "graphviz", Format::Graphviz, &[]),
+    g("fork", "mermaid", Format::Mermaid, &[]),
+    g("exec", "chrome", Format::Chrome, &[]),
+    g("exec", "flame", Format::Flame, &[]),
+    g("longjmp", "chrome", Format::Chrome, &[]),
+    g("longjmp", "flame", Format::Flame, &[]),
+    g("exit", "chrome", Format::Chrome, &[]),
+    g("exit", "flame", Format::Flame, &[]),
+    g("cxx", "raw", Format::Raw, &[]),
+    g("cxx", "chrome", Format::Chrome, &[]),
+    g("cxx", "graphviz", Format::Graphviz, &[]),
+    g("signal", "chrome", Format::Chrome, &[]),
+];
+
+fn fixture_dir(name: &str) -> PathBuf {
+    util::tests_dir().join("fixtures").join(name)
+}
+
+fn golden_path(gold: &Golden) -> PathBuf {
+    util::tests_dir()
+        .join("golden")
+        .join(format!("{}.{}.dump", gold.fixture, gold.variant))
+}
+
+fn bless() -> bool {
+    std::env::var("UTRACE_BLESS").as_deref() == Ok("1")
+}
+
+/// Checks (or, with `UTRACE_BLESS=1`, rewrites from uftrace) the goldens of `fixture`.
+fn check_goldens(fixture: &str) {
+    let dir = fixture_dir(fixture);
+    let mut failures = Vec::new();
+    let goldens: Vec<&Golden> = GOLDENS.iter().filter(|g| g.fixture == fixture).collect();
+    for gold in &goldens {
+        let path = golden_path(gold);
+        if bless() {
+            assert!(
+                util::uftrace_available(),
+                "UTRACE_BLESS=1 rewrites the goldens from uftrace, which is not installed"
+            );
+            let out = uftrace_dump(&dir, gold.format, gold.opts);
+            out.assert_success();
+            // Only the compared part is kept (uftrace's mermaid page is not ours to copy).
+            std::fs::write(&path, gold.format.normalize(&out.stdout)).expect("write golden");
+            continue;
+        }
+        let want = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        if let Some(f) = check_one(&dir, gold.format, gold.opts, &want) {
+            failures.push(format!("{}: {f}", path.display()));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "fixture {fixture}: {} of {} dumps differ from the goldens\n\n{}",
+        failures.len(),
+        goldens.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn golden_abc() {
+    check_goldens("abc");
+}
+
+#[test]
+fn golden_fib_args() {
+    check_goldens("fib-args");
+}
+
+#[test]
+fn golden_thread() {
+    check_goldens("thread");
+}
+
+#[test]
+fn golden_fork() {
+    check_goldens("fork");
+}
+
+#[test]
+fn golden_exec_longjmp_exit_signal() {
+    for f in ["exec", "longjmp", "exit", "signal"] {
+        check_goldens(f);
+    }
+}
+
+#[test]
+fn golden_cxx() {
+    check_goldens("cxx");
+}
+
+/// `--tid` shows one task's records; the other task files are still listed (raw).
+#[test]
+fn tid_filter_keeps_file_headings() {
+    let dir = fixture_dir("thread");
+    let all = utrace_dump(&dir, Format::Raw, &[]);
+    all.assert_success();
+    let tids: Vec<&str> = all
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("reading ")?.strip_suffix(".dat"))
+        .collect();
+    assert_eq!(tids.len(), 3, "{all}");
+    let one = utrace_dump(&dir, Format::Raw, &["--tid", tids[1]]);
+    one.assert_success();
+    let headings = one
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("reading "))
+        .count();
+    assert_eq!(headings, 3, "{one}");
+    let records: Vec<&str> = one.stdout.lines().filter(|l| l.contains(": [")).collect();
+    assert!(!records.is_empty(), "{one}");
+    assert!(
+        records
+            .iter()
+            .all(|l| l.contains(&format!(" {}: [", tids[1]))),
+        "{one}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Chrome JSON structure.
+
+fn chrome_json(fixture: &str, opts: &[&str]) -> serde_json::Value {
+    let out = utrace_dump(&fixture_dir(fixture), Format::Chrome, opts);
+    out.assert_success();
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("invalid JSON ({e}):\n{out}"))
+}
+
+/// B/E events nest per (pid, tid) with matching names; returns the number of B events.
+fn check_balanced(v: &serde_json::Value) -> usize {
+    let events = v["traceEvents"].as_array().expect("traceEvents array");
+    let mut stacks: HashMap<(i64, i64), Vec<String>> = HashMap::new();
+    let mut begins = 0;
+    let mut last_ts: HashMap<(i64, i64), f64> = HashMap::new();
+    for e in events {
+        let ph = e["ph"].as_str().expect("ph");
+        let pid = e["pid"].as_i64().expect("pid");
+        let tid = e["tid"].as_i64().unwrap_or(pid);
+        let name = e["name"].as_str().expect("name").to_string();
+        assert!(!name.is_empty(), "event without a name: {e}");
+        if ph == "M" {
+            continue;
+        }
+        let ts = e["ts"].as_f64().expect("ts");
+        let last = last_ts.entry((pid, tid)).or_insert(0.0);
+        assert!(ts >= *last, "time goes back on {pid}/{tid}: {e}");
+        *last = ts;
+        let stack = stacks.entry((pid, tid)).or_default();
+        match ph {
+            "B" => {
+                begins += 1;
+                stack.push(name);
+            }
+            // A fork child ends calls its parent began: an E without a B is allowed there.
+            "E" => {
+                if let Some(top) = stack.pop() {
+                    assert_eq!(top, name, "E does not match the open B on {pid}/{tid}: {e}");
+                }
+            }
+            other => panic!("unexpected phase {other}: {e}"),
+        }
+    }
+    for ((pid, tid), stack) in &stacks {
+        assert!(
+            stack.is_empty(),
+            "{pid}/{tid} ends with open calls {stack:?}"
+        );
+    }
+    begins
+}
+
+#[test]
+fn chrome_is_balanced_json_with_metadata() {
+    // Not longjmp or exec: like uftrace's, their traces end calls that never began (the
+    // exit of setjmp after a longjmp) or leave calls open (the program replaced by exec).
+    for fixture in ["abc", "thread", "fork", "exit", "fib-args", "signal", "cxx"] {
+        let v = chrome_json(fixture, &[]);
+        assert!(check_balanced(&v) > 0, "{fixture}: no B events");
+        assert_eq!(v["displayTimeUnit"], "ns", "{fixture}");
+        let meta = &v["metadata"];
+        assert!(meta["version"].as_str().unwrap().starts_with("utrace v"));
+        assert!(meta["command_line"].as_str().unwrap().contains("record"));
+        // Two metadata events per task, named "[TID] comm".
+        let names: Vec<&str> = v["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "M")
+            .map(|e| e["args"]["name"].as_str().unwrap())
+            .collect();
+        // process_name and thread_name of a task carry the same label.
+        assert!(
+            !names.is_empty() && names.chunks(2).all(|c| c.len() == 2 && c[0] == c[1]),
+            "{fixture}: {names:?}"
+        );
+        assert!(names.iter().all(|n| n.starts_with('[')), "{names:?}");
+    }
+}
+
+#[test]
+fn chrome_threads_have_pid_and_tid() {
+    let v = chrome_json("thread", &[]);
+    let events = v["traceEvents"].as_array().unwrap();
+    let workers: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["name"] == "worker" && e["ph"] == "B")
+        .collect();
+    assert_eq!(workers.len(), 2);
+    for w in workers {
+        assert_ne!(w["pid"], w["tid"], "a thread names its process: {w}");
+    }
+    let main = events
+        .iter()
+        .find(|e| e["name"] == "main" && e["ph"] == "B")
+        .unwrap();
+    assert!(
+        main.get("tid").is_none(),
+        "the main thread has only a pid: {main}"
+    );
+}
+
+#[test]
+fn chrome_carries_arguments_and_return_values() {
+    let v = chrome_json("fib-args", &[]);
+    let events = v["traceEvents"].as_array().unwrap();
+    let fibs: Vec<&serde_json::Value> = events.iter().filter(|e| e["name"] == "fib").collect();
+    assert!(!fibs.is_empty());
+    for e in &fibs {
+        match e["ph"].as_str().unwrap() {
+            "B" => {
+                let a = e["args"]["arguments"].as_str().expect("arguments");
+                assert!(a.starts_with('(') && a.ends_with(')'), "{e}");
+            }
+            _ => {
+                let r = e["args"]["retval"].as_str().expect("retval");
+                r.parse::<i64>()
+                    .unwrap_or_else(|_| panic!("retval not a number: {e}"));
+            }
+        }
+    }
+    assert_eq!(fibs[0]["args"]["arguments"], "(5)");
+    let no_args = chrome_json("fib-args", &["--no-args"]);
+    assert!(no_args["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e["ph"] == "M" || e.get("args").is_none()));
+}
+
+// ---------------------------------------------------------------------------------------
+// SVG flame graph.
+
+/// One `<g>` frame of inferno's SVG: name, sample count, width in percent.
+#[derive(Debug)]
+struct Frame {
+    name: String,
+    samples: u64,
+    width: f64,
+}
+
+fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+    let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+    let rest = &tag[at..];
+    Some(&rest[..rest.find('"')?])
+}
+
+fn svg_frames(svg: &str) -> Vec<Frame> {
+    let mut frames = Vec::new();
+    for part in svg.split("<g><title>").skip(1) {
+        let title = &part[..part.find("</title>").expect("title end")];
+        let open = title.rfind(" (").expect("title has a count");
+        let name = title[..open].to_string();
+        let samples: u64 = title[open + 2..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .replace(',', "")
+            .parse()
+            .expect("sample count");
+        let rect = &part[part.find("<rect").expect("rect")..];
+        let rect = &rect[..rect.find("/>").expect("rect end")];
+        let width: f64 = attr(rect, "width")
+            .expect("width")
+            .trim_end_matches('%')
+            .parse()
+            .expect("width number");
+        frames.push(Frame {
+            name: name
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&amp;", "&"),
+            samples,
+            width,
+        });
+    }
+    frames
+}
+
+/// The frames a folded profile draws: for every distinct path prefix, its last name and the
+/// sum of the weights below it.
+fn expected_frames(folded: &str) -> (Vec<(String, u64)>, u64) {
+    let mut sums: HashMap<String, (String, u64)> = HashMap::new();
+    let mut total = 0;
+    for line in folded.lines() {
+        let (path, w) = line.rsplit_once(' ').expect("folded line");
+        let w: u64 = w.parse().expect("weight");
+        total += w;
+        let parts: Vec<&str> = path.split(';').collect();
+        for i in 0..parts.len() {
+            let key = parts[..=i].join(";");
+            sums.entry(key)
+                .or_insert_with(|| (parts[i].to_string(), 0))
+                .1 += w;
+        }
+    }
+    let mut v: Vec<(String, u64)> = sums.into_values().collect();
+    v.sort();
+    (v, total)
+}
+
+fn check_svg(fixture: &str, opts: &[&str]) {
+    let dir = fixture_dir(fixture);
+    let folded = utrace_dump(&dir, Format::Flame, opts);
+    folded.assert_success();
+    let mut svg_opts = vec!["--svg"];
+    svg_opts.extend_from_slice(opts);
+    let svg = utrace_dump(&dir, Format::Flame, &svg_opts);
+    svg.assert_success();
+    assert!(svg.stdout.starts_with("<?xml"), "{svg}");
+    assert!(
+        svg.stdout.trim_end().ends_with("</svg>"),
+        "not a complete SVG"
+    );
+    let (want, total) = expected_frames(&folded.stdout);
+    assert!(total > 0, "{fixture}: empty profile\n{folded}");
+    let frames = svg_frames(&svg.stdout);
+    let all = frames
+        .iter()
+        .find(|f| f.name == "all")
+        .expect("the root frame");
+    assert_eq!(all.samples, total);
+    let mut got: Vec<(String, u64)> = frames
+        .iter()
+        .filter(|f| f.name != "all")
+        .map(|f| (f.name.clone(), f.samples))
+        .collect();
+    got.sort();
+    assert_eq!(got, want, "{fixture}: frames differ from the folded stacks");
+    for f in &frames {
+        let expect = f.samples as f64 * 100.0 / total as f64;
+        assert!(
+            (f.width - expect).abs() < 0.001,
+            "{fixture}: frame {} is {}% wide for {} of {total} samples",
+            f.name,
+            f.width,
+            f.samples
+        );
+    }
+}
+
+#[test]
+fn svg_frames_follow_folded_weights() {
+    check_svg("fib-args", &[]);
+    check_svg("fib-args", &["--sample-time=100ns"]);
+    check_svg("thread", &[]);
+    check_svg("fork", &["--sample-time=100ns"]);
+}
+
+/// Bad data gives a one-line error, no panic and uftrace's status.
+#[test]
+fn missing_data_is_an_error() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for format in ALL {
+        let out = utrace_dump(&tmp.path().join("none"), format, &[]);
+        assert_eq!(out.status.code(), Some(255), "{out}");
+        assert!(out.stderr.contains("cannot open record data"), "{out}");
+        assert!(!out.stderr.contains("panicked"), "{out}");
+    }
+}
