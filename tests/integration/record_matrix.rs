@@ -37,6 +37,14 @@ pub enum Reference {
     /// them for `exit.c`: "No data available"). utrace loses nothing; the hooked recording is
     /// what uftrace shows when it loses nothing either.
     Libcalls,
+    /// [`Reference::NoLibcall`], except that in `-pg -mfentry` mode the reference is uftrace's
+    /// recording of the `-pg` build. When a destructor runs in a cleanup landing pad while an
+    /// exception passes, uftrace 0.13's `-mfentry` recording nests it (and its callees) inside
+    /// the function that threw, whose frame is already gone: it finds the unwound frames through
+    /// saved frame pointers, and `__fentry__` runs before the prologue saves one. Its `-pg` and
+    /// `-finstrument-functions` recordings, and utrace's in every mode, show the destructor in
+    /// the frame that owns the object, after the thrower's exit.
+    PgForFentry,
     /// uftrace's own data lacks the records that were still in its shared buffers when the
     /// process was killed (SIGKILL: no handler or destructor runs), utrace's does not: each task
     /// of uftrace's trace must be the beginning of the task of utrace's trace that starts with
@@ -54,10 +62,11 @@ pub enum Norm {
     /// exit in the merged, time-ordered stream, so in programs with several tasks running at
     /// once the choice depends on scheduling, not on the data.
     FoldLeaves,
-    /// Only the entry lines are kept (`}` lines dropped). After `longjmp` the jumped-over frames
-    /// have no exits: uftrace (without its setjmp/longjmp PLT hooks) leaves them open and, in
-    /// `-finstrument-functions` mode, pops one per later exit, while utrace closes them when
-    /// the frame the jump landed in returns (exact return-slot matching, spec/runtime.md §4.3).
+    /// Only the entry lines are kept (`}` lines dropped). After `longjmp` (or `siglongjmp` out of
+    /// a signal handler) the jumped-over frames have no exits: uftrace (without its
+    /// setjmp/longjmp PLT hooks) leaves them open and, in `-finstrument-functions` mode, pops one
+    /// per later exit, while utrace closes them when the frame the jump landed in returns (exact
+    /// return-slot matching, spec/runtime.md §4.3).
     /// Where the closing lines fall is therefore tool-specific; which functions were entered,
     /// in which order and at which depth is not.
     Entries,
@@ -82,6 +91,11 @@ impl Case {
         }
     }
 
+    const fn reference(mut self, reference: Reference) -> Self {
+        self.reference = reference;
+        self
+    }
+
     const fn norm(mut self, norm: Norm) -> Self {
         self.norm = norm;
         self
@@ -104,12 +118,15 @@ const MATRIX: &[Case] = &[
     // not recorded, and `exit()` from below the limit leaves 1024 functions open.
     Case::new("deep", &[]),
     Case::new("deep", &["2000", "exit"]),
+    Case::new("exception", &[]).reference(Reference::PgForFentry),
     Case::new("exec", &[]),
     Case::new("fib", &["7"]),
     Case::new("fork", &[]),
     Case::new("libcall", &["hello"]),
     Case::new("longjmp", &[]).norm(Norm::Entries),
     Case::new("signal", &[]),
+    // A signal handler that siglongjmps out: like longjmp.
+    Case::new("sigjmp", &[]).norm(Norm::Entries),
     Case::new("sleep", &[]),
     Case::new("thread", &[]).norm(Norm::FoldLeaves),
     Case::new("vfork", &[]),
@@ -308,7 +325,13 @@ pub fn record_and_compare(case: &Case, mode: Mode) -> Recorded {
     let ours = tmp.path().join("utrace.data");
 
     let hooked = matches!(case.reference, Reference::Libcalls);
-    let reference = uftrace_record(&theirs, !hooked, &prog, case.args);
+    let reference = match (case.reference, mode) {
+        (Reference::PgForFentry, Mode::Fentry) => {
+            let pg = util::testprog(case.prog, Mode::Pg);
+            uftrace_record(&theirs, true, &pg, case.args)
+        }
+        _ => uftrace_record(&theirs, !hooked, &prog, case.args),
+    };
     let record = utrace_record(&ours, &prog, case.args);
     let replay_opts: &[&str] = if hooked { &["--no-libcall"] } else { &[] };
     let theirs_by_uftrace = util::uftrace_replay(&theirs, replay_opts);
@@ -341,7 +364,7 @@ pub fn record_and_compare(case: &Case, mode: Mode) -> Recorded {
             continue;
         }
         match case.reference {
-            Reference::NoLibcall | Reference::Libcalls => {
+            Reference::NoLibcall | Reference::Libcalls | Reference::PgForFentry => {
                 let got = normalized(&out.stdout, case.norm);
                 if want != got {
                     failures.push(format!(
@@ -352,8 +375,10 @@ pub fn record_and_compare(case: &Case, mode: Mode) -> Recorded {
                 }
                 // Where both keep every record, the open functions must match too (except
                 // after longjmp, for the reason given at `Norm::Entries`).
-                if matches!(case.reference, Reference::NoLibcall)
-                    && !matches!(case.norm, Norm::Entries)
+                if matches!(
+                    case.reference,
+                    Reference::NoLibcall | Reference::PgForFentry
+                ) && !matches!(case.norm, Norm::Entries)
                 {
                     let want = remaining(&theirs_by_uftrace.stdout);
                     let got = remaining(&out.stdout);
@@ -434,6 +459,7 @@ matrix! {
     abc: "abc";
     args: "args";
     cxx: "cxx";
+    exception: "exception";
     exec: "exec";
     deep: "deep";
     fib: "fib";
@@ -441,6 +467,7 @@ matrix! {
     libcall: "libcall";
     longjmp: "longjmp";
     signal: "signal";
+    sigjmp: "sigjmp";
     sleep: "sleep";
     thread: "thread";
     vfork: "vfork";
