@@ -241,7 +241,17 @@ impl Raw<'_, '_> {
         let mut stack = TaskStack::new(cfg.depth);
         let mut pos = 0;
         let mut prev_time = 0;
+        // The session of the last record and the times it covers; the last resolution.
+        let mut sess: (u64, u64, Option<usize>) = (1, 0, None);
+        let mut memo: (u64, Option<usize>, FuncId) = (0, None, 0);
+        let mut released = 0;
         while let Some(head) = read_header(bytes, pos) {
+            // Keep resident memory flat on large files: drop what was read long ago.
+            const WINDOW: usize = 4 << 20;
+            if pos > released + 2 * WINDOW {
+                released = pos - WINDOW;
+                data.release(released);
+            }
             let Ok(r) = head else {
                 self.warnings.push(format!(
                     "invalid record in {tid}.dat at offset {pos}: broken data?"
@@ -253,9 +263,21 @@ impl Raw<'_, '_> {
             let mut spec = None;
             let plen = match r.kind {
                 RecordKind::Entry | RecordKind::Exit => {
-                    let session = self.sym.session_at(tid, r.time).map(|(s, _)| s);
+                    if r.time < sess.0 || r.time >= sess.1 {
+                        sess = match self.sym.session_at(tid, r.time) {
+                            Some((s, until)) => (r.time, until, Some(s)),
+                            None => (r.time, r.time + 1, None),
+                        };
+                    }
+                    let session = sess.2;
                     self.session = session;
-                    func = self.sym.resolve(session, r.time, r.addr);
+                    func = if memo.0 == r.addr && memo.1 == session && r.addr != 0 {
+                        memo.2
+                    } else {
+                        let f = self.sym.resolve(session, r.time, r.addr);
+                        memo = (r.addr, session, f);
+                        f
+                    };
                     if r.more {
                         let f = self.sym.func(func).clone();
                         let s = self.specs.get(func, &f).clone();
@@ -353,10 +375,14 @@ impl Raw<'_, '_> {
             RecordKind::Event => "event",
             RecordKind::Lost => "lost ",
         };
+        let event;
         let name = match r.kind {
-            RecordKind::Event => event_name(self.dir, r.addr),
-            RecordKind::Lost => String::from("LOST"),
-            _ => self.sym.func(func).name.clone(),
+            RecordKind::Event => {
+                event = event_name(self.dir, r.addr);
+                event.as_str()
+            }
+            RecordKind::Lost => "LOST",
+            _ => self.sym.func(func).name.as_str(),
         };
         writeln!(self.out, "[{kind}] {name}({:x}) depth: {}", r.addr, r.depth)?;
         if self.opts.debug {
