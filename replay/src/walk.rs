@@ -188,6 +188,8 @@ struct TaskState {
     last_time: u64,
     /// Exits reported to the visitor.
     exits: u64,
+    /// Time of the last exit reported (`exits_only` mode).
+    last_exit: u64,
     default_depth: i64,
 }
 
@@ -234,6 +236,8 @@ pub struct Walker<'d> {
     /// End of `-r` (absolute ns), closing unfinished calls.
     range_stop: Option<u64>,
     no_libcall: bool,
+    /// Report every exit, whatever the filters, without stack fix-ups (`report --task`).
+    exits_only: bool,
     notices: Vec<String>,
 }
 
@@ -297,6 +301,7 @@ impl<'d> Walker<'d> {
                 first_time: 0,
                 last_time: 0,
                 exits: 0,
+                last_exit: 0,
                 default_depth,
             })
             .collect();
@@ -308,8 +313,46 @@ impl<'d> Walker<'d> {
             default_depth,
             range_stop,
             no_libcall: cfg.no_libcall,
+            exits_only: false,
             notices,
         })
+    }
+
+    /// Switches to the walk of `report --task`: entries are not looked at (no filters, no
+    /// exec/longjmp fix-ups, `--no-libcall` ignored), every exit is reported, and unfinished
+    /// calls are closed at the task's last exit (as uftrace's task report does).
+    pub fn exits_only(mut self) -> Self {
+        self.exits_only = true;
+        self
+    }
+
+    fn exit_only(&mut self, ti: usize, h: &Head, v: &mut dyn Visitor) {
+        if h.raw.kind != RecordKind::Exit {
+            return;
+        }
+        let i = self.tasks[ti].stack_count;
+        let slot = *self.tasks[ti].slot(i);
+        let t = &mut self.tasks[ti];
+        t.last_exit = h.raw.time;
+        t.exits += 1;
+        let recursive = t.slots[..i].iter().any(|s| s.addr == slot.addr);
+        let call = Call {
+            task: ti,
+            func: h.func,
+            addr: slot.addr,
+            exit_addr: h.raw.addr,
+            total: slot.start,
+            child: slot.child,
+            time: h.raw.time,
+            depth: i,
+            recursive,
+            unfinished: false,
+        };
+        let view = View {
+            merge: &self.merge,
+            tasks: &self.tasks,
+        };
+        v.exit(&view, &call);
     }
 
     /// `Usage:` complaints about the filters (print them on stdout before the output).
@@ -369,6 +412,10 @@ impl<'d> Walker<'d> {
                 t.last_time = h.raw.time;
             }
             self.consume(ti, &h);
+            if self.exits_only {
+                self.exit_only(ti, &h, v);
+                continue;
+            }
             match h.raw.kind {
                 RecordKind::Lost => {
                     let view = View {
@@ -454,7 +501,13 @@ impl<'d> Walker<'d> {
             if !self.tasks[ti].allowed || self.tasks[ti].stack_count == 0 {
                 continue;
             }
-            let last = self.range_stop.unwrap_or(self.tasks[ti].last_time);
+            let t = &self.tasks[ti];
+            let task_last = if self.exits_only {
+                t.last_exit
+            } else {
+                t.last_time
+            };
+            let last = self.range_stop.unwrap_or(task_last);
             while self.tasks[ti].stack_count > 0 {
                 let t = &mut self.tasks[ti];
                 t.stack_count -= 1;

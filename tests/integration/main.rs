@@ -18,7 +18,10 @@
 //!
 //! Build the binary first: `cargo build --release && cargo test --release -p utrace-tests`.
 
+mod analysis_diff;
 mod analysis_dump;
+mod analysis_golden;
+mod analysis_histogram;
 mod bad_input;
 mod crafted;
 mod fixtures;

@@ -113,7 +113,10 @@ pub enum SortKey {
 /// (`Some(false)`) for the short keys `avg min max stdv`. `Err(key)` for an unknown key.
 pub fn parse_sort_keys(lists: &[String], avg: Option<bool>) -> Result<Vec<SortKey>, String> {
     let mut keys = Vec::new();
-    for key in lists.iter().flat_map(|l| l.split([',', ';'])) {
+    // Repeated -s options are joined with ';' and split at ',' only (as uftrace does, so
+    // `-s self -s call` is the unknown key `self;call`).
+    let joined = lists.join(";");
+    for key in joined.split(',') {
         if key.is_empty() {
             continue;
         }
@@ -212,9 +215,6 @@ impl Stats {
         self.self_max = self.self_max.max(o.self_max);
         self.self_sq += o.self_sq;
         self.calls += o.calls;
-        if self.size == 0 {
-            self.size = o.size;
-        }
     }
 
     fn avg(sum: u64, n: u64) -> u64 {
@@ -278,8 +278,10 @@ impl Stats {
 #[derive(Debug, Default)]
 pub struct Aggregate {
     by_func: Vec<Stats>,
-    /// Sizes of the functions seen.
-    sizes: Vec<u64>,
+    /// Size of each function seen, and the number of the call that last saw it (a name
+    /// shared by several functions shows the size of the one called last, as in uftrace).
+    sizes: Vec<(u64, u64)>,
+    calls: u64,
 }
 
 impl Visitor for Aggregate {
@@ -287,30 +289,34 @@ impl Visitor for Aggregate {
         let i = call.func as usize;
         if self.by_func.len() <= i {
             self.by_func.resize(i + 1, Stats::default());
-            self.sizes.resize(i + 1, 0);
+            self.sizes.resize(i + 1, (0, 0));
         }
         self.by_func[i].add(call);
-        self.sizes[i] = view.func(call.func).size;
+        self.calls += 1;
+        self.sizes[i] = (view.func(call.func).size, self.calls);
     }
 }
 
 impl Aggregate {
     /// Rows by name (functions of several sessions with the same name are one row).
     pub fn rows(&self, walker: &Walker<'_>) -> Vec<(String, Stats)> {
-        let mut by_name: HashMap<&str, Stats> = HashMap::new();
+        let mut by_name: HashMap<&str, (Stats, u64)> = HashMap::new();
         for (i, s) in self.by_func.iter().enumerate() {
             if s.calls == 0 {
                 continue;
             }
             let name = walker.symbols().func(i as FuncId).name.as_str();
-            let e = by_name.entry(name).or_default();
-            let mut s = *s;
-            s.size = self.sizes[i];
-            e.merge(&s);
+            let (size, seq) = self.sizes[i];
+            let e = by_name.entry(name).or_insert((Stats::default(), 0));
+            e.0.merge(s);
+            if seq > e.1 {
+                e.0.size = size;
+                e.1 = seq;
+            }
         }
         by_name
             .into_iter()
-            .map(|(n, s)| (n.to_string(), s))
+            .map(|(n, (s, _))| (n.to_string(), s))
             .collect()
     }
 }
@@ -437,17 +443,23 @@ pub fn report_tasks(
     tid_width: usize,
     out: &mut dyn Write,
 ) -> Result<Vec<String>> {
-    let mut walker = Walker::new(dir, cfg)?;
+    let mut walker = Walker::new(dir, cfg)?.exits_only();
     for n in walker.notices() {
         writeln!(out, "Usage: {n}")?;
     }
-    let warnings = walker.run(&mut NoVisit)?;
+    // A task's run time is the sum of the self times of its calls (uftrace's task report).
+    let mut per_task = TaskTimes(vec![(0, 0); dir.data.len()]);
+    let warnings = walker.run(&mut per_task)?;
     let mut rows: Vec<(u64, u32, u64, String)> = walker
         .task_summary()
         .iter()
         .enumerate()
         .filter(|(_, t)| t.allowed && t.first != 0)
-        .map(|(i, t)| (t.last - t.first, t.tid, t.exits, walker.comm(i).to_string()))
+        .filter(|(i, _)| per_task.0[*i].1 > 0)
+        .map(|(i, t)| {
+            let (time, calls) = per_task.0[i];
+            (time, t.tid, calls, walker.comm(i).to_string())
+        })
         .collect();
     rows.sort_by(|a, b| {
         for k in keys {
@@ -486,8 +498,16 @@ pub fn report_tasks(
     Ok(warnings)
 }
 
-struct NoVisit;
-impl Visitor for NoVisit {}
+/// Per task: the sum of the self times of its calls, and the number of calls.
+struct TaskTimes(Vec<(u64, u64)>);
+
+impl Visitor for TaskTimes {
+    fn exit(&mut self, _view: &View<'_, '_>, call: &Call) {
+        let t = &mut self.0[call.task];
+        t.0 += call.self_time();
+        t.1 += 1;
+    }
+}
 
 /// One side of `--diff`: where the data is and how it was recorded.
 pub struct DiffSide<'a> {
