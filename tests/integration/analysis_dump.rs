@@ -1,6 +1,7 @@
 //! `utrace dump` in every format against `uftrace dump`.
 //!
-//! * `diff_*`: uftrace records a test program; `utrace dump` and `uftrace dump` then read the
+//! * `diff_*`: uftrace records a test program (`diff_sched_events` with its default perf
+//!   events, the others with `--no-event`); `utrace dump` and `uftrace dump` then read the
 //!   same data, with several option sets, in every format (needs gcc and uftrace);
 //! * `golden_*`: `utrace dump` on the committed fixtures (`tests/fixtures/`) against uftrace's
 //!   output in `tests/golden/<fixture>.<variant>.dump` (needs neither). `UTRACE_BLESS=1`
@@ -202,7 +203,7 @@ fn check_one(dir: &Path, format: Format, opts: &[&str], want: &str) -> Option<St
 // ---------------------------------------------------------------------------------------
 // Differential tests on freshly recorded data.
 
-/// Records `prog` with uftrace and compares every format for every option set.
+/// Records `prog` with uftrace (`--no-event`) and compares every format for every option set.
 fn differential(test: &str, prog: &str, record: &[&str], args: &[&str], option_sets: &[&[&str]]) {
     if !util::need_uftrace(test) {
         return;
@@ -211,14 +212,33 @@ fn differential(test: &str, prog: &str, record: &[&str], args: &[&str], option_s
     let tmp = tempfile::tempdir().expect("tempdir");
     let data = tmp.path().join("data");
     util::uftrace_record(&data, record, &exe, args);
+    compare_all(test, &data, option_sets);
+}
+
+/// Like [`differential`], but recorded with uftrace's default events: the perf files
+/// (context switches, task names, exits).
+fn differential_with_events(test: &str, prog: &str, option_sets: &[&[&str]]) {
+    if !util::need_uftrace(test) {
+        return;
+    }
+    let exe = util::testprog(prog, Mode::Pg);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    let mut cmd = Command::new(util::uftrace_bin());
+    cmd.arg("record").arg("-d").arg(&data).arg(&exe);
+    util::run(cmd).assert_success();
+    compare_all(test, &data, option_sets);
+}
+
+fn compare_all(test: &str, data: &Path, option_sets: &[&[&str]]) {
     let mut failures = Vec::new();
     let mut total = 0;
     for opts in option_sets {
         for format in ALL {
             total += 1;
-            let want = uftrace_dump(&data, format, opts);
+            let want = uftrace_dump(data, format, opts);
             want.assert_success();
-            if let Some(f) = check_one(&data, format, opts, &want.stdout) {
+            if let Some(f) = check_one(data, format, opts, &want.stdout) {
                 failures.push(f);
             }
         }
@@ -306,6 +326,18 @@ fn diff_exec_longjmp_exit() {
     differential("diff_exec", "exec", &[], &[], &[&[]]);
     differential("diff_longjmp", "longjmp", &[], &[], &[&[]]);
     differential("diff_exit", "exit", &[], &[], &[&[], &["-D", "2"]]);
+}
+
+/// A sleep inside a function shows as `linux:schedule` (sched-out/in from the perf files);
+/// the raw dump lists the perf files after the task files.
+#[test]
+fn diff_sched_events() {
+    differential_with_events(
+        "diff_sched_events",
+        "sleep",
+        &[&[], &["--no-event"], &["--no-sched"], &["-D", "2"]],
+    );
+    differential_with_events("diff_sched_events_thread", "thread", &[&[]]);
 }
 
 #[test]

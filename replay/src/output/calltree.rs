@@ -1,11 +1,12 @@
 //! The merged call tree of `dump --flame-graph`, `--graphviz` and `--mermaid`: one node per
 //! distinct call path (all tasks merged, children in first-call order), with call counts and
-//! times, built from the calls of a [`crate::walk::Walker`]. Each task keeps a cursor on the node of its innermost shown call; an exit at the root
+//! times, built from the calls of the dump walk ([`super::dump::Walk`]). Each task keeps a cursor on the node of its innermost shown call; an exit at the root
 //! (a fork child returning from calls it never entered) leaves the cursor at the root, so the
 //! task's later calls start new top-level paths, as uftrace's graphs do.
 
-use crate::walk::{Call, Entry, View, Visitor};
+use super::dump::{Call, Sink};
 use std::collections::HashMap;
+use std::io;
 
 /// Index of the root node.
 pub const ROOT: usize = 0;
@@ -105,13 +106,14 @@ impl CallTree {
     }
 }
 
-impl Visitor for CallTree {
-    fn entry(&mut self, view: &View<'_, '_>, e: &Entry) {
-        self.enter(e.task, view.name(e.func));
-    }
-
-    fn exit(&mut self, _view: &View<'_, '_>, c: &Call) {
-        CallTree::exit(self, c.task, c.total, c.child);
+impl Sink for CallTree {
+    fn call(&mut self, call: &Call<'_>) -> io::Result<()> {
+        if call.exit {
+            self.exit(call.task, call.total, call.child);
+        } else {
+            self.enter(call.task, call.name);
+        }
+        Ok(())
     }
 }
 

@@ -10,6 +10,7 @@
 
 use super::args::{push_args, push_value};
 use super::dump_stack::{fixup, Closed, TaskStack};
+use super::perf::{self, PerfEvent};
 use crate::config::{Config, TimePoint};
 use crate::filter::Filters;
 use crate::gate::Gate;
@@ -148,6 +149,15 @@ pub struct Walk<'d> {
     allowed: Vec<bool>,
     tasks: Vec<TaskInfo>,
     range_stop: Option<u64>,
+    /// `-r` as absolute times.
+    range: (u64, u64),
+    /// The perf events (scheduling, task names, exits) of all tasks by time, and the next one.
+    perf: Vec<(usize, PerfEvent)>,
+    perf_next: usize,
+    /// Each task's last switch-out time.
+    sched_out: Vec<Option<u64>>,
+    /// Context switches are shown (not with `--no-event`, `--no-sched`).
+    show_sched: bool,
     no_args: bool,
     /// `Usage:` notices of the filters and argument specs.
     pub notices: Vec<String>,
@@ -159,9 +169,11 @@ impl<'d> Walk<'d> {
         let first = merge.first_time();
         let mut merge = merge;
         let mut range_stop = None;
+        let mut range = (0, u64::MAX);
         if let Some(r) = cfg.time_range {
             let start = r.start.map_or(0, |p| time_point(p, first));
             let stop = r.stop.map_or(u64::MAX, |p| time_point(p, first));
+            range = (start, stop);
             // uftrace closes unfinished calls at the stop value as written: an elapsed stop
             // is compared with absolute times, which leaves such calls out.
             range_stop = r.stop.map(|p| match p {
@@ -171,7 +183,13 @@ impl<'d> Walk<'d> {
             merge.restart();
         }
         let tasks = task_infos(dir);
+        let perf = perf::events_by_time(dir);
         Walk {
+            show_sched: !(cfg.no_event || cfg.no_sched),
+            sched_out: vec![None; dir.data.len()],
+            range,
+            perf_next: 0,
+            perf,
             merge,
             stacks: dir.data.iter().map(|_| TaskStack::new(cfg.depth)).collect(),
             allowed: dir
@@ -195,10 +213,11 @@ impl<'d> Walk<'d> {
         let mut args = String::new();
         let has_filter = self.merge.filters.has_filter;
         while let Some((ti, head)) = self.merge.pop() {
-            self.stacks[ti].last_time = head.raw.time;
             if !self.allowed[ti] {
                 continue;
             }
+            self.perf_events(head.raw.time, sink)?;
+            self.stacks[ti].last_time = head.raw.time;
             let closed = self.stacks[ti].consume(&head.raw);
             let shown = match head.raw.kind {
                 RecordKind::Entry => {
@@ -235,8 +254,65 @@ impl<'d> Walk<'d> {
             };
             sink.call(&call)?;
         }
+        self.perf_events(u64::MAX, sink)?;
         self.close_remaining(sink)?;
         Ok(std::mem::take(&mut self.merge.warnings))
+    }
+
+    /// The perf events before `upto`. A context switch inside a function shows as a
+    /// `linux:schedule` call: sched-out begins it, sched-in ends it; the time switched out
+    /// counts as callee time of the running function (even with `--no-event`). As in uftrace
+    /// 0.13, a pre-empting switch-out begins nothing (its sched-in still ends a call), and a
+    /// sched-in before the task's first record is ignored.
+    fn perf_events(&mut self, upto: u64, sink: &mut dyn Sink) -> io::Result<()> {
+        while let Some(&(ti, e)) = self.perf.get(self.perf_next) {
+            if e.time >= upto {
+                break;
+            }
+            self.perf_next += 1;
+            if !self.allowed[ti] || e.time < self.range.0 || e.time > self.range.1 {
+                continue;
+            }
+            let stack = &mut self.stacks[ti];
+            let first = stack.last_time == 0;
+            stack.last_time = e.time;
+            let mut total = 0;
+            let exit = match e.id {
+                perf::SCHED_OUT | perf::SCHED_OUT_PREEMPT => {
+                    self.sched_out[ti] = Some(e.time);
+                    if e.id == perf::SCHED_OUT_PREEMPT {
+                        continue;
+                    }
+                    false
+                }
+                perf::SCHED_IN => {
+                    total = self.sched_out[ti]
+                        .take()
+                        .map_or(0, |t| e.time.saturating_sub(t));
+                    stack.add_child_time(total);
+                    if first {
+                        continue;
+                    }
+                    true
+                }
+                _ => continue,
+            };
+            if !self.show_sched || !stack.event_visible(self.merge.filters.has_filter) {
+                continue;
+            }
+            sink.call(&Call {
+                task: ti,
+                tid: self.tasks[ti].tid,
+                pid: self.tasks[ti].pid,
+                time: e.time,
+                exit,
+                name: "linux:schedule",
+                args: None,
+                total,
+                child: 0,
+            })?;
+        }
+        Ok(())
     }
 
     /// Closes the calls still open at the end, innermost first, task by task.

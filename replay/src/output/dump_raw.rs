@@ -8,6 +8,7 @@
 use super::args::push_value;
 use super::dump::{write_notices, DumpOptions};
 use super::dump_stack::TaskStack;
+use super::perf;
 use crate::config::{Config, TimePoint};
 use crate::filter::{Filters, FuncFilter};
 use crate::specs::{FuncSpec, Specs};
@@ -134,6 +135,9 @@ pub fn dump(
     for ti in 0..dir.data.len() {
         let allowed = cfg.tids.is_empty() || cfg.tids.contains(&dir.data[ti].tid);
         raw.task(ti, cfg, allowed, range)?;
+    }
+    if !cfg.no_event {
+        raw.perf_files(cfg.no_sched)?;
     }
     Ok(raw.warnings)
 }
@@ -348,6 +352,25 @@ impl Raw<'_, '_> {
                 }
             } else if r.kind == RecordKind::Event && r.more {
                 self.event_data(tid, &r, payload)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The `perf-cpu<N>.dat` files: `[event] NAME(ID)` lines in file order.
+    fn perf_files(&mut self, no_sched: bool) -> io::Result<()> {
+        for (cpu, events) in perf::cpu_files(self.dir) {
+            if cpu == 0 {
+                self.out.write_all(b"\n")?;
+            }
+            writeln!(self.out, "reading perf-cpu{cpu}.dat")?;
+            for e in events {
+                if no_sched && perf::is_sched(e.id) {
+                    continue;
+                }
+                self.prefix(e.tid, e.time)?;
+                let name = record_format::event::builtin(e.id).map_or("", |(n, _)| n);
+                writeln!(self.out, "[event] {name}({})", e.id)?;
             }
         }
         Ok(())

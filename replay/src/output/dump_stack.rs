@@ -105,6 +105,24 @@ impl TaskStack {
         self.count
     }
 
+    /// Adds time spent switched out to the running call's callee time.
+    pub fn add_child_time(&mut self, t: u64) {
+        if self.count > 0 {
+            let i = self.count - 1;
+            let f = self.frame(i);
+            f.child = f.child.wrapping_add(t);
+        }
+    }
+
+    /// Whether an event at this point is shown: inside a call, and not where the filters hide
+    /// calls (below `-D`, inside `-N`, outside `-F`).
+    pub fn event_visible(&self, has_filter: bool) -> bool {
+        self.count > 0
+            && self.out_count == 0
+            && self.depth > 0
+            && (!has_filter || self.in_count > 0)
+    }
+
     /// Time bookkeeping of one record, before any filter. Returns the closed call for an exit.
     pub fn consume(&mut self, r: &RawRecord) -> Option<Closed> {
         match r.kind {

@@ -10,9 +10,8 @@
 //! With `--svg` the folded stacks are rendered to an SVG flame graph by `inferno`.
 
 use super::calltree::{CallTree, ROOT};
-use super::dump::{write_notices, DumpOptions};
+use super::dump::{write_notices, DumpOptions, Walk};
 use crate::config::Config;
-use crate::walk::Walker;
 use crate::{ReplayError, Result};
 use record_format::TraceDir;
 use std::io::Write;
@@ -62,8 +61,8 @@ pub fn dump(
     opts: &DumpOptions,
     out: &mut dyn Write,
 ) -> Result<Vec<String>> {
-    let mut walker = Walker::new(dir, cfg)?;
-    write_notices(out, walker.notices())?;
+    let walk = Walk::new(dir, cfg, true);
+    write_notices(out, &walk.notices)?;
     let sample_time = opts
         .sample_time
         .filter(|&t| t > 0)
@@ -73,7 +72,7 @@ pub fn dump(
         })
         .unwrap_or(0);
     let mut tree = CallTree::new("", dir.data.len(), sample_time);
-    let warnings = walker.run(&mut tree)?;
+    let warnings = walk.run(&mut tree)?;
     let lines = folded(&tree, sample_time);
     if opts.svg {
         svg(&lines, &exe_title(dir), out)?;

@@ -3,9 +3,8 @@
 //! executable's basename.
 
 use super::calltree::CallTree;
-use super::dump::{exe_basename, write_notices, DumpOptions};
+use super::dump::{exe_basename, write_notices, DumpOptions, Walk};
 use crate::config::Config;
-use crate::walk::Walker;
 use crate::Result;
 use record_format::TraceDir;
 use std::io::Write;
@@ -17,8 +16,8 @@ pub fn dump(
     opts: &DumpOptions,
     out: &mut dyn Write,
 ) -> Result<Vec<String>> {
-    let mut walker = Walker::new(dir, cfg)?;
-    write_notices(out, walker.notices())?;
+    let walk = Walk::new(dir, cfg, true);
+    write_notices(out, &walk.notices)?;
     let exe = exe_basename(dir);
     // uftrace's header line, odd quote included.
     writeln!(out, "# version\":\"{}\"", opts.version)?;
@@ -27,7 +26,7 @@ pub fn dump(
     }
     write!(out, "\ndigraph \"{exe}\" {{ \n")?;
     let mut tree = CallTree::new(&exe, dir.data.len(), 0);
-    let warnings = walker.run(&mut tree)?;
+    let warnings = walk.run(&mut tree)?;
     let mut err = Ok(());
     tree.walk(|n, _| {
         let node = &tree.nodes[n];

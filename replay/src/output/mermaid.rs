@@ -4,9 +4,8 @@
 //! page around them is utrace's own.
 
 use super::calltree::CallTree;
-use super::dump::{exe_basename, write_notices, DumpOptions};
+use super::dump::{exe_basename, write_notices, DumpOptions, Walk};
 use crate::config::Config;
-use crate::walk::Walker;
 use crate::Result;
 use record_format::TraceDir;
 use std::io::Write;
@@ -37,12 +36,12 @@ pub fn dump(
     _opts: &DumpOptions,
     out: &mut dyn Write,
 ) -> Result<Vec<String>> {
-    let mut walker = Walker::new(dir, cfg)?;
-    write_notices(out, walker.notices())?;
+    let walk = Walk::new(dir, cfg, true);
+    write_notices(out, &walk.notices)?;
     let exe = exe_basename(dir);
     write!(out, "<html>\n<body>\n")?;
     let mut tree = CallTree::new(&exe, dir.data.len(), 0);
-    let warnings = walker.run(&mut tree)?;
+    let warnings = walk.run(&mut tree)?;
     let root = &tree.nodes[0];
     if root.time == 0 && root.children.is_empty() {
         // Nothing was called: uftrace stops after the opening tags.

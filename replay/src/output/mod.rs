@@ -13,5 +13,6 @@ pub mod graphviz;
 pub mod histogram;
 pub mod info;
 pub mod mermaid;
+pub mod perf;
 pub mod replay;
 pub mod report;

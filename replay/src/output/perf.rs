@@ -1,0 +1,204 @@
+//! The `perf-cpu<N>.dat` files (data-format §10): per-CPU perf ring-buffer records of context
+//! switches, task names, forks and exits, turned into the `linux:*` events 200001..200007.
+//!
+//! Only `dump` reads them: the raw dump lists them per file; the time-ordered formats show a
+//! task's scheduling inside its functions as `linux:schedule` calls. The files are small (a few
+//! records per context switch), so each is read whole.
+
+use record_format::TraceDir;
+use std::collections::HashMap;
+
+pub const SCHED_IN: u64 = 200001;
+pub const SCHED_OUT: u64 = 200002;
+pub const TASK_NEW: u64 = 200004;
+pub const TASK_EXIT: u64 = 200005;
+pub const TASK_NAME: u64 = 200006;
+pub const SCHED_OUT_PREEMPT: u64 = 200007;
+
+/// A context switch (hidden by `--no-sched`).
+pub fn is_sched(id: u64) -> bool {
+    matches!(id, SCHED_IN | SCHED_OUT | SCHED_OUT_PREEMPT)
+}
+
+/// Feature bit PERF_EVENT of the `info` header.
+const FEAT_PERF_EVENT: u64 = 0x100;
+
+const PERF_RECORD_COMM: u32 = 3;
+const PERF_RECORD_EXIT: u32 = 4;
+const PERF_RECORD_FORK: u32 = 7;
+const PERF_RECORD_SWITCH: u32 = 14;
+const MISC_SWITCH_OUT: u16 = 0x2000;
+const MISC_SWITCH_OUT_PREEMPT: u16 = 0x4000;
+
+/// One perf record as an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PerfEvent {
+    pub time: u64,
+    pub tid: u32,
+    /// 200001..200007.
+    pub id: u64,
+}
+
+fn u16_at(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
+}
+
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// The events of one file, in file order. A truncated or malformed record ends the list.
+pub fn parse(bytes: &[u8]) -> Vec<PerfEvent> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while let (Some(ty), Some(misc), Some(size)) = (
+        u32_at(bytes, pos),
+        u16_at(bytes, pos + 4),
+        u16_at(bytes, pos + 6),
+    ) {
+        let size = size as usize;
+        let Some(rec) = bytes.get(pos..pos + size).filter(|_| size >= 8) else {
+            break;
+        };
+        pos += size;
+        // Every record ends with the sample_id trailer: u32 pid, u32 tid, u64 time.
+        let trailer = size.saturating_sub(16);
+        let (Some(sample_tid), Some(time)) = (u32_at(rec, trailer + 4), u64_at(rec, trailer + 8))
+        else {
+            continue;
+        };
+        let (id, tid) = match ty {
+            PERF_RECORD_SWITCH if misc & MISC_SWITCH_OUT == 0 => (SCHED_IN, sample_tid),
+            PERF_RECORD_SWITCH if misc & MISC_SWITCH_OUT_PREEMPT != 0 => {
+                (SCHED_OUT_PREEMPT, sample_tid)
+            }
+            PERF_RECORD_SWITCH => (SCHED_OUT, sample_tid),
+            PERF_RECORD_COMM => (TASK_NAME, u32_at(rec, 12).unwrap_or(sample_tid)),
+            // Forks and exits carry their own time: u32 pid, ppid, tid, ptid, u64 time.
+            PERF_RECORD_FORK | PERF_RECORD_EXIT => {
+                let id = if ty == PERF_RECORD_FORK {
+                    TASK_NEW
+                } else {
+                    TASK_EXIT
+                };
+                let tid = u32_at(rec, 16).unwrap_or(sample_tid);
+                let time = u64_at(rec, 24).unwrap_or(time);
+                out.push(PerfEvent { time, tid, id });
+                continue;
+            }
+            _ => continue,
+        };
+        out.push(PerfEvent { time, tid, id });
+    }
+    out
+}
+
+/// The non-empty perf files of `dir` as (cpu, events), by cpu number; none unless the
+/// recording has feature PERF_EVENT.
+pub fn cpu_files(dir: &TraceDir) -> Vec<(u32, Vec<PerfEvent>)> {
+    if dir.info.header.feat_mask & FEAT_PERF_EVENT == 0 {
+        return Vec::new();
+    }
+    let Ok(entries) = std::fs::read_dir(&dir.path) else {
+        return Vec::new();
+    };
+    let mut files: Vec<(u32, std::path::PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name();
+            let cpu = name
+                .to_str()?
+                .strip_prefix("perf-cpu")?
+                .strip_suffix(".dat")?
+                .parse()
+                .ok()?;
+            Some((cpu, e.path()))
+        })
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .filter_map(|(cpu, path)| {
+            let bytes = std::fs::read(path).ok()?;
+            (!bytes.is_empty()).then(|| (cpu, parse(&bytes)))
+        })
+        .collect()
+}
+
+/// The events of the recorded tasks, with the task index (into `TraceDir::data`), in time
+/// order (ties keep the order of the files).
+pub fn events_by_time(dir: &TraceDir) -> Vec<(usize, PerfEvent)> {
+    let index: HashMap<u32, usize> = dir
+        .data
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.tid, i))
+        .collect();
+    let mut all: Vec<(usize, PerfEvent)> = cpu_files(dir)
+        .into_iter()
+        .flat_map(|(_, events)| events)
+        .filter_map(|e| Some((*index.get(&e.tid)?, e)))
+        .collect();
+    all.sort_by_key(|(_, e)| e.time);
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(ty: u32, misc: u16, body: &[u8], pid: u32, tid: u32, time: u64) -> Vec<u8> {
+        let size = 8 + body.len() + 16;
+        let mut r = Vec::new();
+        r.extend_from_slice(&ty.to_le_bytes());
+        r.extend_from_slice(&misc.to_le_bytes());
+        r.extend_from_slice(&(size as u16).to_le_bytes());
+        r.extend_from_slice(body);
+        r.extend_from_slice(&pid.to_le_bytes());
+        r.extend_from_slice(&tid.to_le_bytes());
+        r.extend_from_slice(&time.to_le_bytes());
+        r
+    }
+
+    #[test]
+    fn switches_comm_fork_exit() {
+        let mut b = record(PERF_RECORD_SWITCH, MISC_SWITCH_OUT, &[], 7, 8, 100);
+        b.extend(record(
+            PERF_RECORD_SWITCH,
+            MISC_SWITCH_OUT | MISC_SWITCH_OUT_PREEMPT,
+            &[],
+            7,
+            8,
+            150,
+        ));
+        b.extend(record(PERF_RECORD_SWITCH, 0, &[], 7, 8, 200));
+        let mut comm = Vec::new();
+        comm.extend_from_slice(&7u32.to_le_bytes());
+        comm.extend_from_slice(&8u32.to_le_bytes());
+        comm.extend_from_slice(b"prog\0\0\0\0");
+        b.extend(record(PERF_RECORD_COMM, 0, &comm, 7, 8, 250));
+        let mut fork = Vec::new();
+        for v in [7u32, 1, 9, 8] {
+            fork.extend_from_slice(&v.to_le_bytes());
+        }
+        fork.extend_from_slice(&299u64.to_le_bytes());
+        b.extend(record(PERF_RECORD_FORK, 0, &fork, 7, 8, 300));
+        b.extend(record(99, 0, &[1, 2, 3, 4], 7, 8, 350));
+        b.extend_from_slice(&[1, 2, 3]); // truncated tail
+        let ids: Vec<(u64, u32, u64)> = parse(&b).iter().map(|e| (e.time, e.tid, e.id)).collect();
+        assert_eq!(
+            ids,
+            vec![
+                (100, 8, SCHED_OUT),
+                (150, 8, SCHED_OUT_PREEMPT),
+                (200, 8, SCHED_IN),
+                (250, 8, TASK_NAME),
+                (299, 9, TASK_NEW),
+            ]
+        );
+    }
+}
