@@ -787,3 +787,47 @@ fn missing_data_is_an_error() {
         assert!(!out.stderr.contains("panicked"), "{out}");
     }
 }
+
+/// A truncated or garbled task file ends that task with a warning; a damaged `info` is a
+/// one-line error with status 1. Never a panic.
+#[test]
+fn broken_data_gives_warnings_not_panics() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let copy = |name: &str| -> PathBuf {
+        let dst = tmp.path().join(name);
+        std::fs::create_dir_all(&dst).expect("mkdir");
+        for e in std::fs::read_dir(fixture_dir(name)).expect("fixture") {
+            let e = e.expect("entry");
+            std::fs::copy(e.path(), dst.join(e.file_name())).expect("copy");
+        }
+        dst
+    };
+    let dat = |dir: &Path| -> PathBuf {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|x| x == "dat"))
+            .expect("a .dat file")
+    };
+    let truncated = copy("fib-args");
+    let f = dat(&truncated);
+    let bytes = std::fs::read(&f).unwrap();
+    std::fs::write(&f, &bytes[..100]).unwrap();
+    let garbled = copy("abc");
+    std::fs::write(dat(&garbled), b"garbage!garbage!garbage!").unwrap();
+    let bad_info = copy("thread");
+    let info = std::fs::read(bad_info.join("info")).unwrap();
+    std::fs::write(bad_info.join("info"), &info[..30]).unwrap();
+    for format in ALL {
+        for (dir, status, message) in [
+            (&truncated, 0, ".dat is truncated at offset"),
+            (&garbled, 0, "WARN: invalid record"),
+            (&bad_info, 1, "ERROR:"),
+        ] {
+            let out = utrace_dump(dir, format, &[]);
+            assert!(!out.stderr.contains("panicked"), "{out}");
+            assert_eq!(out.status.code(), Some(status), "{out}");
+            assert!(out.stderr.contains(message), "{out}");
+        }
+    }
+}

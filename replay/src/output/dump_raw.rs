@@ -15,7 +15,7 @@ use crate::specs::{FuncSpec, Specs};
 use crate::symbols::{FuncId, Symbolizer};
 use crate::Result;
 use record_format::argspec::{ArgFormat, ArgItem};
-use record_format::dat::{event_payload_len, read_header};
+use record_format::dat::{event_payload_len, read_header, BadRecord};
 use record_format::raw::RECORD_SIZE;
 use record_format::task::{TaskLine, Timestamp};
 use record_format::{RawRecord, RecordKind, TraceDir};
@@ -256,11 +256,19 @@ impl Raw<'_, '_> {
                 released = pos - WINDOW;
                 data.release(released);
             }
-            let Ok(r) = head else {
-                self.warnings.push(format!(
-                    "invalid record in {tid}.dat at offset {pos}: broken data?"
-                ));
-                break;
+            let r = match head {
+                Ok(r) => r,
+                Err(BadRecord::Truncated) => {
+                    self.warnings
+                        .push(format!("{tid}.dat is truncated at offset {pos}"));
+                    break;
+                }
+                Err(BadRecord::Magic) => {
+                    self.warnings.push(format!(
+                        "invalid record in {tid}.dat at offset {pos}: broken data?"
+                    ));
+                    break;
+                }
             };
             let pstart = pos + RECORD_SIZE;
             let mut func = 0;
