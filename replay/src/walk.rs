@@ -125,13 +125,10 @@ impl View<'_, '_> {
         self.merge.tid(task)
     }
 
-    /// The session (index into `TraceDir::sessions`) the task was in at `time`.
-    pub fn session_at(&self, task: usize, time: u64) -> Option<usize> {
-        self.merge
-            .sym
-            .session_at(self.merge.tid(task), time)
-            .map(|(s, _)| s)
-            .or_else(|| self.merge.session_of(task))
+    /// The session (index into `TraceDir::sessions`) of the record being visited (for
+    /// unfinished calls: of the task's last record).
+    pub fn session(&self, task: usize) -> Option<usize> {
+        self.tasks[task].session
     }
 
     /// The open calls of the task, outermost first. During [`Visitor::exit`] the exiting
@@ -148,7 +145,9 @@ impl View<'_, '_> {
 
     /// The task name (basename of the executable of its session).
     pub fn comm(&self, task: usize) -> &str {
-        self.merge.comm(task)
+        self.tasks[task]
+            .session
+            .map_or("", |s| self.merge.sym.session_comm(s))
     }
 }
 
@@ -167,6 +166,10 @@ pub struct TaskSummary {
 
 /// Receives the calls of a walk. All methods default to doing nothing.
 pub trait Visitor {
+    /// Whether [`Visitor::entry`] is wanted (saves a call per entry when not).
+    fn wants_entries(&self) -> bool {
+        true
+    }
     fn entry(&mut self, _view: &View<'_, '_>, _entry: &Entry) {}
     fn exit(&mut self, _view: &View<'_, '_>, _call: &Call) {}
     /// `count` records of the task were lost (0 when unknown).
@@ -190,6 +193,10 @@ struct TaskState {
     exits: u64,
     /// Time of the last exit reported (`exits_only` mode).
     last_exit: u64,
+    /// The session of the task's last record, valid for times in [sess_from, sess_until).
+    session: Option<usize>,
+    sess_from: u64,
+    sess_until: u64,
     default_depth: i64,
 }
 
@@ -228,6 +235,7 @@ fn fixup_kind(name: &str) -> Option<Fixup> {
 
 /// The walker over one data directory.
 pub struct Walker<'d> {
+    dir: &'d TraceDir,
     merge: Merge<'d>,
     tasks: Vec<TaskState>,
     enabled: bool,
@@ -238,6 +246,18 @@ pub struct Walker<'d> {
     no_libcall: bool,
     /// Report every exit, whatever the filters, without stack fix-ups (`report --task`).
     exits_only: bool,
+    /// Read each task's file directly, task after task (see [`Walker::task_order`]).
+    direct: bool,
+    /// Nothing reorders records at read time (`-t`, `-r`, `-C`, `time=`) and no trigger
+    /// switches tracing for all tasks: the direct reader may be used.
+    direct_ok: bool,
+    /// No filter, trigger or hide pattern: every function's decision is the default.
+    no_filters: bool,
+    /// Nothing can hide a call (no filter, trigger, `-D`, `--no-libcall`): every entry and
+    /// exit is reported and only the stack fix-ups remain (see [`Walker::plain_step`]).
+    plain: bool,
+    /// Per function: its stack fix-up kind (0 unknown, 1 none, else 2 + [`Fixup`]).
+    fixups: Vec<u8>,
     notices: Vec<String>,
 }
 
@@ -285,6 +305,11 @@ impl<'d> Walker<'d> {
             merge.set_range(start, stop);
             merge.restart();
         }
+        let no_filters = merge.filters.is_empty();
+        let direct_ok = cfg.time_filter.is_none()
+            && cfg.time_range.is_none()
+            && cfg.caller.is_empty()
+            && cfg.triggers.is_empty();
         let default_depth = cfg.depth.map_or(i64::from(u16::MAX), i64::from);
         let tasks = dir
             .data
@@ -302,10 +327,14 @@ impl<'d> Walker<'d> {
                 last_time: 0,
                 exits: 0,
                 last_exit: 0,
+                session: None,
+                sess_from: 1,
+                sess_until: 0,
                 default_depth,
             })
             .collect();
         Ok(Walker {
+            dir,
             merge,
             tasks,
             enabled: true,
@@ -314,6 +343,11 @@ impl<'d> Walker<'d> {
             range_stop,
             no_libcall: cfg.no_libcall,
             exits_only: false,
+            direct: false,
+            direct_ok,
+            no_filters,
+            plain: no_filters && cfg.depth.is_none() && !cfg.no_libcall,
+            fixups: Vec::new(),
             notices,
         })
     }
@@ -326,7 +360,7 @@ impl<'d> Walker<'d> {
         self
     }
 
-    fn exit_only(&mut self, ti: usize, h: &Head, v: &mut dyn Visitor) {
+    fn exit_only<V: Visitor + ?Sized>(&mut self, ti: usize, h: &Head, v: &mut V) {
         if h.raw.kind != RecordKind::Exit {
             return;
         }
@@ -353,6 +387,16 @@ impl<'d> Walker<'d> {
             tasks: &self.tasks,
         };
         v.exit(&view, &call);
+    }
+
+    /// Declares that the visitor does not depend on the order of records *across* tasks
+    /// (per-function statistics do not; a call graph whose children keep first-call order
+    /// does). The walker may then read each task's file on its own, task after task, which is
+    /// much faster than the time-ordered merge. Records of one task always come in order.
+    /// With a single task, or options that need the merge, nothing changes.
+    pub fn task_order(mut self) -> Self {
+        self.direct = self.direct_ok;
+        self
     }
 
     /// `Usage:` complaints about the filters (print them on stdout before the output).
@@ -389,7 +433,9 @@ impl<'d> Walker<'d> {
 
     /// The task name (basename of the executable of its last session).
     pub fn comm(&self, task: usize) -> &str {
-        self.merge.comm(task)
+        self.tasks[task]
+            .session
+            .map_or("", |s| self.merge.sym.session_comm(s))
     }
 
     /// Timestamp of the first record of the trace.
@@ -399,10 +445,29 @@ impl<'d> Walker<'d> {
 
     /// Walks the whole trace, then reports the unfinished calls. Returns the warnings met
     /// while reading (broken or truncated data).
-    pub fn run(&mut self, v: &mut dyn Visitor) -> Result<Vec<String>> {
-        while let Some((ti, h)) = self.merge.pop() {
-            if !self.tasks[ti].allowed || h.raw.kind == RecordKind::Event {
-                continue;
+    pub fn run<V: Visitor + ?Sized>(&mut self, v: &mut V) -> Result<Vec<String>> {
+        if self.direct {
+            self.run_direct(v);
+        } else {
+            while let Some((ti, h)) = self.merge.pop() {
+                if self.tasks[ti].allowed {
+                    if matches!(h.raw.kind, RecordKind::Entry | RecordKind::Exit) {
+                        self.track_session(ti, h.raw.time);
+                    }
+                    self.step(ti, h, v);
+                }
+            }
+        }
+        self.finish_remaining(v);
+        Ok(std::mem::take(&mut self.merge.warnings))
+    }
+
+    /// One record of task `ti` (in time order within the task).
+    #[inline]
+    fn step<V: Visitor + ?Sized>(&mut self, ti: usize, h: Head, v: &mut V) {
+        {
+            if h.raw.kind == RecordKind::Event {
+                return;
             }
             if h.raw.kind != RecordKind::Lost {
                 let t = &mut self.tasks[ti];
@@ -414,7 +479,11 @@ impl<'d> Walker<'d> {
             self.consume(ti, &h);
             if self.exits_only {
                 self.exit_only(ti, &h, v);
-                continue;
+                return;
+            }
+            if self.plain {
+                self.plain_step(ti, &h, v);
+                return;
             }
             match h.raw.kind {
                 RecordKind::Lost => {
@@ -425,17 +494,21 @@ impl<'d> Walker<'d> {
                     v.lost(&view, ti, h.raw.addr);
                 }
                 RecordKind::Entry => {
-                    let ff = self.merge.decide(h.func);
+                    let ff = if self.no_filters {
+                        FuncFilter::default()
+                    } else {
+                        self.merge.decide(h.func)
+                    };
                     let idx = self.tasks[ti].stack_count.saturating_sub(1);
                     if !self.fstack_entry(ti, &h, &ff) {
                         self.tasks[ti].slot(idx).flags |= NORECORD;
-                        continue;
+                        return;
                     }
                     let flags = self.tasks[ti].slot(idx).flags;
                     // --no-libcall hides library calls only after the filters saw them: an
                     // exec or longjmp still changes the stack (as in uftrace).
                     let libcall = self.no_libcall && self.merge.sym.func(h.func).is_plt;
-                    if !libcall {
+                    if !libcall && v.wants_entries() {
                         let entry = Entry {
                             task: ti,
                             func: h.func,
@@ -462,10 +535,10 @@ impl<'d> Walker<'d> {
                     let slot = *self.tasks[ti].slot(i);
                     self.fstack_exit(ti);
                     if !self.enabled || slot.flags & NORECORD != 0 {
-                        continue;
+                        return;
                     }
                     if self.no_libcall && self.merge.sym.func(h.func).is_plt {
-                        continue;
+                        return;
                     }
                     self.tasks[ti].exits += 1;
                     let t = &self.tasks[ti];
@@ -491,12 +564,233 @@ impl<'d> Walker<'d> {
                 RecordKind::Event => {}
             }
         }
-        self.finish_remaining(v);
-        Ok(std::mem::take(&mut self.merge.warnings))
+    }
+
+    /// The stack fix-up kind of a function (cached per id).
+    #[inline]
+    fn fixup(&mut self, func: FuncId) -> Option<Fixup> {
+        let i = func as usize;
+        if self.fixups.len() <= i {
+            self.fixups.resize(i + 1, 0);
+        }
+        if self.fixups[i] == 0 {
+            self.fixups[i] = match fixup_kind(&self.merge.sym.func(func).name) {
+                None => 1,
+                Some(Fixup::Exec) => 2,
+                Some(Fixup::Setjmp) => 3,
+                Some(Fixup::Longjmp) => 4,
+            };
+        }
+        match self.fixups[i] {
+            2 => Some(Fixup::Exec),
+            3 => Some(Fixup::Setjmp),
+            4 => Some(Fixup::Longjmp),
+            _ => None,
+        }
+    }
+
+    /// [`Walker::step`] when nothing can hide a call: the filter bookkeeping would accept
+    /// every entry and exit, so only the exec/setjmp/longjmp fix-ups are applied.
+    #[inline]
+    fn plain_step<V: Visitor + ?Sized>(&mut self, ti: usize, h: &Head, v: &mut V) {
+        match h.raw.kind {
+            RecordKind::Entry => {
+                let fix = self.fixup(h.func);
+                let idx = self.tasks[ti].stack_count.saturating_sub(1);
+                if fix == Some(Fixup::Setjmp) {
+                    self.setjmp_count = self.tasks[ti].stack_count;
+                }
+                if v.wants_entries() {
+                    let entry = Entry {
+                        task: ti,
+                        func: h.func,
+                        addr: h.raw.addr,
+                        time: h.raw.time,
+                        depth: idx,
+                    };
+                    let view = View {
+                        merge: &self.merge,
+                        tasks: &self.tasks,
+                    };
+                    v.entry(&view, &entry);
+                }
+                match fix {
+                    Some(Fixup::Exec) => self.tasks[ti].stack_count = 0,
+                    Some(Fixup::Longjmp) => self.tasks[ti].stack_count = self.setjmp_count,
+                    _ => {}
+                }
+            }
+            RecordKind::Exit => {
+                let t = &mut self.tasks[ti];
+                let i = t.stack_count;
+                let Some(slot) = t.slots.get(i) else { return };
+                let (addr, total, child) = (slot.addr, slot.start, slot.child);
+                t.exits += 1;
+                let recursive = t.slots[..i].iter().any(|s| s.addr == addr);
+                let call = Call {
+                    task: ti,
+                    func: h.func,
+                    addr,
+                    exit_addr: h.raw.addr,
+                    total,
+                    child,
+                    time: h.raw.time,
+                    depth: i,
+                    recursive,
+                    unfinished: false,
+                };
+                let view = View {
+                    merge: &self.merge,
+                    tasks: &self.tasks,
+                };
+                v.exit(&view, &call);
+            }
+            RecordKind::Lost => {
+                let view = View {
+                    merge: &self.merge,
+                    tasks: &self.tasks,
+                };
+                v.lost(&view, ti, h.raw.addr);
+            }
+            RecordKind::Event => {}
+        }
+    }
+
+    /// Keeps `session` of task `ti` up to date for a record at `time`.
+    #[inline]
+    fn track_session(&mut self, ti: usize, time: u64) {
+        let t = &self.tasks[ti];
+        if (t.sess_from..t.sess_until).contains(&time) {
+            return;
+        }
+        let tid = self.merge.tid(ti);
+        let (s, from, until) = match self.merge.sym.session_at(tid, time) {
+            Some((s, next)) => (Some(s), time, next),
+            None => (None, time, time + 1),
+        };
+        let t = &mut self.tasks[ti];
+        t.session = s.or(t.session);
+        t.sess_from = from;
+        t.sess_until = until;
+    }
+
+    /// Reads every task's file on its own, in task order (the direct reader).
+    fn run_direct<V: Visitor + ?Sized>(&mut self, v: &mut V) {
+        for ti in 0..self.tasks.len() {
+            if self.tasks[ti].allowed {
+                self.read_task(ti, v);
+            }
+        }
+    }
+
+    /// Decodes task `ti`'s records in file order and walks them: what [`Merge`] does for one
+    /// task, without the heap and the reader-level gates (which `direct_ok` excludes).
+    fn read_task<V: Visitor + ?Sized>(&mut self, ti: usize, v: &mut V) {
+        use record_format::argspec::{payload_len, ArgItem};
+        use record_format::dat::{event_payload_len, read_header, BadRecord};
+        use record_format::raw::RECORD_SIZE;
+
+        const WINDOW: usize = 4 << 20;
+        const CACHE: usize = 256;
+        let file = &self.merge_dir().data[ti];
+        let (bytes, tid) = (file.bytes(), file.tid);
+        let mut pos = 0;
+        let mut released = 0;
+        let mut last_time = 0;
+        // Direct-mapped cache: (addr, session, func).
+        let mut cache = vec![(0u64, None, 0 as FuncId); CACHE];
+        loop {
+            let mut raw = match read_header(bytes, pos) {
+                None => break,
+                Some(Ok(r)) => r,
+                Some(Err(e)) => {
+                    let msg = match e {
+                        BadRecord::Magic => {
+                            format!("invalid record in {tid}.dat at offset {pos}: broken data?")
+                        }
+                        BadRecord::Truncated => format!("{tid}.dat is truncated at offset {pos}"),
+                    };
+                    self.merge.warnings.push(msg);
+                    break;
+                }
+            };
+            let pstart = pos + RECORD_SIZE;
+            let mut plen = 0;
+            let mut func = 0;
+            match raw.kind {
+                RecordKind::Lost => raw.time = last_time,
+                RecordKind::Entry | RecordKind::Exit => {
+                    self.track_session(ti, raw.time);
+                    let session = self.tasks[ti].session;
+                    let slot = ((raw.addr ^ (raw.addr >> 8)) as usize) % CACHE;
+                    let c = cache[slot];
+                    func = if c.0 == raw.addr && c.1 == session && raw.addr != 0 {
+                        c.2
+                    } else {
+                        let f = self.merge.sym.resolve(session, raw.time, raw.addr);
+                        cache[slot] = (raw.addr, session, f);
+                        f
+                    };
+                    if raw.more {
+                        let f = self.merge.sym.func(func).clone();
+                        let spec = self.merge.specs.get(func, &f);
+                        let items: Vec<&ArgItem> = if raw.kind == RecordKind::Entry {
+                            spec.args.iter().collect()
+                        } else {
+                            spec.ret.iter().collect()
+                        };
+                        let len = if items.is_empty() {
+                            None
+                        } else {
+                            payload_len(&items, bytes.get(pstart..).unwrap_or(&[]))
+                        };
+                        match len {
+                            Some(l) => plen = l,
+                            None => {
+                                self.merge.warnings.push(format!(
+                                    "record missing argument info for {} in {tid}.dat",
+                                    f.name
+                                ));
+                                break;
+                            }
+                        }
+                    }
+                }
+                RecordKind::Event if raw.more => match event_payload_len(bytes, pstart) {
+                    Ok(l) => plen = l,
+                    Err(_) => {
+                        self.merge
+                            .warnings
+                            .push(format!("{tid}.dat is truncated at offset {pos}"));
+                        break;
+                    }
+                },
+                RecordKind::Event => {}
+            }
+            if raw.kind != RecordKind::Lost {
+                last_time = last_time.max(raw.time);
+            }
+            pos = pstart + plen;
+            if pos > released + 2 * WINDOW {
+                released = pos - WINDOW;
+                file.release(released);
+            }
+            let head = Head {
+                raw,
+                func,
+                payload: (pstart, plen),
+            };
+            self.step(ti, head, v);
+        }
+    }
+
+    /// The data directory (through the merge, which holds it).
+    fn merge_dir(&self) -> &'d TraceDir {
+        self.dir
     }
 
     /// Closes the calls still open at the end of each task (uftrace's "remaining functions").
-    fn finish_remaining(&mut self, v: &mut dyn Visitor) {
+    fn finish_remaining<V: Visitor + ?Sized>(&mut self, v: &mut V) {
         for ti in 0..self.tasks.len() {
             if !self.tasks[ti].allowed || self.tasks[ti].stack_count == 0 {
                 continue;
@@ -523,7 +817,7 @@ impl<'d> Walker<'d> {
                 let recursive = t.slots[..i].iter().any(|s| s.addr == slot.addr);
                 // Named in the task's last session, like uftrace (an address from before an
                 // exec may no longer resolve).
-                let session = self.merge.session_of(ti);
+                let session = self.tasks[ti].session;
                 let func = self.merge.sym.resolve(session, last, slot.addr);
                 let call = Call {
                     task: ti,
@@ -608,7 +902,7 @@ impl<'d> Walker<'d> {
     fn fstack_entry(&mut self, ti: usize, h: &Head, ff: &FuncFilter) -> bool {
         let has_filter = self.merge.filters.has_filter;
         let default_depth = self.default_depth;
-        let kind = fixup_kind(&self.merge.sym.func(h.func).name);
+        let kind = self.fixup(h.func);
         let t = &mut self.tasks[ti];
         let idx = t.stack_count.saturating_sub(1);
         let orig = t.filter_depth;

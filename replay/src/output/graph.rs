@@ -163,6 +163,8 @@ impl SessionGraph {
 #[derive(Debug, Clone, Copy, Default)]
 struct TaskCursor {
     graph: Option<usize>,
+    /// The session of the task's last record.
+    session: Option<usize>,
     /// The next entry starts at the root of a new session's graph.
     new_session: bool,
     /// The node of the innermost graphed call: (graph, node).
@@ -197,9 +199,14 @@ impl Builder<'_> {
     }
 
     /// The task's cursor on the graph of its current session (uftrace's task graph).
-    fn cursor(&mut self, view: &View<'_, '_>, task: usize, time: u64, addr: u64) -> TaskCursor {
-        let graph = self.graph_of(view.session_at(task, time));
+    fn cursor(&mut self, view: &View<'_, '_>, task: usize, addr: u64) -> TaskCursor {
+        let session = view.session(task);
         let mut c = self.tasks[task];
+        let graph = match c.graph {
+            Some(g) if c.session == session => g,
+            _ => self.graph_of(session),
+        };
+        c.session = session;
         if c.graph.is_some_and(|g| g != graph) {
             c.new_session = true;
         }
@@ -268,15 +275,39 @@ impl Builder<'_> {
             c.node
         };
         let Some((g, curr)) = curr else { return };
-        let name = view.name(e.func);
+        let id = self.enter_node(view, task, e, g, curr);
+        c.node = Some((g, id));
+    }
+
+    /// The child of node `curr` of graph `g` for the call `e` (created on first call), with
+    /// its call count raised.
+    #[inline]
+    fn enter_node(
+        &mut self,
+        view: &View<'_, '_>,
+        task: usize,
+        e: &Entry,
+        g: usize,
+        curr: u32,
+    ) -> u32 {
         let nodes = &self.graphs[g].nodes;
-        let found = nodes[curr as usize].children.iter().copied().find(|&k| {
-            let f = nodes[k as usize].func;
-            f == e.func || view.name(f) == name
-        });
+        let children = &nodes[curr as usize].children;
+        // Children are matched by name; the function id is a shortcut for the same name.
+        let found = children
+            .iter()
+            .copied()
+            .find(|&k| nodes[k as usize].func == e.func)
+            .or_else(|| {
+                let name = view.name(e.func);
+                children
+                    .iter()
+                    .copied()
+                    .find(|&k| view.name(nodes[k as usize].func) == name)
+            });
         let id = match found {
             Some(k) => k,
             None => {
+                let name = view.name(e.func);
                 let graph = &mut self.graphs[g];
                 graph.nodes.push(Node::new(e.func, e.addr, Some(curr)));
                 let id = (graph.nodes.len() - 1) as u32;
@@ -288,13 +319,20 @@ impl Builder<'_> {
             }
         };
         self.graphs[g].nodes[id as usize].calls += 1;
-        c.node = Some((g, id));
+        id
     }
 
     fn add_exit(&mut self, task: usize, call: &Call, c: &mut TaskCursor) {
-        let Some((g, mut n)) = c.node else {
+        let Some((g, n)) = c.node else {
             return;
         };
+        c.node = self.exit_node(task, call, g, n).map(|p| (g, p));
+    }
+
+    /// Adds the call's times to node `n` of graph `g` (or to the `fork` a forked child
+    /// returns from); returns the parent node.
+    #[inline]
+    fn exit_node(&mut self, task: usize, call: &Call, g: usize, mut n: u32) -> Option<u32> {
         let graph = &mut self.graphs[g];
         if graph.nodes[n as usize].addr != call.addr {
             // A forked child returning from the fork its parent called.
@@ -313,13 +351,32 @@ impl Builder<'_> {
         node.total_max = node.total_max.max(call.total);
         node.self_min = node.self_min.min(selft);
         node.self_max = node.self_max.max(selft);
-        c.node = node.parent.map(|p| (g, p));
+        node.parent
+    }
+
+    /// The full graph's common case: the task is being graphed in the graph of its current
+    /// session and has a node; returns it (no cursor copy needed).
+    #[inline]
+    fn fast_node(&self, view: &View<'_, '_>, task: usize) -> Option<(usize, u32)> {
+        let c = &self.tasks[task];
+        if self.func.is_some() || c.new_session || c.enabled == 0 || c.graph.is_none() {
+            return None;
+        }
+        if c.session != view.session(task) {
+            return None;
+        }
+        c.node
     }
 }
 
 impl Visitor for Builder<'_> {
     fn entry(&mut self, view: &View<'_, '_>, e: &Entry) {
-        let mut c = self.cursor(view, e.task, e.time, e.addr);
+        if let Some((g, n)) = self.fast_node(view, e.task) {
+            let id = self.enter_node(view, e.task, e, g, n);
+            self.tasks[e.task].node = Some((g, id));
+            return;
+        }
+        let mut c = self.cursor(view, e.task, e.addr);
         if c.enabled > 0 {
             self.add_entry(view, e.task, e, &mut c);
         }
@@ -333,7 +390,12 @@ impl Visitor for Builder<'_> {
         if call.unfinished && self.no_libcall && view.func(call.func).is_plt {
             return;
         }
-        let mut c = self.cursor(view, call.task, call.time, call.exit_addr);
+        if let Some((g, n)) = self.fast_node(view, call.task) {
+            let parent = self.exit_node(call.task, call, g, n);
+            self.tasks[call.task].node = parent.map(|p| (g, p));
+            return;
+        }
+        let mut c = self.cursor(view, call.task, call.exit_addr);
         if c.enabled > 0 {
             self.add_exit(call.task, call, &mut c);
         }
@@ -537,6 +599,10 @@ pub fn graph(
     }
     let cfg = &cfg;
     let mut walker = Walker::new(dir, cfg)?;
+    // Children keep first-call order across tasks, so only one task can be read directly.
+    if dir.data.iter().filter(|d| !d.is_empty()).count() <= 1 {
+        walker = walker.task_order();
+    }
     for n in walker.notices() {
         writeln!(out, "Usage: {n}")?;
     }

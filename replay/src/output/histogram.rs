@@ -110,6 +110,10 @@ struct Collect<'p> {
 }
 
 impl Visitor for Collect<'_> {
+    fn wants_entries(&self) -> bool {
+        false
+    }
+
     fn exit(&mut self, view: &View<'_, '_>, call: &Call) {
         if call.unfinished {
             return;
@@ -139,7 +143,7 @@ pub fn collect(
     func: &str,
 ) -> Result<(Histogram, Vec<String>, Vec<String>)> {
     let pattern = Pattern::parse(func, cfg.match_type);
-    let mut walker = Walker::new(dir, cfg)?;
+    let mut walker = Walker::new(dir, cfg)?.task_order();
     let mut c = Collect {
         pattern: &pattern,
         decided: Vec::new(),

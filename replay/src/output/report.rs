@@ -159,11 +159,11 @@ pub struct Stats {
     pub total_all: u64,
     pub total_min: u64,
     pub total_max: u64,
-    pub total_sq: f64,
+    pub total_sq: u128,
     pub self_sum: u64,
     pub self_min: u64,
     pub self_max: u64,
-    pub self_sq: f64,
+    pub self_sq: u128,
     pub calls: u64,
     pub size: u64,
 }
@@ -175,11 +175,11 @@ impl Default for Stats {
             total_all: 0,
             total_min: u64::MAX,
             total_max: 0,
-            total_sq: 0.0,
+            total_sq: 0,
             self_sum: 0,
             self_min: u64::MAX,
             self_max: 0,
-            self_sq: 0.0,
+            self_sq: 0,
             calls: 0,
             size: 0,
         }
@@ -196,11 +196,11 @@ impl Stats {
         self.total_all += total;
         self.total_min = self.total_min.min(total);
         self.total_max = self.total_max.max(total);
-        self.total_sq += (total as f64) * (total as f64);
+        self.total_sq += u128::from(total) * u128::from(total);
         self.self_sum += selft;
         self.self_min = self.self_min.min(selft);
         self.self_max = self.self_max.max(selft);
-        self.self_sq += (selft as f64) * (selft as f64);
+        self.self_sq += u128::from(selft) * u128::from(selft);
         self.calls += 1;
     }
 
@@ -222,7 +222,8 @@ impl Stats {
     }
 
     /// Relative standard deviation in percent, as uftrace 0.16+ computes it.
-    fn stdv(sum: u64, sq: f64, n: u64) -> f64 {
+    fn stdv(sum: u64, sq: u128, n: u64) -> f64 {
+        let sq = sq as f64;
         if n == 0 || sum == 0 {
             return 0.0;
         }
@@ -285,6 +286,10 @@ pub struct Aggregate {
 }
 
 impl Visitor for Aggregate {
+    fn wants_entries(&self) -> bool {
+        false
+    }
+
     fn exit(&mut self, view: &View<'_, '_>, call: &Call) {
         let i = call.func as usize;
         if self.by_func.len() <= i {
@@ -293,7 +298,8 @@ impl Visitor for Aggregate {
         }
         self.by_func[i].add(call);
         self.calls += 1;
-        self.sizes[i] = (view.func(call.func).size, self.calls);
+        self.sizes[i].1 = self.calls;
+        let _ = view;
     }
 }
 
@@ -306,7 +312,8 @@ impl Aggregate {
                 continue;
             }
             let name = walker.symbols().func(i as FuncId).name.as_str();
-            let (size, seq) = self.sizes[i];
+            let (_, seq) = self.sizes[i];
+            let size = walker.symbols().func(i as FuncId).size;
             let e = by_name.entry(name).or_insert((Stats::default(), 0));
             e.0.merge(s);
             if seq > e.1 {
@@ -349,7 +356,8 @@ pub struct Collected {
 
 /// Walks `dir` and returns the rows (unsorted), the `Usage:` notices and the warnings.
 pub fn collect(dir: &TraceDir, cfg: &Config) -> Result<Collected> {
-    let mut walker = Walker::new(dir, cfg)?;
+    // Per-function sums do not depend on how the tasks' records interleave.
+    let mut walker = Walker::new(dir, cfg)?.task_order();
     let mut agg = Aggregate::default();
     let warnings = walker.run(&mut agg)?;
     let rows = agg.rows(&walker);
@@ -443,7 +451,7 @@ pub fn report_tasks(
     tid_width: usize,
     out: &mut dyn Write,
 ) -> Result<Vec<String>> {
-    let mut walker = Walker::new(dir, cfg)?.exits_only();
+    let mut walker = Walker::new(dir, cfg)?.exits_only().task_order();
     for n in walker.notices() {
         writeln!(out, "Usage: {n}")?;
     }
@@ -502,6 +510,10 @@ pub fn report_tasks(
 struct TaskTimes(Vec<(u64, u64)>);
 
 impl Visitor for TaskTimes {
+    fn wants_entries(&self) -> bool {
+        false
+    }
+
     fn exit(&mut self, _view: &View<'_, '_>, call: &Call) {
         let t = &mut self.0[call.task];
         t.0 += call.self_time();
