@@ -21,6 +21,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::util::{self, Mode};
+use record_format::info::{feat, Info, InfoHeader};
+use record_format::maps::MapEntry;
+use record_format::sym::Symbol;
+use record_format::task::TaskLine;
+use record_format::{RawRecord, RecordKind, TraceWriter};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Format {
@@ -67,9 +72,15 @@ impl Format {
         match self {
             Format::Raw => mask_payload_padding(out),
             Format::Flame => out.to_string(),
+            // uftrace writes a lone `,` line for each LOST record (invalid JSON); utrace
+            // writes nothing.
             Format::Chrome => out
                 .lines()
-                .filter(|l| !l.starts_with("\"version\":") && !l.starts_with("\"recorded_time\":"))
+                .filter(|l| {
+                    !l.starts_with("\"version\":")
+                        && !l.starts_with("\"recorded_time\":")
+                        && *l != ","
+                })
                 .map(|l| format!("{l}\n"))
                 .collect(),
             Format::Graphviz => out
@@ -830,4 +841,126 @@ fn broken_data_gives_warnings_not_panics() {
             assert!(out.stderr.contains(message), "{out}");
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Crafted data (record-format's writer): lost records and calls that never return.
+
+/// A one-thread directory of `/nonexistent/prog` with functions main/a/b/c and the records
+/// (kind, time, depth, function index); a LOST record carries its count as time.
+fn write_crafted(dir: &Path, records: &[(RecordKind, u64, u16, usize)]) {
+    const BASE: u64 = 0x5555_5555_4000;
+    const TID: u32 = 4343;
+    let exe = "/nonexistent/prog";
+    let t0 = 1_000_000_000_000;
+    let mut w = TraceWriter::create(dir).unwrap();
+    w.task_line(&TaskLine::Sess {
+        time: t0,
+        pid: TID,
+        sid: "0123456789abcdef".into(),
+        exename: exe.into(),
+    })
+    .unwrap();
+    w.task_line(&TaskLine::Task {
+        time: t0 + 1,
+        tid: TID,
+        pid: TID,
+    })
+    .unwrap();
+    let map = |start, end, path: &str| MapEntry {
+        start,
+        end,
+        perms: if path == exe { "r-xp" } else { "rw-p" }.into(),
+        path: path.into(),
+        build_id: None,
+    };
+    w.session_map(
+        "0123456789abcdef",
+        &[
+            map(BASE, BASE + 0x5000, exe),
+            map(0x7ffc_0000_0000, 0x7ffc_0002_1000, "[stack]"),
+        ],
+    )
+    .unwrap();
+    let funcs = [0x1100, 0x1140, 0x1180, 0x11c0];
+    let syms: Vec<Symbol> = funcs
+        .iter()
+        .zip(["main", "a", "b", "c"])
+        .map(|(&addr, name)| Symbol {
+            addr,
+            size: 0x40,
+            kind: 'T',
+            name: name.into(),
+        })
+        .collect();
+    w.sym_file("prog.sym", exe, None, &syms).unwrap();
+    for &(kind, time, depth, f) in records {
+        if kind == RecordKind::Lost {
+            w.lost_record(TID, time).unwrap();
+            continue;
+        }
+        let rec = RawRecord {
+            time: t0 + time * 1000,
+            kind,
+            more: false,
+            depth,
+            addr: BASE + funcs[f] + 8,
+        };
+        w.func_record(TID, rec, &[], &[]).unwrap();
+    }
+    let info = Info {
+        header: InfoHeader {
+            feat_mask: feat::TASK_SESSION | feat::SYM_REL_ADDR | feat::MAX_STACK,
+            ..InfoHeader::default()
+        },
+        exename: Some(exe.into()),
+        tids: vec![TID],
+        ..Info::default()
+    };
+    w.finish(&info).unwrap();
+}
+
+/// LOST records (the stack resynchronised from the next record's depth) and calls that never
+/// return (closed at the task's last timestamp): every format against uftrace on the same
+/// directory; the chrome dump warns about the lost records.
+#[test]
+fn diff_crafted_lost_and_unfinished() {
+    use RecordKind::{Entry as E, Exit as X, Lost as L};
+    if !util::need_uftrace("diff_crafted_lost_and_unfinished") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let lost = tmp.path().join("lost");
+    write_crafted(
+        &lost,
+        &[
+            (E, 10, 0, 0),
+            (E, 20, 1, 1),
+            (E, 30, 2, 2),
+            (L, 5, 0, 0),
+            (E, 60, 2, 3),
+            (X, 70, 2, 3),
+            (X, 80, 1, 1),
+            (X, 90, 0, 0),
+        ],
+    );
+    compare_all("crafted_lost", &lost, &[&[], &["-D", "2"]]);
+    let out = utrace_dump(&lost, Format::Chrome, &[]);
+    assert!(
+        out.stderr
+            .contains("WARN: Some of function trace records are lost. (1 times shown)"),
+        "{out}"
+    );
+    let unfinished = tmp.path().join("unfinished");
+    write_crafted(
+        &unfinished,
+        &[
+            (E, 10, 0, 0),
+            (E, 20, 1, 1),
+            (E, 30, 2, 2),
+            (X, 40, 2, 2),
+            (E, 50, 2, 3),
+        ],
+    );
+    compare_all("crafted_unfinished", &unfinished, &[&[], &["-F", "a"]]);
 }

@@ -7,6 +7,9 @@
 //! * arguments as `"args":{"arguments":"(1, 2)"}`, return values as `"args":{"retval":"3"}`;
 //! * a footer with `displayTimeUnit` and the recording's metadata.
 //!
+//! Data recorded by uftrace 0.17+ carries a UTC offset: `ts` is then wall-clock time, as in
+//! uftrace 0.19.
+//!
 //! Events are written as they come (nothing is kept in memory); strings are escaped by
 //! serde_json.
 
@@ -19,6 +22,9 @@ use std::io::{self, Write};
 struct Chrome<'w> {
     out: &'w mut dyn Write,
     lost: u64,
+    /// Added to every timestamp: the recorded UTC offset (uftrace 0.17+ data), which makes
+    /// `ts` wall-clock time as uftrace 0.19 shows it; 0 for older data.
+    shift: u64,
 }
 
 /// Writes `s` as a JSON string (with its quotes).
@@ -34,11 +40,12 @@ impl Sink for Chrome<'_> {
     fn call(&mut self, c: &Call<'_>) -> io::Result<()> {
         let out = &mut *self.out;
         let ph = if c.exit { 'E' } else { 'B' };
+        let ts = c.time.wrapping_add(self.shift);
         write!(
             out,
             ",\n{{\"ts\":{}.{:03},\"ph\":\"{ph}\",\"pid\":{}",
-            c.time / 1000,
-            c.time % 1000,
+            ts / 1000,
+            ts % 1000,
             c.pid
         )?;
         if c.pid != c.tid {
@@ -87,7 +94,15 @@ pub fn dump(
             out.write_all(b"}}")?;
         }
     }
-    let mut sink = Chrome { out, lost: 0 };
+    let shift = dir
+        .info
+        .utc_offset
+        .map_or(0, |s| (s as u64).wrapping_mul(1_000_000_000));
+    let mut sink = Chrome {
+        out,
+        lost: 0,
+        shift,
+    };
     let warnings = walk.run(&mut sink)?;
     let lost = sink.lost;
     write!(

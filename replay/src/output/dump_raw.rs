@@ -332,15 +332,14 @@ impl Raw<'_, '_> {
                 continue;
             }
             stack.consume(&r);
-            if r.kind != RecordKind::Lost && (r.time < range.0 || r.time > range.1) {
+            if r.time < range.0 || r.time > range.1 {
                 continue;
             }
-            if r.kind != RecordKind::Lost {
-                if prev_time > r.time {
-                    self.inverted_time()?;
-                }
-                prev_time = r.time;
+            // A LOST record has time 0: uftrace reports it as an inverted time too.
+            if prev_time > r.time {
+                self.inverted_time()?;
             }
+            prev_time = r.time;
             let shown = match r.kind {
                 RecordKind::Entry => {
                     let ff = self.decide(func);
@@ -412,7 +411,10 @@ impl Raw<'_, '_> {
                 event = event_name(self.dir, r.addr);
                 event.as_str()
             }
-            RecordKind::Lost => "LOST",
+            RecordKind::Lost => {
+                event = format!("<{:x}>", r.addr);
+                event.as_str()
+            }
             _ => self.sym.func(func).name.as_str(),
         };
         writeln!(self.out, "[{kind}] {name}({:x}) depth: {}", r.addr, r.depth)?;
