@@ -9,6 +9,7 @@
 //!   replayed by both tools;
 //! * `symbols`: replay without `.sym` files reads the ELF files instead;
 //! * `record`: the recorder's checks, messages and statuses, `live`;
+//! * `record_filters`: record-time filters and depth limits, applied while recording;
 //! * `record_matrix`: every test program in every build mode recorded by utrace and by
 //!   uftrace, both replays of utrace's data against uftrace's;
 //! * `survival`: programs that crash, are killed or exit with threads running still leave a
@@ -27,6 +28,7 @@ mod crafted;
 mod fixtures;
 mod normalize;
 mod record;
+mod record_filters;
 mod record_matrix;
 mod replay_diff;
 mod survival;

@@ -1,0 +1,141 @@
+//! Record-time filters, depth limits and time filters (`-F -N -D -t -C -T --max-stack` given to
+//! `record`): libmcount applies them while the program runs, so what is filtered out is never
+//! written (spec/cli.md §3.1, §3.4; runtime.md §12).
+//!
+//! Each case is recorded by `utrace record --no-libcall OPTS` and `uftrace record --no-libcall
+//! OPTS` in every build mode. Then
+//!
+//! * the records themselves must match: the `[entry]`/`[exit ]` lines of `uftrace dump` (name
+//!   and depth) of both data directories, so a filter applied only at replay time (through
+//!   `default.opts`) does not pass;
+//! * `uftrace replay` and `utrace replay` of utrace's data must print, per task and by function
+//!   column, what `uftrace replay` of uftrace's data prints (from the first line: `-F b` hides
+//!   `main`).
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::normalize::{self, Anchor};
+use crate::record_matrix::MODES;
+use crate::util::{self, Mode, Output};
+
+/// The program, its arguments and the record options.
+const CASES: &[(&str, &[&str], &[&str])] = &[
+    ("abc", &[], &["-D", "2"]),
+    ("fib", &["5"], &["-D", "3"]),
+    ("deep", &["20"], &["--max-stack=5"]),
+];
+
+/// `TOOL record --no-libcall [--no-event] OPTS -d DIR PROG ARGS`.
+fn record(uftrace: bool, dir: &Path, opts: &[&str], prog: &Path, args: &[&str]) -> Output {
+    let mut cmd = if uftrace {
+        let mut cmd = Command::new(util::uftrace_bin());
+        cmd.args(["record", "--no-event"]);
+        cmd
+    } else {
+        let mut cmd = Command::new(util::utrace_bin());
+        cmd.arg("record");
+        cmd
+    };
+    cmd.arg("--no-libcall")
+        .args(opts)
+        .arg("-d")
+        .arg(dir)
+        .arg(prog)
+        .args(args);
+    util::run(cmd)
+}
+
+/// `[entry] NAME depth: N` / `[exit ] NAME depth: N` of each record in `uftrace dump`, the TID
+/// first (TIDs replaced by their order of appearance), without times and addresses.
+fn records(dir: &Path) -> String {
+    let mut cmd = Command::new(util::uftrace_bin());
+    cmd.args(["dump", "--no-pager", "-d"]).arg(dir);
+    let out = util::run(cmd);
+    let mut tids: Vec<String> = Vec::new();
+    let mut text = String::new();
+    for line in out.stdout.lines() {
+        let Some(at) = line.find(": [") else { continue };
+        let kind = &line[at + 2..];
+        if !(kind.starts_with("[entry]") || kind.starts_with("[exit ]")) {
+            continue;
+        }
+        let tid = line[..at]
+            .rsplit(' ')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let task = tids.iter().position(|t| *t == tid).unwrap_or_else(|| {
+            tids.push(tid);
+            tids.len() - 1
+        });
+        // `[entry] main(55d0c0a4f202) depth: 0` -> `[entry] main depth: 0`
+        let name_end = kind.find('(').unwrap_or(kind.len());
+        let depth = kind.rfind(" depth:").map_or("", |d| &kind[d..]);
+        text.push_str(&format!("{task}: {}{depth}\n", &kind[..name_end]));
+    }
+    text
+}
+
+fn compare(prog: &str, args: &[&str], opts: &[&str], mode: Mode) -> Vec<String> {
+    let what = format!("record {} {prog} [{}]", opts.join(" "), mode.dir_name());
+    let exe = util::testprog(prog, mode);
+    let tmp = tempfile::tempdir().unwrap();
+    let theirs = tmp.path().join("uftrace.data");
+    let ours = tmp.path().join("utrace.data");
+    let reference = record(true, &theirs, opts, &exe, args);
+    let recorded = record(false, &ours, opts, &exe, args);
+    let mut failures = Vec::new();
+    if recorded.status.code() != reference.status.code() {
+        failures.push(format!(
+            "{what}: utrace exited with {}, uftrace with {}:\n{recorded}",
+            recorded.status, reference.status
+        ));
+    }
+
+    let want = records(&theirs);
+    let got = records(&ours);
+    if want != got {
+        failures.push(format!(
+            "{what}: other records written (- uftrace's, + utrace's):\n{}",
+            normalize::diff(&want, &got)
+        ));
+    }
+
+    let want = normalize::by_task(&util::uftrace_replay(&theirs, &[]).stdout, Anchor::Start);
+    for (who, out) in [
+        ("uftrace", util::uftrace_replay(&ours, &[])),
+        ("utrace", util::utrace_replay(&ours, &[])),
+    ] {
+        let got = normalize::by_task(&out.stdout, Anchor::Start);
+        if want != got {
+            failures.push(format!(
+                "{what}: `{who} replay` of utrace's data differs (- uftrace's data, + utrace's):\n{}\n{out}",
+                normalize::diff(&want, &got)
+            ));
+        }
+    }
+    if !failures.is_empty() && std::env::var("UTRACE_KEEP_DATA").as_deref() == Ok("1") {
+        eprintln!("keeping {}", tmp.keep().display());
+    }
+    failures
+}
+
+#[test]
+fn record_time_filters() {
+    if !util::need_uftrace("record_time_filters") {
+        return;
+    }
+    let mut failures = Vec::new();
+    for (prog, args, opts) in CASES {
+        for mode in MODES {
+            failures.extend(compare(prog, args, opts, mode));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} mismatch(es):\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
