@@ -656,6 +656,90 @@ impl<'d> Walker<'d> {
         }
     }
 
+    /// The direct reader's shortcut for plain walks: an entry or exit of a task whose stack
+    /// is in sync, handled in one go (what `consume` and `plain_step` do, without the
+    /// special cases). Returns `false` when the record needs the general path.
+    #[inline]
+    fn plain_record<V: Visitor + ?Sized>(&mut self, ti: usize, h: &Head, v: &mut V) -> bool {
+        let r = &h.raw;
+        let t = &mut self.tasks[ti];
+        if !t.fstack_set || t.lost_seen || t.first_time == 0 {
+            return false;
+        }
+        match r.kind {
+            RecordKind::Entry => {
+                if self.fixups.get(h.func as usize).copied() != Some(1) {
+                    return false;
+                }
+                t.last_time = r.time;
+                let i = t.stack_count;
+                let s = t.slot(i);
+                s.addr = r.addr;
+                s.func = Some(h.func);
+                s.start = r.time;
+                s.child = 0;
+                s.valid = true;
+                t.stack_count = i + 1;
+                if v.wants_entries() {
+                    let entry = Entry {
+                        task: ti,
+                        func: h.func,
+                        addr: r.addr,
+                        time: r.time,
+                        depth: i,
+                    };
+                    let view = View {
+                        merge: &self.merge,
+                        tasks: &self.tasks,
+                    };
+                    v.entry(&view, &entry);
+                }
+                true
+            }
+            RecordKind::Exit => {
+                let Some(i) = t.stack_count.checked_sub(1) else {
+                    return false;
+                };
+                t.last_time = r.time;
+                let s = &mut t.slots[i];
+                let delta = if s.valid {
+                    r.time.saturating_sub(s.start)
+                } else {
+                    0
+                };
+                let (addr, child) = (s.addr, s.child);
+                let total = delta.max(child);
+                s.start = total;
+                s.valid = false;
+                t.stack_count = i;
+                if i > 0 {
+                    t.slots[i - 1].child += delta;
+                }
+                t.exits += 1;
+                let recursive = t.slots[..i].iter().any(|s| s.addr == addr);
+                let call = Call {
+                    task: ti,
+                    func: h.func,
+                    addr,
+                    exit_addr: r.addr,
+                    total,
+                    child,
+                    time: r.time,
+                    depth: i,
+                    recursive,
+                    unfinished: false,
+                };
+                let view = View {
+                    merge: &self.merge,
+                    tasks: &self.tasks,
+                };
+                v.exit(&view, &call);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Keeps `session` of task `ti` up to date for a record at `time`.
     #[inline]
     fn track_session(&mut self, ti: usize, time: u64) {
@@ -780,6 +864,9 @@ impl<'d> Walker<'d> {
                 func,
                 payload: (pstart, plen),
             };
+            if self.plain && !self.exits_only && self.plain_record(ti, &head, v) {
+                continue;
+            }
             self.step(ti, head, v);
         }
     }

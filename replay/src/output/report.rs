@@ -187,6 +187,22 @@ impl Default for Stats {
 }
 
 impl Stats {
+    /// Adds one call, without the sums of squares.
+    #[inline]
+    pub fn add_plain(&mut self, call: &Call) {
+        let (total, selft) = (call.total, call.self_time());
+        if !call.recursive {
+            self.total += total;
+        }
+        self.total_all += total;
+        self.total_min = self.total_min.min(total);
+        self.total_max = self.total_max.max(total);
+        self.self_sum += selft;
+        self.self_min = self.self_min.min(selft);
+        self.self_max = self.self_max.max(selft);
+        self.calls += 1;
+    }
+
     /// Adds one call.
     pub fn add(&mut self, call: &Call) {
         let (total, selft) = (call.total, call.self_time());
@@ -283,6 +299,8 @@ pub struct Aggregate {
     /// shared by several functions shows the size of the one called last, as in uftrace).
     sizes: Vec<(u64, u64)>,
     calls: u64,
+    /// Sums of squares are kept (for the stdv columns).
+    pub stdv: bool,
 }
 
 impl Visitor for Aggregate {
@@ -296,7 +314,11 @@ impl Visitor for Aggregate {
             self.by_func.resize(i + 1, Stats::default());
             self.sizes.resize(i + 1, (0, 0));
         }
-        self.by_func[i].add(call);
+        if self.stdv {
+            self.by_func[i].add(call);
+        } else {
+            self.by_func[i].add_plain(call);
+        }
         self.calls += 1;
         self.sizes[i].1 = self.calls;
         let _ = view;
@@ -355,10 +377,13 @@ pub struct Collected {
 }
 
 /// Walks `dir` and returns the rows (unsorted), the `Usage:` notices and the warnings.
-pub fn collect(dir: &TraceDir, cfg: &Config) -> Result<Collected> {
+pub fn collect(dir: &TraceDir, cfg: &Config, stdv: bool) -> Result<Collected> {
     // Per-function sums do not depend on how the tasks' records interleave.
     let mut walker = Walker::new(dir, cfg)?.task_order();
-    let mut agg = Aggregate::default();
+    let mut agg = Aggregate {
+        stdv,
+        ..Aggregate::default()
+    };
     let warnings = walker.run(&mut agg)?;
     let rows = agg.rows(&walker);
     Ok(Collected {
@@ -366,6 +391,16 @@ pub fn collect(dir: &TraceDir, cfg: &Config) -> Result<Collected> {
         notices: walker.notices().to_vec(),
         warnings,
     })
+}
+
+/// Whether a stdv column is shown or sorted on.
+fn needs_stdv(opts: &ReportOptions) -> bool {
+    let stdv = |f: &ReportField| matches!(f, ReportField::TotalStdv | ReportField::SelfStdv);
+    opts.fields.iter().any(stdv)
+        || opts
+            .sort
+            .iter()
+            .any(|k| matches!(k, SortKey::Field(f) if stdv(f)))
 }
 
 /// Prints the report of `dir`. `Usage:` notices go to `out` first; warnings are returned.
@@ -379,7 +414,7 @@ pub fn report(
         mut rows,
         notices,
         warnings,
-    } = collect(dir, cfg)?;
+    } = collect(dir, cfg, needs_stdv(opts))?;
     for n in &notices {
         writeln!(out, "Usage: {n}")?;
     }
@@ -553,8 +588,8 @@ pub fn report_diff(
         rows: rows0,
         notices,
         mut warnings,
-    } = collect(base.dir, cfg)?;
-    let other = collect(new.dir, cfg)?;
+    } = collect(base.dir, cfg, false)?;
+    let other = collect(new.dir, cfg, false)?;
     let rows1 = other.rows;
     warnings.extend(other.warnings);
     for n in &notices {
