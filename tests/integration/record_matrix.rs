@@ -125,10 +125,12 @@ const MATRIX: &[Case] = &[
     Case::new("libcall", &["hello"]),
     Case::new("longjmp", &[]).norm(Norm::Entries),
     Case::new("signal", &[]),
+    Case::new("sigaltstack", &[]),
     // A signal handler that siglongjmps out: like longjmp.
     Case::new("sigjmp", &[]).norm(Norm::Entries),
     Case::new("sleep", &[]),
     Case::new("thread", &[]).norm(Norm::FoldLeaves),
+    Case::new("thread_quit", &[]),
     Case::new("vfork", &[]),
 ];
 
@@ -467,9 +469,11 @@ matrix! {
     libcall: "libcall";
     longjmp: "longjmp";
     signal: "signal";
+    sigaltstack: "sigaltstack";
     sigjmp: "sigjmp";
     sleep: "sleep";
     thread: "thread";
+    thread_quit: "thread_quit";
     vfork: "vfork";
 }
 
