@@ -25,11 +25,43 @@ struct Chrome<'w> {
     /// Added to every timestamp: the recorded UTC offset (uftrace 0.17+ data), which makes
     /// `ts` wall-clock time as uftrace 0.19 shows it; 0 for older data.
     shift: u64,
+    /// The event being written (one `write_all` per event).
+    line: Vec<u8>,
+    /// Per task: `,"pid":P` or `,"pid":P,"tid":T`.
+    ids: Vec<Vec<u8>>,
 }
 
 /// Writes `s` as a JSON string (with its quotes).
 fn json_str(out: &mut dyn Write, s: &str) -> io::Result<()> {
     serde_json::to_writer(&mut *out, s).map_err(io::Error::from)
+}
+
+/// Appends `s` as a JSON string; serde_json escapes what needs it.
+fn push_json_str(buf: &mut Vec<u8>, s: &str) {
+    let plain = s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\');
+    if plain {
+        buf.push(b'"');
+        buf.extend_from_slice(s.as_bytes());
+        buf.push(b'"');
+    } else {
+        // Writing into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *buf, s);
+    }
+}
+
+/// Appends the decimal digits of `v` (the `ts` values are written millions of times).
+fn push_u64(buf: &mut Vec<u8>, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    buf.extend_from_slice(&digits[i..]);
 }
 
 impl Sink for Chrome<'_> {
@@ -38,28 +70,47 @@ impl Sink for Chrome<'_> {
     }
 
     fn call(&mut self, c: &Call<'_>) -> io::Result<()> {
-        let out = &mut *self.out;
-        let ph = if c.exit { 'E' } else { 'B' };
+        if self.ids.len() <= c.task {
+            self.ids.resize(c.task + 1, Vec::new());
+        }
+        if self.ids[c.task].is_empty() {
+            let mut id = format!(",\"pid\":{}", c.pid);
+            if c.pid != c.tid {
+                id.push_str(&format!(",\"tid\":{}", c.tid));
+            }
+            self.ids[c.task] = id.into_bytes();
+        }
+        let line = &mut self.line;
+        line.clear();
+        line.extend_from_slice(b",\n{\"ts\":");
         let ts = c.time.wrapping_add(self.shift);
-        write!(
-            out,
-            ",\n{{\"ts\":{}.{:03},\"ph\":\"{ph}\",\"pid\":{}",
-            ts / 1000,
-            ts % 1000,
-            c.pid
-        )?;
-        if c.pid != c.tid {
-            write!(out, ",\"tid\":{}", c.tid)?;
-        }
-        out.write_all(b",\"name\":")?;
-        json_str(out, c.name)?;
+        push_u64(line, ts / 1000);
+        let frac = (ts % 1000) as u16;
+        line.extend_from_slice(&[
+            b'.',
+            b'0' + (frac / 100) as u8,
+            b'0' + (frac / 10 % 10) as u8,
+            b'0' + (frac % 10) as u8,
+        ]);
+        line.extend_from_slice(if c.exit {
+            b",\"ph\":\"E\""
+        } else {
+            b",\"ph\":\"B\""
+        });
+        line.extend_from_slice(&self.ids[c.task]);
+        line.extend_from_slice(b",\"name\":");
+        push_json_str(line, c.name);
         if let Some(args) = c.args {
-            let key = if c.exit { "retval" } else { "arguments" };
-            write!(out, ",\"args\":{{\"{key}\":")?;
-            json_str(out, args)?;
-            out.write_all(b"}")?;
+            line.extend_from_slice(if c.exit {
+                b",\"args\":{\"retval\":"
+            } else {
+                b",\"args\":{\"arguments\":"
+            });
+            push_json_str(line, args);
+            line.push(b'}');
         }
-        out.write_all(b"}")
+        line.push(b'}');
+        self.out.write_all(line)
     }
 
     fn lost(&mut self) {
@@ -102,6 +153,8 @@ pub fn dump(
         out,
         lost: 0,
         shift,
+        line: Vec::with_capacity(256),
+        ids: Vec::new(),
     };
     let warnings = walk.run(&mut sink)?;
     let lost = sink.lost;
@@ -130,4 +183,24 @@ pub fn dump(
 /// the plain text.
 fn unescape_cmdline(cmd: &str) -> String {
     cmd.replace("\\\"", "\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_and_strings() {
+        let mut b = Vec::new();
+        for v in [0, 7, 1838913716, u64::MAX] {
+            push_u64(&mut b, v);
+            b.push(b' ');
+        }
+        push_json_str(&mut b, "main");
+        push_json_str(&mut b, "(\"a\\b\")\n");
+        assert_eq!(
+            String::from_utf8(b).unwrap(),
+            "0 7 1838913716 18446744073709551615 \"main\"\"(\\\"a\\\\b\\\")\\n\""
+        );
+    }
 }

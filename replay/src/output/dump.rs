@@ -9,14 +9,14 @@
 //! first, task by task, as uftrace does.
 
 use super::args::{push_args, push_value};
-use super::dump_stack::{fixup, Closed, TaskStack};
+use super::dump_stack::{fixup, Closed, Fixup, TaskStack};
 use super::perf::{self, PerfEvent};
 use crate::config::{Config, TimePoint};
 use crate::filter::Filters;
 use crate::gate::Gate;
 use crate::merge::{Head, Merge};
 use crate::specs::Specs;
-use crate::symbols::Symbolizer;
+use crate::symbols::{FuncId, Symbolizer};
 use crate::Result;
 use record_format::argspec::{decode_payload, ArgItem};
 use record_format::task::TaskLine;
@@ -154,6 +154,8 @@ pub struct Walk<'d> {
     /// The perf events (scheduling, task names, exits) of all tasks by time, and the next one.
     perf: Vec<(usize, PerfEvent)>,
     perf_next: usize,
+    /// Per function: its fix-up kind, once known.
+    fixups: Vec<Option<Option<Fixup>>>,
     /// Each task's last switch-out time.
     sched_out: Vec<Option<u64>>,
     /// Context switches are shown (not with `--no-event`, `--no-sched`).
@@ -185,6 +187,7 @@ impl<'d> Walk<'d> {
         let tasks = task_infos(dir);
         let perf = perf::events_by_time(dir);
         Walk {
+            fixups: Vec::new(),
             show_sched: !(cfg.no_event || cfg.no_sched),
             sched_out: vec![None; dir.data.len()],
             range,
@@ -223,7 +226,7 @@ impl<'d> Walk<'d> {
                 RecordKind::Entry => {
                     let ff = self.merge.decide(head.func);
                     let shown = self.stacks[ti].enter(&ff, has_filter);
-                    if let Some(f) = fixup(&self.merge.sym.func(head.func).name) {
+                    if let Some(f) = self.fixup_of(head.func) {
                         self.stacks[ti].fixup(f);
                     }
                     shown
@@ -257,6 +260,15 @@ impl<'d> Walk<'d> {
         self.perf_events(u64::MAX, sink)?;
         self.close_remaining(sink)?;
         Ok(std::mem::take(&mut self.merge.warnings))
+    }
+
+    /// The fix-up kind of a function (decided once per function).
+    fn fixup_of(&mut self, func: FuncId) -> Option<Fixup> {
+        let i = func as usize;
+        if self.fixups.len() <= i {
+            self.fixups.resize(i + 1, None);
+        }
+        *self.fixups[i].get_or_insert_with(|| fixup(&self.merge.sym.func(func).name))
     }
 
     /// The perf events before `upto`. A context switch inside a function shows as a
