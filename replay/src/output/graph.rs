@@ -181,6 +181,8 @@ struct Builder<'a> {
     graphs: Vec<SessionGraph>,
     by_session: HashMap<Option<usize>, usize>,
     tasks: Vec<TaskCursor>,
+    /// Per function: 0 unknown, 1 FUNC, 2 another function.
+    targets: Vec<u8>,
     /// `--no-libcall`: unfinished library calls are not graphed either.
     no_libcall: bool,
     /// Per task: its process id and its parent process id (0 if unknown).
@@ -354,12 +356,26 @@ impl Builder<'_> {
         node.parent
     }
 
-    /// The full graph's common case: the task is being graphed in the graph of its current
-    /// session and has a node; returns it (no cursor copy needed).
+    /// Whether `f` is the FUNC of `graph FUNC` (cached per function; never in a full graph).
+    #[inline]
+    fn is_target(&mut self, view: &View<'_, '_>, f: FuncId) -> bool {
+        let Some(func) = self.func else { return false };
+        let i = f as usize;
+        if self.targets.len() <= i {
+            self.targets.resize(i + 1, 0);
+        }
+        if self.targets[i] == 0 {
+            self.targets[i] = if view.name(f) == func { 1 } else { 2 };
+        }
+        self.targets[i] == 1
+    }
+
+    /// The common case of a call that is not FUNC: the task is being graphed in the graph of
+    /// its current session and has a node; returns it (no cursor copy needed).
     #[inline]
     fn fast_node(&self, view: &View<'_, '_>, task: usize) -> Option<(usize, u32)> {
         let c = &self.tasks[task];
-        if self.func.is_some() || c.new_session || c.enabled == 0 || c.graph.is_none() {
+        if c.new_session || c.enabled == 0 || c.graph.is_none() {
             return None;
         }
         if c.session != view.session(task) {
@@ -371,16 +387,33 @@ impl Builder<'_> {
 
 impl Visitor for Builder<'_> {
     fn entry(&mut self, view: &View<'_, '_>, e: &Entry) {
-        if let Some((g, n)) = self.fast_node(view, e.task) {
-            let id = self.enter_node(view, e.task, e, g, n);
-            self.tasks[e.task].node = Some((g, id));
-            return;
+        let target = self.is_target(view, e.func);
+        if !target {
+            if self.func.is_some() && self.tasks[e.task].enabled == 0 {
+                // Outside FUNC nothing is graphed (the cursor catches up at FUNC).
+                return;
+            }
+            if let Some((g, n)) = self.fast_node(view, e.task) {
+                let id = self.enter_node(view, e.task, e, g, n);
+                self.tasks[e.task].node = Some((g, id));
+                return;
+            }
+        }
+        if target {
+            // A nested FUNC call (recursion): a child node and one more level.
+            if let Some((g, n)) = self.fast_node(view, e.task) {
+                let id = self.enter_node(view, e.task, e, g, n);
+                let c = &mut self.tasks[e.task];
+                c.node = Some((g, id));
+                c.enabled += 1;
+                return;
+            }
         }
         let mut c = self.cursor(view, e.task, e.addr);
         if c.enabled > 0 {
             self.add_entry(view, e.task, e, &mut c);
         }
-        if self.func.is_some_and(|f| view.name(e.func) == f) {
+        if target {
             c = self.start(view, e.task, e.addr, Some(e.depth), c);
         }
         self.tasks[e.task] = c;
@@ -390,16 +423,31 @@ impl Visitor for Builder<'_> {
         if call.unfinished && self.no_libcall && view.func(call.func).is_plt {
             return;
         }
-        if let Some((g, n)) = self.fast_node(view, call.task) {
-            let parent = self.exit_node(call.task, call, g, n);
-            self.tasks[call.task].node = parent.map(|p| (g, p));
-            return;
+        let target = self.is_target(view, call.func);
+        if !target {
+            if self.func.is_some() && self.tasks[call.task].enabled == 0 {
+                return;
+            }
+            if let Some((g, n)) = self.fast_node(view, call.task) {
+                let parent = self.exit_node(call.task, call, g, n);
+                self.tasks[call.task].node = parent.map(|p| (g, p));
+                return;
+            }
+        }
+        if target && self.tasks[call.task].enabled > 1 {
+            if let Some((g, n)) = self.fast_node(view, call.task) {
+                let parent = self.exit_node(call.task, call, g, n);
+                let c = &mut self.tasks[call.task];
+                c.node = parent.map(|p| (g, p));
+                c.enabled -= 1;
+                return;
+            }
         }
         let mut c = self.cursor(view, call.task, call.exit_addr);
         if c.enabled > 0 {
             self.add_exit(call.task, call, &mut c);
         }
-        if c.enabled > 0 && self.func.is_some_and(|f| view.name(call.func) == f) {
+        if c.enabled > 0 && target {
             c.enabled -= 1;
             if c.enabled == 0 {
                 if let Some((g, b)) = c.backtrace.take() {
@@ -595,7 +643,12 @@ pub fn graph(
     // `-D` counts from FUNC (uftrace adds a depth trigger on FUNC).
     let mut cfg = cfg.clone();
     if let (Some(f), Some(d)) = (&opts.func, cfg.depth) {
-        cfg.triggers.push(format!("{f}@depth={d}"));
+        // A FUNC found in no symbol table is looked for in the kernel (as uftrace does).
+        let mut sym = crate::symbols::Symbolizer::new(dir, cfg.demangle);
+        let ids = sym.all_functions();
+        let known = ids.iter().any(|&i| sym.func(i).name == *f);
+        let kernel = if known { "" } else { "kernel," };
+        cfg.triggers.push(format!("{f}@{kernel}depth={d}"));
     }
     let cfg = &cfg;
     let mut walker = Walker::new(dir, cfg)?;
@@ -613,6 +666,7 @@ pub fn graph(
         tasks: vec![TaskCursor::default(); dir.data.len()],
         pids: task_pids(dir),
         no_libcall: cfg.no_libcall,
+        targets: Vec::new(),
     };
     let warnings = walker.run(&mut b)?;
     let mut graphs = b.graphs;
