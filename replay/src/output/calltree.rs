@@ -11,6 +11,9 @@ use std::io;
 /// Index of the root node.
 pub const ROOT: usize = 0;
 
+/// Up to this many children are found by scanning; more get a name index.
+const SCAN: usize = 8;
+
 #[derive(Debug, Clone)]
 pub struct Node {
     pub name: String,
@@ -28,8 +31,8 @@ pub struct Node {
 #[derive(Debug)]
 pub struct CallTree {
     pub nodes: Vec<Node>,
-    /// (parent, name) -> child, to find a child without scanning.
-    index: HashMap<(usize, String), usize>,
+    /// Per parent with many children: name -> child (few children are scanned instead).
+    index: HashMap<usize, HashMap<String, usize>>,
     cursor: Vec<usize>,
     /// Flame-graph sampling period (0: none): a child's time counts in its parent's children
     /// only in whole periods.
@@ -56,27 +59,47 @@ impl CallTree {
 
     pub fn enter(&mut self, task: usize, name: &str) {
         let cur = self.cursor[task];
-        let key = (cur, name.to_string());
-        let node = match self.index.get(&key) {
-            Some(&n) => n,
-            None => {
-                let n = self.nodes.len();
-                self.nodes.push(Node {
-                    name: name.to_string(),
-                    parent: Some(cur),
-                    children: Vec::new(),
-                    id: n as u32,
-                    calls: 0,
-                    time: 0,
-                    child_time: 0,
-                });
-                self.nodes[cur].children.push(n);
-                self.index.insert(key, n);
-                n
-            }
+        let children = &self.nodes[cur].children;
+        let found = if children.len() <= SCAN {
+            children
+                .iter()
+                .copied()
+                .find(|&c| self.nodes[c].name == name)
+        } else {
+            self.index.get(&cur).and_then(|m| m.get(name)).copied()
+        };
+        let node = match found {
+            Some(n) => n,
+            None => self.add_child(cur, name),
         };
         self.nodes[node].calls += 1;
         self.cursor[task] = node;
+    }
+
+    fn add_child(&mut self, parent: usize, name: &str) -> usize {
+        let n = self.nodes.len();
+        self.nodes.push(Node {
+            name: name.to_string(),
+            parent: Some(parent),
+            children: Vec::new(),
+            id: n as u32,
+            calls: 0,
+            time: 0,
+            child_time: 0,
+        });
+        let children = &mut self.nodes[parent].children;
+        children.push(n);
+        if children.len() > SCAN {
+            let map = self.index.entry(parent).or_default();
+            if map.is_empty() {
+                for &c in &self.nodes[parent].children {
+                    map.insert(self.nodes[c].name.clone(), c);
+                }
+            } else {
+                map.insert(name.to_string(), n);
+            }
+        }
+        n
     }
 
     pub fn exit(&mut self, task: usize, total: u64, child: u64) {
@@ -140,6 +163,20 @@ mod tests {
                 ("f".to_string(), 2, 2)
             ]
         );
+    }
+
+    #[test]
+    fn many_children_are_indexed() {
+        let mut t = CallTree::new("prog", 1, 0);
+        let names: Vec<String> = (0..20).map(|i| format!("f{i}")).collect();
+        for _ in 0..2 {
+            for n in &names {
+                t.enter(0, n);
+                t.exit(0, 1, 0);
+            }
+        }
+        assert_eq!(t.nodes.len(), 21);
+        assert!(t.nodes[1..].iter().all(|n| n.calls == 2));
     }
 
     #[test]

@@ -50,7 +50,7 @@ fn push_json_str(buf: &mut Vec<u8>, s: &str) {
 }
 
 /// Appends the decimal digits of `v` (the `ts` values are written millions of times).
-fn push_u64(buf: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn push_u64(buf: &mut Vec<u8>, mut v: u64) {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     loop {

@@ -6,6 +6,7 @@
 //! The filters (`-F -N -H -D --tid -r --no-libcall`) hide records; the file headings stay.
 
 use super::args::push_value;
+use super::chrome::push_u64;
 use super::dump::{write_notices, DumpOptions};
 use super::dump_stack::TaskStack;
 use super::perf;
@@ -91,6 +92,8 @@ struct Raw<'d, 'w> {
     offset: u64,
     /// Session of the record being shown (to name pointer values).
     session: Option<usize>,
+    /// The line being written (one `write_all` per record).
+    line: Vec<u8>,
     warnings: Vec<String>,
 }
 
@@ -113,6 +116,7 @@ pub fn dump(
         decided: HashMap::new(),
         offset: 0,
         session: None,
+        line: Vec::with_capacity(256),
         warnings: Vec::new(),
     };
     raw.header()?;
@@ -392,18 +396,31 @@ impl Raw<'_, '_> {
     }
 
     fn prefix(&mut self, tid: u32, time: u64) -> io::Result<()> {
-        // uftrace 0.13 prints the tid in 5 columns, 0.17+ in 7.
+        let mut line = std::mem::take(&mut self.line);
+        line.clear();
+        self.push_prefix(&mut line, tid, time);
+        let res = self.out.write_all(&line);
+        self.line = line;
+        res
+    }
+
+    /// `SEC.NSEC  TID: ` (the TID in 5 columns as uftrace 0.13 prints it, 7 as 0.17+).
+    fn push_prefix(&self, line: &mut Vec<u8>, tid: u32, time: u64) {
+        push_u64(line, time / 1_000_000_000);
+        line.push(b'.');
+        push_padded(line, time % 1_000_000_000, 9, b'0');
+        line.extend_from_slice(b"  ");
         let w = if self.opts.tid_width == 6 { 5 } else { 7 };
-        write!(self.out, "{}  {tid:>w$}: ", Timestamp(time))
+        push_padded(line, u64::from(tid), w, b' ');
+        line.extend_from_slice(b": ");
     }
 
     fn record(&mut self, tid: u32, r: &RawRecord, func: FuncId, bytes: &[u8]) -> io::Result<()> {
-        self.prefix(tid, r.time)?;
-        let kind = match r.kind {
-            RecordKind::Entry => "entry",
-            RecordKind::Exit => "exit ",
-            RecordKind::Event => "event",
-            RecordKind::Lost => "lost ",
+        let kind: &[u8] = match r.kind {
+            RecordKind::Entry => b"[entry] ",
+            RecordKind::Exit => b"[exit ] ",
+            RecordKind::Event => b"[event] ",
+            RecordKind::Lost => b"[lost ] ",
         };
         let event;
         let name = match r.kind {
@@ -417,7 +434,19 @@ impl Raw<'_, '_> {
             }
             _ => self.sym.func(func).name.as_str(),
         };
-        writeln!(self.out, "[{kind}] {name}({:x}) depth: {}", r.addr, r.depth)?;
+        let mut line = std::mem::take(&mut self.line);
+        line.clear();
+        self.push_prefix(&mut line, tid, r.time);
+        line.extend_from_slice(kind);
+        line.extend_from_slice(name.as_bytes());
+        line.push(b'(');
+        push_hex(&mut line, r.addr);
+        line.extend_from_slice(b") depth: ");
+        push_u64(&mut line, u64::from(r.depth));
+        line.push(b'\n');
+        let res = self.out.write_all(&line);
+        self.line = line;
+        res?;
         if self.opts.debug {
             hex(self.out, &mut self.offset, bytes)?;
         }
@@ -571,6 +600,41 @@ impl Raw<'_, '_> {
     }
 }
 
+/// Appends `v` in `width` columns, padded on the left with `pad`.
+fn push_padded(buf: &mut Vec<u8>, v: u64, width: usize, pad: u8) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut v = v;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for _ in digits.len() - i..width {
+        buf.push(pad);
+    }
+    buf.extend_from_slice(&digits[i..]);
+}
+
+/// Appends `v` in lowercase hex, without prefix.
+fn push_hex(buf: &mut Vec<u8>, v: u64) {
+    let mut digits = [0u8; 16];
+    let mut i = digits.len();
+    let mut v = v;
+    loop {
+        i -= 1;
+        digits[i] = b"0123456789abcdef"[(v & 15) as usize];
+        v >>= 4;
+        if v == 0 {
+            break;
+        }
+    }
+    buf.extend_from_slice(&digits[i..]);
+}
+
 fn payload_items(spec: &FuncSpec, ret: bool) -> Vec<&ArgItem> {
     if ret {
         spec.ret.iter().collect()
@@ -631,6 +695,24 @@ mod tests {
             "PLTHOOK | TASK_SESSION | SYM_REL_ADDR | MAX_STACK | AUTO_ARGS"
         );
         assert_eq!(flag_names(0, &FEATURES), "");
+    }
+
+    #[test]
+    fn numbers_are_padded() {
+        let mut b = Vec::new();
+        push_padded(&mut b, 5, 9, b'0');
+        b.push(b'|');
+        push_padded(&mut b, 20182, 7, b' ');
+        b.push(b'|');
+        push_padded(&mut b, 1234567, 5, b' ');
+        b.push(b'|');
+        push_hex(&mut b, 0x5556e4d9e050);
+        b.push(b'|');
+        push_hex(&mut b, 0);
+        assert_eq!(
+            String::from_utf8(b).unwrap(),
+            "000000005|  20182|1234567|5556e4d9e050|0"
+        );
     }
 
     #[test]
