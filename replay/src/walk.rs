@@ -662,15 +662,16 @@ impl<'d> Walker<'d> {
     #[inline]
     fn plain_record<V: Visitor + ?Sized>(&mut self, ti: usize, h: &Head, v: &mut V) -> bool {
         let r = &h.raw;
+        // Entries of exec/setjmp/longjmp (and their first sight) take the general path.
+        if r.kind == RecordKind::Entry && self.fixup(h.func).is_some() {
+            return false;
+        }
         let t = &mut self.tasks[ti];
         if !t.fstack_set || t.lost_seen || t.first_time == 0 {
             return false;
         }
         match r.kind {
             RecordKind::Entry => {
-                if self.fixups.get(h.func as usize).copied() != Some(1) {
-                    return false;
-                }
                 t.last_time = r.time;
                 let i = t.stack_count;
                 let s = t.slot(i);
@@ -701,6 +702,7 @@ impl<'d> Walker<'d> {
                     return false;
                 };
                 t.last_time = r.time;
+                t.last_exit = r.time;
                 let s = &mut t.slots[i];
                 let delta = if s.valid {
                     r.time.saturating_sub(s.start)
@@ -864,7 +866,7 @@ impl<'d> Walker<'d> {
                 func,
                 payload: (pstart, plen),
             };
-            if self.plain && !self.exits_only && self.plain_record(ti, &head, v) {
+            if self.plain && self.plain_record(ti, &head, v) {
                 continue;
             }
             self.step(ti, head, v);

@@ -183,6 +183,8 @@ struct Builder<'a> {
     tasks: Vec<TaskCursor>,
     /// Per function: 0 unknown, 1 FUNC, 2 another function.
     targets: Vec<u8>,
+    /// Minimum and maximum times are kept (a min/max column is shown).
+    minmax: bool,
     /// `--no-libcall`: unfinished library calls are not graphed either.
     no_libcall: bool,
     /// Per task: its process id and its parent process id (0 if unknown).
@@ -346,13 +348,15 @@ impl Builder<'_> {
             }
         }
         let node = &mut graph.nodes[n as usize];
-        let selft = call.self_time();
         node.time += call.total;
         node.child_time += call.child;
-        node.total_min = node.total_min.min(call.total);
-        node.total_max = node.total_max.max(call.total);
-        node.self_min = node.self_min.min(selft);
-        node.self_max = node.self_max.max(selft);
+        if self.minmax {
+            let selft = call.self_time();
+            node.total_min = node.total_min.min(call.total);
+            node.total_max = node.total_max.max(call.total);
+            node.self_min = node.self_min.min(selft);
+            node.self_max = node.self_max.max(selft);
+        }
         node.parent
     }
 
@@ -387,7 +391,7 @@ impl Builder<'_> {
 
 impl Visitor for Builder<'_> {
     fn entry(&mut self, view: &View<'_, '_>, e: &Entry) {
-        let target = self.is_target(view, e.func);
+        let target = self.func.is_some() && self.is_target(view, e.func);
         if !target {
             if self.func.is_some() && self.tasks[e.task].enabled == 0 {
                 // Outside FUNC nothing is graphed (the cursor catches up at FUNC).
@@ -423,7 +427,7 @@ impl Visitor for Builder<'_> {
         if call.unfinished && self.no_libcall && view.func(call.func).is_plt {
             return;
         }
-        let target = self.is_target(view, call.func);
+        let target = self.func.is_some() && self.is_target(view, call.func);
         if !target {
             if self.func.is_some() && self.tasks[call.task].enabled == 0 {
                 return;
@@ -667,6 +671,15 @@ pub fn graph(
         pids: task_pids(dir),
         no_libcall: cfg.no_libcall,
         targets: Vec::new(),
+        minmax: opts.fields.iter().any(|f| {
+            matches!(
+                f,
+                GraphField::TotalMax
+                    | GraphField::TotalMin
+                    | GraphField::SelfMax
+                    | GraphField::SelfMin
+            )
+        }),
     };
     let warnings = walker.run(&mut b)?;
     let mut graphs = b.graphs;
