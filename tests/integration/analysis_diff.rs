@@ -166,6 +166,8 @@ fn cases(f: &Funcs, last_tid: &str) -> Vec<(&'static str, Vec<String>)> {
         ("graph", own(&["--no-libcall"])),
         ("graph", own(&["-C", f.leaf])),
         ("graph", own(&["no_such_function"])),
+        ("graph", own(&["--task"])),
+        ("graph", own(&["--task", "-f", "tid,self"])),
         ("info", own(&[])),
         ("info", own(&["--task"])),
         ("info", own(&["--symbols"])),

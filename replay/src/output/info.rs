@@ -73,7 +73,7 @@ pub fn exit_status_text(status: i32) -> String {
 }
 
 /// The comm of each task: the basename of its session's executable (by pid).
-fn task_comms(dir: &TraceDir) -> Vec<(u32, u32, u64, String)> {
+pub(crate) fn task_comms(dir: &TraceDir) -> Vec<(u32, u32, u64, String)> {
     // (tid, pid, start time, comm)
     let mut out: Vec<(u32, u32, u64, String)> = Vec::new();
     let comm_of = |pid: u32| {
