@@ -16,3 +16,4 @@ pub mod mermaid;
 pub mod perf;
 pub mod replay;
 pub mod report;
+pub mod task_graph;

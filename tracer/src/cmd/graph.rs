@@ -6,7 +6,8 @@ use crate::invocation::Invocation;
 use crate::notice::Notices;
 use crate::pager::Output;
 use anyhow::Context;
-use replay::output::graph::{GraphField, GraphOptions, TaskField};
+use replay::output::graph::{GraphField, GraphOptions};
+use replay::output::task_graph::TaskField;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -26,7 +27,7 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
         notices.flush();
         let mut out = Output::start(!inv.args.common.no_pager);
         let warnings =
-            replay::output::graph::task_graph(&dir, &cfg, &fields, tid_width, out.writer())
+            replay::output::task_graph::task_graph(&dir, &cfg, &fields, tid_width, out.writer())
                 .with_context(|| format!("cannot read {}", dir.path.display()))?;
         out.finish()?;
         for w in warnings {

@@ -1,0 +1,325 @@
+//! The walker's fast paths: the direct reader, which decodes one task's file on its own
+//! (no time-ordered merge) when the visitor does not depend on the order of records across
+//! tasks, and the plain step, for walks in which no filter can hide a call.
+
+use super::*;
+use crate::merge::Head;
+
+impl<'d> Walker<'d> {
+    /// The stack fix-up kind of a function (cached per id).
+    #[inline]
+    pub(super) fn fixup(&mut self, func: FuncId) -> Option<Fixup> {
+        let i = func as usize;
+        if self.fixups.len() <= i {
+            self.fixups.resize(i + 1, 0);
+        }
+        if self.fixups[i] == 0 {
+            self.fixups[i] = match fixup_kind(&self.merge.sym.func(func).name) {
+                None => 1,
+                Some(Fixup::Exec) => 2,
+                Some(Fixup::Setjmp) => 3,
+                Some(Fixup::Longjmp) => 4,
+            };
+        }
+        match self.fixups[i] {
+            2 => Some(Fixup::Exec),
+            3 => Some(Fixup::Setjmp),
+            4 => Some(Fixup::Longjmp),
+            _ => None,
+        }
+    }
+
+    /// [`Walker::step`] when nothing can hide a call: the filter bookkeeping would accept
+    /// every entry and exit, so only the exec/setjmp/longjmp fix-ups are applied.
+    #[inline]
+    pub(super) fn plain_step<V: Visitor + ?Sized>(&mut self, ti: usize, h: &Head, v: &mut V) {
+        match h.raw.kind {
+            RecordKind::Entry => {
+                let fix = self.fixup(h.func);
+                let idx = self.tasks[ti].stack_count.saturating_sub(1);
+                if fix == Some(Fixup::Setjmp) {
+                    self.setjmp_count = self.tasks[ti].stack_count;
+                }
+                if v.wants_entries() {
+                    let entry = Entry {
+                        task: ti,
+                        func: h.func,
+                        addr: h.raw.addr,
+                        time: h.raw.time,
+                        depth: idx,
+                    };
+                    let view = View {
+                        merge: &self.merge,
+                        tasks: &self.tasks,
+                    };
+                    v.entry(&view, &entry);
+                }
+                match fix {
+                    Some(Fixup::Exec) => self.tasks[ti].stack_count = 0,
+                    Some(Fixup::Longjmp) => self.tasks[ti].stack_count = self.setjmp_count,
+                    _ => {}
+                }
+            }
+            RecordKind::Exit => {
+                let t = &mut self.tasks[ti];
+                let i = t.stack_count;
+                let Some(slot) = t.slots.get(i) else { return };
+                let (addr, total, child) = (slot.addr, slot.start, slot.child);
+                t.exits += 1;
+                let recursive = t.slots[..i].iter().any(|s| s.addr == addr);
+                let call = Call {
+                    task: ti,
+                    func: h.func,
+                    addr,
+                    exit_addr: h.raw.addr,
+                    total,
+                    child,
+                    time: h.raw.time,
+                    depth: i,
+                    recursive,
+                    unfinished: false,
+                };
+                let view = View {
+                    merge: &self.merge,
+                    tasks: &self.tasks,
+                };
+                v.exit(&view, &call);
+            }
+            RecordKind::Lost => {
+                let view = View {
+                    merge: &self.merge,
+                    tasks: &self.tasks,
+                };
+                v.lost(&view, ti, h.raw.addr);
+            }
+            RecordKind::Event => {}
+        }
+    }
+
+    /// The direct reader's shortcut for plain walks: an entry or exit of a task whose stack
+    /// is in sync, handled in one go (what `consume` and `plain_step` do, without the
+    /// special cases). Returns `false` when the record needs the general path.
+    #[inline]
+    pub(super) fn plain_record<V: Visitor + ?Sized>(
+        &mut self,
+        ti: usize,
+        h: &Head,
+        v: &mut V,
+    ) -> bool {
+        let r = &h.raw;
+        // Entries of exec/setjmp/longjmp (and their first sight) take the general path.
+        if r.kind == RecordKind::Entry && self.fixup(h.func).is_some() {
+            return false;
+        }
+        let t = &mut self.tasks[ti];
+        if !t.fstack_set || t.lost_seen || t.first_time == 0 {
+            return false;
+        }
+        match r.kind {
+            RecordKind::Entry => {
+                t.last_time = r.time;
+                let i = t.stack_count;
+                let s = t.slot(i);
+                s.addr = r.addr;
+                s.func = Some(h.func);
+                s.start = r.time;
+                s.child = 0;
+                s.valid = true;
+                t.stack_count = i + 1;
+                if v.wants_entries() {
+                    let entry = Entry {
+                        task: ti,
+                        func: h.func,
+                        addr: r.addr,
+                        time: r.time,
+                        depth: i,
+                    };
+                    let view = View {
+                        merge: &self.merge,
+                        tasks: &self.tasks,
+                    };
+                    v.entry(&view, &entry);
+                }
+                true
+            }
+            RecordKind::Exit => {
+                let Some(i) = t.stack_count.checked_sub(1) else {
+                    return false;
+                };
+                t.last_time = r.time;
+                t.last_exit = r.time;
+                let s = &mut t.slots[i];
+                let delta = if s.valid {
+                    r.time.saturating_sub(s.start)
+                } else {
+                    0
+                };
+                let (addr, child) = (s.addr, s.child);
+                let total = delta.max(child);
+                s.start = total;
+                s.valid = false;
+                t.stack_count = i;
+                if i > 0 {
+                    t.slots[i - 1].child += delta;
+                }
+                t.exits += 1;
+                let recursive = t.slots[..i].iter().any(|s| s.addr == addr);
+                let call = Call {
+                    task: ti,
+                    func: h.func,
+                    addr,
+                    exit_addr: r.addr,
+                    total,
+                    child,
+                    time: r.time,
+                    depth: i,
+                    recursive,
+                    unfinished: false,
+                };
+                let view = View {
+                    merge: &self.merge,
+                    tasks: &self.tasks,
+                };
+                v.exit(&view, &call);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Keeps `session` of task `ti` up to date for a record at `time`.
+    #[inline]
+    pub(super) fn track_session(&mut self, ti: usize, time: u64) {
+        let t = &self.tasks[ti];
+        if (t.sess_from..t.sess_until).contains(&time) {
+            return;
+        }
+        let tid = self.merge.tid(ti);
+        let (s, from, until) = match self.merge.sym.session_at(tid, time) {
+            Some((s, next)) => (Some(s), time, next),
+            None => (None, time, time + 1),
+        };
+        let t = &mut self.tasks[ti];
+        t.session = s.or(t.session);
+        t.sess_from = from;
+        t.sess_until = until;
+    }
+
+    /// Reads every task's file on its own, in task order (the direct reader).
+    pub(super) fn run_direct<V: Visitor + ?Sized>(&mut self, v: &mut V) {
+        for ti in 0..self.tasks.len() {
+            if self.tasks[ti].allowed {
+                self.read_task(ti, v);
+            }
+        }
+    }
+
+    /// Decodes task `ti`'s records in file order and walks them: what [`Merge`] does for one
+    /// task, without the heap and the reader-level gates (which `direct_ok` excludes).
+    pub(super) fn read_task<V: Visitor + ?Sized>(&mut self, ti: usize, v: &mut V) {
+        use record_format::argspec::{payload_len, ArgItem};
+        use record_format::dat::{event_payload_len, read_header, BadRecord};
+        use record_format::raw::RECORD_SIZE;
+
+        const WINDOW: usize = 4 << 20;
+        const CACHE: usize = 256;
+        let file = &self.merge_dir().data[ti];
+        let (bytes, tid) = (file.bytes(), file.tid);
+        let mut pos = 0;
+        let mut released = 0;
+        let mut last_time = 0;
+        // Direct-mapped cache: (addr, session, func).
+        let mut cache = vec![(0u64, None, 0 as FuncId); CACHE];
+        loop {
+            let mut raw = match read_header(bytes, pos) {
+                None => break,
+                Some(Ok(r)) => r,
+                Some(Err(e)) => {
+                    let msg = match e {
+                        BadRecord::Magic => {
+                            format!("invalid record in {tid}.dat at offset {pos}: broken data?")
+                        }
+                        BadRecord::Truncated => format!("{tid}.dat is truncated at offset {pos}"),
+                    };
+                    self.merge.warnings.push(msg);
+                    break;
+                }
+            };
+            let pstart = pos + RECORD_SIZE;
+            let mut plen = 0;
+            let mut func = 0;
+            match raw.kind {
+                RecordKind::Lost => raw.time = last_time,
+                RecordKind::Entry | RecordKind::Exit => {
+                    self.track_session(ti, raw.time);
+                    let session = self.tasks[ti].session;
+                    let slot = ((raw.addr ^ (raw.addr >> 8)) as usize) % CACHE;
+                    let c = cache[slot];
+                    func = if c.0 == raw.addr && c.1 == session && raw.addr != 0 {
+                        c.2
+                    } else {
+                        let f = self.merge.sym.resolve(session, raw.time, raw.addr);
+                        cache[slot] = (raw.addr, session, f);
+                        f
+                    };
+                    if raw.more {
+                        let f = self.merge.sym.func(func).clone();
+                        let spec = self.merge.specs.get(func, &f);
+                        let items: Vec<&ArgItem> = if raw.kind == RecordKind::Entry {
+                            spec.args.iter().collect()
+                        } else {
+                            spec.ret.iter().collect()
+                        };
+                        let len = if items.is_empty() {
+                            None
+                        } else {
+                            payload_len(&items, bytes.get(pstart..).unwrap_or(&[]))
+                        };
+                        match len {
+                            Some(l) => plen = l,
+                            None => {
+                                self.merge.warnings.push(format!(
+                                    "record missing argument info for {} in {tid}.dat",
+                                    f.name
+                                ));
+                                break;
+                            }
+                        }
+                    }
+                }
+                RecordKind::Event if raw.more => match event_payload_len(bytes, pstart) {
+                    Ok(l) => plen = l,
+                    Err(_) => {
+                        self.merge
+                            .warnings
+                            .push(format!("{tid}.dat is truncated at offset {pos}"));
+                        break;
+                    }
+                },
+                RecordKind::Event => {}
+            }
+            if raw.kind != RecordKind::Lost {
+                last_time = last_time.max(raw.time);
+            }
+            pos = pstart + plen;
+            if pos > released + 2 * WINDOW {
+                released = pos - WINDOW;
+                file.release(released);
+            }
+            let head = Head {
+                raw,
+                func,
+                payload: (pstart, plen),
+            };
+            if self.plain && self.plain_record(ti, &head, v) {
+                continue;
+            }
+            self.step(ti, head, v);
+        }
+    }
+
+    /// The data directory (through the merge, which holds it).
+    pub(super) fn merge_dir(&self) -> &'d TraceDir {
+        self.dir
+    }
+}
