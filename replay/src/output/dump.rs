@@ -6,7 +6,12 @@
 //! `-r`, `-t` and `-C`), keeps each task's stack in a [`TaskStack`] (durations and the
 //! `-F -N -H -D --no-libcall` counters) and hands every shown entry and exit to a [`Sink`].
 //! Calls still open at the end of the data are closed at the task's last timestamp, innermost
-//! first, task by task, as uftrace does.
+//! first, task by task, as uftrace does. The tasks' perf events (`perf-cpu*.dat`) are merged
+//! in by time: context switches inside functions become `linux:schedule` calls.
+//!
+//! Why not [`crate::walk`]: it reports only the calls the filters show, without their
+//! payloads; `--chrome` needs the argument payloads, and a context switch must be placed
+//! against the task's full stack (shown or hidden calls) at the switch's time.
 
 use super::args::{push_args, push_value};
 use super::dump_stack::{fixup, Closed, Fixup, TaskStack};
