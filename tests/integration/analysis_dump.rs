@@ -964,3 +964,18 @@ fn diff_crafted_lost_and_unfinished() {
     );
     compare_all("crafted_unfinished", &unfinished, &[&[], &["-F", "a"]]);
 }
+
+/// Kernel tracing is not supported: `--kernel` is refused with one line and status 1.
+#[test]
+fn kernel_options_are_refused() {
+    for opt in ["--kernel", "-k", "--kernel-only"] {
+        let out = utrace_dump(&fixture_dir("abc"), Format::Raw, &[opt]);
+        assert_eq!(out.status.code(), Some(1), "{out}");
+        assert!(
+            out.stderr
+                .contains("ERROR: kernel trace data is not supported"),
+            "{out}"
+        );
+        assert!(out.stdout.is_empty(), "{out}");
+    }
+}
