@@ -21,6 +21,7 @@
 
 mod analysis_diff;
 mod analysis_dump;
+mod analysis_dump_formats;
 mod analysis_golden;
 mod analysis_histogram;
 mod bad_input;
