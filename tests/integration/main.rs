@@ -16,6 +16,9 @@
 //!   complete, replayable data directory.
 //! * `analysis_dump`: `utrace dump` in every format against uftrace (fresh recordings and
 //!   goldens of the fixtures), the chrome JSON and the SVG flame graph parsed.
+//! * `analysis_diff`, `analysis_golden`: `utrace report`, `graph` and `info` against uftrace
+//!   (fresh recordings of the test programs; goldens of the fixtures);
+//! * `analysis_histogram`: `report --histogram` on crafted data with known durations.
 //!
 //! Build the binary first: `cargo build --release && cargo test --release -p utrace-tests`.
 
