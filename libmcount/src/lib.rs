@@ -30,6 +30,7 @@ pub mod buffer;
 pub mod clock;
 pub mod crash;
 pub mod entry;
+pub mod filter;
 pub mod rstack;
 pub mod session;
 pub mod sys;

@@ -20,7 +20,10 @@ pub struct Frame {
     pub child_ip: usize,
     /// Depth written into its records.
     pub depth: u32,
-    pub flags: u32,
+    /// `filter::flags` bits.
+    pub flags: u16,
+    /// The filter depth base to restore when this frame pops (see `filter::FilterState`).
+    pub base: u16,
     /// ENTRY timestamp.
     pub start: u64,
 }
@@ -77,6 +80,25 @@ impl ShadowStack {
         unsafe { self.frames.add(self.len).write(frame) };
         self.len += 1;
         true
+    }
+
+    /// Frame `i` (0 = outermost), writable.
+    #[inline]
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut Frame> {
+        if i < self.len {
+            // SAFETY: as in `get`; `&mut self` makes the reference unique.
+            Some(unsafe { &mut *self.frames.add(i) })
+        } else {
+            None
+        }
+    }
+
+    /// Drops frames `n..` (single store: see the module docs).
+    #[inline]
+    pub fn truncate(&mut self, n: usize) {
+        if n < self.len {
+            self.len = n;
+        }
     }
 
     /// Frame `i` (0 = outermost).
@@ -164,6 +186,7 @@ mod tests {
             child_ip,
             depth: 0,
             flags: 0,
+            base: 0,
             start: 0,
         }
     }

@@ -5,9 +5,11 @@
 //! before the executable's own constructors; hooks that fire earlier find the session state
 //! not `ON` and return. Allocation and `std` are fine here (cold path, single-threaded).
 
-use crate::{clock, sys, tasklog, thread};
+use crate::{clock, filter, sys, tasklog, thread};
 use core::sync::atomic::{AtomicI32, AtomicU8, AtomicUsize, Ordering};
 use record_format::env;
+use record_format::maps::parse_maps;
+use record_format::pattern::MatchType;
 use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
 
@@ -53,7 +55,7 @@ pub fn config() -> Option<Config> {
         window: WINDOW.load(Ordering::Relaxed),
         max_stack: MAX_STACK.load(Ordering::Relaxed),
         depth: DEPTH.load(Ordering::Relaxed),
-        slow: false,
+        slow: filter::get().is_some(),
     })
 }
 
@@ -196,12 +198,16 @@ pub extern "C" fn init() {
     if let Some(m) = env_usize(env::MAX_STACK).filter(|&m| m > 0) {
         MAX_STACK.store(m.min(65535), Ordering::Relaxed);
     }
-    // -D alone is applied here (deeper functions are not even hooked). With -F/-N/-T the depth
-    // counts from the matching function, which only the replay-side filter engine knows.
-    let filtered =
-        std::env::var_os(env::FILTER).is_some() || std::env::var_os(env::TRIGGER).is_some();
-    if let Some(d) = env_usize(env::DEPTH).filter(|&d| d > 0 && !filtered) {
-        DEPTH.store(d, Ordering::Relaxed);
+    // -D alone keeps the fast paths (deeper functions are not even hooked). With -F/-N the
+    // depth counts from the -F function, and -t defers entries: the `filter` module does both.
+    let filter_list = std::env::var(env::FILTER).unwrap_or_default();
+    let threshold = env_usize(env::THRESHOLD).unwrap_or(0) as u64;
+    let depth = env_usize(env::DEPTH).filter(|&d| d > 0);
+    let filtered = !filter_list.is_empty() || threshold > 0;
+    if !filtered {
+        if let Some(d) = depth {
+            DEPTH.store(d, Ordering::Relaxed);
+        }
     }
 
     let mut key: libc::pthread_key_t = 0;
@@ -217,9 +223,17 @@ pub extern "C" fn init() {
     let sid = session_id();
     let pid = sys::getpid();
     let exename = std::fs::read_link("/proc/self/exe").unwrap_or_default();
-    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let maps = session_maps(&std::fs::read_to_string("/proc/self/maps").unwrap_or_default());
+    if filtered {
+        let ty = match std::env::var(env::PATTERN).as_deref() {
+            Ok("glob") => MatchType::Glob,
+            _ => MatchType::Regex,
+        };
+        let depth = depth.map_or(u32::MAX, |d| d.min(u32::MAX as usize) as u32);
+        filter::init(&parse_maps(&maps), &filter_list, ty, depth, threshold);
+    }
     let map_path = std::path::Path::new(&dir).join(format!("sid-{sid:016x}.map"));
-    if let Err(e) = std::fs::write(&map_path, session_maps(&maps)) {
+    if let Err(e) = std::fs::write(&map_path, &maps) {
         crate::log_error(
             b"cannot write the session map",
             e.raw_os_error().unwrap_or(0),
@@ -249,7 +263,6 @@ pub extern "C" fn fini() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use record_format::maps::parse_maps;
 
     const MAPS: &str = "\
 55d0c0a00000-55d0c0a01000 r--p 00000000 08:01 1234                       /tmp/fib

@@ -10,6 +10,7 @@
 use crate::arch::{tls_get, tls_set};
 use crate::buffer::DatWriter;
 use crate::clock::Clock;
+use crate::filter::{self, flags, Decision, FilterState};
 use crate::rstack::{Frame, ShadowStack, NO_SLOT};
 use crate::{clock, session, sys, tasklog};
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -56,6 +57,8 @@ pub struct ThreadState {
     pub rstack: ShadowStack,
     pub writer: DatWriter,
     pub clock: Clock,
+    /// Record-time filter counters (used while `filter::get()` is set).
+    pub filt: FilterState,
     /// Functions at this depth or deeper are not hooked (`-D`).
     pub depth_limit: usize,
     /// Size of the mapping holding this state.
@@ -74,6 +77,7 @@ impl ThreadState {
             rstack,
             writer,
             clock: Clock::new(),
+            filt: FilterState::default(),
             depth_limit: usize::MAX,
             map_len: 0,
         }
@@ -146,21 +150,36 @@ impl ThreadState {
             }
             return Hook::None;
         }
-        let depth = self.rstack.len();
+        let (flags, base, depth, record) = match filter::get() {
+            None => (0, 0, self.rstack.len() as u32, true),
+            Some(f) => match self.filt.decide(f, child_ip as u64) {
+                Decision::Skip => return Hook::None,
+                Decision::Hook(fl) => {
+                    let (base, depth) = self.filt.push(fl);
+                    (
+                        fl,
+                        base,
+                        depth,
+                        fl & (flags::NORECORD | flags::PENDING) == 0,
+                    )
+                }
+            },
+        };
         self.writer.prepare();
         let start = self.clock.now();
-        self.rstack.push(Frame {
+        let frame = Frame {
             parent_loc,
             parent_ip,
             child_ip,
-            depth: depth as u32,
-            flags: 0,
+            depth,
+            flags,
+            base,
             start,
-        });
-        self.writer.record(
-            start,
-            header_word(RecordKind::Entry, false, depth as u16, child_ip as u64),
-        );
+        };
+        self.rstack.push(frame);
+        if record {
+            self.writer.record(start, entry_word(&frame));
+        }
         if parent_ip == tramp {
             Hook::Alias
         } else {
@@ -181,9 +200,7 @@ impl ThreadState {
         if keep < self.rstack.len() {
             self.writer.prepare();
             let now = self.clock.now();
-            let writer = &mut self.writer;
-            self.rstack
-                .pop_to(keep, |f| writer.record(now, exit_word(f)));
+            self.close_to(keep, now);
         }
         keep
     }
@@ -230,10 +247,7 @@ impl ThreadState {
         let parent_ip = self.rstack.get(k)?.parent_ip;
         self.writer.prepare();
         let now = self.clock.now();
-        let writer = &mut self.writer;
-        self.rstack.pop_to(k, |f| {
-            writer.record(now, exit_word(f));
-        });
+        self.close_to(k, now);
         Some(parent_ip)
     }
 
@@ -247,23 +261,41 @@ impl ThreadState {
         let start = self.clock.now();
         // Once entries overflow, later ones overflow too, so that exits pair up.
         let overflowing = depth != self.rstack.len() || depth >= self.depth_limit;
-        if overflowing
-            || !self.rstack.push(Frame {
-                parent_loc: NO_SLOT,
-                parent_ip: call_site,
-                child_ip: this_fn,
-                depth: depth as u32,
-                flags: 0,
-                start,
-            })
-        {
+        if overflowing || self.rstack.is_full() {
             self.rstack.push_overflow();
             return;
         }
-        self.writer.record(
+        // Every entry is pushed (exits are paired by function address), filtered ones as
+        // NORECORD.
+        let (flags, base, depth, record) = match filter::get() {
+            None => (0, 0, depth as u32, true),
+            Some(f) => {
+                let fl = match self.filt.decide(f, this_fn as u64) {
+                    Decision::Skip => flags::NORECORD,
+                    Decision::Hook(fl) => fl,
+                };
+                let (base, depth) = self.filt.push(fl);
+                (
+                    fl,
+                    base,
+                    depth,
+                    fl & (flags::NORECORD | flags::PENDING) == 0,
+                )
+            }
+        };
+        let frame = Frame {
+            parent_loc: NO_SLOT,
+            parent_ip: call_site,
+            child_ip: this_fn,
+            depth,
+            flags,
+            base,
             start,
-            header_word(RecordKind::Entry, false, depth as u16, this_fn as u64),
-        );
+        };
+        self.rstack.push(frame);
+        if record {
+            self.writer.record(start, entry_word(&frame));
+        }
     }
 
     /// `__cyg_profile_func_exit`: pop the matching frame (and frames above it that a `longjmp`
@@ -277,9 +309,51 @@ impl ThreadState {
         };
         self.writer.prepare();
         let now = self.clock.now();
-        let writer = &mut self.writer;
-        self.rstack.pop_to(k, |f| writer.record(now, exit_word(f)));
+        self.close_to(k, now);
     }
+
+    /// Pops frames `keep..` innermost first at time `now`, writing their EXIT records as the
+    /// filters say (see `filter`).
+    fn close_to(&mut self, keep: usize, now: u64) {
+        let filters = filter::get();
+        while let Some(i) = self.rstack.len().checked_sub(1).filter(|&i| i >= keep) {
+            let Some(f) = self.rstack.get(i).copied() else {
+                break;
+            };
+            if f.flags & flags::NORECORD == 0 {
+                if f.flags & flags::PENDING == 0 {
+                    self.writer.record(now, exit_word(&f));
+                } else if now.saturating_sub(f.start) >= filters.map_or(0, |x| x.threshold) {
+                    self.write_pending(i);
+                    self.writer.record(now, exit_word(&f));
+                }
+            }
+            if filters.is_some() {
+                self.filt.pop(f.flags, f.base);
+            }
+            self.rstack.truncate(i);
+        }
+    }
+
+    /// Writes the ENTRY records still pending (`-t`) in frames `0..=upto`, outermost first.
+    #[cold]
+    fn write_pending(&mut self, upto: usize) {
+        for j in 0..=upto {
+            let Some(f) = self.rstack.get_mut(j) else {
+                break;
+            };
+            if f.flags & (flags::PENDING | flags::NORECORD) == flags::PENDING {
+                f.flags &= !flags::PENDING;
+                let (time, word) = (f.start, entry_word(f));
+                self.writer.record(time, word);
+            }
+        }
+    }
+}
+
+#[inline]
+fn entry_word(f: &Frame) -> u64 {
+    header_word(RecordKind::Entry, false, f.depth as u16, f.child_ip as u64)
 }
 
 #[inline]
@@ -438,6 +512,7 @@ mod tests {
                 child_ip: 0,
                 depth: 0,
                 flags: 0,
+                base: 0,
                 start: 0
             };
             4

@@ -19,11 +19,13 @@
 pub mod argspec;
 pub mod dat;
 pub mod dbg;
+pub mod demangle;
 pub mod dir;
 pub mod env;
 pub mod error;
 pub mod info;
 pub mod maps;
+pub mod pattern;
 pub mod raw;
 pub mod ring;
 pub mod sym;

@@ -2,21 +2,9 @@
 //! The CLI (tracer/src/cli.rs) fills this in; nothing here knows about clap.
 
 /// How function patterns are matched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum MatchType {
-    #[default]
-    Regex,
-    Glob,
-}
+pub use record_format::pattern::MatchType;
 
-/// `--demangle`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Demangle {
-    #[default]
-    Simple,
-    Full,
-    No,
-}
+pub use record_format::demangle::Demangle;
 
 /// Output columns of replay (`-f`), always printed in this order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

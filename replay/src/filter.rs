@@ -4,76 +4,22 @@
 use crate::config::{Config, MatchType};
 use crate::symbols::FuncInfo;
 use crate::timeval::parse_time;
-use regex::Regex;
-
-const REGEX_CHARS: &[char] = &[
-    '.', '?', '*', '+', '-', '^', '$', '|', '(', ')', '[', ']', '{', '}',
-];
-
-#[derive(Debug, Clone)]
-enum Matcher {
-    Exact(String),
-    Regex(Regex),
-}
+use record_format::pattern::{split_module, NameMatcher};
 
 /// A function pattern with an optional `@MODULE` restriction.
 #[derive(Debug, Clone)]
 pub struct Pattern {
-    matcher: Matcher,
+    matcher: NameMatcher,
     module: Option<String>,
     /// The pattern as the user wrote it.
     pub text: String,
 }
 
-fn glob_to_regex(glob: &str) -> String {
-    let mut re = String::from("^");
-    let mut chars = glob.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '*' => re.push_str(".*"),
-            '?' => re.push('.'),
-            '[' => {
-                re.push('[');
-                if chars.peek() == Some(&'!') {
-                    chars.next();
-                    re.push('^');
-                }
-                for c in chars.by_ref() {
-                    if c == ']' {
-                        break;
-                    }
-                    if c == '\\' || c == '[' {
-                        re.push('\\');
-                    }
-                    re.push(c);
-                }
-                re.push(']');
-            }
-            c => re.push_str(&regex::escape(&c.to_string())),
-        }
-    }
-    re.push('$');
-    re
-}
-
 impl Pattern {
     /// Compiles `name` (no `@`) with an optional module.
     pub fn new(name: &str, module: Option<&str>, ty: MatchType) -> Pattern {
-        let exact = !name.contains(REGEX_CHARS) || name.starts_with("operator ");
-        let matcher = if exact {
-            Matcher::Exact(name.to_string())
-        } else {
-            let re = match ty {
-                MatchType::Regex => Regex::new(name),
-                MatchType::Glob => Regex::new(&glob_to_regex(name)),
-            };
-            match re {
-                Ok(r) => Matcher::Regex(r),
-                Err(_) => Matcher::Exact(name.to_string()),
-            }
-        };
         Pattern {
-            matcher,
+            matcher: NameMatcher::new(name, ty),
             module: module.map(str::to_string),
             text: match module {
                 Some(m) => format!("{name}@{m}"),
@@ -84,18 +30,12 @@ impl Pattern {
 
     /// Parses `NAME[@MODULE]`.
     pub fn parse(spec: &str, ty: MatchType) -> Pattern {
-        match spec.split_once('@') {
-            Some((n, m)) if !m.is_empty() => Pattern::new(n, Some(m), ty),
-            Some((n, _)) => Pattern::new(n, None, ty),
-            None => Pattern::new(spec, None, ty),
-        }
+        let (name, module) = split_module(spec);
+        Pattern::new(name, module, ty)
     }
 
     pub fn matches_name(&self, name: &str) -> bool {
-        match &self.matcher {
-            Matcher::Exact(s) => s == name,
-            Matcher::Regex(r) => r.is_match(name),
-        }
+        self.matcher.matches(name)
     }
 
     pub fn matches(&self, f: &FuncInfo) -> bool {

@@ -108,10 +108,6 @@ fn parse_items(
     Ok((out, module))
 }
 
-const REGEX_CHARS: &[char] = &[
-    '.', '?', '*', '+', '-', '^', '$', '|', '(', ')', '[', ']', '{', '}',
-];
-
 /// One `PATTERN@items` entry of a recorded list, read for one kind.
 #[derive(Debug)]
 struct Entry {
@@ -145,7 +141,7 @@ fn parse_entries(
         out.push(Entry {
             name: name.to_string(),
             pattern: Pattern::new(name, module, ty),
-            exact: !name.contains(REGEX_CHARS) || name.starts_with("operator "),
+            exact: record_format::pattern::is_literal(name),
             items,
         });
     }

@@ -114,7 +114,8 @@ mod off {
 
     const _: () = {
         assert!(F_SIZE == 40 && F_PARENT_LOC == 0);
-        assert!(size_of::<u32>() == 4 && F_FLAGS == F_DEPTH + 4);
+        // One 32-bit store clears `flags` and `base`.
+        assert!(F_FLAGS == F_DEPTH + 4 && offset_of!(Frame, base) == F_FLAGS + 2);
         assert!(ENTRY_BITS < 64 && EXIT_BITS < 64);
         assert!(crate::thread::block::GUARD == 1);
     };

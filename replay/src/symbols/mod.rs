@@ -3,7 +3,7 @@
 //! Every distinct function gets a small [`FuncId`]; everything per function (display name,
 //! module, filter decisions, argument specs) is then looked up by that id, never by string.
 
-pub mod demangle;
+pub use record_format::demangle;
 pub mod elf;
 
 use crate::config::Demangle;

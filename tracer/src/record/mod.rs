@@ -21,11 +21,6 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Whether libmcount applies `-F`/`-N`/`-T`/`-D` (`UTRACE_FILTER`, `UTRACE_TRIGGER`,
-/// `UTRACE_DEPTH`) while recording. It does not yet, so `live` keeps those options for its
-/// replay phase instead of dropping them as uftrace does; set this once the runtime filters.
-pub const RUNTIME_APPLIES_FILTERS: bool = false;
-
 /// Largest `--max-stack`.
 const MAX_STACK_LIMIT: u32 = 65535;
 const PAGE_SIZE: u64 = 4096;

@@ -1,10 +1,18 @@
-//! C++ name demangling in uftrace's three modes.
+//! C++ name demangling in uftrace's three modes (shared by the analysis commands and by
+//! libmcount's record-time filters, so that patterns match the same names at both times).
 //!
 //! `full` is the demangler's complete text. `simple` (uftrace's default) keeps the qualified
 //! name only: no parameter lists, template arguments, return type, cv-qualifiers or ABI tags
 //! (`int ns::twice<int>(int)` → `ns::twice`).
 
-use crate::config::Demangle;
+/// `--demangle`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Demangle {
+    #[default]
+    Simple,
+    Full,
+    No,
+}
 
 /// Demangles `raw` according to `mode`; names that are not mangled come back unchanged.
 pub fn demangle(raw: &str, mode: Demangle) -> String {

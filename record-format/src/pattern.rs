@@ -1,0 +1,116 @@
+//! Function-name patterns of `-F`, `-N`, `-T` and friends (cli.md §2.4): a name without regex
+//! metacharacters (or a C++ `operator…`) matches exactly; anything else is a regular
+//! expression, or a glob with `--match=glob`. Shared by the analysis commands and by
+//! libmcount's record-time filters, so both select the same functions.
+
+use regex::Regex;
+
+/// `--match`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MatchType {
+    #[default]
+    Regex,
+    Glob,
+}
+
+const REGEX_CHARS: &[char] = &[
+    '.', '?', '*', '+', '-', '^', '$', '|', '(', ')', '[', ']', '{', '}',
+];
+
+/// A compiled name pattern (no `@MODULE` part).
+#[derive(Debug, Clone)]
+pub enum NameMatcher {
+    Exact(String),
+    Regex(Regex),
+}
+
+/// The anchored regular expression of a shell glob.
+pub fn glob_to_regex(glob: &str) -> String {
+    let mut re = String::from("^");
+    let mut chars = glob.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' => re.push_str(".*"),
+            '?' => re.push('.'),
+            '[' => {
+                re.push('[');
+                if chars.peek() == Some(&'!') {
+                    chars.next();
+                    re.push('^');
+                }
+                for c in chars.by_ref() {
+                    if c == ']' {
+                        break;
+                    }
+                    if c == '\\' || c == '[' {
+                        re.push('\\');
+                    }
+                    re.push(c);
+                }
+                re.push(']');
+            }
+            c => re.push_str(&regex::escape(&c.to_string())),
+        }
+    }
+    re.push('$');
+    re
+}
+
+/// Whether `name` is matched literally (no metacharacters, or a C++ operator name).
+pub fn is_literal(name: &str) -> bool {
+    !name.contains(REGEX_CHARS) || name.starts_with("operator ")
+}
+
+impl NameMatcher {
+    /// Compiles `name`; a pattern that is not a valid expression matches literally.
+    pub fn new(name: &str, ty: MatchType) -> NameMatcher {
+        if is_literal(name) {
+            return NameMatcher::Exact(name.to_string());
+        }
+        let re = match ty {
+            MatchType::Regex => Regex::new(name),
+            MatchType::Glob => Regex::new(&glob_to_regex(name)),
+        };
+        match re {
+            Ok(r) => NameMatcher::Regex(r),
+            Err(_) => NameMatcher::Exact(name.to_string()),
+        }
+    }
+
+    pub fn matches(&self, name: &str) -> bool {
+        match self {
+            NameMatcher::Exact(s) => s == name,
+            NameMatcher::Regex(r) => r.is_match(name),
+        }
+    }
+}
+
+/// Splits `NAME[@MODULE]` (an empty module counts as none).
+pub fn split_module(spec: &str) -> (&str, Option<&str>) {
+    match spec.split_once('@') {
+        Some((n, m)) if !m.is_empty() => (n, Some(m)),
+        Some((n, _)) => (n, None),
+        None => (spec, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_regex_and_glob() {
+        assert!(matches!(
+            NameMatcher::new("main", MatchType::Regex),
+            NameMatcher::Exact(_)
+        ));
+        let re = NameMatcher::new("^f.b$", MatchType::Regex);
+        assert!(re.matches("fib") && !re.matches("fibs"));
+        let g = NameMatcher::new("f*", MatchType::Glob);
+        assert!(g.matches("fib") && !g.matches("afib"));
+        assert!(NameMatcher::new("[", MatchType::Regex).matches("["));
+        assert_eq!(glob_to_regex("a?[!b]"), "^a.[^b]$");
+        assert_eq!(split_module("fib@PLT"), ("fib", Some("PLT")));
+        assert_eq!(split_module("fib@"), ("fib", None));
+    }
+}
