@@ -50,8 +50,13 @@ pub(crate) fn log_error(msg: &[u8], errno: i32) {
         line.push(b')');
     }
     line.push(b'\n');
+    log_raw(line.as_bytes());
+}
+
+/// Writes `bytes` as they are to the log descriptor.
+pub(crate) fn log_raw(bytes: &[u8]) {
     let fd = session::LOGFD.load(core::sync::atomic::Ordering::Relaxed);
-    let _ = sys::write(fd, line.as_bytes());
+    let _ = sys::write(fd, bytes);
 }
 
 /// Logs and aborts: used only where continuing is impossible.

@@ -67,6 +67,19 @@ pub struct ThreadState {
 
 static STACK_FULL_WARNED: AtomicBool = AtomicBool::new(false);
 
+/// Tells once per process, in uftrace's words, that calls deeper than the shadow stack
+/// (`--max-stack`) are folded into their caller.
+fn warn_stack_full(cap: usize) {
+    if STACK_FULL_WARNED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    let mut line = crate::tasklog::LineBuf::<128>::new();
+    line.push_bytes(b"WARN: call depth beyond ");
+    line.push_dec(cap as u64);
+    line.push_bytes(b" is not recorded.\n      (use --max-stack=DEPTH to record more)\n");
+    crate::log_raw(line.as_bytes());
+}
+
 impl ThreadState {
     pub fn new(rstack: ShadowStack, writer: DatWriter, tid: i32) -> ThreadState {
         let fast_depth = rstack.capacity();
@@ -142,12 +155,7 @@ impl ThreadState {
             return Hook::None;
         }
         if self.rstack.is_full() {
-            if !STACK_FULL_WARNED.swap(true, Ordering::Relaxed) {
-                crate::log_error(
-                    b"shadow stack full (UTRACE_MAX_STACK): deeper calls are not traced",
-                    0,
-                );
-            }
+            warn_stack_full(self.rstack.capacity());
             return Hook::None;
         }
         let (flags, base, depth, record) = match filter::get() {
@@ -262,6 +270,9 @@ impl ThreadState {
         // Once entries overflow, later ones overflow too, so that exits pair up.
         let overflowing = depth != self.rstack.len() || depth >= self.depth_limit;
         if overflowing || self.rstack.is_full() {
+            if !overflowing {
+                warn_stack_full(self.rstack.capacity());
+            }
             self.rstack.push_overflow();
             return;
         }

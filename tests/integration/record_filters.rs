@@ -24,7 +24,22 @@ const CASES: &[(&str, &[&str], &[&str])] = &[
     ("abc", &[], &["-D", "2"]),
     ("fib", &["5"], &["-D", "3"]),
     ("deep", &["20"], &["--max-stack=5"]),
+    ("abc", &[], &["-F", "b"]),
+    ("abc", &[], &["-N", "b"]),
+    ("abc", &[], &["-F", "a", "-N", "c"]),
+    ("abc", &[], &["-F", "b", "-D", "1"]),
+    ("abc", &[], &["-F", "^[ab]$"]),
+    ("fib", &["6"], &["-F", "main", "-D", "2"]),
+    ("abc", &[], &["-t", "1ms"]),
 ];
+
+/// The `WARN:` lines (and their continuation lines) a recording printed on stderr.
+fn warnings(out: &Output) -> Vec<&str> {
+    out.stderr
+        .lines()
+        .filter(|l| l.starts_with("WARN:") || l.starts_with("      ("))
+        .collect()
+}
 
 /// `TOOL record --no-libcall [--no-event] OPTS -d DIR PROG ARGS`.
 fn record(uftrace: bool, dir: &Path, opts: &[&str], prog: &Path, args: &[&str]) -> Output {
@@ -90,6 +105,14 @@ fn compare(prog: &str, args: &[&str], opts: &[&str], mode: Mode) -> Vec<String> 
         failures.push(format!(
             "{what}: utrace exited with {}, uftrace with {}:\n{recorded}",
             recorded.status, reference.status
+        ));
+    }
+
+    if warnings(&recorded) != warnings(&reference) {
+        failures.push(format!(
+            "{what}: other warnings (uftrace: {:?}, utrace: {:?})",
+            warnings(&reference),
+            warnings(&recorded)
         ));
     }
 
