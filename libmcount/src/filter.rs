@@ -1,23 +1,31 @@
-//! Record-time filters: `-F` (only these functions and their callees), `-N` (not these
-//! subtrees), `-D` (depth, counted from the `-F` function) and `-t` (drop calls shorter than a
-//! threshold). cli.md §3.1: the semantics are replay's, applied while recording, so that
-//! `uftrace replay` of the data shows what it shows for uftrace's own filtered recording.
+//! Record-time filters and triggers: `-F` (only these functions and their callees), `-N` (not
+//! these subtrees), `-H` (not these functions, their callees promoted), `-C` (only the call
+//! paths leading to these functions, which become leaves), `-D` (depth, counted from the `-F`
+//! function), `-t` (drop calls shorter than a threshold), `-Z` (drop functions smaller than a
+//! size) and `-T FUNC@ACTIONS` (`depth=`, `time=`, `filter`, `notrace`, `hide`, `caller`,
+//! `trace`, `trace_on`, `trace_off`, `finish`, `recover`). cli.md §3.1–3.2: the semantics are
+//! replay's, applied while recording, so that `uftrace replay` of the data shows what it shows
+//! for uftrace's own filtered recording.
 //!
 //! The session constructor resolves the patterns once against the symbol tables of every
 //! module in the session map (the same demangled names the analysis commands match) into a
-//! sorted table of address ranges. Hooks then only look addresses up. Functions that are
-//! neither recorded nor change a filter counter are not hooked at all, which keeps filtered
-//! recordings cheap.
+//! sorted table of address ranges, each pointing at its merged actions. Hooks then only look
+//! addresses up. Functions that are neither recorded nor change a filter counter are not hooked
+//! at all, which keeps filtered recordings cheap.
 //!
-//! Per-thread state ([`FilterState`]) counts the `-F` and `-N` functions on the shadow stack
-//! and the recorded frames (the depth written into records, as uftrace does: a `-F` function
-//! is at depth 0). With `-t`, ENTRY records wait in their frames (`PENDING`) until a call
-//! turns out long enough: then the pending entries of its ancestors, its own and its EXIT are
-//! written in order.
+//! Per-thread state ([`FilterState`]) counts the `-F` and `-N` functions on the shadow stack and the recorded frames (the depth written into records, as uftrace does: a `-F`
+//! function is at depth 0), and holds the depth and time limits in force. A frame that changes
+//! them saves the previous values ([`Saved`]) and restores them when it pops. With `-t`, ENTRY
+//! records wait in their frames (`PENDING`) until a call turns out long enough: then the
+//! pending entries of its ancestors, its own and its EXIT are written in order. With `-C` they
+//! wait until a caller function is entered. `trace_on`/`trace_off` switch recording for the
+//! whole process, as uftrace does: frames stay hooked and keep their depths while it is off.
 
 use record_format::demangle::{demangle, Demangle};
 use record_format::maps::MapEntry;
-use record_format::pattern::{split_module, MatchType, NameMatcher};
+use record_format::pattern::{MatchType, NameMatcher};
+use record_format::trigger::{parse_trigger, Actions};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 /// `Frame::flags` bits set by the filters.
@@ -28,23 +36,45 @@ pub mod flags {
     pub const IN: u16 = 2;
     /// A `-N` function: decrements `out_count` on exit.
     pub const OUT: u16 = 4;
-    /// ENTRY record not written yet (`-t`).
+    /// ENTRY record not written yet (`-t`, `-C`).
     pub const PENDING: u16 = 8;
+    /// A `-C` function: writes the pending entries of its callers (below it, only the paths
+    /// to further `-C` functions are recorded).
+    pub const CALLER: u16 = 16;
+    /// Changed the limits in force: restore them from the frame's [`super::Saved`].
+    pub const LIMITS: u16 = 32;
+    /// `trace_on`: recording resumes at this entry.
+    pub const TRACE_ON: u16 = 64;
+    /// `trace_off`: recording stops at this entry.
+    pub const TRACE_OFF: u16 = 128;
+    /// `finish`: recording ends for good after this entry.
+    pub const FINISH: u16 = 256;
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    In,
-    Out,
+/// One function's place in the table.
+#[derive(Debug, Clone, Copy)]
+struct Range {
+    start: u64,
+    end: u64,
+    /// Index into `Filters::rules`, or `NO_RULE`.
+    rule: u32,
+    /// Smaller than the `-Z` size.
+    small: bool,
 }
+
+const NO_RULE: u32 = u32::MAX;
 
 /// The session's filters.
 #[derive(Debug, Default)]
 pub struct Filters {
-    /// Sorted, non-overlapping `[start, end)` ranges of matched functions.
-    ranges: Vec<(u64, u64, Kind)>,
+    /// Sorted, non-overlapping function ranges.
+    ranges: Vec<Range>,
+    /// The distinct merged actions of the matched functions.
+    rules: Vec<Actions>,
     /// Any `-F`: functions outside an `-F` subtree are not recorded.
     pub has_in: bool,
+    /// Any `-C`: entries wait until a caller function shows they lead to it.
+    pub has_caller: bool,
     /// `-D`, counted from the innermost `-F` function (or from the top).
     pub depth: u32,
     /// `-t` in nanoseconds (0: none).
@@ -59,37 +89,67 @@ pub fn get() -> Option<&'static Filters> {
     FILTERS.get()
 }
 
-impl Filters {
-    /// The filter kind of the function containing `addr`.
-    pub fn lookup(&self, addr: u64) -> Option<Kind> {
-        let i = self.ranges.partition_point(|r| r.0 <= addr);
-        let r = self.ranges.get(i.checked_sub(1)?)?;
-        (addr < r.1).then_some(r.2)
+/// Process-wide recording switch (`trace_on`/`trace_off`, `--trace=off`, `finish`).
+static TRACING: AtomicU8 = AtomicU8::new(ON);
+const OFF: u8 = 0;
+const ON: u8 = 1;
+const FINISHED: u8 = 2;
+
+/// Whether records are written now.
+#[inline]
+pub fn tracing() -> bool {
+    TRACING.load(Ordering::Relaxed) == ON
+}
+
+/// Applies the switches of an entry with `fl`: before its ENTRY record for `trace_on` and
+/// `trace_off`, after it for `finish` (uftrace writes the finishing function's entry).
+pub fn switch_before(fl: u16) {
+    if fl & flags::TRACE_ON != 0 {
+        let _ = TRACING.compare_exchange(OFF, ON, Ordering::Relaxed, Ordering::Relaxed);
+    }
+    if fl & flags::TRACE_OFF != 0 {
+        let _ = TRACING.compare_exchange(ON, OFF, Ordering::Relaxed, Ordering::Relaxed);
     }
 }
 
-/// One `-F`/`-N` pattern (`!` prefix = `-N`, as in the `UTRACE_FILTER` list).
+/// See [`switch_before`].
+pub fn switch_after(fl: u16) {
+    if fl & flags::FINISH != 0 {
+        TRACING.store(FINISHED, Ordering::Relaxed);
+    }
+}
+
+impl Filters {
+    /// The actions of the function containing `addr` and whether it is smaller than `-Z`.
+    #[inline]
+    fn lookup(&self, addr: u64) -> (Option<&Actions>, bool) {
+        let i = self.ranges.partition_point(|r| r.start <= addr);
+        match i.checked_sub(1).and_then(|i| self.ranges.get(i)) {
+            Some(r) if addr < r.end => (self.rules.get(r.rule as usize), r.small),
+            _ => (None, false),
+        }
+    }
+}
+
+/// One pattern with its actions (`-F x` is `x@filter`, and so on).
 #[derive(Debug)]
 struct Spec {
     matcher: NameMatcher,
     module: Option<String>,
-    kind: Kind,
+    actions: Actions,
 }
 
+/// Parses the recorder's `;`-separated trigger list (`UTRACE_TRIGGER`).
 fn parse_specs(list: &str, ty: MatchType) -> Vec<Spec> {
+    let mut ignored = Vec::new();
     list.split(';')
         .filter(|s| !s.is_empty())
         .map(|s| {
-            let (kind, s) = match s.strip_prefix('!') {
-                Some(rest) => (Kind::Out, rest),
-                None => (Kind::In, s),
-            };
-            // A trailing `@depth=N` style suffix is not part of -F/-N.
-            let (name, module) = split_module(s);
+            let t = parse_trigger(s, &mut ignored);
             Spec {
-                matcher: NameMatcher::new(name, ty),
-                module: module.map(str::to_string),
-                kind,
+                matcher: NameMatcher::new(t.name, ty),
+                module: t.module.map(str::to_string),
+                actions: t.actions,
             }
         })
         .collect()
@@ -138,12 +198,36 @@ fn module_functions(module: &MapEntry) -> Vec<(u64, u64, String)> {
     out
 }
 
-/// Builds the session's filters from the recorder's settings (library constructor; `std`
-/// and allocation are fine there). `modules` are the session map's entries.
-pub fn init(modules: &[MapEntry], list: &str, ty: MatchType, depth: u32, threshold: u64) {
-    let specs = parse_specs(list, ty);
+/// The recorder's settings for the filters (from the `UTRACE_*` variables).
+#[derive(Debug, Default)]
+pub struct Settings<'a> {
+    /// `UTRACE_TRIGGER`: `PATTERN@ACTIONS` items, `;`-separated.
+    pub triggers: &'a str,
+    pub match_type: MatchType,
+    /// `-D` (`u32::MAX`: none).
+    pub depth: u32,
+    /// `-t` in nanoseconds.
+    pub threshold: u64,
+    /// `-Z` in bytes (0: none).
+    pub size: u64,
+    /// `--trace=off`: start with recording off.
+    pub start_off: bool,
+}
+
+impl Settings<'_> {
+    /// Whether anything needs the filters (otherwise the fast paths stay on).
+    pub fn active(&self) -> bool {
+        !self.triggers.is_empty() || self.threshold > 0 || self.size > 0 || self.start_off
+    }
+}
+
+/// Builds the session's filters (library constructor; `std` and allocation are fine there).
+/// `modules` are the session map's entries.
+pub fn init(modules: &[MapEntry], set: &Settings) {
+    let specs = parse_specs(set.triggers, set.match_type);
     let mut ranges = Vec::new();
-    if !specs.is_empty() {
+    let mut rules: Vec<Actions> = Vec::new();
+    if !specs.is_empty() || set.size > 0 {
         for m in modules.iter().filter(|m| !m.is_stack()) {
             let base = basename(&m.path);
             let wanted: Vec<&Spec> = specs
@@ -154,26 +238,62 @@ pub fn init(modules: &[MapEntry], list: &str, ty: MatchType, depth: u32, thresho
                         .is_none_or(|want| base.starts_with(want))
                 })
                 .collect();
-            if wanted.is_empty() {
+            if wanted.is_empty() && set.size == 0 {
                 continue;
             }
-            for (addr, size, raw) in module_functions(m) {
+            for (start, size, raw) in module_functions(m) {
                 let name = demangle(&raw, Demangle::Simple);
-                // The last matching pattern wins, as on the command line.
-                if let Some(s) = wanted.iter().rev().find(|s| s.matcher.matches(&name)) {
-                    ranges.push((addr, addr + size, s.kind));
+                let mut merged: Option<Actions> = None;
+                for s in wanted.iter().filter(|s| s.matcher.matches(&name)) {
+                    merged
+                        .get_or_insert_with(Actions::default)
+                        .merge(&s.actions);
                 }
+                let small = size < set.size;
+                if merged.is_none() && !small {
+                    continue;
+                }
+                let rule = match merged {
+                    None => NO_RULE,
+                    Some(a) => match rules.iter().position(|r| *r == a) {
+                        Some(i) => i as u32,
+                        None => {
+                            rules.push(a);
+                            (rules.len() - 1) as u32
+                        }
+                    },
+                };
+                ranges.push(Range {
+                    start,
+                    end: start + size,
+                    rule,
+                    small,
+                });
             }
         }
-        ranges.sort_by_key(|r| r.0);
-        ranges.dedup_by_key(|r| r.0);
+        ranges.sort_by_key(|r| r.start);
+        ranges.dedup_by_key(|r| r.start);
+    }
+    if set.start_off {
+        TRACING.store(OFF, Ordering::Relaxed);
     }
     let _ = FILTERS.set(Filters {
-        has_in: specs.iter().any(|s| s.kind == Kind::In),
+        has_in: specs.iter().any(|s| s.actions.filter),
+        has_caller: specs.iter().any(|s| s.actions.caller),
         ranges,
-        depth,
-        threshold,
+        rules,
+        depth: set.depth,
+        threshold: set.threshold,
     });
+}
+
+/// The limits a frame with `LIMITS` replaced, restored when it pops.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Saved {
+    pub base: u32,
+    pub depth: u32,
+    pub time: u64,
 }
 
 /// Per-thread filter counters. `#[repr(C)]` because it is part of `ThreadState`.
@@ -186,8 +306,12 @@ pub struct FilterState {
     pub out_count: u32,
     /// Recorded frames on the shadow stack: the depth of the next recorded function.
     pub recorded: u32,
-    /// `recorded` when the innermost `-F` function was entered (where `-D` counts from).
+    /// `recorded` where the depth limit counts from (the innermost `-F` or `depth=` function).
     pub base: u32,
+    /// The depth limit in force.
+    pub depth: u32,
+    /// The time threshold in force (ns; 0: none).
+    pub time: u64,
 }
 
 /// How a new function is treated.
@@ -200,42 +324,91 @@ pub enum Decision {
 }
 
 impl FilterState {
+    /// The state of a new thread.
+    pub fn new(f: &Filters) -> FilterState {
+        FilterState {
+            depth: f.depth,
+            time: f.threshold,
+            ..FilterState::default()
+        }
+    }
+
     /// The decision for a function at `addr`.
     pub fn decide(&self, f: &Filters, addr: u64) -> Decision {
-        let kind = f.lookup(addr);
-        let in_count = self.in_count + (kind == Some(Kind::In)) as u32;
-        let out_count = self.out_count + (kind == Some(Kind::Out)) as u32;
-        let base = if kind == Some(Kind::In) {
-            self.recorded
-        } else {
-            self.base
+        let (rule, small) = f.lookup(addr);
+        let none = Actions::default();
+        let a = rule.unwrap_or(&none);
+        let in_count = self.in_count + a.filter as u32;
+        let out_count = self.out_count + a.notrace as u32;
+        let (base, depth) = match a.depth {
+            Some(d) => (self.recorded, d),
+            None if a.filter => (self.recorded, f.depth),
+            None => (self.base, self.depth),
         };
         let record = (!f.has_in || in_count > 0)
             && out_count == 0
-            && self.recorded.saturating_sub(base) < f.depth;
-        let mut fl = match kind {
-            Some(Kind::In) => flags::IN,
-            Some(Kind::Out) => flags::OUT,
-            None => 0,
-        };
+            && self.recorded.saturating_sub(base) < depth
+            && !a.hide
+            && !small;
+        let mut fl = 0;
+        if a.filter {
+            fl |= flags::IN;
+        }
+        if a.notrace {
+            fl |= flags::OUT;
+        }
+        if a.filter || a.depth.is_some() || a.time.is_some() {
+            fl |= flags::LIMITS;
+        }
+        if a.trace_on {
+            fl |= flags::TRACE_ON;
+        }
+        if a.trace_off {
+            fl |= flags::TRACE_OFF;
+        }
+        if a.finish {
+            fl |= flags::FINISH;
+        }
         if !record {
             if fl == 0 {
                 return Decision::Skip;
             }
             fl |= flags::NORECORD;
-        } else if f.threshold > 0 {
-            fl |= flags::PENDING;
+        } else {
+            if a.caller {
+                fl |= flags::CALLER;
+            }
+            let time = a.time.unwrap_or(self.time);
+            if !a.trace && !a.caller && (f.has_caller || time > 0) {
+                fl |= flags::PENDING;
+            }
         }
         Decision::Hook(fl)
     }
 
-    /// Counts a frame pushed with `fl`; returns the value to keep in the frame's `base` field
-    /// and the record depth.
-    pub fn push(&mut self, fl: u16) -> (u16, u32) {
-        let saved = self.base as u16;
+    /// Counts a frame pushed with `fl` at `addr` (as decided); returns the record depth and
+    /// the limits to keep in the frame (meaningful with `LIMITS`).
+    pub fn push(&mut self, f: &Filters, addr: u64, fl: u16) -> (u32, Saved) {
+        let saved = Saved {
+            base: self.base,
+            depth: self.depth,
+            time: self.time,
+        };
+        if fl & flags::LIMITS != 0 {
+            let a = f.lookup(addr).0.copied().unwrap_or_default();
+            if let Some(d) = a.depth {
+                self.base = self.recorded;
+                self.depth = d;
+            } else if a.filter {
+                self.base = self.recorded;
+                self.depth = f.depth;
+            }
+            if let Some(t) = a.time {
+                self.time = t;
+            }
+        }
         if fl & flags::IN != 0 {
             self.in_count += 1;
-            self.base = self.recorded;
         }
         if fl & flags::OUT != 0 {
             self.out_count += 1;
@@ -244,20 +417,24 @@ impl FilterState {
         if fl & flags::NORECORD == 0 {
             self.recorded += 1;
         }
-        (saved, depth)
+        (depth, saved)
     }
 
-    /// Uncounts a frame popped with `fl` and `saved` base.
-    pub fn pop(&mut self, fl: u16, saved: u16) {
+    /// Uncounts a frame popped with `fl` and the limits it saved.
+    pub fn pop(&mut self, fl: u16, saved: &Saved) {
         if fl & flags::NORECORD == 0 {
             self.recorded = self.recorded.saturating_sub(1);
         }
         if fl & flags::IN != 0 {
             self.in_count = self.in_count.saturating_sub(1);
-            self.base = saved as u32;
         }
         if fl & flags::OUT != 0 {
             self.out_count = self.out_count.saturating_sub(1);
+        }
+        if fl & flags::LIMITS != 0 {
+            self.base = saved.base;
+            self.depth = saved.depth;
+            self.time = saved.time;
         }
     }
 }
@@ -266,69 +443,122 @@ impl FilterState {
 mod tests {
     use super::*;
 
-    fn filters(ranges: Vec<(u64, u64, Kind)>, depth: u32, threshold: u64) -> Filters {
-        Filters {
-            has_in: ranges.iter().any(|r| r.2 == Kind::In),
-            ranges,
+    /// Filters over `(start, end, trigger)` ranges (`trigger` as `-T` actions, "" for none:
+    /// then the range is a `-Z` small function).
+    fn filters(ranges: &[(u64, u64, &str)], depth: u32, threshold: u64) -> Filters {
+        let mut f = Filters {
             depth,
             threshold,
+            ..Filters::default()
+        };
+        for &(start, end, actions) in ranges {
+            let a = parse_trigger(&format!("x@{actions}"), &mut Vec::new()).actions;
+            f.has_in |= a.filter;
+            f.has_caller |= a.caller;
+            let rule = if actions.is_empty() {
+                NO_RULE
+            } else {
+                f.rules.push(a);
+                (f.rules.len() - 1) as u32
+            };
+            f.ranges.push(Range {
+                start,
+                end,
+                rule,
+                small: actions.is_empty(),
+            });
+        }
+        f
+    }
+
+    fn hook(s: &FilterState, f: &Filters, addr: u64) -> u16 {
+        match s.decide(f, addr) {
+            Decision::Hook(fl) => fl,
+            Decision::Skip => panic!("{addr} skipped"),
         }
     }
 
     #[test]
     fn lookup_by_range() {
-        let f = filters(vec![(10, 20, Kind::In), (30, 40, Kind::Out)], 99, 0);
-        assert_eq!(f.lookup(9), None);
-        assert_eq!(f.lookup(10), Some(Kind::In));
-        assert_eq!(f.lookup(19), Some(Kind::In));
-        assert_eq!(f.lookup(20), None);
-        assert_eq!(f.lookup(35), Some(Kind::Out));
+        let f = filters(&[(10, 20, "filter"), (30, 40, "notrace")], 99, 0);
+        assert_eq!(f.lookup(9), (None, false));
+        assert!(f.lookup(10).0.unwrap().filter);
+        assert!(f.lookup(19).0.unwrap().filter);
+        assert_eq!(f.lookup(20), (None, false));
+        assert!(f.lookup(35).0.unwrap().notrace);
     }
 
     #[test]
     fn filter_in_out_and_depth() {
         // main(0) -> b(10: -F) -> c(50) -> d(60) -> e(70), and x(30: -N) under b.
-        let f = filters(vec![(10, 20, Kind::In), (30, 40, Kind::Out)], 2, 0);
-        let mut s = FilterState::default();
+        let f = filters(&[(10, 20, "filter"), (30, 40, "notrace")], 2, 0);
+        let mut s = FilterState::new(&f);
         assert_eq!(s.decide(&f, 0), Decision::Skip); // main: outside -F
-        let Decision::Hook(fb) = s.decide(&f, 10) else {
-            panic!()
-        };
-        assert_eq!(fb, flags::IN);
-        let (saved_b, depth_b) = s.push(fb);
+        let fb = hook(&s, &f, 10);
+        assert_eq!(fb, flags::IN | flags::LIMITS);
+        let (depth_b, saved_b) = s.push(&f, 10, fb);
         assert_eq!(depth_b, 0);
-        let Decision::Hook(fc) = s.decide(&f, 50) else {
-            panic!()
-        };
-        let (saved_c, depth_c) = s.push(fc);
+        let fc = hook(&s, &f, 50);
+        let (depth_c, saved_c) = s.push(&f, 50, fc);
         assert_eq!(depth_c, 1);
         assert_eq!(s.decide(&f, 60), Decision::Skip); // -D 2 from b
-        s.pop(fc, saved_c);
-        let Decision::Hook(fx) = s.decide(&f, 30) else {
-            panic!()
-        };
+        s.pop(fc, &saved_c);
+        let fx = hook(&s, &f, 30);
         assert_eq!(fx, flags::OUT | flags::NORECORD);
-        let (saved_x, _) = s.push(fx);
+        let (_, saved_x) = s.push(&f, 30, fx);
         assert_eq!(s.decide(&f, 50), Decision::Skip); // under -N
-        s.pop(fx, saved_x);
-        s.pop(fb, saved_b);
+        s.pop(fx, &saved_x);
+        s.pop(fb, &saved_b);
         assert_eq!((s.in_count, s.out_count, s.recorded, s.base), (0, 0, 0, 0));
+        assert_eq!(s.depth, 2);
     }
 
     #[test]
-    fn threshold_marks_entries_pending() {
-        let f = filters(vec![], u32::MAX, 1000);
-        assert_eq!(
-            FilterState::default().decide(&f, 5),
-            Decision::Hook(flags::PENDING)
+    fn depth_and_time_triggers_restore_the_limits() {
+        // b(10) has depth=1 and time=5: it is recorded, pending; its callees are not.
+        let f = filters(&[(10, 20, "depth=1,time=5ns")], u32::MAX, 0);
+        let mut s = FilterState::new(&f);
+        assert_eq!(hook(&s, &f, 0), 0); // main: plain
+        let (_, saved_main) = s.push(&f, 0, 0);
+        let fb = hook(&s, &f, 10);
+        assert_eq!(fb, flags::LIMITS | flags::PENDING);
+        let (depth_b, saved_b) = s.push(&f, 10, fb);
+        assert_eq!((depth_b, s.depth, s.time, s.base), (1, 1, 5, 1));
+        assert_eq!(s.decide(&f, 50), Decision::Skip);
+        s.pop(fb, &saved_b);
+        assert_eq!((s.depth, s.time, s.base), (u32::MAX, 0, 0));
+        s.pop(0, &saved_main);
+    }
+
+    #[test]
+    fn hide_size_and_caller() {
+        // h(10) hidden, s(30) smaller than -Z, c(50) a -C function.
+        let f = filters(&[(10, 20, "hide"), (30, 40, ""), (50, 60, "caller")], 9, 0);
+        let s = FilterState::new(&f);
+        assert_eq!(s.decide(&f, 10), Decision::Skip);
+        assert_eq!(s.decide(&f, 30), Decision::Skip);
+        assert_eq!(hook(&s, &f, 0), flags::PENDING); // waits for a -C function
+        assert_eq!(hook(&s, &f, 50), flags::CALLER);
+    }
+
+    #[test]
+    fn switches_and_threshold() {
+        let f = filters(
+            &[(10, 20, "trace_off"), (30, 40, "trace_on,trace")],
+            9,
+            1000,
         );
+        let s = FilterState::new(&f);
+        assert_eq!(hook(&s, &f, 5), flags::PENDING);
+        assert_eq!(hook(&s, &f, 10), flags::TRACE_OFF | flags::PENDING);
+        assert_eq!(hook(&s, &f, 30), flags::TRACE_ON);
     }
 
     #[test]
     fn specs_and_symbols_of_this_test_binary() {
-        let specs = parse_specs("main;!fo.*@libc;x@", MatchType::Regex);
+        let specs = parse_specs("main@filter;fo.*@libc,notrace;x@", MatchType::Regex);
         assert_eq!(specs.len(), 3);
-        assert_eq!(specs[1].kind, Kind::Out);
+        assert!(specs[1].actions.notrace);
         assert_eq!(specs[1].module.as_deref(), Some("libc"));
         assert!(specs[2].module.is_none());
         let exe = std::fs::read_link("/proc/self/exe").unwrap();

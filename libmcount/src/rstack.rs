@@ -22,8 +22,6 @@ pub struct Frame {
     pub depth: u32,
     /// `filter::flags` bits.
     pub flags: u16,
-    /// The filter depth base to restore when this frame pops (see `filter::FilterState`).
-    pub base: u16,
     /// ENTRY timestamp.
     pub start: u64,
 }
@@ -186,7 +184,6 @@ mod tests {
             child_ip,
             depth: 0,
             flags: 0,
-            base: 0,
             start: 0,
         }
     }

@@ -198,12 +198,23 @@ pub extern "C" fn init() {
     if let Some(m) = env_usize(env::MAX_STACK).filter(|&m| m > 0) {
         MAX_STACK.store(m.min(65535), Ordering::Relaxed);
     }
-    // -D alone keeps the fast paths (deeper functions are not even hooked). With -F/-N the
-    // depth counts from the -F function, and -t defers entries: the `filter` module does both.
-    let filter_list = std::env::var(env::FILTER).unwrap_or_default();
-    let threshold = env_usize(env::THRESHOLD).unwrap_or(0) as u64;
+    // -D alone keeps the fast paths (deeper functions are not even hooked). With filters the
+    // depth counts from the -F function, -t defers entries and so on: the `filter` module does
+    // it all.
+    let triggers = std::env::var(env::TRIGGER).unwrap_or_default();
     let depth = env_usize(env::DEPTH).filter(|&d| d > 0);
-    let filtered = !filter_list.is_empty() || threshold > 0;
+    let filter_set = filter::Settings {
+        triggers: &triggers,
+        match_type: match std::env::var(env::PATTERN).as_deref() {
+            Ok("glob") => MatchType::Glob,
+            _ => MatchType::Regex,
+        },
+        depth: depth.map_or(u32::MAX, |d| d.min(u32::MAX as usize) as u32),
+        threshold: env_usize(env::THRESHOLD).unwrap_or(0) as u64,
+        size: env_usize(env::SIZE).unwrap_or(0) as u64,
+        start_off: std::env::var_os(env::TRACE_OFF).is_some(),
+    };
+    let filtered = filter_set.active();
     if !filtered {
         if let Some(d) = depth {
             DEPTH.store(d, Ordering::Relaxed);
@@ -225,12 +236,7 @@ pub extern "C" fn init() {
     let exename = std::fs::read_link("/proc/self/exe").unwrap_or_default();
     let maps = session_maps(&std::fs::read_to_string("/proc/self/maps").unwrap_or_default());
     if filtered {
-        let ty = match std::env::var(env::PATTERN).as_deref() {
-            Ok("glob") => MatchType::Glob,
-            _ => MatchType::Regex,
-        };
-        let depth = depth.map_or(u32::MAX, |d| d.min(u32::MAX as usize) as u32);
-        filter::init(&parse_maps(&maps), &filter_list, ty, depth, threshold);
+        filter::init(&parse_maps(&maps), &filter_set);
     }
     let map_path = std::path::Path::new(&dir).join(format!("sid-{sid:016x}.map"));
     if let Err(e) = std::fs::write(&map_path, &maps) {

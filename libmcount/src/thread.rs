@@ -10,7 +10,7 @@
 use crate::arch::{tls_get, tls_set};
 use crate::buffer::DatWriter;
 use crate::clock::Clock;
-use crate::filter::{self, flags, Decision, FilterState};
+use crate::filter::{self, flags, Decision, FilterState, Filters, Saved};
 use crate::rstack::{Frame, ShadowStack, NO_SLOT};
 use crate::{clock, session, sys, tasklog};
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -59,6 +59,10 @@ pub struct ThreadState {
     pub clock: Clock,
     /// Record-time filter counters (used while `filter::get()` is set).
     pub filt: FilterState,
+    /// The limits each frame with `flags::LIMITS` replaced, indexed like the shadow stack
+    /// (`max_stack` entries after the frames in this state's mapping; null in unit tests that
+    /// do not filter).
+    saved: *mut Saved,
     /// Functions at this depth or deeper are not hooked (`-D`).
     pub depth_limit: usize,
     /// Size of the mapping holding this state.
@@ -91,6 +95,7 @@ impl ThreadState {
             writer,
             clock: Clock::new(),
             filt: FilterState::default(),
+            saved: core::ptr::null_mut(),
             depth_limit: usize::MAX,
             map_len: 0,
         }
@@ -158,19 +163,11 @@ impl ThreadState {
             warn_stack_full(self.rstack.capacity());
             return Hook::None;
         }
-        let (flags, base, depth, record) = match filter::get() {
-            None => (0, 0, self.rstack.len() as u32, true),
+        let (flags, depth, record) = match filter::get() {
+            None => (0, self.rstack.len() as u32, true),
             Some(f) => match self.filt.decide(f, child_ip as u64) {
                 Decision::Skip => return Hook::None,
-                Decision::Hook(fl) => {
-                    let (base, depth) = self.filt.push(fl);
-                    (
-                        fl,
-                        base,
-                        depth,
-                        fl & (flags::NORECORD | flags::PENDING) == 0,
-                    )
-                }
+                Decision::Hook(fl) => self.filter_push(f, child_ip as u64, fl),
             },
         };
         self.writer.prepare();
@@ -181,13 +178,10 @@ impl ThreadState {
             child_ip,
             depth,
             flags,
-            base,
             start,
         };
         self.rstack.push(frame);
-        if record {
-            self.writer.record(start, entry_word(&frame));
-        }
+        self.entered(&frame, record);
         if parent_ip == tramp {
             Hook::Alias
         } else {
@@ -278,20 +272,14 @@ impl ThreadState {
         }
         // Every entry is pushed (exits are paired by function address), filtered ones as
         // NORECORD.
-        let (flags, base, depth, record) = match filter::get() {
-            None => (0, 0, depth as u32, true),
+        let (flags, depth, record) = match filter::get() {
+            None => (0, depth as u32, true),
             Some(f) => {
                 let fl = match self.filt.decide(f, this_fn as u64) {
                     Decision::Skip => flags::NORECORD,
                     Decision::Hook(fl) => fl,
                 };
-                let (base, depth) = self.filt.push(fl);
-                (
-                    fl,
-                    base,
-                    depth,
-                    fl & (flags::NORECORD | flags::PENDING) == 0,
-                )
+                self.filter_push(f, this_fn as u64, fl)
             }
         };
         let frame = Frame {
@@ -300,13 +288,52 @@ impl ThreadState {
             child_ip: this_fn,
             depth,
             flags,
-            base,
             start,
         };
         self.rstack.push(frame);
-        if record {
-            self.writer.record(start, entry_word(&frame));
+        self.entered(&frame, record);
+    }
+
+    /// Counts a new frame (about to be pushed at the top) in the filter state: returns its
+    /// flags, its record depth and whether its ENTRY record is written now.
+    fn filter_push(&mut self, f: &Filters, addr: u64, fl: u16) -> (u16, u32, bool) {
+        let (depth, saved) = self.filt.push(f, addr, fl);
+        if fl & flags::LIMITS != 0 {
+            if let Some(slot) = self.saved_slot(self.rstack.len()) {
+                *slot = saved;
+            }
         }
+        filter::switch_before(fl);
+        let write = fl & (flags::NORECORD | flags::PENDING) == 0 && filter::tracing();
+        (fl, depth, write)
+    }
+
+    /// Writes the ENTRY record of `frame`, just pushed, if `record`; a `-C` function first
+    /// writes the entries of its callers that were waiting for it.
+    #[inline]
+    fn entered(&mut self, frame: &Frame, record: bool) {
+        if frame.flags == 0 {
+            if record {
+                self.writer.record(frame.start, entry_word(frame));
+            }
+            return;
+        }
+        if record && frame.flags & flags::CALLER != 0 {
+            self.write_pending(self.rstack.len() - 1);
+        }
+        if record {
+            self.writer.record(frame.start, entry_word(frame));
+        }
+        filter::switch_after(frame.flags);
+    }
+
+    /// Where frame `i` keeps the limits it replaced.
+    fn saved_slot(&mut self, i: usize) -> Option<&mut Saved> {
+        if self.saved.is_null() || i >= self.rstack.capacity() {
+            return None;
+        }
+        // SAFETY: `saved` points to `capacity` entries owned by this thread (see the field).
+        Some(unsafe { &mut *self.saved.add(i) })
     }
 
     /// `__cyg_profile_func_exit`: pop the matching frame (and frames above it that a `longjmp`
@@ -331,25 +358,34 @@ impl ThreadState {
             let Some(f) = self.rstack.get(i).copied() else {
                 break;
             };
-            if f.flags & flags::NORECORD == 0 {
+            let Some(filters) = filters else {
+                self.writer.record(now, exit_word(&f));
+                self.rstack.truncate(i);
+                continue;
+            };
+            if f.flags & flags::NORECORD == 0 && filter::tracing() {
                 if f.flags & flags::PENDING == 0 {
                     self.writer.record(now, exit_word(&f));
-                } else if now.saturating_sub(f.start) >= filters.map_or(0, |x| x.threshold) {
-                    self.write_pending(i);
+                } else if !filters.has_caller && now.saturating_sub(f.start) >= self.filt.time {
+                    // The limits in force are this frame's own: its callees have popped.
+                    self.write_pending(i + 1);
                     self.writer.record(now, exit_word(&f));
                 }
             }
-            if filters.is_some() {
-                self.filt.pop(f.flags, f.base);
-            }
+            let saved = match f.flags & flags::LIMITS {
+                0 => Saved::default(),
+                _ => self.saved_slot(i).copied().unwrap_or_default(),
+            };
+            self.filt.pop(f.flags, &saved);
             self.rstack.truncate(i);
         }
     }
 
-    /// Writes the ENTRY records still pending (`-t`) in frames `0..=upto`, outermost first.
+    /// Writes the ENTRY records still pending (`-t`, `-C`) in frames `0..end`, outermost
+    /// first.
     #[cold]
-    fn write_pending(&mut self, upto: usize) {
-        for j in 0..=upto {
+    fn write_pending(&mut self, end: usize) {
+        for j in 0..end {
             let Some(f) = self.rstack.get_mut(j) else {
                 break;
             };
@@ -406,7 +442,14 @@ pub fn init_current(announce: bool) -> usize {
     };
     let tid = sys::gettid();
     let header = size_of::<ThreadState>().next_multiple_of(align_of::<Frame>());
-    let map_len = (header + cfg.max_stack * size_of::<Frame>()).next_multiple_of(sys::PAGE_SIZE);
+    let frames_len = cfg.max_stack * size_of::<Frame>();
+    let saved_at = (header + frames_len).next_multiple_of(align_of::<Saved>());
+    let saved_len = if filter::get().is_some() {
+        cfg.max_stack * size_of::<Saved>()
+    } else {
+        0
+    };
+    let map_len = (saved_at + saved_len).next_multiple_of(sys::PAGE_SIZE);
     let mem = match sys::mmap(
         map_len,
         libc::PROT_READ | libc::PROT_WRITE,
@@ -426,6 +469,11 @@ pub fn init_current(announce: bool) -> usize {
     let writer = DatWriter::new(cfg.dirfd, tid, cfg.window, session::ring_prefix());
     let mut state = ThreadState::new(rstack, writer, tid);
     state.map_len = map_len;
+    if let Some(f) = filter::get() {
+        state.filt = FilterState::new(f);
+        // SAFETY: `saved_len` bytes for `max_stack` entries follow the frames in the mapping.
+        state.saved = unsafe { mem.add(saved_at) } as *mut Saved;
+    }
     state.set_depth_limit(cfg.depth);
     if cfg.slow {
         state.block |= block::SLOW;
@@ -523,7 +571,6 @@ mod tests {
                 child_ip: 0,
                 depth: 0,
                 flags: 0,
-                base: 0,
                 start: 0
             };
             4

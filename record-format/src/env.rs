@@ -19,9 +19,13 @@ pub const MAX_STACK: &str = "UTRACE_MAX_STACK";
 pub const DEPTH: &str = "UTRACE_DEPTH";
 /// `-t` in nanoseconds.
 pub const THRESHOLD: &str = "UTRACE_THRESHOLD";
-/// `-F`/`-N`/`-T` patterns, `;`-separated (`!name` for notrace), as given on the command line.
-pub const FILTER: &str = "UTRACE_FILTER";
+/// `-F`/`-N`/`-H`/`-C`/`-T` as `PATTERN@ACTION,...` items (`-F x` is `x@filter`, `-N x`
+/// `x@notrace`, `-H x` `x@hide`, `-C x` `x@caller`), `;`-separated, in command-line order.
 pub const TRIGGER: &str = "UTRACE_TRIGGER";
+/// `-Z`: functions smaller than this many bytes are not recorded.
+pub const SIZE: &str = "UTRACE_SIZE";
+/// Set by `--trace=off` (`--disable`): recording starts off, for `trace_on` triggers.
+pub const TRACE_OFF: &str = "UTRACE_TRACE_OFF";
 /// Pattern type: `regex` (default) or `glob`.
 pub const PATTERN: &str = "UTRACE_PATTERN";
 /// Set to `1` to hook library calls through the PLT (`--no-libcall` leaves it unset).

@@ -30,6 +30,8 @@ pub mod raw;
 pub mod ring;
 pub mod sym;
 pub mod task;
+pub mod timeval;
+pub mod trigger;
 pub mod writer;
 
 pub use dir::{SessionInfo, TraceDir};

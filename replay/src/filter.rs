@@ -3,8 +3,9 @@
 
 use crate::config::{Config, MatchType};
 use crate::symbols::FuncInfo;
-use crate::timeval::parse_time;
 use record_format::pattern::{split_module, NameMatcher};
+use record_format::trigger;
+pub use record_format::trigger::{color_code, Actions};
 
 /// A function pattern with an optional `@MODULE` restriction.
 #[derive(Debug, Clone)]
@@ -53,117 +54,11 @@ impl Pattern {
     }
 }
 
-/// Replay-time trigger actions of one `-T` entry.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Actions {
-    pub depth: Option<u32>,
-    pub time: Option<u64>,
-    pub filter: bool,
-    pub notrace: bool,
-    pub hide: bool,
-    pub caller: bool,
-    pub trace: bool,
-    pub trace_on: bool,
-    pub trace_off: bool,
-    pub backtrace: bool,
-    pub finish: bool,
-    pub color: Option<&'static str>,
-}
-
-impl Actions {
-    fn merge(&mut self, o: &Actions) {
-        self.depth = o.depth.or(self.depth);
-        self.time = o.time.or(self.time);
-        self.filter |= o.filter;
-        self.notrace |= o.notrace;
-        self.hide |= o.hide;
-        self.caller |= o.caller;
-        self.trace |= o.trace;
-        // The later of trace_on / trace_off for the same function wins.
-        if o.trace_on || o.trace_off {
-            self.trace_on = o.trace_on;
-            self.trace_off = o.trace_off;
-        }
-        self.backtrace |= o.backtrace;
-        self.finish |= o.finish;
-        self.color = o.color.or(self.color);
-    }
-}
-
-/// ANSI code for a `color=` trigger name.
-pub fn color_code(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "red" => "\x1b[91m",
-        "green" => "\x1b[32m",
-        "blue" => "\x1b[94m",
-        "yellow" => "\x1b[33m",
-        "magenta" => "\x1b[35m",
-        "cyan" => "\x1b[36m",
-        "bold" => "\x1b[1m",
-        "gray" => "\x1b[90m",
-        _ => return None,
-    })
-}
-
-fn is_record_only(w: &str) -> bool {
-    let lw = w.to_ascii_lowercase();
-    lw.starts_with("read=")
-        || lw == "recover"
-        || lw == "auto-args"
-        || lw.starts_with("if:")
-        || lw.starts_with("clear")
-        || lw.starts_with("arg")
-        || lw.starts_with("fparg")
-        || lw.starts_with("retval")
-        || lw.starts_with("size=")
-}
-
-/// Parses one `-T` value. Unknown words become the module name; `notices` collects `Usage:`
-/// complaints.
+/// Parses one `-T` value (see [`record_format::trigger`]). Unknown words become the module
+/// name; `notices` collects `Usage:` complaints.
 pub fn parse_trigger(spec: &str, ty: MatchType, notices: &mut Vec<String>) -> (Pattern, Actions) {
-    let (name, rest) = spec.split_once('@').unwrap_or((spec, ""));
-    let mut a = Actions::default();
-    let mut module: Option<String> = None;
-    for w in rest.split(',').filter(|w| !w.is_empty()) {
-        let lw = w.to_ascii_lowercase();
-        let norm = lw.replace(['_', '-'], "");
-        if let Some(v) = lw.strip_prefix("depth=") {
-            match v.parse::<u32>() {
-                Ok(d) if d > 0 => a.depth = Some(d),
-                _ => notices.push(format!("invalid depth given: {v} (ignoring..)")),
-            }
-        } else if let Some(v) = lw.strip_prefix("time=") {
-            a.time = parse_time(v, 3).ok().map(|p| p.ns);
-        } else if let Some(v) = lw.strip_prefix("color=") {
-            match color_code(v) {
-                Some(c) => a.color = Some(c),
-                None => notices.push(format!("ignoring invalid color: {v}")),
-            }
-        } else if norm == "traceon" {
-            a.trace_on = true;
-        } else if norm == "traceoff" {
-            a.trace_off = true;
-        } else {
-            match lw.as_str() {
-                "filter" => a.filter = true,
-                "notrace" => a.notrace = true,
-                "hide" => a.hide = true,
-                "caller" => a.caller = true,
-                "trace" => a.trace = true,
-                "backtrace" => a.backtrace = true,
-                "finish" => a.finish = true,
-                _ if is_record_only(w) => {}
-                _ => {
-                    if module.is_none() {
-                        module = Some(w.to_string());
-                    } else {
-                        notices.push(format!("ignoring extra module: {w}"));
-                    }
-                }
-            }
-        }
-    }
-    (Pattern::new(name, module.as_deref(), ty), a)
+    let t = trigger::parse_trigger(spec, notices);
+    (Pattern::new(t.name, t.module, ty), t.actions)
 }
 
 /// Everything the filters decide about one function.

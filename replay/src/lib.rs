@@ -14,7 +14,7 @@ pub mod merge;
 pub mod output;
 pub mod specs;
 pub mod symbols;
-pub mod timeval;
+pub use record_format::timeval;
 pub mod walk;
 
 pub use config::{Config, Demangle, Field, MatchType, ReplayOptions, TimePoint, TimeRange};

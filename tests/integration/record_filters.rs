@@ -31,6 +31,29 @@ const CASES: &[(&str, &[&str], &[&str])] = &[
     ("abc", &[], &["-F", "^[ab]$"]),
     ("fib", &["6"], &["-F", "main", "-D", "2"]),
     ("abc", &[], &["-t", "1ms"]),
+    ("abc", &[], &["-Z", "30"]),
+    ("abc", &[], &["-C", "c"]),
+    ("abc", &[], &["-C", "b"]),
+    ("abc", &[], &["-F", "a", "-C", "c"]),
+    ("fib", &["5"], &["-C", "fib", "-D", "3"]),
+    ("abc", &[], &["-T", "b@depth=1"]),
+    ("abc", &[], &["-T", "b@filter"]),
+    ("abc", &[], &["-T", "a@notrace"]),
+    ("abc", &[], &["-T", "b@time=1ms"]),
+    ("abc", &[], &["-T", "b@trace_off"]),
+    ("abc", &[], &["-T", "a@trace_off", "-T", "c@trace_on"]),
+    ("abc", &[], &["--disable", "-T", "b@trace_on"]),
+    ("abc", &[], &["-T", "b@finish"]),
+    ("fib", &["6"], &["-T", "fib@depth=2", "-D", "4"]),
+];
+
+/// Options uftrace 0.13 accepts at record time but applies only when replaying (`-H`, `hide`):
+/// utrace applies them while recording, as cli.md documents, so `replay` of utrace's data must
+/// show what `uftrace replay OPTS` shows of uftrace's unfiltered data.
+const REPLAY_EQUIVALENT: &[(&str, &[&str], &[&str])] = &[
+    ("abc", &[], &["-H", "b"]),
+    ("abc", &[], &["-T", "b@hide"]),
+    ("fib", &["5"], &["-H", "fib", "-F", "main"]),
 ];
 
 /// The `WARN:` lines (and their continuation lines) a recording printed on stderr.
@@ -144,12 +167,45 @@ fn compare(prog: &str, args: &[&str], opts: &[&str], mode: Mode) -> Vec<String> 
     failures
 }
 
+/// A [`REPLAY_EQUIVALENT`] case: `uftrace record` without OPTS then `uftrace replay OPTS`,
+/// against `utrace record OPTS` then `uftrace replay` and `utrace replay`.
+fn compare_with_replay(prog: &str, args: &[&str], opts: &[&str], mode: Mode) -> Vec<String> {
+    let what = format!("record {} {prog} [{}]", opts.join(" "), mode.dir_name());
+    let exe = util::testprog(prog, mode);
+    let tmp = tempfile::tempdir().unwrap();
+    let theirs = tmp.path().join("uftrace.data");
+    let ours = tmp.path().join("utrace.data");
+    record(true, &theirs, &[], &exe, args).assert_success();
+    record(false, &ours, opts, &exe, args).assert_success();
+    let want = normalize::by_task(&util::uftrace_replay(&theirs, opts).stdout, Anchor::Start);
+    let mut failures = Vec::new();
+    for (who, out) in [
+        ("uftrace", util::uftrace_replay(&ours, &[])),
+        ("utrace", util::utrace_replay(&ours, &[])),
+    ] {
+        let got = normalize::by_task(&out.stdout, Anchor::Start);
+        if want != got {
+            failures.push(format!(
+                "{what}: `{who} replay` of utrace's data differs from `uftrace replay {}` of uftrace's (- uftrace, + utrace):\n{}\n{out}",
+                opts.join(" "),
+                normalize::diff(&want, &got)
+            ));
+        }
+    }
+    failures
+}
+
 #[test]
 fn record_time_filters() {
     if !util::need_uftrace("record_time_filters") {
         return;
     }
     let mut failures = Vec::new();
+    for (prog, args, opts) in REPLAY_EQUIVALENT {
+        for mode in MODES {
+            failures.extend(compare_with_replay(prog, args, opts, mode));
+        }
+    }
     for (prog, args, opts) in CASES {
         for mode in MODES {
             failures.extend(compare(prog, args, opts, mode));

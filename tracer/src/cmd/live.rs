@@ -49,14 +49,19 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
 }
 
 /// The invocation of the replay phase: what the recorder already applied is dropped (cli.md
-/// §10). libmcount applies `-F`, `-N` and `-D` while recording (and `-t`, which is harmless
-/// to apply twice); `-T`, `-C` and `-Z` are applied by the replay, with the same semantics
-/// (cli.md §3.1).
+/// §10): libmcount applies `-F`, `-N`, `-H`, `-C`, `-Z`, `-D` and `--trace=off` while
+/// recording. `-t` and `-T` stay: applying them again to the data they shaped changes nothing,
+/// and the replay-only trigger actions (`backtrace`, `color=`) need the replay.
 fn replay_invocation(inv: &Invocation) -> Invocation {
     let mut inv = inv.clone();
     let f = &mut inv.args.filter;
     f.filter.clear();
     f.notrace.clear();
+    f.hide.clear();
+    f.caller.clear();
+    f.size_filter = None;
     f.depth = None;
+    f.trace = None;
+    f.disable = false;
     inv
 }

@@ -27,7 +27,7 @@ const PAGE_SIZE: u64 = 4096;
 
 /// Every variable of the env contract, removed from the program's environment before the
 /// recorder sets its own (a stale one could come from an outer recording).
-const CONTRACT_VARS: [&str; 12] = [
+const CONTRACT_VARS: [&str; 13] = [
     env::DIR,
     env::CLOCK,
     record_format::ring::ENV_PREFIX,
@@ -35,8 +35,9 @@ const CONTRACT_VARS: [&str; 12] = [
     env::MAX_STACK,
     env::DEPTH,
     env::THRESHOLD,
-    env::FILTER,
     env::TRIGGER,
+    env::SIZE,
+    env::TRACE_OFF,
     env::PATTERN,
     env::PLTHOOK,
     env::LOGFD,
@@ -214,17 +215,52 @@ fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Settings>
         }
         None => None,
     };
-    let filters: Vec<String> = f
-        .filter
-        .iter()
-        .cloned()
-        .chain(f.notrace.iter().map(|n| format!("!{n}")))
-        .collect();
-    if !filters.is_empty() {
-        set(env::FILTER, filters.join(";"));
+    // One trigger list in command-line order of kinds: -F, -N, -H, -C, then -T.
+    let as_trigger = |list: &[String], action: &'static str| -> Vec<String> {
+        list.iter()
+            .flat_map(|s| s.split(';'))
+            .filter(|s| !s.is_empty())
+            .map(move |s| match s.contains('@') {
+                true => format!("{s},{action}"),
+                false => format!("{s}@{action}"),
+            })
+            .collect()
+    };
+    let mut triggers = as_trigger(&f.filter, "filter");
+    triggers.extend(as_trigger(&f.notrace, "notrace"));
+    triggers.extend(as_trigger(&f.hide, "hide"));
+    triggers.extend(as_trigger(&f.caller, "caller"));
+    for t in f.trigger.iter().flat_map(|s| s.split(';')) {
+        if t.is_empty() {
+            continue;
+        }
+        let mut ignored = Vec::new();
+        let parsed = record_format::trigger::parse_trigger(t, &mut ignored);
+        if parsed.actions.read {
+            anyhow::bail!("the read= trigger action (performance counters) is not supported: {t}");
+        }
+        triggers.push(t.to_string());
     }
-    if !f.trigger.is_empty() {
-        set(env::TRIGGER, f.trigger.join(";"));
+    if !triggers.is_empty() {
+        set(env::TRIGGER, triggers.join(";"));
+    }
+    if let Some(size) = &f.size_filter {
+        match size.trim().parse::<u64>() {
+            Ok(n) if n > 0 => set(env::SIZE, n.to_string()),
+            _ => notices.usage("--size-filter should be positive"),
+        }
+    }
+    let trace_off = match f.trace.as_deref() {
+        None => f.disable,
+        Some("off") => true,
+        Some("on") => f.disable,
+        Some(other) => anyhow::bail!("invalid --trace value: {other} (use on or off)"),
+    };
+    if trace_off {
+        set(env::TRACE_OFF, "1".to_string());
+    }
+    if !f.loc_filter.is_empty() {
+        anyhow::bail!("-L/--loc-filter needs source lines (--srcline), which are not recorded yet");
     }
     let pattern_type = match inv.args.common.match_type.as_deref() {
         Some(m) => match config::parse_match(m, notices) {
@@ -498,8 +534,10 @@ mod tests {
             "./x",
         ]);
         assert!(n.stdout_lines().is_empty(), "{:?}", n.stdout_lines());
-        assert_eq!(var(&s, env::FILTER), Some("main;!b"));
-        assert_eq!(var(&s, env::TRIGGER), Some("c@depth=1;d@trace_off"));
+        assert_eq!(
+            var(&s, env::TRIGGER),
+            Some("main@filter;b@notrace;c@depth=1;d@trace_off")
+        );
         assert_eq!(var(&s, env::DEPTH), Some("3"));
         assert_eq!(var(&s, env::THRESHOLD), Some("1500"));
         assert_eq!(var(&s, env::BUFFER), Some("8192"));
@@ -511,9 +549,24 @@ mod tests {
 
         let (s, _) = settings_of(&["record", "--no-libcall", "./x"]);
         assert_eq!(var(&s, env::PLTHOOK), None);
-        assert_eq!(var(&s, env::FILTER), None);
+        assert_eq!(var(&s, env::TRIGGER), None);
         assert_eq!(var(&s, env::MAX_STACK), Some("1024"));
         assert!(!s.plthook);
+
+        let (s, _) = settings_of(&[
+            "record",
+            "-H",
+            "a@libx",
+            "-C",
+            "c",
+            "-Z",
+            "30",
+            "--trace=off",
+            "./x",
+        ]);
+        assert_eq!(var(&s, env::TRIGGER), Some("a@libx,hide;c@caller"));
+        assert_eq!(var(&s, env::SIZE), Some("30"));
+        assert_eq!(var(&s, env::TRACE_OFF), Some("1"));
 
         let (s, n) = settings_of(&["record", "--max-stack=0", "-D", "0", "./x"]);
         assert_eq!(s.max_stack, 1024);

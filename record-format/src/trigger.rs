@@ -1,0 +1,182 @@
+//! Trigger actions (`-T FUNC@ACTION[,ACTION...]`, cli.md §3.2), parsed alike by the runtime
+//! (which applies them while recording) and by the analysis commands (at replay time).
+//!
+//! Action words are case-insensitive; `trace_on`, `trace-on` and `traceon` are the same word.
+//! A word that is no action is the pattern's module name (so `b@bogus` silently matches
+//! nothing). Argument specs (`argN`, `fpargN`, `retval`) and the other record-only words are
+//! skipped here: they have their own parsers.
+
+use crate::timeval::parse_time;
+
+/// The actions of one `-T` value (or several, merged).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Actions {
+    /// `depth=N`: inside FUNC, at most N levels (FUNC included).
+    pub depth: Option<u32>,
+    /// `time=TIME` in nanoseconds: a time filter for FUNC and below.
+    pub time: Option<u64>,
+    /// `size=N`: a size filter below FUNC.
+    pub size: Option<u64>,
+    pub filter: bool,
+    pub notrace: bool,
+    pub hide: bool,
+    pub caller: bool,
+    /// Always shown, even under a time filter.
+    pub trace: bool,
+    pub trace_on: bool,
+    pub trace_off: bool,
+    pub backtrace: bool,
+    pub finish: bool,
+    pub recover: bool,
+    /// `read=...`: counters read at entry and exit (not supported).
+    pub read: bool,
+    /// `color=NAME`: the ANSI code of the colour.
+    pub color: Option<&'static str>,
+}
+
+impl Actions {
+    /// Adds the actions of a later trigger for the same function.
+    pub fn merge(&mut self, o: &Actions) {
+        self.depth = o.depth.or(self.depth);
+        self.time = o.time.or(self.time);
+        self.size = o.size.or(self.size);
+        self.filter |= o.filter;
+        self.notrace |= o.notrace;
+        self.hide |= o.hide;
+        self.caller |= o.caller;
+        self.trace |= o.trace;
+        // The later of trace_on / trace_off for the same function wins.
+        if o.trace_on || o.trace_off {
+            self.trace_on = o.trace_on;
+            self.trace_off = o.trace_off;
+        }
+        self.backtrace |= o.backtrace;
+        self.finish |= o.finish;
+        self.recover |= o.recover;
+        self.read |= o.read;
+        self.color = o.color.or(self.color);
+    }
+}
+
+/// ANSI code for a `color=` trigger name.
+pub fn color_code(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "red" => "\x1b[91m",
+        "green" => "\x1b[32m",
+        "blue" => "\x1b[94m",
+        "yellow" => "\x1b[33m",
+        "magenta" => "\x1b[35m",
+        "cyan" => "\x1b[36m",
+        "bold" => "\x1b[1m",
+        "gray" => "\x1b[90m",
+        _ => return None,
+    })
+}
+
+/// Words handled by other parsers (argument specs) or without effect here.
+fn is_other_word(lw: &str) -> bool {
+    lw == "auto-args"
+        || lw.starts_with("if:")
+        || lw.starts_with("clear")
+        || lw.starts_with("arg")
+        || lw.starts_with("fparg")
+        || lw.starts_with("retval")
+}
+
+/// One parsed `-T` value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trigger<'a> {
+    /// The function pattern (before the `@`).
+    pub name: &'a str,
+    /// The first word that is not an action.
+    pub module: Option<&'a str>,
+    pub actions: Actions,
+}
+
+/// Parses one `-T` value; complaints in uftrace's words (for `Usage:` / warnings) go to
+/// `notices`.
+pub fn parse_trigger<'a>(spec: &'a str, notices: &mut Vec<String>) -> Trigger<'a> {
+    let (name, rest) = spec.split_once('@').unwrap_or((spec, ""));
+    let mut a = Actions::default();
+    let mut module = None;
+    for w in rest.split(',').filter(|w| !w.is_empty()) {
+        let lw = w.to_ascii_lowercase();
+        let norm = lw.replace(['_', '-'], "");
+        if let Some(v) = lw.strip_prefix("depth=") {
+            match v.parse::<u32>() {
+                Ok(d) if d > 0 => a.depth = Some(d),
+                _ => notices.push(format!("invalid depth given: {v} (ignoring..)")),
+            }
+        } else if let Some(v) = lw.strip_prefix("time=") {
+            a.time = parse_time(v, 3).ok().map(|p| p.ns);
+        } else if let Some(v) = lw.strip_prefix("size=") {
+            a.size = v.parse().ok();
+        } else if let Some(v) = lw.strip_prefix("color=") {
+            match color_code(v) {
+                Some(c) => a.color = Some(c),
+                None => notices.push(format!("ignoring invalid color: {v}")),
+            }
+        } else if lw.starts_with("read=") {
+            a.read = true;
+        } else if norm == "traceon" {
+            a.trace_on = true;
+        } else if norm == "traceoff" {
+            a.trace_off = true;
+        } else {
+            match lw.as_str() {
+                "filter" => a.filter = true,
+                "notrace" => a.notrace = true,
+                "hide" => a.hide = true,
+                "caller" => a.caller = true,
+                "trace" => a.trace = true,
+                "backtrace" => a.backtrace = true,
+                "finish" => a.finish = true,
+                "recover" => a.recover = true,
+                _ if is_other_word(&lw) => {}
+                _ => {
+                    if module.is_none() {
+                        module = Some(w);
+                    } else {
+                        notices.push(format!("ignoring extra module: {w}"));
+                    }
+                }
+            }
+        }
+    }
+    Trigger {
+        name,
+        module,
+        actions: a,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actions_and_module() {
+        let mut n = Vec::new();
+        let t = parse_trigger(
+            "b@filter,backtrace,depth=2,Trace_On,color=pink,mod,arg1/x,time=1us,size=30",
+            &mut n,
+        );
+        assert_eq!(t.name, "b");
+        assert_eq!(t.module, Some("mod"));
+        let a = t.actions;
+        assert!(a.filter && a.backtrace && a.trace_on && !a.trace_off);
+        assert_eq!(a.depth, Some(2));
+        assert_eq!(a.time, Some(1000));
+        assert_eq!(a.size, Some(30));
+        assert_eq!(n, ["ignoring invalid color: pink"]);
+    }
+
+    #[test]
+    fn later_trace_toggle_wins() {
+        let mut n = Vec::new();
+        let mut a = parse_trigger("f@trace_on", &mut n).actions;
+        a.merge(&parse_trigger("f@trace-off,depth=0", &mut n).actions);
+        assert!(a.trace_off && !a.trace_on);
+        assert_eq!(n, ["invalid depth given: 0 (ignoring..)"]);
+    }
+}
