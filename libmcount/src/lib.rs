@@ -29,6 +29,7 @@ pub mod arch;
 pub mod buffer;
 pub mod clock;
 pub mod crash;
+pub mod dlopen;
 pub mod entry;
 pub mod filter;
 pub mod rstack;

@@ -6,7 +6,7 @@
 //! not `ON` and return. Allocation and `std` are fine here (cold path, single-threaded).
 
 use crate::{clock, filter, sys, tasklog, thread};
-use core::sync::atomic::{AtomicI32, AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use record_format::env;
 use record_format::maps::parse_maps;
 use record_format::pattern::MatchType;
@@ -25,6 +25,7 @@ static WINDOW: AtomicUsize = AtomicUsize::new(env::DEFAULT_BUFFER);
 static MAX_STACK: AtomicUsize = AtomicUsize::new(env::DEFAULT_MAX_STACK);
 static DEPTH: AtomicUsize = AtomicUsize::new(usize::MAX);
 static KEY: AtomicUsize = AtomicUsize::new(usize::MAX);
+static SID: AtomicU64 = AtomicU64::new(0);
 pub(crate) static LOGFD: AtomicI32 = AtomicI32::new(2);
 
 /// Lowest descriptor number for libmcount's directory fd, out of the way of the program's.
@@ -65,6 +66,11 @@ static RING_PREFIX: OnceLock<CString> = OnceLock::new();
 /// The ring prefix for `DatWriter`s.
 pub fn ring_prefix() -> Option<&'static CStr> {
     RING_PREFIX.get().map(|c| c.as_c_str())
+}
+
+/// The session id (in `SESS` lines and map names).
+pub fn sid() -> u64 {
+    SID.load(Ordering::Relaxed)
 }
 
 /// Whether `fd` is the data-directory descriptor of the running session.
@@ -232,6 +238,8 @@ pub extern "C" fn init() {
     crate::wrap::init();
     crate::crash::install();
     let sid = session_id();
+    SID.store(sid, Ordering::Relaxed);
+    crate::dlopen::init();
     let pid = sys::getpid();
     let exename = std::fs::read_link("/proc/self/exe").unwrap_or_default();
     let maps = session_maps(&std::fs::read_to_string("/proc/self/maps").unwrap_or_default());
@@ -261,6 +269,9 @@ pub extern "C" fn init() {
 /// threads keep their windows (unmapping memory they may be writing would crash them); the
 /// recorder trims their files' zero tails.
 pub extern "C" fn fini() {
+    if STATE.load(Ordering::Acquire) == ON {
+        crate::dlopen::scan();
+    }
     if STATE.swap(FINISHED, Ordering::AcqRel) == ON {
         thread::finish_current();
     }

@@ -122,6 +122,28 @@ pub fn sess_line(time: u64, pid: i32, sid: u64, exename: &[u8]) -> Vec<u8> {
     line
 }
 
+/// `DLOP timestamp=<ts> tid=<tid> sid=<sid> base=<hex> libname="<path>"\n` (not on a hot path:
+/// allocation is fine).
+pub fn dlop_line(time: u64, tid: i32, sid: u64, base: u64, libname: &[u8]) -> Vec<u8> {
+    let mut head = LineBuf::<128>::new();
+    head.push_bytes(b"DLOP timestamp=");
+    head.push_timestamp(time);
+    head.push_bytes(b" tid=");
+    head.push_dec(tid as u32 as u64);
+    head.push_bytes(b" sid=");
+    head.push_hex(sid, 16);
+    head.push_bytes(b" base=");
+    head.push_hex(
+        base,
+        (64 - base.leading_zeros() as usize).div_ceil(4).max(1),
+    );
+    head.push_bytes(b" libname=\"");
+    let mut line = head.as_bytes().to_vec();
+    line.extend_from_slice(libname);
+    line.extend_from_slice(b"\"\n");
+    line
+}
+
 /// Appends one complete line to `<dir>/task.txt`.
 pub fn append(dirfd: i32, line: &[u8]) -> sys::SysResult<()> {
     let fd = sys::openat(

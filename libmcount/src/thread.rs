@@ -504,6 +504,7 @@ pub unsafe extern "C" fn thread_exit(p: *mut libc::c_void) {
     // SAFETY: `p` is this thread's live state (checked against the slot above).
     let td = unsafe { &mut *(p as *mut ThreadState) };
     td.set_guard(true);
+    crate::dlopen::scan();
     td.set_disabled(true);
     td.writer.close();
     if td.rstack.is_empty() {

@@ -118,6 +118,8 @@ const MATRIX: &[Case] = &[
     // not recorded, and `exit()` from below the limit leaves 1024 functions open.
     Case::new("deep", &[]),
     Case::new("deep", &["2000", "exit"]),
+    // A -pg library loaded with dlopen: its constructor and functions, named through DLOP.
+    Case::new("dlopen", &[]),
     Case::new("exception", &[]).reference(Reference::PgForFentry),
     Case::new("exec", &[]),
     Case::new("fib", &["7"]),
@@ -464,6 +466,7 @@ matrix! {
     exception: "exception";
     exec: "exec";
     deep: "deep";
+    dlopen: "dlopen";
     fib: "fib";
     fork: "fork";
     libcall: "libcall";

@@ -205,6 +205,28 @@ fn build(name: &str, mode: Mode) -> Result<PathBuf, String> {
     }
     std::fs::rename(&tmp, &out)
         .map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), out.display()))?;
+    // `NAME_lib.c` is the shared library NAME loads: `libNAME_lib.so` beside it, same mode.
+    let lib_src = src_dir.join(format!("{name}_lib.c"));
+    if lib_src.is_file() {
+        let lib = out_dir.join(format!("lib{name}_lib.so"));
+        let result = Command::new("gcc")
+            .args(mode.flags())
+            .args(COMMON_FLAGS)
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(&tmp)
+            .arg(&lib_src)
+            .output()
+            .map_err(|e| format!("cannot run gcc: {e}"))?;
+        if !result.status.success() {
+            return Err(format!(
+                "gcc failed on {}:\n{}",
+                lib_src.display(),
+                String::from_utf8_lossy(&result.stderr)
+            ));
+        }
+        std::fs::rename(&tmp, &lib)
+            .map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), lib.display()))?;
+    }
     Ok(out)
 }
 

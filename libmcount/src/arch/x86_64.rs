@@ -795,3 +795,44 @@ pub fn tls_set(v: usize) {
         );
     }
 }
+
+/// Interposed `dlopen`: lets [`crate::dlopen::prepare`] note the call, then jumps to the real
+/// `dlopen` with the arguments and the caller's return address untouched (glibc resolves
+/// relative names for the object that made the call).
+///
+/// # Safety
+/// Called as `dlopen(const char *, int)`.
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlopen() {
+    naked_asm!(
+        "endbr64",
+        "push rdi",
+        "push rsi",
+        "sub rsp, 8",
+        "call {prepare}",
+        "add rsp, 8",
+        "pop rsi",
+        "pop rdi",
+        "jmp rax",
+        prepare = sym crate::dlopen::prepare,
+    )
+}
+
+/// Interposed `dlclose`: lets [`crate::dlopen::before_close`] write the `DLOP` lines of the
+/// objects still loaded, then jumps to the real `dlclose`.
+///
+/// # Safety
+/// Called as `dlclose(void *)`.
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlclose() {
+    naked_asm!(
+        "endbr64",
+        "push rdi",
+        "call {prepare}",
+        "pop rdi",
+        "jmp rax",
+        prepare = sym crate::dlopen::before_close,
+    )
+}

@@ -1,0 +1,138 @@
+//! Libraries loaded with `dlopen` (runtime.md §6.10): `-pg` code in them binds to libmcount by
+//! itself, so their functions are recorded at once; what the analysis needs is their load
+//! address and path, written to `task.txt` as `DLOP` lines (data-format §4.1).
+//!
+//! `dlopen` is interposed by an assembly stub (`arch`) that calls [`prepare`] and then jumps
+//! to the real `dlopen`, so glibc still sees the caller's return address (relative names,
+//! `$ORIGIN` and `RUNPATH` are resolved for the caller, not for libmcount). [`prepare`] notes
+//! the time of the call; the objects it added are found later by [`scan`], at the next
+//! `dlopen` or `dlclose`, at thread exit and at process exit, and stamped with the time of the `dlopen`
+//! before them, so that records of their constructors already resolve.
+
+use crate::{clock, session, sys, tasklog};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// glibc's `dlopen` and `dlclose`.
+static REAL_DLOPEN: AtomicUsize = AtomicUsize::new(0);
+static REAL_DLCLOSE: AtomicUsize = AtomicUsize::new(0);
+/// `dlpi_adds` when the objects were last compared.
+static SEEN_ADDS: AtomicU64 = AtomicU64::new(0);
+/// Time of the latest `dlopen` call whose objects have not been scanned (0: none).
+static CALL_TIME: AtomicU64 = AtomicU64::new(0);
+/// Load addresses of the objects known so far (the session map's and the reported ones).
+static KNOWN: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
+/// One loaded object.
+struct Object {
+    base: u64,
+    name: Vec<u8>,
+    adds: u64,
+}
+
+/// Every loaded object with a file name (`dl_iterate_phdr`).
+fn objects() -> Vec<Object> {
+    unsafe extern "C" fn each(
+        info: *mut libc::dl_phdr_info,
+        size: libc::size_t,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: `data` is the `Vec<Object>` passed below; `info` is valid for this call and
+        // `size` says whether the `dlpi_adds` field exists.
+        let (out, info) = unsafe { (&mut *(data as *mut Vec<Object>), &*info) };
+        if info.dlpi_name.is_null() {
+            return 0;
+        }
+        // SAFETY: a non-null `dlpi_name` is a NUL-terminated string owned by the loader.
+        let name = unsafe { core::ffi::CStr::from_ptr(info.dlpi_name) }.to_bytes();
+        let has_adds = size >= core::mem::offset_of!(libc::dl_phdr_info, dlpi_subs);
+        out.push(Object {
+            base: info.dlpi_addr as u64,
+            name: name.to_vec(),
+            adds: if has_adds { info.dlpi_adds } else { 0 },
+        });
+        0
+    }
+    let mut out: Vec<Object> = Vec::new();
+    // SAFETY: the callback matches the expected signature and only uses `out` during the call.
+    unsafe {
+        libc::dl_iterate_phdr(
+            Some(each),
+            &mut out as *mut Vec<Object> as *mut libc::c_void,
+        )
+    };
+    out
+}
+
+/// Session start: the objects loaded now are in the session map.
+pub fn init() {
+    let objs = objects();
+    SEEN_ADDS.store(objs.first().map_or(0, |o| o.adds), Ordering::Relaxed);
+    if let Ok(mut known) = KNOWN.lock() {
+        known.clear();
+        known.extend(objs.iter().map(|o| o.base));
+    }
+    resolve(&REAL_DLOPEN, c"dlopen");
+    resolve(&REAL_DLCLOSE, c"dlclose");
+}
+
+/// The next definition of `name` after libmcount's, cached in `slot`.
+fn resolve(slot: &AtomicUsize, name: &core::ffi::CStr) -> usize {
+    let f = slot.load(Ordering::Relaxed);
+    if f != 0 {
+        return f;
+    }
+    // SAFETY: NUL-terminated name; RTLD_NEXT is a valid pseudo-handle.
+    let f = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
+    slot.store(f, Ordering::Relaxed);
+    if f == 0 {
+        crate::fatal(b"cannot find the real dlopen/dlclose");
+    }
+    f
+}
+
+/// Called by the `dlopen` stub before it jumps to the returned address (the real `dlopen`).
+pub extern "C" fn prepare() -> usize {
+    scan();
+    if session::tracing() {
+        CALL_TIME.store(clock::now(), Ordering::Relaxed);
+    }
+    resolve(&REAL_DLOPEN, c"dlopen")
+}
+
+/// Called by the `dlclose` stub before it jumps to the returned address (the real
+/// `dlclose`): the object may go away, so its `DLOP` line is due now.
+pub extern "C" fn before_close() -> usize {
+    scan();
+    resolve(&REAL_DLCLOSE, c"dlclose")
+}
+
+/// Writes a `DLOP` line for each object loaded since the last scan.
+pub fn scan() {
+    let Some(cfg) = session::config() else {
+        return;
+    };
+    let objs = objects();
+    let adds = objs.first().map_or(0, |o| o.adds);
+    if adds != 0 && adds == SEEN_ADDS.load(Ordering::Relaxed) {
+        return;
+    }
+    let Ok(mut known) = KNOWN.lock() else {
+        return;
+    };
+    SEEN_ADDS.store(adds, Ordering::Relaxed);
+    let time = match CALL_TIME.swap(0, Ordering::Relaxed) {
+        0 => clock::now(),
+        t => t,
+    };
+    for o in objs.iter().skip(1) {
+        if o.name.is_empty() || known.contains(&o.base) || o.name.starts_with(b"linux-vdso") {
+            continue;
+        }
+        known.push(o.base);
+        let line = tasklog::dlop_line(time, sys::gettid(), session::sid(), o.base, &o.name);
+        if let Err(e) = tasklog::append(cfg.dirfd, &line) {
+            crate::log_error(b"cannot append to task.txt", e);
+        }
+    }
+}

@@ -1,0 +1,36 @@
+/* dlopen: a -pg library loaded at run time (found next to this executable), whose constructor
+ * and functions are traced; spec/runtime.md §6.10, data-format.md §4.1 (DLOP lines). */
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static int twice(int x) { return 2 * x; }
+
+static int load(char *path, size_t size)
+{
+	ssize_t n = readlink("/proc/self/exe", path, size - 32);
+	if (n <= 0)
+		return -1;
+	path[n] = '\0';
+	char *slash = strrchr(path, '/');
+	strcpy(slash ? slash + 1 : path, "libdlopen_lib.so");
+	return 0;
+}
+
+int main(void)
+{
+	char path[PATH_MAX];
+	if (load(path, sizeof(path)) < 0)
+		return 1;
+	void *h = dlopen(path, RTLD_NOW);
+	if (!h) {
+		fprintf(stderr, "%s\n", dlerror());
+		return 1;
+	}
+	int (*entry)(int) = (int (*)(int))dlsym(h, "lib_entry");
+	int r = entry ? entry(twice(3)) : 0;
+	dlclose(h);
+	return r == 14 ? 0 : 1;
+}
