@@ -47,7 +47,7 @@ fn objects() -> Vec<Object> {
         let name = unsafe { core::ffi::CStr::from_ptr(info.dlpi_name) }.to_bytes();
         let has_adds = size >= core::mem::offset_of!(libc::dl_phdr_info, dlpi_subs);
         out.push(Object {
-            base: info.dlpi_addr as u64,
+            base: info.dlpi_addr,
             name: name.to_vec(),
             adds: if has_adds { info.dlpi_adds } else { 0 },
         });
