@@ -1,17 +1,20 @@
-//! Where records go: each thread appends to a staging ring ([`record_format::ring`], runtime
-//! spec §9.2 writer "R") and writes it to `<dir>/<tid>.dat` with one `pwrite` when it is full
-//! and when the thread ends.
+//! Where records go: each thread appends to a staging ring of chunks ([`record_format::ring`],
+//! runtime spec §9.2 writer "R"); full chunks are written to `<dir>/<tid>.dat` by the
+//! recorder's pump on another CPU, or by the thread itself when it comes back to a chunk the
+//! pump has not taken (and for every chunk when there is no recorder).
 //!
-//! [`Buffer`] is the hot path: `(cursor, limit)` over the ring's record space, plus the ring
+//! [`Buffer`] is the hot path: `(cursor, limit)` over the chunk being filled, plus the ring
 //! header's `cursor` word, which is advanced after every record so that the recorder can
-//! salvage what a killed process did not flush. [`DatWriter`] owns the ring; its cold
-//! [`DatWriter::refill`] flushes it. The ring lives in `/dev/shm/<prefix>-<tid>` when the
-//! recorder named a prefix (`UTRACE_RING`), else in private memory.
+//! salvage what a killed process did not write. [`DatWriter`] owns the ring; its cold
+//! [`DatWriter::refill`] seals the chunk and moves to the next. The ring lives in
+//! `/dev/shm/<prefix>-<tid>` when the recorder named a prefix (`UTRACE_RING`), else in private
+//! memory.
 
 use crate::sys;
 use core::ffi::CStr;
+use core::sync::atomic::{AtomicU32, Ordering};
 use record_format::raw::RECORD_SIZE;
-use record_format::ring::{RingHeader, HEADER_SIZE, MAGIC};
+use record_format::ring::{chunk_slot, state, Chunk, RingHeader, CHUNKS, HEADER_SIZE, MAGIC};
 
 /// Cursor and limit of the bytes records are written to. `#[repr(C)]`: the trampolines'
 /// fast paths use it.
@@ -101,9 +104,11 @@ pub struct DatWriter {
     name: [u8; 24],
     /// `/dev/shm/<prefix>-<tid>\0`, or empty for a private ring.
     ring_path: [u8; PATH_MAX],
-    /// The ring mapping: header page, then `cap` bytes of records.
+    /// The ring mapping: header page, then `CHUNKS` chunks of `chunk_size` bytes.
     map: *mut u8,
-    cap: usize,
+    chunk_size: usize,
+    /// The chunk being filled.
+    cur: usize,
 }
 
 /// Formats `v` in decimal into `out` at `*i` (no allocation, no memcpy).
@@ -141,10 +146,10 @@ fn push_bytes(out: &mut [u8], i: &mut usize, src: &[u8]) {
 }
 
 impl DatWriter {
-    /// A writer for `<tid>.dat` in `dirfd` with a ring of `cap` bytes (rounded to whole pages,
-    /// at least one); `prefix` names a shared ring (`None`: private memory).
-    pub fn new(dirfd: i32, tid: i32, cap: usize, prefix: Option<&CStr>) -> DatWriter {
-        let cap = cap.max(sys::PAGE_SIZE).next_multiple_of(sys::PAGE_SIZE);
+    /// A writer for `<tid>.dat` in `dirfd` whose ring has chunks of `chunk` bytes (rounded to
+    /// whole pages, at least one); `prefix` names a shared ring (`None`: private memory).
+    pub fn new(dirfd: i32, tid: i32, chunk: usize, prefix: Option<&CStr>) -> DatWriter {
+        let chunk_size = chunk.max(sys::PAGE_SIZE).next_multiple_of(sys::PAGE_SIZE);
         let mut w = DatWriter {
             buf: Buffer::empty(),
             state: State::Unopened,
@@ -152,7 +157,8 @@ impl DatWriter {
             name: [0; 24],
             ring_path: [0; PATH_MAX],
             map: core::ptr::null_mut(),
-            cap,
+            chunk_size,
+            cur: 0,
         };
         w.set_tid(tid, prefix);
         w
@@ -188,7 +194,26 @@ impl DatWriter {
     }
 
     fn map_len(&self) -> usize {
-        HEADER_SIZE + self.cap
+        HEADER_SIZE + CHUNKS * self.chunk_size
+    }
+
+    /// Slot of chunk `i` in the header (the writer is open).
+    fn chunk(&self, i: usize) -> *mut Chunk {
+        // SAFETY: the header page is mapped while the writer is open; `chunk_slot` is inside it.
+        unsafe { self.map.add(chunk_slot(i % CHUNKS)) as *mut Chunk }
+    }
+
+    /// The state word of chunk `i`, shared with the recorder's pump.
+    fn chunk_state(&self, i: usize) -> &AtomicU32 {
+        // SAFETY: the word lies in the mapped header, is aligned, and is only accessed
+        // atomically by this thread and the pump while the mapping lives.
+        unsafe { AtomicU32::from_ptr(self.chunk(i) as *mut u32) }
+    }
+
+    /// First byte of chunk `i`.
+    fn chunk_start(&self, i: usize) -> *mut u8 {
+        self.map
+            .wrapping_add(HEADER_SIZE + (i % CHUNKS) * self.chunk_size)
     }
 
     /// Appends one record; drops it if the ring cannot be flushed.
@@ -208,15 +233,17 @@ impl DatWriter {
         }
     }
 
-    /// Sets up or flushes the ring. `false` if the writer is closed or a system call failed
-    /// (the writer is then closed and the error logged once).
+    /// Sets up the ring or moves to its next chunk. `false` if the writer is closed or a
+    /// system call failed (the writer is then closed and the error logged once).
     #[cold]
     #[inline(never)]
     pub fn refill(&mut self) -> bool {
         let result = match self.state {
             State::Closed => return false,
             State::Unopened => self.open(),
-            State::Open => self.flush(),
+            State::Open => self
+                .seal()
+                .and_then(|off| self.start_chunk(self.cur + 1, off)),
         };
         match result {
             Ok(()) => true,
@@ -267,8 +294,8 @@ impl DatWriter {
         r
     }
 
-    /// Flushes the records of a ring left by an earlier image of this thread (before exec) or
-    /// an earlier thread with this tid; returns the file offset after them.
+    /// Writes what the ring of an earlier image of this thread (before exec) or of an earlier
+    /// thread with this tid still holds; returns the file offset after its records.
     fn take_over(&self, fd: i32, size: u64) -> sys::SysResult<Option<u64>> {
         if size < HEADER_SIZE as u64 {
             return Ok(None);
@@ -276,17 +303,16 @@ impl DatWriter {
         let map = sys::mmap(size as usize, libc::PROT_READ, libc::MAP_SHARED, fd, 0)?;
         // SAFETY: `map` is a fresh read-only mapping of `size` bytes, at least a header.
         let bytes = unsafe { core::slice::from_raw_parts(map, size as usize) };
-        let header = RingHeader::read(bytes);
         let mut result = Ok(None);
-        if let Some(h) = header {
-            if let Some(len) = h.pending() {
-                let data = bytes.get(HEADER_SIZE..HEADER_SIZE + len as usize);
-                result = match data {
-                    Some(d) if !d.is_empty() => self.write_data(d, h.file_off),
-                    _ => Ok(()),
-                }
-                .map(|()| Some(h.file_off + len));
-            }
+        if let Some(h) = RingHeader::read(bytes).filter(|h| h.file_len() as u64 == size) {
+            result = h
+                .pending()
+                .iter()
+                .try_for_each(|p| match bytes.get(p.ring_off..p.ring_off + p.len) {
+                    Some(d) => self.write_data(d, p.file_off),
+                    None => Ok(()),
+                })
+                .map(|()| Some(h.end()));
         }
         // SAFETY: `bytes` is not used after this point.
         unsafe { sys::munmap(map, size as usize) };
@@ -299,29 +325,30 @@ impl DatWriter {
         let mut file_off = None;
         let map = match self.shared_ring() {
             Some(path) => {
+                if let Ok(old) =
+                    sys::openat(libc::AT_FDCWD, path, libc::O_RDONLY | libc::O_CLOEXEC, 0)
+                {
+                    let taken = sys::file_size(old).and_then(|size| self.take_over(old, size));
+                    sys::close(old);
+                    file_off = taken?;
+                    // A new file: the pump may still map the old one.
+                    sys::unlink(path)?;
+                }
                 let fd = sys::openat(
                     libc::AT_FDCWD,
                     path,
-                    libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC,
+                    libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
                     0o600,
                 )?;
-                let mapped = sys::file_size(fd)
-                    .and_then(|size| {
-                        file_off = self.take_over(fd, size)?;
-                        if size != len as u64 {
-                            sys::ftruncate(fd, len as u64)?;
-                        }
-                        Ok(())
-                    })
-                    .and_then(|()| {
-                        sys::mmap(
-                            len,
-                            libc::PROT_READ | libc::PROT_WRITE,
-                            libc::MAP_SHARED,
-                            fd,
-                            0,
-                        )
-                    });
+                let mapped = sys::ftruncate(fd, len as u64).and_then(|()| {
+                    sys::mmap(
+                        len,
+                        libc::PROT_READ | libc::PROT_WRITE,
+                        libc::MAP_SHARED,
+                        fd,
+                        0,
+                    )
+                });
                 sys::close(fd);
                 mapped?
             }
@@ -345,47 +372,95 @@ impl DatWriter {
             },
         };
         self.map = map;
-        // SAFETY: the header page starts the fresh mapping.
-        let base = unsafe { map.add(HEADER_SIZE) };
         let hdr = self.header();
-        // SAFETY: `hdr` points at the writable, page-aligned header page of the ring. The
-        // magic goes last: a salvage never trusts a half-written header.
+        // SAFETY: `hdr` points at the writable, page-aligned header page of the fresh ring
+        // (zero-filled, so every chunk is FREE). The magic goes last: neither the pump nor a
+        // salvage trusts a header without it.
         unsafe {
-            (*hdr).magic = [0; 8];
-            (*hdr).tid = 0;
-            (*hdr).file_off = file_off;
-            (*hdr).base = base as u64;
-            (*hdr).cursor = base as u64;
-            (*hdr).cap = self.cap as u64;
+            (*hdr).base = self.chunk_start(0) as u64;
+            (*hdr).cursor = self.chunk_start(0) as u64;
+            (*hdr).chunk_size = self.chunk_size as u64;
             (*hdr).tid = tid_of(&self.name);
-            (*hdr).magic = MAGIC;
+            (&raw mut (*hdr).magic).write_volatile(MAGIC);
         }
-        // SAFETY: the record space [base, base+cap) belongs to this writer; the header's cursor
-        // word is writable for as long as the mapping lives.
-        self.buf = unsafe { Buffer::new(base, self.cap, &raw mut (*hdr).cursor) };
         self.state = State::Open;
+        self.start_chunk(0, file_off)
+    }
+
+    /// Makes chunk `i` (modulo `CHUNKS`) the one being filled, its records going to `off`;
+    /// writes it first if the pump has not, or waits while the pump writes it.
+    fn start_chunk(&mut self, i: usize, off: u64) -> sys::SysResult<()> {
+        let i = i % CHUNKS;
+        self.reclaim(i)?;
+        let c = self.chunk(i);
+        // SAFETY: chunk `i` is FREE: only this thread touches its slot now.
+        unsafe {
+            (*c).file_off = off;
+            (*c).len = 0;
+        }
+        self.chunk_state(i).store(state::FILLING, Ordering::Release);
+        let start = self.chunk_start(i);
+        let hdr = self.header();
+        // SAFETY: the header is mapped; the cursor word is published before records follow.
+        unsafe { (&raw mut (*hdr).cursor).write_volatile(start as u64) };
+        self.cur = i;
+        // SAFETY: chunk `i` ([start, start + chunk_size)) belongs to this writer while it is
+        // FILLING; the header's cursor word lives as long as the mapping.
+        self.buf = unsafe { Buffer::new(start, self.chunk_size, &raw mut (*hdr).cursor) };
         Ok(())
     }
 
-    /// Writes the ring's records to the data file and empties it (update order: module docs of
-    /// `record_format::ring`).
-    fn flush(&mut self) -> sys::SysResult<()> {
-        let hdr = self.header();
-        // SAFETY: the writer is open, so `hdr` is its mapped header.
-        let (base, file_off) = unsafe { ((*hdr).base as *mut u8, (*hdr).file_off) };
-        let len = self.buf.cursor as usize - base as usize;
-        if len > 0 {
-            // SAFETY: [base, cursor) holds the records written since the last flush.
-            let data = unsafe { core::slice::from_raw_parts(base, len) };
-            self.write_data(data, file_off)?;
+    /// Gets chunk `i` back to FREE: writes it if it is still sealed, waits if the pump is
+    /// writing it.
+    fn reclaim(&self, i: usize) -> sys::SysResult<()> {
+        let st = self.chunk_state(i);
+        loop {
+            match st.load(Ordering::Acquire) {
+                state::SEALED => {
+                    if st
+                        .compare_exchange(
+                            state::SEALED,
+                            state::WRITING,
+                            Ordering::Acquire,
+                            Ordering::Relaxed,
+                        )
+                        .is_ok()
+                    {
+                        let c = self.chunk(i);
+                        // SAFETY: the chunk is WRITING by this thread; its slot and records
+                        // are stable.
+                        let (off, len) = unsafe { ((*c).file_off, (*c).len as usize) };
+                        let len = len.min(self.chunk_size);
+                        // SAFETY: [start, start + len) lies inside chunk `i`.
+                        let data = unsafe { core::slice::from_raw_parts(self.chunk_start(i), len) };
+                        let r = self.write_data(data, off);
+                        st.store(state::FREE, Ordering::Release);
+                        return r;
+                    }
+                }
+                state::WRITING => {
+                    // SAFETY: sched_yield has no preconditions.
+                    unsafe { libc::sched_yield() };
+                }
+                _ => return Ok(()),
+            }
         }
-        // SAFETY: as above; cursor first, then the offset (see the ring protocol).
-        unsafe {
-            (&raw mut (*hdr).cursor).write_volatile(base as u64);
-            (&raw mut (*hdr).file_off).write_volatile(file_off + len as u64);
-        }
-        self.buf.cursor = base;
-        Ok(())
+    }
+
+    /// Seals the chunk being filled (if it holds records); returns the file offset after it.
+    fn seal(&mut self) -> sys::SysResult<u64> {
+        let i = self.cur;
+        let c = self.chunk(i);
+        let len = self.buf.cursor as usize - self.chunk_start(i) as usize;
+        // SAFETY: chunk `i` is FILLING, so its slot is this thread's.
+        let off = unsafe {
+            (*c).len = len as u64;
+            (*c).file_off
+        };
+        let next = if len > 0 { state::SEALED } else { state::FREE };
+        self.chunk_state(i).store(next, Ordering::Release);
+        self.buf = Buffer::empty();
+        Ok(off + len as u64)
     }
 
     fn unmap(&mut self) {
@@ -398,10 +473,13 @@ impl DatWriter {
         self.buf = Buffer::empty();
     }
 
-    /// Flushes and removes the ring; later records are dropped.
+    /// Writes everything and removes the ring; later records are dropped.
     pub fn close(&mut self) {
         if self.state == State::Open {
-            match self.flush() {
+            let written = self
+                .seal()
+                .and_then(|_| (0..CHUNKS).try_for_each(|i| self.reclaim(i)));
+            match written {
                 Ok(()) => {
                     if let Some(path) = self.shared_ring() {
                         let _ = sys::unlink(path);
@@ -472,27 +550,29 @@ mod tests {
     }
 
     #[test]
-    fn private_ring_flushes_when_full_and_appends() {
+    fn private_ring_writes_chunks_when_it_wraps_and_appends() {
         let dir = tempfile::tempdir().unwrap();
         let d = std::fs::File::open(dir.path()).unwrap();
         let path = dir.path().join("42.dat");
-        // A one-page ring holds 256 records: 1000 need three flushes and a final one.
+        // One-page chunks hold 256 records; the ring holds 8 of them. Chunk k starts at record
+        // 256k and takes ring slot k % 8 back from chunk k - 8, which it writes first: after
+        // 3000 records, chunks 8..=11 have started, so chunks 0..=3 are in the file.
         let mut w = DatWriter::new(d.as_raw_fd(), 42, 1, None);
-        for i in 0..1000u64 {
+        for i in 0..3000u64 {
             w.record(i + 1, word((i % 1000) as u16));
         }
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), 3 * 4096);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 4 * 4096);
         w.close();
         w.record(5000, word(0)); // dropped
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), 16000);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 3000 * 16);
         // A later writer of the same tid appends.
         let mut w = DatWriter::new(d.as_raw_fd(), 42, 1, None);
         w.record(6000, word(3));
         w.close();
         let recs = records(&path);
-        assert_eq!(recs.len(), 1001);
+        assert_eq!(recs.len(), 3001);
         assert!(recs.windows(2).all(|p| p[0].time < p[1].time));
-        assert_eq!((recs[1000].time, recs[1000].depth), (6000, 3));
+        assert_eq!((recs[3000].time, recs[3000].depth), (6000, 3));
     }
 
     #[test]
@@ -503,14 +583,14 @@ mod tests {
         let cprefix = CString::new(prefix.clone()).unwrap();
         let tid = 77;
         let path = dir.path().join("77.dat");
-        // An image writes 300 records (one flush) and "dies" without closing.
+        // An image writes 300 records (one sealed chunk, one filling; no pump runs) and "dies"
+        // without closing (DatWriter has no Drop: the ring stays as a killed image leaves it).
         let mut w = DatWriter::new(d.as_raw_fd(), tid, 1, Some(&cprefix));
         for i in 0..300u64 {
             w.record(i + 1, word(1));
         }
-        assert_eq!(records(&path).len(), 256);
-        // The image "dies" here (DatWriter has no Drop: the ring stays as a killed image
-        // leaves it). The next image of the thread (exec) flushes the old ring before its own records.
+        assert!(!path.exists());
+        // The next image of the thread (exec) writes the old ring before its own records.
         let mut w = DatWriter::new(d.as_raw_fd(), tid, 1, Some(&cprefix));
         w.record(1000, word(2));
         assert_eq!(records(&path).len(), 300);
@@ -522,6 +602,30 @@ mod tests {
         assert_eq!(recs.len(), 302);
         assert!(recs.windows(2).all(|p| p[0].time < p[1].time));
         assert!(!record_format::ring::ring_path(&prefix, tid as u32).exists());
+    }
+
+    #[test]
+    fn pump_takes_sealed_chunks_while_the_thread_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = std::fs::File::open(dir.path()).unwrap();
+        let prefix = format!("utrace-unit3-{}", std::process::id());
+        let cprefix = CString::new(prefix.clone()).unwrap();
+        let path = dir.path().join("78.dat");
+        let mut pump = record_format::ring::Pump::new(&prefix, dir.path());
+        let mut w = DatWriter::new(d.as_raw_fd(), 78, 1, Some(&cprefix));
+        let mut pumped = 0;
+        for i in 0..5000u64 {
+            w.record(i + 1, word(1));
+            if i % 100 == 0 {
+                pump.rescan().unwrap();
+                pumped += pump.pump().unwrap();
+            }
+        }
+        assert!(pumped > 0);
+        w.close();
+        let recs = records(&path);
+        assert_eq!(recs.len(), 5000);
+        assert!(recs.windows(2).all(|p| p[0].time + 1 == p[1].time));
     }
 
     #[test]

@@ -11,7 +11,7 @@
 
 /// Data directory (absolute path).
 pub const DIR: &str = "UTRACE_DIR";
-/// Size in bytes of each thread's staging ring (default 1 MiB).
+/// `-b`: bytes per chunk of a thread's staging ring (`ring::CHUNKS` chunks; default 128 KiB).
 pub const BUFFER: &str = "UTRACE_BUFFER";
 /// Deepest nesting recorded (default 1024).
 pub const MAX_STACK: &str = "UTRACE_MAX_STACK";

@@ -1,63 +1,104 @@
 //! Per-thread staging rings: how libmcount hands records to `<tid>.dat` (runtime spec §9.2,
-//! writer "R").
+//! writer "R", with the recorder writing as uftrace's recorder threads do).
 //!
 //! Each traced thread appends its records to a ring: a file `/dev/shm/<prefix>-<tid>` mapped
-//! `MAP_SHARED`, one [`RingHeader`] page followed by `cap` bytes of records. When the ring is
-//! full (and when the thread ends) the thread writes the records to `<dir>/<tid>.dat` with one
-//! `pwrite` at the header's `file_off` and starts again at the ring's beginning. The ring's
-//! pages are reused, so the hot path never faults; the file system is touched once per ring.
+//! `MAP_SHARED`, one [`RingHeader`] page followed by [`CHUNKS`] chunks of `chunk_size` bytes.
+//! The thread fills one chunk at a time. A full chunk is *sealed* with the offset in
+//! `<tid>.dat` its records belong at, and the thread moves on to the next chunk. The recorder's
+//! [`Pump`], on another CPU, writes sealed chunks to the data file and frees them, so the
+//! traced thread does not pay for the file system. When the thread comes back to a chunk the
+//! pump has not taken yet, it writes the chunk itself; one the pump is writing, it waits for.
+//! Without a recorder (a private ring) the thread writes every chunk itself.
 //!
-//! Records in a ring that no thread flushed (SIGKILL, a crash, `exit()` while other threads
-//! run, `_exit`) are still in `/dev/shm`: the recorder [`salvage`]s every ring of its prefix
-//! after the process tree has ended. The update order makes a flush idempotent, so a flush cut
-//! short by SIGKILL is simply done again by the salvage:
+//! Chunk states move `FREE → FILLING → SEALED → WRITING → FREE`; whoever moves a chunk from
+//! `SEALED` to `WRITING` (a compare-and-swap: the pump or the owning thread) writes it. The
+//! owning thread stores its records before it publishes `cursor` (x86 keeps stores in order).
 //!
-//! 1. records are stored, then `cursor` is advanced past them (x86 stores are ordered);
-//! 2. flush: `pwrite(data[..cursor-base], file_off)`, then `cursor = base`, then
-//!    `file_off += len` — a process killed anywhere in between leaves either the old
-//!    `(file_off, len)` (rewritten in place) or an empty ring.
+//! Records in a ring that no one wrote (SIGKILL, a crash, `exit()` while other threads run,
+//! `_exit`) are still in `/dev/shm`: the recorder [`salvage`]s every ring of its prefix after
+//! the process tree has ended: each chunk that is `SEALED` or `WRITING` (`len` bytes) and the
+//! `FILLING` chunk holding `cursor` (up to `cursor`), each at its own `file_off`. Writing a
+//! chunk twice writes the same bytes at the same place, so a write cut short is simply done
+//! again.
 //!
-//! A new exec image of the same thread (same tid) finds the ring of the old image, flushes it
-//! first and continues with its `file_off`, so a tid's file stays in time order.
+//! A new exec image of the same thread (same tid) finds the ring of the old image, writes what
+//! it holds, replaces the file by a new ring and continues after the old one's records, so a
+//! tid's file stays in time order.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// First bytes of a ring file.
-pub const MAGIC: [u8; 8] = *b"utrring1";
+pub const MAGIC: [u8; 8] = *b"utrring2";
 /// Size of the header; the records start at this offset of the ring file.
 pub const HEADER_SIZE: usize = 4096;
+/// Chunks per ring.
+pub const CHUNKS: usize = 8;
 /// The environment variable naming the ring prefix (`/dev/shm/<prefix>-<tid>`); without it
 /// libmcount keeps its rings in private memory, which a SIGKILL loses.
 pub const ENV_PREFIX: &str = "UTRACE_RING";
 /// Where rings live.
 pub const SHM_DIR: &str = "/dev/shm";
 
-/// The header page of a ring file. All fields are written by the thread that owns the ring;
-/// `cursor` and `base` are addresses in that thread's process (only their difference matters
-/// to anyone else).
+/// [`Chunk::state`] values.
+pub mod state {
+    pub const FREE: u32 = 0;
+    /// The thread is appending to it.
+    pub const FILLING: u32 = 1;
+    /// Full: `len` bytes wait to be written at `file_off`.
+    pub const SEALED: u32 = 2;
+    /// Being written (by the pump or the thread).
+    pub const WRITING: u32 = 3;
+}
+
+/// One chunk's slot in the header.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Chunk {
+    /// A [`state`] value (accessed atomically).
+    pub state: u32,
+    pub _pad: u32,
+    /// Offset in `<tid>.dat` of the chunk's first record.
+    pub file_off: u64,
+    /// Bytes of records (set when sealed).
+    pub len: u64,
+}
+
+/// The header page of a ring file. `cursor` and `base` are addresses in the owning thread's
+/// process (only differences matter to anyone else).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RingHeader {
     pub magic: [u8; 8],
     pub tid: u32,
     pub _pad: u32,
-    /// Offset in `<tid>.dat` of the ring's first record.
-    pub file_off: u64,
-    /// Address just past the last complete record.
+    /// Address just past the last complete record of the `FILLING` chunk.
     pub cursor: u64,
-    /// Address of the first record.
+    /// Address of the first chunk.
     pub base: u64,
-    /// Bytes of record space after the header.
-    pub cap: u64,
+    /// Bytes per chunk (a multiple of the page size).
+    pub chunk_size: u64,
+    pub chunks: [Chunk; CHUNKS],
+}
+
+/// Byte offset of chunk `i`'s slot in the header.
+pub const fn chunk_slot(i: usize) -> usize {
+    40 + i * 24
+}
+
+/// A piece of a ring that must go to the data file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pending {
+    /// Chunk index.
+    pub chunk: usize,
+    /// Where in the data file.
+    pub file_off: u64,
+    /// Where in the ring file.
+    pub ring_off: usize,
+    pub len: usize,
 }
 
 impl RingHeader {
-    /// Byte length of the unflushed records, if the header is sane.
-    pub fn pending(&self) -> Option<u64> {
-        let len = self.cursor.checked_sub(self.base)?;
-        (self.magic == MAGIC && len <= self.cap && len % 16 == 0).then_some(len)
-    }
-
     /// Parses the first bytes of a ring file.
     pub fn read(bytes: &[u8]) -> Option<RingHeader> {
         let u64_at = |o: usize| -> Option<u64> {
@@ -66,15 +107,78 @@ impl RingHeader {
         let u32_at = |o: usize| -> Option<u32> {
             Some(u32::from_ne_bytes(bytes.get(o..o + 4)?.try_into().ok()?))
         };
-        Some(RingHeader {
+        let mut chunks = [Chunk::default(); CHUNKS];
+        for (i, c) in chunks.iter_mut().enumerate() {
+            let o = chunk_slot(i);
+            *c = Chunk {
+                state: u32_at(o)?,
+                _pad: 0,
+                file_off: u64_at(o + 8)?,
+                len: u64_at(o + 16)?,
+            };
+        }
+        let h = RingHeader {
             magic: bytes.get(0..8)?.try_into().ok()?,
             tid: u32_at(8)?,
             _pad: 0,
-            file_off: u64_at(16)?,
-            cursor: u64_at(24)?,
-            base: u64_at(32)?,
-            cap: u64_at(40)?,
-        })
+            cursor: u64_at(16)?,
+            base: u64_at(24)?,
+            chunk_size: u64_at(32)?,
+            chunks,
+        };
+        (h.magic == MAGIC && h.chunk_size > 0 && h.chunk_size.is_multiple_of(16)).then_some(h)
+    }
+
+    /// Length of the ring file this header describes.
+    pub fn file_len(&self) -> usize {
+        HEADER_SIZE + CHUNKS * self.chunk_size as usize
+    }
+
+    /// The data-file offset just past this ring's records (written or not).
+    pub fn end(&self) -> u64 {
+        let size = self.chunk_size;
+        (0..CHUNKS)
+            .map(|i| {
+                let c = &self.chunks[i];
+                let start = self.base.wrapping_add(i as u64 * size);
+                let len = match c.state {
+                    state::FILLING if (start..=start + size).contains(&self.cursor) => {
+                        self.cursor - start
+                    }
+                    state::FILLING => 0,
+                    _ => c.len.min(size),
+                };
+                c.file_off.saturating_add(len)
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// What must still be written to the data file, in file order: sealed chunks (and chunks
+    /// being written) and the filling chunk up to `cursor`. Insane slots are skipped.
+    pub fn pending(&self) -> Vec<Pending> {
+        let size = self.chunk_size;
+        let mut out: Vec<Pending> = (0..CHUNKS)
+            .filter_map(|i| {
+                let c = &self.chunks[i];
+                let start = self.base.checked_add(i as u64 * size)?;
+                let len = match c.state {
+                    state::SEALED | state::WRITING => c.len,
+                    state::FILLING if (start..=start + size).contains(&self.cursor) => {
+                        self.cursor - start
+                    }
+                    _ => return None,
+                };
+                (len > 0 && len <= size && len.is_multiple_of(16)).then_some(Pending {
+                    chunk: i,
+                    file_off: c.file_off,
+                    ring_off: HEADER_SIZE + i * size as usize,
+                    len: len as usize,
+                })
+            })
+            .collect();
+        out.sort_by_key(|p| p.file_off);
+        out
     }
 }
 
@@ -83,25 +187,12 @@ pub fn ring_path(prefix: &str, tid: u32) -> PathBuf {
     Path::new(SHM_DIR).join(format!("{prefix}-{tid}"))
 }
 
-/// What [`salvage`] did.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Salvaged {
-    /// Rings found (and removed).
-    pub rings: usize,
-    /// Bytes of records written into data files.
-    pub bytes: u64,
-}
-
-/// Writes the unflushed records of every ring of `prefix` into `dir/<tid>.dat` and removes the
-/// rings. Call it only when no process that owns one of them can still run. Rings are handled
-/// in ascending tid order; each goes to its own offset, so the order does not matter.
-pub fn salvage(prefix: &str, dir: &Path) -> std::io::Result<Salvaged> {
-    use std::os::unix::fs::FileExt;
-    let mut done = Salvaged::default();
+/// The rings of `prefix` now in [`SHM_DIR`], in ascending tid order.
+fn ring_files(prefix: &str) -> std::io::Result<Vec<(u32, PathBuf)>> {
     let want = format!("{prefix}-");
     let entries = match std::fs::read_dir(SHM_DIR) {
         Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(done),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
     let mut rings: Vec<(u32, PathBuf)> = entries
@@ -113,117 +204,335 @@ pub fn salvage(prefix: &str, dir: &Path) -> std::io::Result<Salvaged> {
         })
         .collect();
     rings.sort();
-    for (tid, path) in rings {
+    Ok(rings)
+}
+
+fn open_data(dir: &Path, tid: u32) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dir.join(format!("{tid}.dat")))
+}
+
+/// What [`salvage`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Salvaged {
+    /// Rings found (and removed).
+    pub rings: usize,
+    /// Bytes of records written into data files.
+    pub bytes: u64,
+}
+
+/// Writes the unwritten records of every ring of `prefix` into `dir/<tid>.dat` and removes the
+/// rings. Call it only when no process that owns one of them can still run.
+pub fn salvage(prefix: &str, dir: &Path) -> std::io::Result<Salvaged> {
+    use std::os::unix::fs::FileExt;
+    let mut done = Salvaged::default();
+    for (tid, path) in ring_files(prefix)? {
         let bytes = std::fs::read(&path)?;
         let _ = std::fs::remove_file(&path);
         done.rings += 1;
         let Some(h) = RingHeader::read(&bytes).filter(|h| h.tid == tid) else {
             continue;
         };
-        let Some(len) = h.pending().filter(|&l| l > 0) else {
+        let pending = h.pending();
+        if pending.is_empty() {
             continue;
-        };
-        let Some(data) = bytes.get(HEADER_SIZE..HEADER_SIZE + len as usize) else {
-            continue;
-        };
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(dir.join(format!("{tid}.dat")))?;
-        file.write_all_at(data, h.file_off)?;
-        done.bytes += len;
+        }
+        let file = open_data(dir, tid)?;
+        for p in pending {
+            if let Some(data) = bytes.get(p.ring_off..p.ring_off + p.len) {
+                file.write_all_at(data, p.file_off)?;
+                done.bytes += p.len as u64;
+            }
+        }
     }
     Ok(done)
+}
+
+/// One ring the pump follows.
+struct Followed {
+    tid: u32,
+    path: PathBuf,
+    /// Inode of the file mapped (a new exec image replaces the file).
+    ino: u64,
+    map: memmap2::MmapRaw,
+    data: std::fs::File,
+}
+
+impl Followed {
+    fn state(&self, i: usize) -> &AtomicU32 {
+        // SAFETY: the slot lies in the mapped header page, is 4-byte aligned and is only
+        // accessed atomically by the pump and the owning thread while the mapping lives.
+        unsafe { AtomicU32::from_ptr(self.map.as_mut_ptr().add(chunk_slot(i)) as *mut u32) }
+    }
+
+    /// Writes every sealed chunk; returns the bytes written.
+    fn pump(&self) -> std::io::Result<u64> {
+        use std::os::unix::fs::FileExt;
+        let mut written = 0;
+        for i in 0..CHUNKS {
+            if self.state(i).load(Ordering::Acquire) != state::SEALED {
+                continue;
+            }
+            if self
+                .state(i)
+                .compare_exchange(
+                    state::SEALED,
+                    state::WRITING,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                )
+                .is_err()
+            {
+                continue;
+            }
+            // The sealed chunk's slot and data are stable while it is WRITING.
+            // SAFETY: the header page is mapped; a copy of it is read.
+            let head = unsafe { std::slice::from_raw_parts(self.map.as_ptr(), HEADER_SIZE) };
+            let result = match RingHeader::read(head) {
+                Some(h) if (h.chunks[i].len as usize) <= h.chunk_size as usize => {
+                    let c = h.chunks[i];
+                    let off = HEADER_SIZE + i * h.chunk_size as usize;
+                    let len = c.len as usize;
+                    if off + len <= self.map.len() {
+                        // SAFETY: [off, off+len) lies in the mapping; the owner does not
+                        // write a chunk while it is WRITING.
+                        let data =
+                            unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(off), len) };
+                        written += len as u64;
+                        self.data.write_all_at(data, c.file_off)
+                    } else {
+                        Ok(())
+                    }
+                }
+                _ => Ok(()),
+            };
+            // A chunk that could not be written stays sealed for its thread or the salvage.
+            let after = if result.is_ok() {
+                state::FREE
+            } else {
+                state::SEALED
+            };
+            self.state(i).store(after, Ordering::Release);
+            result?;
+        }
+        Ok(written)
+    }
+}
+
+/// The recorder's side of the rings: follows every ring of a prefix while the traced process
+/// tree runs and writes their sealed chunks to the data files.
+pub struct Pump {
+    prefix: String,
+    dir: PathBuf,
+    rings: Vec<Followed>,
+}
+
+impl Pump {
+    pub fn new(prefix: &str, dir: &Path) -> Pump {
+        Pump {
+            prefix: prefix.to_string(),
+            dir: dir.to_path_buf(),
+            rings: Vec::new(),
+        }
+    }
+
+    /// Looks for new rings (and rings replaced by a new exec image) and drops rings that are
+    /// gone (their threads wrote everything and removed them).
+    pub fn rescan(&mut self) -> std::io::Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        let files = ring_files(&self.prefix)?;
+        self.rings.retain(|r| {
+            files.iter().any(|(tid, _)| *tid == r.tid)
+                && std::fs::metadata(&r.path).is_ok_and(|m| m.ino() == r.ino)
+        });
+        for (tid, path) in files {
+            if self.rings.iter().any(|r| r.tid == tid) {
+                continue;
+            }
+            let Ok(file) = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)
+            else {
+                continue;
+            };
+            let Ok(meta) = file.metadata() else { continue };
+            let mut head = [0u8; HEADER_SIZE];
+            // A ring whose header is not complete yet is picked up by a later rescan.
+            let complete = std::os::unix::fs::FileExt::read_exact_at(&file, &mut head, 0).is_ok()
+                && RingHeader::read(&head)
+                    .is_some_and(|h| h.tid == tid && meta.len() as usize == h.file_len());
+            if !complete {
+                continue;
+            }
+            let Ok(map) = memmap2::MmapOptions::new().map_raw(&file) else {
+                continue;
+            };
+            self.rings.push(Followed {
+                tid,
+                ino: meta.ino(),
+                path,
+                map,
+                data: open_data(&self.dir, tid)?,
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes every sealed chunk of the followed rings; returns the bytes written.
+    pub fn pump(&self) -> std::io::Result<u64> {
+        let mut written = 0;
+        for r in &self.rings {
+            written += r.pump()?;
+        }
+        Ok(written)
+    }
+
+    /// Rings followed now.
+    pub fn followed(&self) -> usize {
+        self.rings.len()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn header_bytes(h: &RingHeader) -> Vec<u8> {
-        let mut b = vec![0u8; HEADER_SIZE];
-        b[0..8].copy_from_slice(&h.magic);
-        b[8..12].copy_from_slice(&h.tid.to_ne_bytes());
-        b[16..24].copy_from_slice(&h.file_off.to_ne_bytes());
-        b[24..32].copy_from_slice(&h.cursor.to_ne_bytes());
-        b[32..40].copy_from_slice(&h.base.to_ne_bytes());
-        b[40..48].copy_from_slice(&h.cap.to_ne_bytes());
+    /// A ring file image: `tid`, chunk size 4096, cursor/base and chunk slots as given, chunk
+    /// `i` filled with byte `i + 1`.
+    fn ring_bytes(tid: u32, cursor_in: Option<(usize, u64)>, chunks: &[(usize, Chunk)]) -> Vec<u8> {
+        let size = 4096usize;
+        let base = 0x10_0000u64;
+        let mut b = vec![0u8; HEADER_SIZE + CHUNKS * size];
+        b[0..8].copy_from_slice(&MAGIC);
+        b[8..12].copy_from_slice(&tid.to_ne_bytes());
+        let cursor = cursor_in.map_or(base, |(i, len)| base + (i * size) as u64 + len);
+        b[16..24].copy_from_slice(&cursor.to_ne_bytes());
+        b[24..32].copy_from_slice(&base.to_ne_bytes());
+        b[32..40].copy_from_slice(&(size as u64).to_ne_bytes());
+        for &(i, c) in chunks {
+            let o = chunk_slot(i);
+            b[o..o + 4].copy_from_slice(&c.state.to_ne_bytes());
+            b[o + 8..o + 16].copy_from_slice(&c.file_off.to_ne_bytes());
+            b[o + 16..o + 24].copy_from_slice(&c.len.to_ne_bytes());
+        }
+        for i in 0..CHUNKS {
+            let o = HEADER_SIZE + i * size;
+            b[o..o + size].fill(i as u8 + 1);
+        }
         b
+    }
+
+    fn chunk(state: u32, file_off: u64, len: u64) -> Chunk {
+        Chunk {
+            state,
+            _pad: 0,
+            file_off,
+            len,
+        }
     }
 
     #[test]
     fn layout_matches_the_parser() {
-        assert_eq!(std::mem::size_of::<RingHeader>(), 48);
-        let h = RingHeader {
-            magic: MAGIC,
-            tid: 42,
-            _pad: 0,
-            file_off: 4096,
-            cursor: 0x1000 + 64,
-            base: 0x1000,
-            cap: 8192,
-        };
-        let b = header_bytes(&h);
-        assert_eq!(RingHeader::read(&b), Some(h));
-        assert_eq!(h.pending(), Some(64));
-        let bad = RingHeader {
-            cursor: 0x1000 + 8,
-            ..h
-        };
-        assert_eq!(bad.pending(), None);
-        let bad = RingHeader {
-            cursor: 0x1000 + 16384,
-            ..h
-        };
-        assert_eq!(bad.pending(), None);
+        assert_eq!(std::mem::size_of::<RingHeader>(), chunk_slot(CHUNKS));
+        assert_eq!(std::mem::offset_of!(RingHeader, chunks), chunk_slot(0));
+        let b = ring_bytes(
+            42,
+            Some((3, 64)),
+            &[
+                (1, chunk(state::SEALED, 4096, 4096)),
+                (2, chunk(state::WRITING, 8192, 32)),
+                (3, chunk(state::FILLING, 8224, 0)),
+                (4, chunk(state::SEALED, 99, 8)), // not whole records: skipped
+            ],
+        );
+        let h = RingHeader::read(&b).unwrap();
+        assert_eq!(h.tid, 42);
+        assert_eq!(h.file_len(), b.len());
+        let p = h.pending();
+        assert_eq!(
+            p.iter()
+                .map(|p| (p.chunk, p.file_off, p.len))
+                .collect::<Vec<_>>(),
+            [(1, 4096, 4096), (2, 8192, 32), (3, 8224, 64)]
+        );
+        assert_eq!(p[0].ring_off, HEADER_SIZE + 4096);
+        assert_eq!(h.end(), 8224 + 64);
         assert_eq!(RingHeader::read(&b[..20]), None);
+        let mut bad = b.clone();
+        bad[0] = b'x';
+        assert_eq!(RingHeader::read(&bad), None);
     }
 
     #[test]
-    fn salvage_writes_pending_records_at_their_offset() {
+    fn salvage_writes_pending_chunks_at_their_offsets() {
         let dir = tempfile::tempdir().unwrap();
         let prefix = format!("utrace-test-{}", std::process::id());
-        // tid 7: 32 bytes already in the file, 32 pending; tid 8: nothing pending.
-        std::fs::write(dir.path().join("7.dat"), [1u8; 32]).unwrap();
-        let mut ring = header_bytes(&RingHeader {
-            magic: MAGIC,
-            tid: 7,
-            _pad: 0,
-            file_off: 32,
-            cursor: 0x5000 + 32,
-            base: 0x5000,
-            cap: 4096,
-        });
-        ring.extend([2u8; 32]);
-        ring.extend([9u8; 4064]); // stale bytes past the cursor
+        // tid 7: 32 bytes already in the file, one sealed chunk (32 bytes) and the filling
+        // one (16 bytes); tid 8: nothing pending.
+        std::fs::write(dir.path().join("7.dat"), [9u8; 32]).unwrap();
+        let ring = ring_bytes(
+            7,
+            Some((5, 16)),
+            &[
+                (4, chunk(state::SEALED, 32, 32)),
+                (5, chunk(state::FILLING, 64, 0)),
+            ],
+        );
         std::fs::write(ring_path(&prefix, 7), &ring).unwrap();
-        let mut empty = header_bytes(&RingHeader {
-            magic: MAGIC,
-            tid: 8,
-            _pad: 0,
-            file_off: 0,
-            cursor: 0x5000,
-            base: 0x5000,
-            cap: 4096,
-        });
-        empty.extend([0u8; 4096]);
-        std::fs::write(ring_path(&prefix, 8), &empty).unwrap();
+        std::fs::write(ring_path(&prefix, 8), ring_bytes(8, None, &[])).unwrap();
 
         let done = salvage(&prefix, dir.path()).unwrap();
         assert_eq!(
             done,
             Salvaged {
                 rings: 2,
-                bytes: 32
+                bytes: 48
             }
         );
         let data = std::fs::read(dir.path().join("7.dat")).unwrap();
-        assert_eq!(data.len(), 64);
-        assert!(data[..32].iter().all(|&b| b == 1) && data[32..].iter().all(|&b| b == 2));
+        assert_eq!(data.len(), 80);
+        assert!(data[..32].iter().all(|&b| b == 9));
+        assert!(data[32..64].iter().all(|&b| b == 5) && data[64..].iter().all(|&b| b == 6));
         assert!(!dir.path().join("8.dat").exists());
         assert!(!ring_path(&prefix, 7).exists() && !ring_path(&prefix, 8).exists());
         // Idempotent: nothing left to do.
         assert_eq!(salvage(&prefix, dir.path()).unwrap(), Salvaged::default());
+    }
+
+    #[test]
+    fn pump_writes_sealed_chunks_and_frees_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = format!("utrace-pump-{}", std::process::id());
+        let path = ring_path(&prefix, 9);
+        let ring = ring_bytes(
+            9,
+            Some((2, 16)),
+            &[
+                (0, chunk(state::SEALED, 0, 4096)),
+                (1, chunk(state::SEALED, 4096, 48)),
+                (2, chunk(state::FILLING, 4144, 0)),
+            ],
+        );
+        std::fs::write(&path, &ring).unwrap();
+        let mut pump = Pump::new(&prefix, dir.path());
+        pump.rescan().unwrap();
+        assert_eq!(pump.followed(), 1);
+        assert_eq!(pump.pump().unwrap(), 4096 + 48);
+        assert_eq!(pump.pump().unwrap(), 0);
+        let data = std::fs::read(dir.path().join("9.dat")).unwrap();
+        assert_eq!(data.len(), 4144);
+        assert!(data[..4096].iter().all(|&b| b == 1) && data[4096..].iter().all(|&b| b == 2));
+        // Freed in the ring itself; the filling chunk is left to its thread (or the salvage).
+        let h = RingHeader::read(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(h.chunks[0].state, state::FREE);
+        assert_eq!(h.chunks[1].state, state::FREE);
+        assert_eq!(h.chunks[2].state, state::FILLING);
+        std::fs::remove_file(&path).unwrap();
+        pump.rescan().unwrap();
+        assert_eq!(pump.followed(), 0);
     }
 }

@@ -10,6 +10,7 @@
 pub mod finish;
 pub mod launch;
 pub mod program;
+mod pump;
 
 use crate::config;
 use crate::invocation::Invocation;
@@ -437,6 +438,8 @@ pub fn record(
         rings.clone().into(),
     ));
     env.extend(runtime_env(&libmcount));
+    let pump = pump::PumpThread::start(&rings, &dir)
+        .with_context(|| "cannot start the recorder's writer thread".to_string())?;
     let ended = launch::run(&launch::Launch {
         // Absolute: a bare name found in the current directory must not be searched in $PATH.
         exe: &program.absolute,
@@ -445,11 +448,16 @@ pub fn record(
         env_remove: CONTRACT_VARS.to_vec(),
         no_randomize: inv.args.record.no_randomize_addr,
     });
-    // Records that no thread flushed (killed, crashed, exit() with threads running) are in
-    // the rings: move them into the data files, also when the launch failed half-way.
+    // Records that no one wrote (killed, crashed, exit() with threads running, or a pump
+    // error) are in the rings: move them into the data files, also when the launch failed
+    // half-way.
+    let pumped = pump.stop();
     let salvaged = record_format::ring::salvage(&rings, &dir);
     let ended = ended?;
     salvaged.with_context(|| format!("cannot move the trace buffers into {}", dir.display()))?;
+    if let Err(e) = pumped {
+        notices.warn(format!("the recorder's writer thread failed: {e}"));
+    }
 
     if inv.args.record.time {
         print_times(&ended);
