@@ -4,8 +4,8 @@
 //! Nothing here allocates, locks or panics; nothing returns a `Result` across the FFI.
 
 use crate::arch::{exit_trampoline_addr, EntryRegs, ExitRegs};
-use crate::session;
 use crate::thread::{self, Hook, ThreadState};
+use crate::{plt, session};
 
 struct Errno(i32);
 
@@ -64,6 +64,9 @@ pub unsafe extern "C" fn mcount_entry(
             // SAFETY: the frames left are above this live slot, so still on the stack.
             unsafe { td.rehijack_slots(tramp) };
         }
+        if td.vfork_child() {
+            return;
+        }
         // SAFETY: the caller guarantees `parent_loc` is a live, aligned stack slot.
         let parent_ip = unsafe { parent_loc.read() };
         if td.enter(parent_loc as usize, parent_ip, child_ip, tramp) == Hook::Hijack {
@@ -84,7 +87,11 @@ pub unsafe extern "C" fn mcount_exit(_regs: *const ExitRegs, slot: *mut usize) -
         let saved = td.guard();
         td.set_guard(true);
         let errno = Errno::save();
-        let ret = td.exit(slot as usize);
+        let ret = if td.vfork_child() {
+            td.peek_exit(slot as usize)
+        } else {
+            td.exit(slot as usize)
+        };
         drop(errno);
         td.set_guard(saved);
         if let Some(ip) = ret {
@@ -96,7 +103,11 @@ pub unsafe extern "C" fn mcount_exit(_regs: *const ExitRegs, slot: *mut usize) -
 
 /// `-finstrument-functions` entry hook, when the fast path in `arch` cannot handle it.
 pub extern "C" fn cyg_enter_slow(this_fn: *mut libc::c_void, call_site: *mut libc::c_void) {
-    guarded(|td| td.cyg_enter(this_fn as usize, call_site as usize));
+    guarded(|td| {
+        if !td.vfork_child() {
+            td.cyg_enter(this_fn as usize, call_site as usize);
+        }
+    });
 }
 
 /// `-finstrument-functions` exit hook, when the fast path in `arch` cannot handle it.
@@ -106,11 +117,60 @@ pub extern "C" fn cyg_exit_slow(this_fn: *mut libc::c_void, _call_site: *mut lib
         if !td.guard() {
             td.set_guard(true);
             let errno = Errno::save();
-            td.cyg_exit(this_fn as usize);
+            if !td.vfork_child() {
+                td.cyg_exit(this_fn as usize);
+            }
             drop(errno);
             td.set_guard(false);
         }
     }
+}
+
+/// Called by the PLT hook (`arch::plt_hook`) for a call through hooked GOT slot `index`;
+/// returns where the call goes.
+///
+/// # Safety
+/// `parent_loc` must be the caller's return slot on the current thread's stack.
+pub unsafe extern "C" fn plt_entry(
+    parent_loc: *mut usize,
+    index: usize,
+    _regs: *const EntryRegs,
+) -> usize {
+    let Some(p) = plt::get() else {
+        crate::fatal(b"PLT hook called without hooked slots")
+    };
+    let (target, unbound) = p.target(index);
+    let Some(slot) = p.slot(index) else {
+        crate::fatal(b"PLT hook called for an unknown slot")
+    };
+    let tramp = exit_trampoline_addr();
+    guarded(|td| {
+        if td.vfork_child() {
+            return;
+        }
+        match slot.kind {
+            plt::Kind::Hook => {
+                // SAFETY: the caller guarantees `parent_loc` is a live, aligned stack slot.
+                let parent_ip = unsafe { parent_loc.read() };
+                let extra = if unbound { plt::REARM } else { 0 };
+                let hook =
+                    td.enter_flagged(parent_loc as usize, parent_ip, slot.entry, tramp, extra);
+                if hook == Hook::Hijack {
+                    // SAFETY: as above; the frame was pushed first.
+                    unsafe { parent_loc.write(tramp) };
+                }
+            }
+            plt::Kind::Instant => td.instant(slot.entry),
+            plt::Kind::Vfork => {
+                td.instant(slot.entry);
+                td.start_vfork();
+            }
+        }
+    });
+    if unbound && slot.kind != plt::Kind::Hook {
+        p.rearm_later(index);
+    }
+    target
 }
 
 /// gprof's start-up hook (called by `gcrt1.o`'s `__gmon_start__`): a no-op, so that no

@@ -32,6 +32,7 @@ pub mod crash;
 pub mod dlopen;
 pub mod entry;
 pub mod filter;
+pub mod plt;
 pub mod rstack;
 pub mod session;
 pub mod sys;

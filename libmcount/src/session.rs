@@ -246,6 +246,9 @@ pub extern "C" fn init() {
     if filtered {
         filter::init(&parse_maps(&maps), &filter_set);
     }
+    if std::env::var_os(env::PLTHOOK).is_some() {
+        crate::plt::install();
+    }
     let map_path = std::path::Path::new(&dir).join(format!("sid-{sid:016x}.map"));
     if let Err(e) = std::fs::write(&map_path, &maps) {
         crate::log_error(

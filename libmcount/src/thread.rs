@@ -12,7 +12,7 @@ use crate::buffer::DatWriter;
 use crate::clock::Clock;
 use crate::filter::{self, flags, Decision, FilterState, Filters, Saved};
 use crate::rstack::{Frame, ShadowStack, NO_SLOT};
-use crate::{clock, session, sys, tasklog};
+use crate::{clock, plt, session, sys, tasklog};
 use core::sync::atomic::{AtomicBool, Ordering};
 use record_format::raw::{header_word, RecordKind};
 
@@ -41,6 +41,8 @@ pub mod block {
     pub const EXCEPTION: u32 = 4;
     /// The session needs the full entry handler (filters, arguments…).
     pub const SLOW: u32 = 8;
+    /// A `vfork` child may be running on this state (see `ThreadState::vfork_child`).
+    pub const VFORK: u32 = 16;
 }
 
 /// One thread's runtime state. `#[repr(C)]`: the trampolines' fast paths read `block`,
@@ -67,6 +69,8 @@ pub struct ThreadState {
     pub depth_limit: usize,
     /// Size of the mapping holding this state.
     map_len: usize,
+    /// The process that called `vfork` (while `block::VFORK` is set).
+    vfork_pid: i32,
 }
 
 static STACK_FULL_WARNED: AtomicBool = AtomicBool::new(false);
@@ -98,6 +102,7 @@ impl ThreadState {
             saved: core::ptr::null_mut(),
             depth_limit: usize::MAX,
             map_len: 0,
+            vfork_pid: 0,
         }
     }
 
@@ -156,6 +161,19 @@ impl ThreadState {
         child_ip: usize,
         tramp: usize,
     ) -> Hook {
+        self.enter_flagged(parent_loc, parent_ip, child_ip, tramp, 0)
+    }
+
+    /// [`ThreadState::enter`] with `extra` frame flags (`plt::REARM`).
+    #[inline]
+    pub fn enter_flagged(
+        &mut self,
+        parent_loc: usize,
+        parent_ip: usize,
+        child_ip: usize,
+        tramp: usize,
+        extra: u16,
+    ) -> Hook {
         if self.disabled() || self.rstack.len() >= self.depth_limit {
             return Hook::None;
         }
@@ -177,7 +195,7 @@ impl ThreadState {
             parent_ip,
             child_ip,
             depth,
-            flags,
+            flags: flags | extra,
             start,
         };
         self.rstack.push(frame);
@@ -251,6 +269,64 @@ impl ThreadState {
         let now = self.clock.now();
         self.close_to(k, now);
         Some(parent_ip)
+    }
+
+    /// A call recorded as having no duration (its return is not hooked: `setjmp`, `vfork`,
+    /// `dlopen`…): ENTRY and EXIT at the same time, at the depth it would have.
+    pub fn instant(&mut self, child_ip: usize) {
+        if self.disabled() || self.rstack.len() >= self.depth_limit || self.rstack.is_full() {
+            return;
+        }
+        let depth = match filter::get() {
+            None => self.rstack.len() as u32,
+            Some(f) => match self.filt.decide(f, child_ip as u64) {
+                Decision::Hook(fl) if fl & (flags::NORECORD | flags::PENDING) == 0 => {
+                    self.filt.recorded
+                }
+                _ => return,
+            },
+        };
+        if !filter::tracing() {
+            return;
+        }
+        self.writer.prepare();
+        let now = self.clock.now();
+        let frame = Frame {
+            parent_loc: NO_SLOT,
+            parent_ip: 0,
+            child_ip,
+            depth,
+            flags: 0,
+            start: now,
+        };
+        self.writer.record(now, entry_word(&frame));
+        self.writer.record(now, exit_word(&frame));
+    }
+
+    /// `vfork` was called: until the parent runs again, hooks must leave the shared state
+    /// alone (the child runs on the parent's memory).
+    pub fn start_vfork(&mut self) {
+        self.vfork_pid = sys::getpid();
+        self.set_flag(block::VFORK, true);
+    }
+
+    /// Whether this is a `vfork` child running on its parent's state. The parent's first
+    /// hook after the child exec'd or exited ends the `vfork`.
+    pub fn vfork_child(&mut self) -> bool {
+        if !self.flag(block::VFORK) {
+            return false;
+        }
+        if sys::getpid() == self.vfork_pid {
+            self.set_flag(block::VFORK, false);
+            return false;
+        }
+        true
+    }
+
+    /// Where the frame owning `slot` returns to, without popping it (a `vfork` child).
+    pub fn peek_exit(&self, slot: usize) -> Option<usize> {
+        let k = self.rstack.find_slot(slot)?;
+        Some(self.rstack.get(k)?.parent_ip)
     }
 
     /// `__cyg_profile_func_enter`: push without hijacking.
@@ -358,6 +434,11 @@ impl ThreadState {
             let Some(f) = self.rstack.get(i).copied() else {
                 break;
             };
+            if f.flags & plt::REARM != 0 {
+                if let Some(p) = plt::get() {
+                    p.rearm(f.child_ip);
+                }
+            }
             let Some(filters) = filters else {
                 self.writer.record(now, exit_word(&f));
                 self.rstack.truncate(i);

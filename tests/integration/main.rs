@@ -10,6 +10,7 @@
 //! * `symbols`: replay without `.sym` files reads the ELF files instead;
 //! * `record`: the recorder's checks, messages and statuses, `live`;
 //! * `record_filters`: record-time filters and depth limits, applied while recording;
+//! * `record_libcalls`: library calls through the PLT hooks, lazy and `-z now` builds;
 //! * `record_matrix`: every test program in every build mode recorded by utrace and by
 //!   uftrace, both replays of utrace's data against uftrace's;
 //! * `survival`: programs that crash, are killed or exit with threads running still leave a
@@ -33,6 +34,7 @@ mod fixtures;
 mod normalize;
 mod record;
 mod record_filters;
+mod record_libcalls;
 mod record_matrix;
 mod replay_diff;
 mod survival;

@@ -146,18 +146,28 @@ type BuildSlot = Arc<OnceLock<Result<PathBuf, String>>>;
 /// the same binary wait for the first build. The compiler writes a uniquely named temporary file
 /// that is then renamed, so several test processes never see a half-written binary.
 pub fn testprog(name: &str, mode: Mode) -> PathBuf {
+    testprog_with(name, mode, &[])
+}
+
+/// [`testprog`] linked with `link` options too (e.g. `-Wl,-z,now`), built as
+/// `NAME.<options>` so that the variants do not overwrite each other.
+pub fn testprog_with(name: &str, mode: Mode, link: &[&str]) -> PathBuf {
     static BUILDS: OnceLock<Mutex<HashMap<(String, Mode), BuildSlot>>> = OnceLock::new();
+    let key = std::iter::once(name)
+        .chain(link.iter().copied())
+        .collect::<Vec<_>>()
+        .join(" ");
     let slot = {
         let mut builds = BUILDS.get_or_init(Default::default).lock().unwrap();
-        builds.entry((name.to_string(), mode)).or_default().clone()
+        builds.entry((key, mode)).or_default().clone()
     };
-    match slot.get_or_init(|| build(name, mode)) {
+    match slot.get_or_init(|| build(name, mode, link)) {
         Ok(path) => path.clone(),
         Err(err) => panic!("{err}"),
     }
 }
 
-fn build(name: &str, mode: Mode) -> Result<PathBuf, String> {
+fn build(name: &str, mode: Mode, link: &[&str]) -> Result<PathBuf, String> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
 
     let src_dir = testprogs_src();
@@ -179,7 +189,16 @@ fn build(name: &str, mode: Mode) -> Result<PathBuf, String> {
         .join(mode.dir_name());
     std::fs::create_dir_all(&out_dir)
         .map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
-    let out = out_dir.join(name);
+    let out = if link.is_empty() {
+        out_dir.join(name)
+    } else {
+        let tag: String = link
+            .concat()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        out_dir.join(format!("{name}.{tag}"))
+    };
     let tmp = out_dir.join(format!(
         ".{name}.tmp.{}.{}",
         std::process::id(),
@@ -192,6 +211,7 @@ fn build(name: &str, mode: Mode) -> Result<PathBuf, String> {
         .arg("-o")
         .arg(&tmp)
         .arg(&src)
+        .args(link)
         .arg("-lpthread")
         .output()
         .map_err(|e| format!("cannot run {compiler}: {e}"))?;

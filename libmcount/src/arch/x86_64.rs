@@ -378,6 +378,9 @@ pub unsafe extern "C" fn exit_trampoline() {
         "lea rdi, [rsp - 8]",
         "cmp rdi, [rcx + {f_parent_loc}]",
         "jne 4f",
+        // Frames with flags (a PLT slot to re-arm) need the Rust handler.
+        "cmp word ptr [rcx + {f_flags}], 0",
+        "jne 4f",
         "mov rdx, [rsi + {cursor}]",
         "add rdx, 16",
         "cmp rdx, [rsi + {limit}]",
@@ -455,6 +458,7 @@ pub unsafe extern "C" fn exit_trampoline() {
         f_parent_ip = const off::F_PARENT_IP,
         f_child_ip = const off::F_CHILD_IP,
         f_depth = const off::F_DEPTH,
+        f_flags = const off::F_FLAGS,
         max_depth = const off::MAX_DEPTH,
         exit_bits = const off::EXIT_BITS,
         tsc_base = const off::TSC_BASE,
@@ -732,6 +736,77 @@ pub unsafe extern "C" fn backtrace() {
         "lea rdx, [rsp + 8]",
         "jmp {handler}",
         handler = sym crate::unwind::backtrace,
+    )
+}
+
+/// Where the executable's hooked PLT slots lead (through the stubs of `plt`, which push the
+/// slot index): calls [`crate::entry::plt_entry`] with the registers saved as for `mcount`,
+/// then jumps to the address it returns with the arguments restored and the caller's return
+/// address on top of the stack, as if the call had gone there directly.
+///
+/// # Safety
+/// Reached only through a `plt` stub.
+#[unsafe(naked)]
+pub unsafe extern "C" fn plt_hook() {
+    naked_asm!(
+        "endbr64",
+        // [rsp] = slot index, [rsp + 8] = the caller's return address.
+        "push rbp",
+        "mov rbp, rsp",
+        "sub rsp, {size}",
+        "and rsp, -16",
+        "mov [rsp + {rdi}], rdi",
+        "mov [rsp + {rsi}], rsi",
+        "mov [rsp + {rdx}], rdx",
+        "mov [rsp + {rcx}], rcx",
+        "mov [rsp + {r8}], r8",
+        "mov [rsp + {r9}], r9",
+        "mov [rsp + {rax}], rax",
+        "mov [rsp + {r10}], r10",
+        "movaps [rsp + {xmm}], xmm0",
+        "movaps [rsp + {xmm} + 16], xmm1",
+        "movaps [rsp + {xmm} + 32], xmm2",
+        "movaps [rsp + {xmm} + 48], xmm3",
+        "movaps [rsp + {xmm} + 64], xmm4",
+        "movaps [rsp + {xmm} + 80], xmm5",
+        "movaps [rsp + {xmm} + 96], xmm6",
+        "movaps [rsp + {xmm} + 112], xmm7",
+        "lea rdi, [rbp + 16]",
+        "mov rsi, [rbp + 8]",
+        "mov rdx, rsp",
+        "call {handler}",
+        // r11 is free at a call (ld.so's lazy binder clobbers it too).
+        "mov r11, rax",
+        "movaps xmm0, [rsp + {xmm}]",
+        "movaps xmm1, [rsp + {xmm} + 16]",
+        "movaps xmm2, [rsp + {xmm} + 32]",
+        "movaps xmm3, [rsp + {xmm} + 48]",
+        "movaps xmm4, [rsp + {xmm} + 64]",
+        "movaps xmm5, [rsp + {xmm} + 80]",
+        "movaps xmm6, [rsp + {xmm} + 96]",
+        "movaps xmm7, [rsp + {xmm} + 112]",
+        "mov rdi, [rsp + {rdi}]",
+        "mov rsi, [rsp + {rsi}]",
+        "mov rdx, [rsp + {rdx}]",
+        "mov rcx, [rsp + {rcx}]",
+        "mov r8, [rsp + {r8}]",
+        "mov r9, [rsp + {r9}]",
+        "mov rax, [rsp + {rax}]",
+        "mov r10, [rsp + {r10}]",
+        "leave",
+        "add rsp, 8",
+        "jmp r11",
+        size = const ENTRY_SIZE,
+        rdi = const offset_of!(EntryRegs, rdi),
+        rsi = const offset_of!(EntryRegs, rsi),
+        rdx = const offset_of!(EntryRegs, rdx),
+        rcx = const offset_of!(EntryRegs, rcx),
+        r8 = const offset_of!(EntryRegs, r8),
+        r9 = const offset_of!(EntryRegs, r9),
+        rax = const offset_of!(EntryRegs, rax),
+        r10 = const offset_of!(EntryRegs, r10),
+        xmm = const XMM,
+        handler = sym crate::entry::plt_entry,
     )
 }
 

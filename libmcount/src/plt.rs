@@ -1,0 +1,330 @@
+//! Library calls: the executable's PLT slots are redirected through per-slot stubs to
+//! [`crate::arch::plt_hook`] (runtime.md §7.4), so calls into shared libraries (`printf`,
+//! `malloc`, `pthread_create`, …) are recorded like traced functions, at the address of their
+//! PLT entry (the `P` symbols of the executable's `.sym` file, data-format §7).
+//!
+//! At session start, for each `R_X86_64_JUMP_SLOT` relocation *i* of the executable (read from
+//! its file with goblin): the GOT slot's current value becomes `target[i]` (the real function
+//! if already bound, else the PLT's own lazy stub), and the slot is pointed at stub *i*
+//! (`endbr64; push $i; jmp *hook`) in a page generated here; slots in the RELRO range
+//! (`-z now`) are made writable for that moment. The hook records the call, hijacks the return
+//! like `mcount` does, and jumps to `target[i]`. A call through the lazy stub makes ld.so bind
+//! the symbol and write the real address into the slot, over the stub: such frames carry
+//! [`REARM`], and their exit takes the address learnt for `target[i]` and points the slot back
+//! at the stub.
+//!
+//! Special functions (runtime.md §6.15): the hooks themselves and the unwinder's helpers are
+//! not hooked; functions that return twice (`setjmp`, `vfork`) or that look at their caller
+//! (`dlopen`, `dlsym`) are recorded as a call of no duration without touching their return;
+//! `vfork` also blocks the hooks in the child, which shares the parent's memory until it execs
+//! or exits (§6.6).
+
+use crate::arch;
+use core::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+/// Frame flag: the slot was not bound when the call started; re-arm it at the exit.
+pub const REARM: u16 = 0x8000;
+
+/// How a slot's calls are treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Recorded, return hijacked.
+    Hook,
+    /// Recorded as a call of no duration; the return is left alone.
+    Instant,
+    /// As `Instant`, and the hooks stay off in the child until it execs or exits.
+    Vfork,
+}
+
+/// One hooked GOT slot.
+#[derive(Debug)]
+pub struct Slot {
+    /// The GOT slot.
+    got: usize,
+    /// Where the call really goes.
+    target: AtomicUsize,
+    /// The slot's value before binding (the PLT lazy stub); 0 if it was bound already.
+    lazy: usize,
+    /// The PLT entry's address: the function's address in records.
+    pub entry: usize,
+    pub kind: Kind,
+}
+
+#[derive(Debug)]
+pub struct Plt {
+    slots: Vec<Slot>,
+    /// The stub page.
+    stubs: usize,
+    /// 1 + the index of an unbound slot whose call is not hooked at its return (`Instant`
+    /// kinds): re-armed at the next hooked call.
+    later: AtomicUsize,
+}
+
+static PLT: OnceLock<Plt> = OnceLock::new();
+
+/// Size of one stub.
+const STUB: usize = 16;
+/// The stubs start after the word holding the hook's address.
+const STUBS_AT: usize = 16;
+
+impl Plt {
+    /// Slot `i`, if hooked.
+    pub fn slot(&self, i: usize) -> Option<&Slot> {
+        self.slots.get(i)
+    }
+
+    fn stub(&self, i: usize) -> usize {
+        self.stubs + STUBS_AT + i * STUB
+    }
+
+    /// Where a call through slot `i` goes now; `REARM` is due when it is still unbound.
+    pub fn target(&self, i: usize) -> (usize, bool) {
+        if self.later.load(Ordering::Relaxed) != 0 {
+            self.rearm_pending();
+        }
+        let Some(s) = self.slots.get(i) else {
+            return (0, false);
+        };
+        let t = s.target.load(Ordering::Relaxed);
+        (t, s.lazy != 0 && t == s.lazy)
+    }
+
+    /// Slot `i` was called unbound and its return is not hooked: re-arm it at the next call.
+    pub fn rearm_later(&self, i: usize) {
+        self.later.store(i + 1, Ordering::Relaxed);
+    }
+
+    /// Re-arms the slot left by [`Plt::rearm_later`], if any.
+    fn rearm_pending(&self) {
+        let i = self.later.swap(0, Ordering::Relaxed);
+        if let Some(s) = i.checked_sub(1).and_then(|i| self.slots.get(i)) {
+            self.rearm(s.entry);
+        }
+    }
+
+    /// After a call that went through the lazy binder: learn the bound address and put the
+    /// stub back into the slot (8-byte aligned stores are atomic; racing threads converge).
+    pub fn rearm(&self, entry: usize) {
+        let Some(i) = self.slots.iter().position(|s| s.entry == entry) else {
+            return;
+        };
+        let s = &self.slots[i];
+        // SAFETY: `got` is the module's writable (lazy, non-RELRO) GOT slot for relocation i.
+        let got = unsafe { AtomicUsize::from_ptr(s.got as *mut usize) };
+        let cur = got.load(Ordering::Relaxed);
+        let stub = self.stub(i);
+        if cur != stub {
+            s.target.store(cur, Ordering::Relaxed);
+            got.store(stub, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The session's PLT hooks, if installed.
+#[inline]
+pub fn get() -> Option<&'static Plt> {
+    PLT.get()
+}
+
+/// Names that are never hooked: the hooks themselves, and functions whose caller or return
+/// must not change (unwinding, start-up, exit handlers).
+fn kind_of(name: &str) -> Option<Kind> {
+    match name {
+        "mcount"
+        | "_mcount"
+        | "__fentry__"
+        | "__gnu_mcount_nc"
+        | "__cyg_profile_func_enter"
+        | "__cyg_profile_func_exit"
+        | "_mcleanup"
+        | "__libc_start_main"
+        | "__cxa_throw"
+        | "__cxa_rethrow"
+        | "__cxa_begin_catch"
+        | "__cxa_end_catch"
+        | "__cxa_finalize"
+        | "__gxx_personality_v0"
+        | "_Unwind_Resume"
+        | "_Unwind_RaiseException" => None,
+        "setjmp" | "_setjmp" | "sigsetjmp" | "__sigsetjmp" | "dlopen" | "dlmopen" | "dlsym"
+        | "dlvsym" => Some(Kind::Instant),
+        "vfork" => Some(Kind::Vfork),
+        _ => Some(Kind::Hook),
+    }
+}
+
+/// The executable's load bias (the first object `dl_iterate_phdr` reports).
+fn exe_bias() -> usize {
+    unsafe extern "C" fn first(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: `data` is the usize below, `info` valid for this call.
+        unsafe { *(data as *mut usize) = (*info).dlpi_addr as usize };
+        1
+    }
+    let mut bias = 0usize;
+    // SAFETY: the callback matches and only writes `bias` during the call.
+    unsafe { libc::dl_iterate_phdr(Some(first), &mut bias as *mut usize as *mut libc::c_void) };
+    bias
+}
+
+/// Hooks the executable's PLT (library constructor, before tracing starts).
+pub fn install() {
+    use goblin::elf::{program_header::PT_GNU_RELRO, Elf};
+    let Ok(bytes) = std::fs::read("/proc/self/exe") else {
+        return;
+    };
+    let Ok(elf) = Elf::parse(&bytes) else {
+        return;
+    };
+    let bias = exe_bias();
+    let section = |name: &str| {
+        elf.section_headers
+            .iter()
+            .find(|sh| elf.shdr_strtab.get_at(sh.sh_name) == Some(name))
+    };
+    let Some(plt_start) = section(".plt.sec")
+        .map(|s| s.sh_addr)
+        .or_else(|| section(".plt").map(|s| s.sh_addr + 16))
+    else {
+        return;
+    };
+    let mut wanted = Vec::new();
+    for (i, r) in elf.pltrelocs.iter().enumerate() {
+        let name = elf
+            .dynsyms
+            .get(r.r_sym)
+            .and_then(|s| elf.dynstrtab.get_at(s.st_name))
+            .unwrap_or("");
+        if let Some(kind) = kind_of(name).filter(|_| !name.is_empty()) {
+            wanted.push((i, bias + r.r_offset as usize, kind));
+        }
+    }
+    let Some(&(last, _, _)) = wanted.last() else {
+        return;
+    };
+    let len = (STUBS_AT + (last + 1) * STUB).next_multiple_of(crate::sys::PAGE_SIZE);
+    let Ok(page) = crate::sys::mmap(
+        len,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+        -1,
+        0,
+    ) else {
+        return;
+    };
+    let stubs = page as usize;
+    // SAFETY: the fresh page is writable and `len` bytes long; every stub lies inside it.
+    unsafe {
+        (page as *mut usize).write(arch::plt_hook as *const () as usize);
+        for &(i, _, _) in &wanted {
+            let at = stubs + STUBS_AT + i * STUB;
+            let code = stub_code(at, stubs, i as u32);
+            core::ptr::copy_nonoverlapping(code.as_ptr(), at as *mut u8, STUB);
+        }
+        libc::mprotect(
+            page as *mut libc::c_void,
+            len,
+            libc::PROT_READ | libc::PROT_EXEC,
+        );
+    }
+    // Slots below a RELRO segment (`-z now`) are read-only by now.
+    let relro: Vec<(usize, usize)> = elf
+        .program_headers
+        .iter()
+        .filter(|p| p.p_type == PT_GNU_RELRO)
+        .map(|p| {
+            let start = (bias + p.p_vaddr as usize) & !(crate::sys::PAGE_SIZE - 1);
+            let end =
+                (bias + (p.p_vaddr + p.p_memsz) as usize).next_multiple_of(crate::sys::PAGE_SIZE);
+            (start, end)
+        })
+        .collect();
+    for &(start, end) in &relro {
+        // SAFETY: the range is the executable's own RELRO segment, mapped for its lifetime.
+        unsafe {
+            libc::mprotect(
+                start as *mut libc::c_void,
+                end - start,
+                libc::PROT_READ | libc::PROT_WRITE,
+            )
+        };
+    }
+    let mut slots = Vec::with_capacity(last + 1);
+    for i in 0..=last {
+        let Some(&(_, got, kind)) = wanted.iter().find(|w| w.0 == i) else {
+            // Not hooked: a placeholder that is never reached (its slot keeps its value).
+            slots.push(Slot {
+                got: 0,
+                target: AtomicUsize::new(0),
+                lazy: 0,
+                entry: 0,
+                kind: Kind::Instant,
+            });
+            continue;
+        };
+        // SAFETY: `got` is the executable's GOT slot for relocation i: mapped and aligned.
+        let got_word = unsafe { AtomicUsize::from_ptr(got as *mut usize) };
+        let cur = got_word.load(Ordering::Relaxed);
+        // An unbound slot points back into the executable's own PLT.
+        let in_plt = cur >= bias + plt_start as usize - 16
+            && cur < bias + plt_start as usize + 16 * (elf.pltrelocs.len() + 1);
+        slots.push(Slot {
+            got,
+            target: AtomicUsize::new(cur),
+            lazy: if in_plt { cur } else { 0 },
+            entry: bias + plt_start as usize + 16 * i,
+            kind,
+        });
+        got_word.store(stubs + STUBS_AT + i * STUB, Ordering::Relaxed);
+    }
+    for &(start, end) in &relro {
+        // SAFETY: as above; back to read-only.
+        unsafe { libc::mprotect(start as *mut libc::c_void, end - start, libc::PROT_READ) };
+    }
+    let _ = PLT.set(Plt {
+        slots,
+        stubs,
+        later: AtomicUsize::new(0),
+    });
+}
+
+/// `endbr64; push imm32 i; jmp *[rip - to word at page start]`, padded to 16 bytes.
+fn stub_code(at: usize, page: usize, i: u32) -> [u8; STUB] {
+    let mut c = [0x90u8; STUB];
+    c[0..4].copy_from_slice(&[0xf3, 0x0f, 0x1e, 0xfa]);
+    c[4] = 0x68;
+    c[5..9].copy_from_slice(&i.to_le_bytes());
+    c[9] = 0xff;
+    c[10] = 0x25;
+    let next = at + 15;
+    let disp = (page as i64 - next as i64) as i32;
+    c[11..15].copy_from_slice(&disp.to_le_bytes());
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stub_encoding() {
+        let c = stub_code(0x1000 + 16, 0x1000, 3);
+        assert_eq!(&c[..9], &[0xf3, 0x0f, 0x1e, 0xfa, 0x68, 3, 0, 0, 0]);
+        assert_eq!(&c[9..11], &[0xff, 0x25]);
+        // jmp *[rip + disp]: rip after the jump = 0x101f; 0x101f + disp = 0x1000.
+        assert_eq!(i32::from_le_bytes(c[11..15].try_into().unwrap()), -0x1f);
+        assert_eq!(c[15], 0x90);
+    }
+
+    #[test]
+    fn special_names() {
+        assert_eq!(kind_of("printf"), Some(Kind::Hook));
+        assert_eq!(kind_of("__cxa_throw"), None);
+        assert_eq!(kind_of("_setjmp"), Some(Kind::Instant));
+        assert_eq!(kind_of("vfork"), Some(Kind::Vfork));
+    }
+}

@@ -1,0 +1,116 @@
+//! Library calls (spec/runtime.md §7): `utrace record` without `--no-libcall` hooks the
+//! executable's PLT, so calls into shared libraries appear in the trace at their PLT entry.
+//!
+//! Each case is recorded by `utrace record` and `uftrace record --no-event` with library calls
+//! on, in every build mode, linked lazily (the default: slots bound on first call, re-armed by
+//! utrace) and with `-z now` (slots bound at load time, inside the read-only RELRO segment).
+//! `uftrace replay` and `utrace replay` of utrace's data must print, per task and by function
+//! column from the first line (`__monstartup();`, `__cxa_atexit();` included), what
+//! `uftrace replay` of uftrace's data prints.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::normalize::{self, Anchor};
+use crate::record_matrix::{fold_leaves, MODES};
+use crate::util::{self, Mode, Output};
+
+/// Program, arguments, and whether leaves are folded (several tasks running at once: see
+/// `record_matrix::Norm::FoldLeaves`). `fork` is folded because whether the parent's `fork()`
+/// or `waitpid()` prints as a block depends on when the child's first record lands between
+/// its entry and exit, in uftrace's recordings as in ours.
+const CASES: &[(&str, &[&str], bool)] = &[
+    ("abc", &[], false),
+    ("libcall", &["hello"], false),
+    ("cxx", &[], false),
+    ("exception", &[], false),
+    ("exec", &[], false),
+    ("fork", &[], true),
+    ("signal", &[], false),
+    ("sleep", &[], false),
+    ("thread", &[], true),
+];
+
+/// How the test programs are linked.
+const LINKS: &[&[&str]] = &[&[], &["-Wl,-z,now"]];
+
+fn record(uftrace: bool, dir: &Path, prog: &Path, args: &[&str]) -> Output {
+    let mut cmd = if uftrace {
+        let mut cmd = Command::new(util::uftrace_bin());
+        cmd.args(["record", "--no-event"]);
+        cmd
+    } else {
+        let mut cmd = Command::new(util::utrace_bin());
+        cmd.arg("record");
+        cmd
+    };
+    cmd.arg("-d").arg(dir).arg(prog).args(args);
+    util::run(cmd)
+}
+
+fn compare(prog: &str, args: &[&str], fold: bool, mode: Mode, link: &[&str]) -> Vec<String> {
+    let what = format!("{prog} [{}] {}", mode.dir_name(), link.join(" "));
+    let exe = util::testprog_with(prog, mode, link);
+    let tmp = tempfile::tempdir().unwrap();
+    let theirs = tmp.path().join("uftrace.data");
+    let ours = tmp.path().join("utrace.data");
+    // uftrace 0.13's -mfentry recording misplaces destructors run during unwinding: its -pg
+    // build is the reference there (see `record_matrix::Reference::PgForFentry`).
+    let reference_exe = if prog == "exception" && mode == Mode::Fentry {
+        util::testprog_with(prog, Mode::Pg, link)
+    } else {
+        exe.clone()
+    };
+    let reference = record(true, &theirs, &reference_exe, args);
+    let recorded = record(false, &ours, &exe, args);
+    let mut failures = Vec::new();
+    if recorded.status.code() != reference.status.code() {
+        failures.push(format!(
+            "{what}: utrace exited with {}, uftrace with {}:\n{recorded}",
+            recorded.status, reference.status
+        ));
+    }
+    let reduce = |out: &str| {
+        let text = normalize::by_task(out, Anchor::Start);
+        if fold {
+            fold_leaves(&text)
+        } else {
+            text
+        }
+    };
+    let want = reduce(&util::uftrace_replay(&theirs, &[]).stdout);
+    for (who, out) in [
+        ("uftrace", util::uftrace_replay(&ours, &[])),
+        ("utrace", util::utrace_replay(&ours, &[])),
+    ] {
+        let got = reduce(&out.stdout);
+        if want != got {
+            failures.push(format!(
+                "{what}: `{who} replay` of utrace's data differs (- uftrace's data, + utrace's):\n{}\n{out}",
+                normalize::diff(&want, &got)
+            ));
+        }
+    }
+    failures
+}
+
+#[test]
+fn library_calls_match_uftrace() {
+    if !util::need_uftrace("library_calls_match_uftrace") {
+        return;
+    }
+    let mut failures = Vec::new();
+    for (prog, args, fold) in CASES {
+        for mode in MODES {
+            for link in LINKS {
+                failures.extend(compare(prog, args, *fold, mode, link));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} mismatch(es):\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
