@@ -4,7 +4,8 @@
  * Record with -A/-R specs (or -a for DWARF auto-args) to check how each kind
  * of value is rendered: negative ints, values above the hex threshold,
  * unsigned, char, C string, double and float (counted separately from the
- * integer arguments), pointers and enums.
+ * integer arguments), pointers and enums, stack arguments, a NULL string and
+ * a string pointer to unmapped memory.
  */
 #include <stddef.h>
 #include <string.h>
@@ -62,6 +63,12 @@ long mixed(char ch, int i, double d, const char *s, unsigned long ul)
 	return ch + i + (long)d + (long)strlen(s) + (long)ul;
 }
 
+/* more integer arguments than registers: g and h are passed on the stack */
+long sum8(long a, long b, long c, long d, long e, long f, long g, long h)
+{
+	return a + b + c + d + e + f + g + h;
+}
+
 int main(void)
 {
 	long r = 0;
@@ -78,5 +85,8 @@ int main(void)
 	r += same_ptr(NULL) == NULL;
 	r += sides(TRIANGLE);
 	r += mixed('x', -42, 2.5, "tail", 123456789UL);
+	r += sum8(1, 2, 3, 4, 5, 6, 7, -8);
+	r += pick(NULL, 0)[0];                /* a NULL string */
+	r += pick((const char *)16, 0)[0];    /* a pointer to nothing */
 	return r != 0 ? 0 : 1;
 }

@@ -74,6 +74,30 @@ impl Buffer {
         true
     }
 
+    /// Appends one record header followed by its payload (a multiple of 8 bytes); `false`
+    /// when they do not fit.
+    pub fn push_payload(&mut self, time: u64, word: u64, payload: &[u8]) -> bool {
+        let need = RECORD_SIZE + payload.len();
+        if self.cursor.is_null() || (self.limit as usize).wrapping_sub(self.cursor as usize) < need
+        {
+            return false;
+        }
+        // SAFETY: `need` bytes from `cursor` lie inside the region promised by `new`; the
+        // payload is a separate buffer. Published after the copy, as in `push`.
+        unsafe {
+            (self.cursor as *mut u64).write_unaligned(time.to_le());
+            (self.cursor.add(8) as *mut u64).write_unaligned(word.to_le());
+            core::ptr::copy_nonoverlapping(
+                payload.as_ptr(),
+                self.cursor.add(RECORD_SIZE),
+                payload.len(),
+            );
+            self.cursor = self.cursor.add(need);
+            self.commit.write_volatile(self.cursor as u64);
+        }
+        true
+    }
+
     pub fn cursor(&self) -> *mut u8 {
         self.cursor
     }
@@ -221,6 +245,13 @@ impl DatWriter {
     pub fn record(&mut self, time: u64, word: u64) {
         if !self.buf.push(time, word) && self.refill() {
             self.buf.push(time, word);
+        }
+    }
+
+    /// Appends one record with its payload; drops it if the ring cannot be flushed.
+    pub fn record_payload(&mut self, time: u64, word: u64, payload: &[u8]) {
+        if !self.buf.push_payload(time, word, payload) && self.refill() {
+            self.buf.push_payload(time, word, payload);
         }
     }
 

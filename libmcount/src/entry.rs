@@ -52,8 +52,10 @@ fn guarded<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
 pub unsafe extern "C" fn mcount_entry(
     parent_loc: *mut usize,
     child_ip: usize,
-    _regs: *const EntryRegs,
+    regs: *const EntryRegs,
 ) {
+    // SAFETY: the trampoline passes its save area, live for the whole call.
+    let regs = unsafe { regs.as_ref() };
     let tramp = exit_trampoline_addr();
     guarded(|td| {
         if td.in_exception() {
@@ -69,7 +71,9 @@ pub unsafe extern "C" fn mcount_entry(
         }
         // SAFETY: the caller guarantees `parent_loc` is a live, aligned stack slot.
         let parent_ip = unsafe { parent_loc.read() };
-        if td.enter(parent_loc as usize, parent_ip, child_ip, tramp) == Hook::Hijack {
+        if td.enter_flagged(parent_loc as usize, parent_ip, child_ip, tramp, 0, regs)
+            == Hook::Hijack
+        {
             // SAFETY: as above; the frame was pushed first, so the exit handler will find it.
             unsafe { parent_loc.write(tramp) };
         }
@@ -81,7 +85,9 @@ pub unsafe extern "C" fn mcount_entry(
 /// # Safety
 /// `slot` must be the return slot the returning function used (it was hijacked by
 /// `mcount_entry` on this thread).
-pub unsafe extern "C" fn mcount_exit(_regs: *const ExitRegs, slot: *mut usize) -> usize {
+pub unsafe extern "C" fn mcount_exit(regs: *const ExitRegs, slot: *mut usize) -> usize {
+    // SAFETY: the exit trampoline passes its save area, live for the whole call.
+    let regs = unsafe { regs.as_ref() };
     // Works whatever the session state: every hijacked frame must be able to return.
     if let Some(td) = thread::existing() {
         let saved = td.guard();
@@ -90,7 +96,7 @@ pub unsafe extern "C" fn mcount_exit(_regs: *const ExitRegs, slot: *mut usize) -
         let ret = if td.vfork_child() {
             td.peek_exit(slot as usize)
         } else {
-            td.exit(slot as usize)
+            td.exit_with(slot as usize, regs)
         };
         drop(errno);
         td.set_guard(saved);
@@ -134,8 +140,10 @@ pub extern "C" fn cyg_exit_slow(this_fn: *mut libc::c_void, _call_site: *mut lib
 pub unsafe extern "C" fn plt_entry(
     parent_loc: *mut usize,
     index: usize,
-    _regs: *const EntryRegs,
+    regs: *const EntryRegs,
 ) -> usize {
+    // SAFETY: the PLT hook passes its save area, live for the whole call.
+    let regs = unsafe { regs.as_ref() };
     let Some(p) = plt::get() else {
         crate::fatal(b"PLT hook called without hooked slots")
     };
@@ -153,16 +161,22 @@ pub unsafe extern "C" fn plt_entry(
                 // SAFETY: the caller guarantees `parent_loc` is a live, aligned stack slot.
                 let parent_ip = unsafe { parent_loc.read() };
                 let extra = if unbound { plt::REARM } else { 0 };
-                let hook =
-                    td.enter_flagged(parent_loc as usize, parent_ip, slot.entry, tramp, extra);
+                let hook = td.enter_flagged(
+                    parent_loc as usize,
+                    parent_ip,
+                    slot.entry,
+                    tramp,
+                    extra,
+                    regs,
+                );
                 if hook == Hook::Hijack {
                     // SAFETY: as above; the frame was pushed first.
                     unsafe { parent_loc.write(tramp) };
                 }
             }
-            plt::Kind::Instant => td.instant(slot.entry),
+            plt::Kind::Instant => td.instant(slot.entry, regs),
             plt::Kind::Vfork => {
-                td.instant(slot.entry);
+                td.instant(slot.entry, regs);
                 td.start_vfork();
             }
         }

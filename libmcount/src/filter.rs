@@ -155,12 +155,12 @@ fn parse_specs(list: &str, ty: MatchType) -> Vec<Spec> {
         .collect()
 }
 
-fn basename(path: &str) -> &str {
+pub(crate) fn basename(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
 /// Function symbols of the ELF file `path` loaded at `start`: `(address, size, name)`.
-fn module_functions(module: &MapEntry) -> Vec<(u64, u64, String)> {
+pub(crate) fn module_functions(module: &MapEntry) -> Vec<(u64, u64, String)> {
     use goblin::elf::{header::ET_DYN, program_header::PT_LOAD, sym::STT_FUNC, Elf};
     let Ok(bytes) = std::fs::read(&module.path) else {
         return Vec::new();

@@ -26,6 +26,7 @@
 //! ([`sys`]), `errno` preserved, one recursion guard per thread.
 
 pub mod arch;
+pub mod args;
 pub mod buffer;
 pub mod clock;
 pub mod crash;

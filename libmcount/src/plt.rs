@@ -54,6 +54,8 @@ pub struct Slot {
 #[derive(Debug)]
 pub struct Plt {
     slots: Vec<Slot>,
+    /// The hooked functions: PLT entry address and symbol name.
+    names: Vec<(usize, Box<str>)>,
     /// The stub page.
     stubs: usize,
     /// 1 + the index of an unbound slot whose call is not hooked at its return (`Instant`
@@ -69,6 +71,11 @@ const STUB: usize = 16;
 const STUBS_AT: usize = 16;
 
 impl Plt {
+    /// The hooked functions: PLT entry address and symbol name.
+    pub fn functions(&self) -> impl Iterator<Item = (usize, &str)> {
+        self.names.iter().map(|(a, n)| (*a, &**n))
+    }
+
     /// Slot `i`, if hooked.
     pub fn slot(&self, i: usize) -> Option<&Slot> {
         self.slots.get(i)
@@ -193,6 +200,7 @@ pub fn install() {
         return;
     };
     let mut wanted = Vec::new();
+    let mut names = Vec::new();
     for (i, r) in elf.pltrelocs.iter().enumerate() {
         let name = elf
             .dynsyms
@@ -201,6 +209,7 @@ pub fn install() {
             .unwrap_or("");
         if let Some(kind) = kind_of(name).filter(|_| !name.is_empty()) {
             wanted.push((i, bias + r.r_offset as usize, kind));
+            names.push((bias + plt_start as usize + 16 * i, Box::from(name)));
         }
     }
     let Some(&(last, _, _)) = wanted.last() else {
@@ -287,6 +296,7 @@ pub fn install() {
     }
     let _ = PLT.set(Plt {
         slots,
+        names,
         stubs,
         later: AtomicUsize::new(0),
     });

@@ -56,7 +56,7 @@ pub fn config() -> Option<Config> {
         window: WINDOW.load(Ordering::Relaxed),
         max_stack: MAX_STACK.load(Ordering::Relaxed),
         depth: DEPTH.load(Ordering::Relaxed),
-        slow: filter::get().is_some(),
+        slow: filter::get().is_some() || crate::args::get().is_some(),
     })
 }
 
@@ -249,6 +249,7 @@ pub extern "C" fn init() {
     if std::env::var_os(env::PLTHOOK).is_some() {
         crate::plt::install();
     }
+    init_args(&maps, &exename, &filter_set);
     let map_path = std::path::Path::new(&dir).join(format!("sid-{sid:016x}.map"));
     if let Err(e) = std::fs::write(&map_path, &maps) {
         crate::log_error(
@@ -265,6 +266,42 @@ pub extern "C" fn init() {
     // Pairs with the Acquire loads in the hooks: everything above is visible to them.
     STATE.store(ON, Ordering::Release);
     thread::init_current(true);
+}
+
+/// Binds the recorder's `-A`/`-R`/`-a` specs to the session's functions.
+fn init_args(maps: &str, exe: &std::path::Path, filters: &filter::Settings) {
+    let var = |name| std::env::var(name).unwrap_or_default();
+    let (argspec, retspec) = (var(env::ARGSPEC), var(env::RETSPEC));
+    let auto = std::env::var_os(env::AUTO_ARGS).is_some();
+    if argspec.is_empty() && retspec.is_empty() && !auto {
+        return;
+    }
+    let modules = parse_maps(maps);
+    let exe_start = modules
+        .iter()
+        .find(|m| std::path::Path::new(&m.path) == exe)
+        .map(|m| m.start);
+    let exe_dbg = std::env::var_os(env::DBG)
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .zip(exe_start)
+        .map(|(text, start)| (start, record_format::dbg::parse_dbg(&text)));
+    let plt: Vec<(usize, &str)> = crate::plt::get()
+        .map(|p| p.functions().collect())
+        .unwrap_or_default();
+    crate::args::init(
+        &modules,
+        &plt,
+        &crate::args::Settings {
+            argspec: &argspec,
+            retspec: &retspec,
+            auto,
+            // The built-in prototypes land with the auto-args producer.
+            argauto: "",
+            retauto: "",
+            exe_dbg,
+            match_type: filters.match_type,
+        },
+    );
 }
 
 /// Library destructor (`.fini_array`, run by `exit()` after the `atexit` handlers and the

@@ -23,6 +23,7 @@ const SYS_OPENAT: usize = 257;
 const SYS_UNLINKAT: usize = 263;
 const SYS_FALLOCATE: usize = 285;
 const SYS_GETRANDOM: usize = 318;
+const SYS_PROCESS_VM_READV: usize = 310;
 
 pub type SysResult<T> = Result<T, i32>;
 
@@ -203,6 +204,55 @@ pub fn mmap(len: usize, prot: i32, flags: i32, fd: i32, off: u64) -> SysResult<*
 pub unsafe fn munmap(addr: *mut u8, len: usize) {
     // SAFETY: guaranteed by the caller.
     unsafe { syscall6(SYS_MUNMAP, [addr as usize, len, 0, 0, 0, 0]) };
+}
+
+/// Copies this process's memory at `addr` into `out` with `process_vm_readv`, which fails
+/// (or stops early) instead of faulting on unmapped memory. The read is split at the first
+/// page boundary, so that a string ending before an unmapped page is still read. Returns the
+/// number of bytes copied.
+pub fn read_self(addr: usize, out: &mut [u8]) -> usize {
+    if out.is_empty() || addr == 0 {
+        return 0;
+    }
+    let split = (PAGE_SIZE - addr % PAGE_SIZE).min(out.len());
+    let (head, tail) = out.split_at_mut(split);
+    let local = [
+        libc::iovec {
+            iov_base: head.as_mut_ptr() as *mut libc::c_void,
+            iov_len: head.len(),
+        },
+        libc::iovec {
+            iov_base: tail.as_mut_ptr() as *mut libc::c_void,
+            iov_len: tail.len(),
+        },
+    ];
+    let remote = [
+        libc::iovec {
+            iov_base: addr as *mut libc::c_void,
+            iov_len: head.len(),
+        },
+        libc::iovec {
+            iov_base: addr.wrapping_add(split) as *mut libc::c_void,
+            iov_len: tail.len(),
+        },
+    ];
+    let n = if tail.is_empty() { 1 } else { 2 };
+    // SAFETY: the local iovecs cover `out`, which is writable; the kernel checks the remote
+    // ones and reports unmapped memory as an error or a short count.
+    let ret = unsafe {
+        syscall6(
+            SYS_PROCESS_VM_READV,
+            [
+                getpid() as usize,
+                local.as_ptr() as usize,
+                n,
+                remote.as_ptr() as usize,
+                n,
+                0,
+            ],
+        )
+    };
+    check(ret).unwrap_or(0)
 }
 
 pub fn gettid() -> i32 {

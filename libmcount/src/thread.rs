@@ -7,7 +7,8 @@
 //! must not be traced (initialisation failed or in progress, or the thread has ended). A
 //! `pthread` key with a destructor gives the thread-exit callback.
 
-use crate::arch::{tls_get, tls_set};
+use crate::arch::{tls_get, tls_set, EntryRegs, ExitRegs};
+use crate::args::{self, MAX_PAYLOAD};
 use crate::buffer::DatWriter;
 use crate::clock::Clock;
 use crate::filter::{self, flags, Decision, FilterState, Filters, Saved};
@@ -161,10 +162,12 @@ impl ThreadState {
         child_ip: usize,
         tramp: usize,
     ) -> Hook {
-        self.enter_flagged(parent_loc, parent_ip, child_ip, tramp, 0)
+        self.enter_flagged(parent_loc, parent_ip, child_ip, tramp, 0, None)
     }
 
-    /// [`ThreadState::enter`] with `extra` frame flags (`plt::REARM`).
+    /// [`ThreadState::enter`] with `extra` frame flags (`plt::REARM`) and the registers the
+    /// entry trampoline saved (for arguments; `None` where there are none, as in
+    /// `-finstrument-functions` hooks).
     #[inline]
     pub fn enter_flagged(
         &mut self,
@@ -173,6 +176,7 @@ impl ThreadState {
         child_ip: usize,
         tramp: usize,
         extra: u16,
+        regs: Option<&EntryRegs>,
     ) -> Hook {
         if self.disabled() || self.rstack.len() >= self.depth_limit {
             return Hook::None;
@@ -181,13 +185,25 @@ impl ThreadState {
             warn_stack_full(self.rstack.capacity());
             return Hook::None;
         }
-        let (flags, depth, record) = match filter::get() {
+        let (mut flags, depth, record) = match filter::get() {
             None => (0, self.rstack.len() as u32, true),
             Some(f) => match self.filt.decide(f, child_ip as u64) {
                 Decision::Skip => return Hook::None,
                 Decision::Hook(fl) => self.filter_push(f, child_ip as u64, fl),
             },
         };
+        let mut payload = [0u8; MAX_PAYLOAD + 8];
+        let mut len = 0;
+        if let (Some(table), Some(regs)) = (args::get(), regs) {
+            if let Some(spec) = table.lookup(child_ip as u64) {
+                if spec.ret.is_some() {
+                    flags |= args::RETVAL;
+                }
+                if record && !spec.args.is_empty() {
+                    len = args::entry_payload(&spec.args, regs, parent_loc, &mut payload);
+                }
+            }
+        }
         self.writer.prepare();
         let start = self.clock.now();
         let frame = Frame {
@@ -199,7 +215,7 @@ impl ThreadState {
             start,
         };
         self.rstack.push(frame);
-        self.entered(&frame, record);
+        self.entered(&frame, record, &payload[..len]);
         if parent_ip == tramp {
             Hook::Alias
         } else {
@@ -263,17 +279,23 @@ impl ThreadState {
     /// return the original return address. `None` when no frame owns the slot.
     #[inline]
     pub fn exit(&mut self, slot: usize) -> Option<usize> {
+        self.exit_with(slot, None)
+    }
+
+    /// [`ThreadState::exit`] with the registers the exit trampoline saved (the return value).
+    #[inline]
+    pub fn exit_with(&mut self, slot: usize, regs: Option<&ExitRegs>) -> Option<usize> {
         let k = self.rstack.find_slot(slot)?;
         let parent_ip = self.rstack.get(k)?.parent_ip;
         self.writer.prepare();
         let now = self.clock.now();
-        self.close_to(k, now);
+        self.close_to_with(k, now, regs);
         Some(parent_ip)
     }
 
     /// A call recorded as having no duration (its return is not hooked: `setjmp`, `vfork`,
     /// `dlopen`…): ENTRY and EXIT at the same time, at the depth it would have.
-    pub fn instant(&mut self, child_ip: usize) {
+    pub fn instant(&mut self, child_ip: usize, regs: Option<&EntryRegs>) {
         if self.disabled() || self.rstack.len() >= self.depth_limit || self.rstack.is_full() {
             return;
         }
@@ -289,6 +311,13 @@ impl ThreadState {
         if !filter::tracing() {
             return;
         }
+        let mut payload = [0u8; MAX_PAYLOAD + 8];
+        let mut len = 0;
+        if let (Some(table), Some(regs)) = (args::get(), regs) {
+            if let Some(spec) = table.lookup(child_ip as u64) {
+                len = args::entry_payload(&spec.args, regs, 0, &mut payload);
+            }
+        }
         self.writer.prepare();
         let now = self.clock.now();
         let frame = Frame {
@@ -299,7 +328,7 @@ impl ThreadState {
             flags: 0,
             start: now,
         };
-        self.writer.record(now, entry_word(&frame));
+        self.write_entry(now, &frame, &payload[..len]);
         self.writer.record(now, exit_word(&frame));
     }
 
@@ -367,7 +396,7 @@ impl ThreadState {
             start,
         };
         self.rstack.push(frame);
-        self.entered(&frame, record);
+        self.entered(&frame, record, &[]);
     }
 
     /// Counts a new frame (about to be pushed at the top) in the filter state: returns its
@@ -387,10 +416,10 @@ impl ThreadState {
     /// Writes the ENTRY record of `frame`, just pushed, if `record`; a `-C` function first
     /// writes the entries of its callers that were waiting for it.
     #[inline]
-    fn entered(&mut self, frame: &Frame, record: bool) {
+    fn entered(&mut self, frame: &Frame, record: bool, payload: &[u8]) {
         if frame.flags == 0 {
             if record {
-                self.writer.record(frame.start, entry_word(frame));
+                self.write_entry(frame.start, frame, payload);
             }
             return;
         }
@@ -398,9 +427,50 @@ impl ThreadState {
             self.write_pending(self.rstack.len() - 1);
         }
         if record {
-            self.writer.record(frame.start, entry_word(frame));
+            self.write_entry(frame.start, frame, payload);
         }
         filter::switch_after(frame.flags);
+    }
+
+    /// The ENTRY record of `frame`, with its argument payload if there is one.
+    #[inline]
+    fn write_entry(&mut self, time: u64, frame: &Frame, payload: &[u8]) {
+        if payload.is_empty() {
+            self.writer.record(time, entry_word(frame));
+        } else {
+            let word = header_word(
+                RecordKind::Entry,
+                true,
+                frame.depth as u16,
+                frame.child_ip as u64,
+            );
+            self.writer.record_payload(time, word, payload);
+        }
+    }
+
+    /// The EXIT record of `frame`, with its return value when `regs` holds it.
+    #[inline]
+    fn write_exit(&mut self, time: u64, frame: &Frame, regs: Option<&ExitRegs>) {
+        if frame.flags & args::RETVAL != 0 {
+            if let (Some(regs), Some(table)) = (regs, args::get()) {
+                if let Some(item) = table
+                    .lookup(frame.child_ip as u64)
+                    .and_then(|s| s.ret.as_ref())
+                {
+                    let mut payload = [0u8; MAX_PAYLOAD + 8];
+                    let len = args::exit_payload(item, regs, &mut payload);
+                    let word = header_word(
+                        RecordKind::Exit,
+                        true,
+                        frame.depth as u16,
+                        frame.child_ip as u64,
+                    );
+                    self.writer.record_payload(time, word, &payload[..len]);
+                    return;
+                }
+            }
+        }
+        self.writer.record(time, exit_word(frame));
     }
 
     /// Where frame `i` keeps the limits it replaced.
@@ -429,6 +499,12 @@ impl ThreadState {
     /// Pops frames `keep..` innermost first at time `now`, writing their EXIT records as the
     /// filters say (see `filter`).
     fn close_to(&mut self, keep: usize, now: u64) {
+        self.close_to_with(keep, now, None);
+    }
+
+    /// [`ThreadState::close_to`], frame `keep` returning with `regs` (frames above it were
+    /// skipped by a `longjmp` or an unwinder: their return values are unknown).
+    fn close_to_with(&mut self, keep: usize, now: u64, regs: Option<&ExitRegs>) {
         let filters = filter::get();
         while let Some(i) = self.rstack.len().checked_sub(1).filter(|&i| i >= keep) {
             let Some(f) = self.rstack.get(i).copied() else {
@@ -439,18 +515,19 @@ impl ThreadState {
                     p.rearm(f.child_ip);
                 }
             }
+            let ret = regs.filter(|_| i == keep);
             let Some(filters) = filters else {
-                self.writer.record(now, exit_word(&f));
+                self.write_exit(now, &f, ret);
                 self.rstack.truncate(i);
                 continue;
             };
             if f.flags & flags::NORECORD == 0 && filter::tracing() {
                 if f.flags & flags::PENDING == 0 {
-                    self.writer.record(now, exit_word(&f));
+                    self.write_exit(now, &f, ret);
                 } else if !filters.has_caller && now.saturating_sub(f.start) >= self.filt.time {
                     // The limits in force are this frame's own: its callees have popped.
                     self.write_pending(i + 1);
-                    self.writer.record(now, exit_word(&f));
+                    self.write_exit(now, &f, ret);
                 }
             }
             let saved = match f.flags & flags::LIMITS {

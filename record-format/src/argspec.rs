@@ -232,6 +232,168 @@ pub fn parse_spec_list(
     out
 }
 
+/// Which items a spec list contributes: uftrace reads `argspec` for arguments and `retspec`
+/// for return values, ignoring the other kind in each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemKind {
+    Args,
+    Ret,
+}
+
+impl ItemKind {
+    /// The kind of an item word (`arg2/s`, `fparg1`, `retval/x`), `None` for other words
+    /// (a module restriction).
+    pub fn of_word(word: &str) -> Option<ItemKind> {
+        let starts = |p: &str| {
+            word.get(..p.len())
+                .is_some_and(|w| w.eq_ignore_ascii_case(p))
+        };
+        if starts("arg") || starts("fparg") {
+            Some(ItemKind::Args)
+        } else if starts("retval") {
+            Some(ItemKind::Ret)
+        } else {
+            None
+        }
+    }
+}
+
+/// Items before the first one that does not parse, and why it does not.
+pub type ItemsError = (Vec<ArgItem>, ItemError);
+
+/// The items of `kind` in `items` (`arg1,arg2/s,libfoo`), and the first other word (a module
+/// restriction).
+pub fn items_of_kind(
+    items: &str,
+    kind: ItemKind,
+    long_size: usize,
+) -> Result<(Vec<ArgItem>, Option<&str>), ItemsError> {
+    let mut out = Vec::new();
+    let mut module = None;
+    for word in items.split(',').filter(|w| !w.is_empty()) {
+        match ItemKind::of_word(word) {
+            Some(k) if k == kind => match parse_item(word, long_size) {
+                Ok(Some(item)) => out.push(item),
+                Ok(None) => {}
+                Err(e) => return Err((out, e)),
+            },
+            Some(_) => {}
+            None => {
+                module.get_or_insert(word);
+            }
+        }
+    }
+    Ok((out, module))
+}
+
+/// One function's items, gathered from every spec entry that names it the way uftrace's
+/// reader does: items keep the position of their first appearance; a later item for the same
+/// argument replaces the format, except that a regex match never overrides an exact one. The
+/// runtime that writes payloads and the reader that splits them both use it, so that they
+/// agree on the layout.
+#[derive(Debug, Clone, Default)]
+pub struct ItemSet {
+    items: Vec<(ArgItem, bool)>,
+}
+
+impl ItemSet {
+    /// Adds the items of an entry whose pattern is a plain name (`exact`) or a regex/glob.
+    pub fn add(&mut self, new: &[ArgItem], exact: bool) {
+        for it in new {
+            match self.items.iter_mut().find(|(o, _)| o.slot == it.slot) {
+                Some(old) if exact || !old.1 => *old = (it.clone(), exact),
+                Some(_) => {}
+                None => self.items.push((it.clone(), exact)),
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// The ENTRY items in payload order, and the EXIT item.
+    pub fn into_parts(self) -> (Vec<ArgItem>, Option<ArgItem>) {
+        let mut args = Vec::new();
+        let mut ret = None;
+        for (it, _) in self.items {
+            if it.slot == ArgSlot::Retval {
+                ret.get_or_insert(it);
+            } else {
+                args.push(it);
+            }
+        }
+        (args, ret)
+    }
+}
+
+/// Where the runtime reads an item (the `%LOC` suffix, or the SysV default for its slot).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Location {
+    /// Integer argument register, 0 = `rdi` … 5 = `r9`.
+    Reg(u8),
+    /// Two integer registers holding a small struct (`%rdi+rsi`).
+    RegPair(u8, u8),
+    /// `xmm0` … `xmm7`.
+    Xmm(u8),
+    /// The N-th 8-byte word above the return address (`%stack+N`; 1 = the first stack
+    /// argument).
+    Stack(u32),
+    /// The return value (`rax`, `xmm0`).
+    Return,
+}
+
+const INT_REGS: [&str; 6] = ["rdi", "rsi", "rdx", "rcx", "r8", "r9"];
+
+fn int_reg(name: &str) -> Option<u8> {
+    INT_REGS
+        .iter()
+        .position(|r| r.eq_ignore_ascii_case(name))
+        .map(|i| i as u8)
+}
+
+impl ArgItem {
+    /// Where the value of this item is found on x86-64. Integer arguments 7 and up are on the
+    /// stack; floating-point arguments past `xmm7` have no default location (`None`).
+    pub fn location(&self) -> Option<Location> {
+        if let Some((_, loc)) = self.text.split_once('%') {
+            let loc = loc.trim();
+            if let Some(n) = loc
+                .strip_prefix("stack+")
+                .or_else(|| loc.strip_prefix("STACK+"))
+            {
+                return n.parse().ok().filter(|&n| n > 0).map(Location::Stack);
+            }
+            if let Some((a, b)) = loc.split_once('+') {
+                return Some(Location::RegPair(int_reg(a)?, int_reg(b)?));
+            }
+            if let Some(n) = loc.strip_prefix("xmm").or_else(|| loc.strip_prefix("XMM")) {
+                return n.parse().ok().filter(|&n| n < 8).map(Location::Xmm);
+            }
+            return int_reg(loc).map(Location::Reg);
+        }
+        match self.slot {
+            ArgSlot::Retval => Some(Location::Return),
+            ArgSlot::Arg(n @ 1..=6) => Some(Location::Reg((n - 1) as u8)),
+            ArgSlot::Arg(n) => Some(Location::Stack(n - 6)),
+            ArgSlot::FpArg(n @ 1..=8) => Some(Location::Xmm((n - 1) as u8)),
+            ArgSlot::FpArg(_) => None,
+        }
+    }
+
+    /// Most bytes the item can take in a payload (strings at their longest).
+    pub fn max_len(&self) -> usize {
+        match self.format {
+            ArgFormat::Str | ArgFormat::StdString => align(2 + MAX_STR, 4),
+            ArgFormat::Char => 4,
+            _ => align(self.size, 4),
+        }
+    }
+}
+
+/// Longest string stored: longer ones keep their first 95 bytes and `...`.
+pub const MAX_STR: usize = 98;
+
 /// A decoded payload item.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ArgValue {

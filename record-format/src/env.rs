@@ -30,6 +30,15 @@ pub const TRACE_OFF: &str = "UTRACE_TRACE_OFF";
 pub const PATTERN: &str = "UTRACE_PATTERN";
 /// Set to `1` to hook library calls through the PLT (`--no-libcall` leaves it unset).
 pub const PLTHOOK: &str = "UTRACE_PLTHOOK";
+/// `-A` entries (`PATTERN@arg1,arg2/s`), `;`-separated: the `argspec` line of `info`.
+pub const ARGSPEC: &str = "UTRACE_ARGSPEC";
+/// `-R` entries (`PATTERN@retval/x`), `;`-separated: the `retspec` line of `info`.
+pub const RETSPEC: &str = "UTRACE_RETSPEC";
+/// Set to `1` by `-a`: functions without explicit items take their automatic ones.
+pub const AUTO_ARGS: &str = "UTRACE_AUTO_ARGS";
+/// Path of the executable's `.dbg` file (written by the recorder before the program starts),
+/// for automatic items of the program's own functions.
+pub const DBG: &str = "UTRACE_DBG";
 /// `--clock`: `mono` (default), `mono_raw` or `boot`.
 pub const CLOCK: &str = "UTRACE_CLOCK";
 /// Set to take every timestamp with `clock_gettime` instead of the TSC.

@@ -17,7 +17,7 @@ use crate::config::{Demangle, MatchType};
 use crate::filter::Pattern;
 use crate::symbols::demangle::demangle;
 use crate::symbols::{FuncId, FuncInfo};
-use record_format::argspec::{parse_item, ArgItem, ArgSlot, ItemError};
+use record_format::argspec::{items_of_kind as parse_items, ArgItem, ItemKind as Kind, ItemSet};
 use record_format::dbg::{parse_dbg, parse_enums, DbgFile, EnumDefs, EnumValues};
 use record_format::info::{feat, ArgSpecInfo};
 use record_format::task::TaskLine;
@@ -56,56 +56,6 @@ impl EnumScope {
             .and_then(|m| m.get(name))
             .or_else(|| self.builtin.get(name))
     }
-}
-
-/// Which items a list contributes in one pass: uftrace reads `argspec` for arguments and
-/// `retspec` for return values, ignoring the other kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Args,
-    Ret,
-}
-
-fn word_kind(word: &str) -> Option<Kind> {
-    let starts = |p: &str| {
-        word.get(..p.len())
-            .is_some_and(|w| w.eq_ignore_ascii_case(p))
-    };
-    if starts("arg") || starts("fparg") {
-        Some(Kind::Args)
-    } else if starts("retval") {
-        Some(Kind::Ret)
-    } else {
-        None
-    }
-}
-
-/// Items before the first one that does not parse, and why it does not.
-type ItemsError = (Vec<ArgItem>, ItemError);
-
-/// The items of `kind` in `items` (`arg1,arg2/s,libfoo`), and the first other word (a module
-/// restriction).
-fn parse_items(
-    items: &str,
-    kind: Kind,
-    long: usize,
-) -> Result<(Vec<ArgItem>, Option<&str>), ItemsError> {
-    let mut out = Vec::new();
-    let mut module = None;
-    for word in items.split(',').filter(|w| !w.is_empty()) {
-        match word_kind(word) {
-            Some(k) if k == kind => match parse_item(word, long) {
-                Ok(Some(item)) => out.push(item),
-                Ok(None) => {}
-                Err(e) => return Err((out, e)),
-            },
-            Some(_) => {}
-            None => {
-                module.get_or_insert(word);
-            }
-        }
-    }
-    Ok((out, module))
 }
 
 /// One `PATTERN@items` entry of a recorded list, read for one kind.
@@ -414,17 +364,7 @@ impl Specs {
 
     fn build(&self, f: &FuncInfo) -> FuncSpec {
         let module = self.module_of(f);
-        // (item, from an exact pattern), in order of first appearance.
-        let mut items: Vec<(ArgItem, bool)> = Vec::new();
-        let mut add = |new: &[ArgItem], exact: bool| {
-            for it in new {
-                match items.iter_mut().find(|(o, _)| o.slot == it.slot) {
-                    Some(old) if exact || !old.1 => *old = (it.clone(), exact),
-                    Some(_) => {}
-                    None => items.push((it.clone(), exact)),
-                }
-            }
-        };
+        let mut items = ItemSet::default();
         for (entries, kind) in [
             (&self.arg_entries, Kind::Args),
             (&self.ret_entries, Kind::Ret),
@@ -439,27 +379,21 @@ impl Specs {
                     &e.items
                 };
                 named |= !new.is_empty();
-                add(new, e.exact);
+                items.add(new, e.exact);
             }
             if self.all_auto && !named {
-                add(&self.auto_items(f, module, kind), false);
+                items.add(&self.auto_items(f, module, kind), false);
             }
         }
-        let mut out = FuncSpec {
+        let (args, ret) = items.into_parts();
+        FuncSpec {
+            args,
+            ret,
             enums: EnumScope {
                 module: module.map(|(m, _)| m.enums.clone()),
                 builtin: self.builtin_enums.clone(),
             },
-            ..FuncSpec::default()
-        };
-        for (it, _) in items {
-            if it.slot == ArgSlot::Retval {
-                out.ret.get_or_insert(it);
-            } else {
-                out.args.push(it);
-            }
         }
-        out
     }
 
     /// Whether a recorded spec names any of `funcs` (with auto-args: gives any of them items).

@@ -33,6 +33,7 @@ mod crafted;
 mod fixtures;
 mod normalize;
 mod record;
+mod record_args;
 mod record_filters;
 mod record_libcalls;
 mod record_matrix;

@@ -177,7 +177,7 @@ pub fn fold_leaves(text: &str) -> String {
 /// The trace of each task (lines grouped by the TID inside `[...]`, first-appearance order),
 /// from its first line, reduced like [`normalized`]. Used for [`Reference::Prefix`], where
 /// uftrace may have lost the records of a whole task, `main`'s included.
-fn tasks_of(output: &str, norm: Norm) -> Vec<String> {
+pub fn tasks_of(output: &str, norm: Norm) -> Vec<String> {
     let mut groups: Vec<(String, String)> = Vec::new();
     for line in output.lines() {
         let Some(fields) = line.split(" | ").next().filter(|_| line.contains(" | ")) else {

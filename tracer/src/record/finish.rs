@@ -4,7 +4,7 @@
 use super::launch::Ended;
 use super::program::{build_id_of, Program};
 use anyhow::Context;
-use record_format::info::{feat, CpuInfo, Info, InfoHeader, OsInfo, UsageInfo};
+use record_format::info::{feat, ArgSpecInfo, CpuInfo, Info, InfoHeader, OsInfo, UsageInfo};
 use record_format::maps::parse_maps;
 use record_format::raw::RECORD_SIZE;
 use record_format::task::{parse_task_txt, TaskLine};
@@ -26,6 +26,8 @@ pub struct RecordSummary<'a> {
     pub pattern_type: &'static str,
     /// `v0.1.0 ( x86_64 )`.
     pub version: String,
+    /// The ARG_SPEC section (`-A`, `-R`, `-a`).
+    pub args: Option<ArgSpecInfo>,
 }
 
 /// Finishes the directory: lists the data files, writes `.sym` files and `info` (last, so a
@@ -78,6 +80,16 @@ fn build_info(s: &RecordSummary<'_>, tids: Vec<u32>) -> Info {
     if s.plthook {
         feat_mask |= feat::PLTHOOK;
     }
+    if let Some(a) = &s.args {
+        // As uftrace: the built-in lists are always there to read.
+        feat_mask |= feat::AUTO_ARGS;
+        if a.argspec.is_some() || a.auto_args {
+            feat_mask |= feat::ARGUMENT;
+        }
+        if a.retspec.is_some() || a.auto_args {
+            feat_mask |= feat::RETVAL;
+        }
+    }
     Info {
         header: InfoHeader {
             endian: s.program.endian,
@@ -100,7 +112,7 @@ fn build_info(s: &RecordSummary<'_>, tids: Vec<u32>) -> Info {
         tids,
         usage: usage_info(&s.ended.usage),
         loadinfo: load_info(),
-        argspec: None,
+        argspec: s.args.clone(),
         record_date: Some((
             ctime(s.ended.started_at),
             format!(

@@ -17,7 +17,9 @@ use crate::invocation::Invocation;
 use crate::notice::Notices;
 use crate::timefmt;
 use anyhow::Context;
+use record_format::argspec::{items_of_kind, ItemKind};
 use record_format::env;
+use record_format::info::ArgSpecInfo;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -28,7 +30,7 @@ const PAGE_SIZE: u64 = 4096;
 
 /// Every variable of the env contract, removed from the program's environment before the
 /// recorder sets its own (a stale one could come from an outer recording).
-const CONTRACT_VARS: [&str; 13] = [
+const CONTRACT_VARS: [&str; 17] = [
     env::DIR,
     env::CLOCK,
     record_format::ring::ENV_PREFIX,
@@ -42,6 +44,10 @@ const CONTRACT_VARS: [&str; 13] = [
     env::PATTERN,
     env::PLTHOOK,
     env::LOGFD,
+    env::ARGSPEC,
+    env::RETSPEC,
+    env::AUTO_ARGS,
+    env::DBG,
 ];
 
 /// How the traced program ended, from its raw wait status.
@@ -151,6 +157,57 @@ struct Settings {
     pattern_type: &'static str,
     /// The `-t` value as given, stored in `default.opts`.
     time_filter: Option<String>,
+    /// The `info` ARG_SPEC section (`-A`, `-R`, `-a`).
+    args: Option<ArgSpecInfo>,
+}
+
+/// The `-A` or `-R` entries (`;`-separated lists split), without those whose items of `kind`
+/// do not parse: they get uftrace's `Usage:` line and are left out, as readers leave them out.
+fn spec_entries(lists: &[String], kind: ItemKind, notices: &mut Notices) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in lists.iter().flat_map(|s| s.split(';')) {
+        if entry.trim().is_empty() {
+            continue;
+        }
+        let items = entry.split_once('@').map_or("", |(_, i)| i);
+        match items_of_kind(items, kind, 8) {
+            Ok(_) => out.push(entry.to_string()),
+            Err((_, e)) => notices.usage(e.to_string()),
+        }
+    }
+    out
+}
+
+/// The ARG_SPEC section and the runtime's variables for `-A`, `-R` and `-a`.
+fn arg_settings(
+    f: &crate::cli::FilterArgs,
+    set: &mut impl FnMut(&str, String),
+    notices: &mut Notices,
+) -> Option<ArgSpecInfo> {
+    let args = spec_entries(&f.argument, ItemKind::Args, notices);
+    let rets = spec_entries(&f.retval, ItemKind::Ret, notices);
+    if args.is_empty() && rets.is_empty() && !f.auto_args {
+        return None;
+    }
+    let argspec = (!args.is_empty()).then(|| args.join(";"));
+    let retspec = (!rets.is_empty()).then(|| rets.join(";"));
+    if let Some(a) = &argspec {
+        set(env::ARGSPEC, a.clone());
+    }
+    if let Some(r) = &retspec {
+        set(env::RETSPEC, r.clone());
+    }
+    if f.auto_args {
+        set(env::AUTO_ARGS, "1".to_string());
+    }
+    Some(ArgSpecInfo {
+        argspec,
+        retspec,
+        argauto: String::new(),
+        retauto: String::new(),
+        enumauto: String::new(),
+        auto_args: f.auto_args,
+    })
 }
 
 /// `-b SIZE`: decimal, `0x` hex or `0` octal with an optional k/m/g suffix; rounded up to a
@@ -291,7 +348,9 @@ fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Settings>
     if r.no_pltbind {
         set("LD_BIND_NOT", "1".to_string());
     }
+    let args = arg_settings(f, &mut set, notices);
     Ok(Settings {
+        args,
         env: vars,
         max_stack,
         plthook,
@@ -473,6 +532,7 @@ pub fn record(
         max_stack: settings.max_stack,
         plthook: settings.plthook,
         pattern_type: settings.pattern_type,
+        args: settings.args.clone(),
         version: version
             .strip_prefix("utrace ")
             .unwrap_or(&version)

@@ -1,0 +1,587 @@
+//! Arguments and return values (`-A`, `-R`, `-a`; runtime spec §8, data-format §3.4).
+//!
+//! The session constructor binds the recorder's spec lists to functions once: every function
+//! symbol of every module in the session map, and every hooked PLT entry, whose name matches
+//! an entry gets the items that entry names, gathered with [`ItemSet`] exactly as the readers
+//! gather them from the `info` file (so payload and spec agree item for item). With auto-args
+//! (`-a`), functions the lists leave without items take the `A:`/`R:` lines of the
+//! executable's `.dbg` file, or the built-in prototype of their name.
+//!
+//! Hooks then look the function up in a sorted table of address ranges. ENTRY payloads are
+//! read from the registers the entry trampoline saved (and the caller's stack above the return
+//! slot); EXIT payloads from those the exit trampoline saved. Memory behind pointers (strings)
+//! is copied with `process_vm_readv`, so a bad pointer is recorded as `<0x…>` instead of
+//! faulting. Nothing here allocates after start-up.
+
+use crate::arch::{EntryRegs, ExitRegs};
+use record_format::argspec::{
+    items_of_kind, ArgFormat, ArgItem, ItemKind, ItemSet, Location, MAX_STR,
+};
+use record_format::dbg::DbgFile;
+use record_format::demangle::{demangle, Demangle};
+use record_format::maps::MapEntry;
+use record_format::pattern::{is_literal, MatchType, NameMatcher};
+use record_format::raw::align;
+use std::sync::OnceLock;
+
+/// Frame flag: the function has a return-value item (its exit must take the slow path).
+pub const RETVAL: u16 = 0x4000;
+
+/// Largest payload written; functions whose items could need more are not given any.
+pub const MAX_PAYLOAD: usize = 1024;
+
+/// The items recorded for one function.
+#[derive(Debug, Default, PartialEq)]
+pub struct FuncArgs {
+    pub args: Vec<ArgItem>,
+    pub ret: Option<ArgItem>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Range {
+    start: u64,
+    end: u64,
+    func: u32,
+}
+
+/// The session's argument table.
+#[derive(Debug, Default)]
+pub struct Args {
+    ranges: Vec<Range>,
+    funcs: Vec<FuncArgs>,
+}
+
+static ARGS: OnceLock<Args> = OnceLock::new();
+
+/// The session's argument table, if any function has items.
+#[inline]
+pub fn get() -> Option<&'static Args> {
+    ARGS.get()
+}
+
+impl Args {
+    /// The items of the function containing `addr`.
+    #[inline]
+    pub fn lookup(&self, addr: u64) -> Option<&FuncArgs> {
+        let i = self.ranges.partition_point(|r| r.start <= addr);
+        match i.checked_sub(1).and_then(|i| self.ranges.get(i)) {
+            Some(r) if addr < r.end => self.funcs.get(r.func as usize),
+            _ => None,
+        }
+    }
+}
+
+/// One entry of a spec list, for one kind.
+struct Entry {
+    matcher: NameMatcher,
+    module: Option<String>,
+    exact: bool,
+    items: Vec<ArgItem>,
+}
+
+fn entries(list: &str, kind: ItemKind, ty: MatchType) -> Vec<Entry> {
+    let mut out = Vec::new();
+    for entry in list.split(';').filter(|e| !e.trim().is_empty()) {
+        let (name, items) = entry.split_once('@').unwrap_or((entry, ""));
+        // The recorder validated the lists; an entry that does not parse is left out, as the
+        // readers leave it out.
+        let Ok((items, module)) = items_of_kind(items, kind, 8) else {
+            continue;
+        };
+        out.push(Entry {
+            matcher: NameMatcher::new(name, ty),
+            module: module.map(str::to_string),
+            exact: is_literal(name),
+            items,
+        });
+    }
+    out
+}
+
+/// Automatic specs: `.dbg` lines of the executable by address, built-in ones by name.
+struct Auto {
+    /// The executable's load bias and its `.dbg` contents.
+    exe: Option<(u64, DbgFile)>,
+    builtin_args: Vec<Entry>,
+    builtin_rets: Vec<Entry>,
+}
+
+impl Auto {
+    fn items(&self, addr: u64, name: &str, kind: ItemKind) -> Vec<ArgItem> {
+        if let Some((bias, dbg)) = &self.exe {
+            let rel = addr.wrapping_sub(*bias);
+            if let Some(f) = dbg.functions.iter().find(|f| f.addr == rel) {
+                let text = match kind {
+                    ItemKind::Args => f.args.as_deref(),
+                    ItemKind::Ret => f.ret.as_deref(),
+                };
+                if let Some(text) = text {
+                    let (Ok((items, _)) | Err((items, _))) = items_of_kind(text, kind, 8);
+                    if !items.is_empty() {
+                        return items;
+                    }
+                }
+            }
+        }
+        let list = match kind {
+            ItemKind::Args => &self.builtin_args,
+            ItemKind::Ret => &self.builtin_rets,
+        };
+        list.iter()
+            .find(|e| e.matcher.matches(name))
+            .map(|e| e.items.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// The recorder's settings (from the `UTRACE_*` variables).
+#[derive(Debug, Default)]
+pub struct Settings<'a> {
+    /// `-A` entries, `;`-separated.
+    pub argspec: &'a str,
+    /// `-R` entries.
+    pub retspec: &'a str,
+    /// `-a`.
+    pub auto: bool,
+    /// The built-in `argauto`/`retauto` lists.
+    pub argauto: &'a str,
+    pub retauto: &'a str,
+    /// The executable's `.dbg` file, parsed, and where the executable is loaded.
+    pub exe_dbg: Option<(u64, DbgFile)>,
+    pub match_type: MatchType,
+}
+
+impl Settings<'_> {
+    pub fn active(&self) -> bool {
+        !self.argspec.is_empty() || !self.retspec.is_empty() || self.auto
+    }
+}
+
+/// The items of the function `name` at `addr` in module `module` (`PLT` for PLT entries).
+fn bind(
+    lists: &[(Vec<Entry>, ItemKind); 2],
+    auto: &Auto,
+    all_auto: bool,
+    addr: u64,
+    name: &str,
+    module: &str,
+    plt: bool,
+) -> FuncArgs {
+    let mut set = ItemSet::default();
+    for (list, kind) in lists {
+        let mut named = false;
+        for e in list.iter().filter(|e| {
+            e.module.as_deref().is_none_or(|m| match m {
+                "PLT" => plt,
+                m => module.starts_with(m),
+            }) && e.matcher.matches(name)
+        }) {
+            let auto_items;
+            let new = if e.items.is_empty() {
+                auto_items = auto.items(addr, name, *kind);
+                &auto_items
+            } else {
+                &e.items
+            };
+            named |= !new.is_empty();
+            set.add(new, e.exact);
+        }
+        if all_auto && !named {
+            set.add(&auto.items(addr, name, *kind), false);
+        }
+    }
+    let (args, ret) = set.into_parts();
+    let fits = args.iter().map(ArgItem::max_len).sum::<usize>() <= MAX_PAYLOAD;
+    let args = if fits { args } else { Vec::new() };
+    FuncArgs { args, ret }
+}
+
+/// Builds the table (library constructor). `modules` are the session map's entries, `plt`
+/// the hooked PLT entries of the executable (address, name).
+pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
+    let lists = [
+        (
+            entries(set.argspec, ItemKind::Args, set.match_type),
+            ItemKind::Args,
+        ),
+        (
+            entries(set.retspec, ItemKind::Ret, set.match_type),
+            ItemKind::Ret,
+        ),
+    ];
+    let auto = Auto {
+        exe: set.exe_dbg.clone(),
+        builtin_args: entries(set.argauto, ItemKind::Args, MatchType::Regex),
+        builtin_rets: entries(set.retauto, ItemKind::Ret, MatchType::Regex),
+    };
+    let mut table = Args::default();
+    let mut add = |start: u64, end: u64, f: FuncArgs| {
+        if f.args.is_empty() && f.ret.is_none() {
+            return;
+        }
+        let func = match table.funcs.iter().position(|g| *g == f) {
+            Some(i) => i,
+            None => {
+                table.funcs.push(f);
+                table.funcs.len() - 1
+            }
+        };
+        table.ranges.push(Range {
+            start,
+            end,
+            func: func as u32,
+        });
+    };
+    for m in modules.iter().filter(|m| !m.is_stack()) {
+        let base = crate::filter::basename(&m.path);
+        for (start, size, raw) in crate::filter::module_functions(m) {
+            let name = demangle(&raw, Demangle::Simple);
+            let f = bind(&lists, &auto, set.auto, start, &name, base, false);
+            add(start, start + size, f);
+        }
+    }
+    for &(entry, raw) in plt {
+        let name = demangle(raw, Demangle::Simple);
+        let f = bind(&lists, &auto, set.auto, entry as u64, &name, "PLT", true);
+        add(entry as u64, entry as u64 + 16, f);
+    }
+    table.ranges.sort_by_key(|r| r.start);
+    table.ranges.dedup_by_key(|r| r.start);
+    if !table.ranges.is_empty() {
+        let _ = ARGS.set(table);
+    }
+}
+
+/// Writes payload items into a fixed buffer (4-byte aligned items, zero padding).
+struct Payload<'a> {
+    out: &'a mut [u8; MAX_PAYLOAD + 8],
+    len: usize,
+}
+
+impl Payload<'_> {
+    fn put(&mut self, bytes: &[u8]) {
+        let end = (self.len + bytes.len()).min(MAX_PAYLOAD);
+        if let Some(dst) = self.out.get_mut(self.len..end) {
+            dst.copy_from_slice(&bytes[..end - self.len]);
+        }
+        self.len = end;
+    }
+
+    /// Zero padding to the next multiple of `to`.
+    fn pad(&mut self, to: usize) {
+        let end = align(self.len, to).min(self.out.len());
+        if let Some(dst) = self.out.get_mut(self.len..end) {
+            dst.fill(0);
+        }
+        self.len = end;
+    }
+
+    fn int(&mut self, value: u64, size: usize) {
+        self.put(&value.to_le_bytes()[..size.min(8)]);
+        self.pad(4);
+    }
+
+    /// A string read from `ptr`: `NULL`, `<0x…>` when unreadable, cut at [`MAX_STR`].
+    fn string(&mut self, ptr: usize, known_len: Option<usize>) {
+        let mut buf = [0u8; MAX_STR + 1];
+        let len = if ptr == 0 {
+            buf[..4].copy_from_slice(b"NULL");
+            4
+        } else {
+            let want = known_len.map_or(buf.len(), |n| n.min(buf.len()));
+            let got = crate::sys::read_self(ptr, &mut buf[..want]);
+            if got == 0 && want > 0 {
+                hex_pointer(ptr, &mut buf)
+            } else {
+                let s = &buf[..got];
+                let mut n = match known_len {
+                    Some(n) => n.min(got),
+                    None => s.iter().position(|&b| b == 0).unwrap_or(got),
+                };
+                if n > MAX_STR || known_len.is_some_and(|k| k > MAX_STR) {
+                    buf[MAX_STR - 3..MAX_STR].copy_from_slice(b"...");
+                    n = MAX_STR;
+                }
+                n
+            }
+        };
+        self.put(&(len as u16).to_le_bytes());
+        self.put(&buf[..len]);
+        self.pad(4);
+    }
+}
+
+/// `<0x…>` for an unreadable pointer; returns the length.
+fn hex_pointer(ptr: usize, buf: &mut [u8; MAX_STR + 1]) -> usize {
+    let mut n = 0;
+    for &b in b"<0x" {
+        buf[n] = b;
+        n += 1;
+    }
+    let digits = (usize::BITS - ptr.leading_zeros()).div_ceil(4).max(1);
+    for i in (0..digits).rev() {
+        buf[n] = b"0123456789abcdef"[(ptr >> (i * 4)) & 0xf];
+        n += 1;
+    }
+    buf[n] = b'>';
+    n + 1
+}
+
+/// The 8 bytes of integer register `r` (0 = rdi … 5 = r9).
+fn int_reg(regs: &EntryRegs, r: u8) -> u64 {
+    (match r {
+        0 => regs.rdi,
+        1 => regs.rsi,
+        2 => regs.rdx,
+        3 => regs.rcx,
+        4 => regs.r8,
+        _ => regs.r9,
+    }) as u64
+}
+
+/// `n` bytes starting at the `k`-th word above the return slot (the caller's stack).
+fn stack_bytes(parent_loc: usize, k: u32, out: &mut [u8]) -> bool {
+    let addr = parent_loc.wrapping_add(8 * k as usize);
+    crate::sys::read_self(addr, out) == out.len()
+}
+
+/// An item's raw bytes (up to 16) at function entry.
+fn entry_raw(item: &ArgItem, regs: &EntryRegs, parent_loc: usize) -> [u8; 16] {
+    let mut raw = [0u8; 16];
+    match item.location() {
+        Some(Location::Reg(r)) => raw[..8].copy_from_slice(&int_reg(regs, r).to_le_bytes()),
+        Some(Location::RegPair(a, b)) => {
+            raw[..8].copy_from_slice(&int_reg(regs, a).to_le_bytes());
+            raw[8..].copy_from_slice(&int_reg(regs, b).to_le_bytes());
+        }
+        Some(Location::Xmm(x)) => raw = regs.xmm[x as usize % 8],
+        Some(Location::Stack(k)) => {
+            if !stack_bytes(parent_loc, k, &mut raw) {
+                stack_bytes(parent_loc, k, &mut raw[..8]);
+            }
+        }
+        Some(Location::Return) | None => {}
+    }
+    raw
+}
+
+/// Writes one item whose raw register/stack bytes are `raw`.
+fn put_item(p: &mut Payload, item: &ArgItem, raw: [u8; 16], struct_at: Option<usize>) {
+    let word = u64::from_le_bytes(raw[..8].try_into().unwrap_or([0; 8]));
+    match &item.format {
+        ArgFormat::Str => p.string(word as usize, None),
+        ArgFormat::StdString => {
+            // libstdc++: `{ char *ptr; size_t len; ... }` at the address passed.
+            let mut obj = [0u8; 16];
+            if word != 0 && crate::sys::read_self(word as usize, &mut obj) == 16 {
+                let ptr = u64::from_le_bytes(obj[..8].try_into().unwrap_or([0; 8]));
+                let len = u64::from_le_bytes(obj[8..].try_into().unwrap_or([0; 8]));
+                p.string(ptr as usize, Some(len as usize));
+            } else {
+                p.string(word as usize, None);
+            }
+        }
+        ArgFormat::Char => p.int(word & 0xff, 1),
+        ArgFormat::Float => {
+            let n = item.size.min(16);
+            p.put(&raw[..n]);
+            p.pad(4);
+        }
+        ArgFormat::Struct(_) => {
+            let n = item.size;
+            match struct_at {
+                Some(addr) => {
+                    let mut chunk = [0u8; 64];
+                    let mut done = 0;
+                    while done < n {
+                        let k = (n - done).min(chunk.len());
+                        chunk[..k].fill(0);
+                        crate::sys::read_self(addr + done, &mut chunk[..k]);
+                        p.put(&chunk[..k]);
+                        done += k;
+                    }
+                }
+                None => p.put(&raw[..n.min(16)]),
+            }
+            p.pad(4);
+        }
+        _ => p.int(word, item.size),
+    }
+}
+
+/// Fills `out` with the ENTRY payload of `items`; returns its length (a multiple of 8).
+pub fn entry_payload(
+    items: &[ArgItem],
+    regs: &EntryRegs,
+    parent_loc: usize,
+    out: &mut [u8; MAX_PAYLOAD + 8],
+) -> usize {
+    let mut p = Payload { out, len: 0 };
+    for item in items {
+        let raw = entry_raw(item, regs, parent_loc);
+        // A struct too large for registers is copied from the stack.
+        let struct_at = match (&item.format, item.location()) {
+            (ArgFormat::Struct(_), Some(Location::Stack(k))) => {
+                Some(parent_loc.wrapping_add(8 * k as usize))
+            }
+            (ArgFormat::Struct(_), None) if item.size > 16 => Some(parent_loc + 8),
+            _ => None,
+        };
+        put_item(&mut p, item, raw, struct_at);
+    }
+    p.pad(8);
+    p.len
+}
+
+/// Fills `out` with the EXIT payload of `item`; returns its length (a multiple of 8).
+pub fn exit_payload(item: &ArgItem, regs: &ExitRegs, out: &mut [u8; MAX_PAYLOAD + 8]) -> usize {
+    let mut raw = [0u8; 16];
+    match item.format {
+        ArgFormat::Float => raw = regs.xmm0,
+        _ => {
+            raw[..8].copy_from_slice(&(regs.rax as u64).to_le_bytes());
+            raw[8..].copy_from_slice(&(regs.rdx as u64).to_le_bytes());
+        }
+    }
+    let mut p = Payload { out, len: 0 };
+    let struct_at = match item.format {
+        // Returned in memory: rax holds the caller's buffer.
+        ArgFormat::Struct(_) if item.size > 16 => Some(regs.rax),
+        _ => None,
+    };
+    put_item(&mut p, item, raw, struct_at);
+    p.pad(8);
+    p.len
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use record_format::argspec::{decode_payload, parse_item, ArgValue};
+
+    fn item(w: &str) -> ArgItem {
+        parse_item(w, 8).unwrap().unwrap()
+    }
+
+    fn regs() -> EntryRegs {
+        // SAFETY: EntryRegs is plain integers and byte arrays: all-zero is valid.
+        let mut r: EntryRegs = unsafe { core::mem::zeroed() };
+        r.rdi = 7;
+        r.rsi = c"hello".as_ptr() as usize;
+        r.rdx = 0;
+        r.rcx = 0xdead_0000; // unmapped
+        r.r8 = b'z' as usize;
+        r.xmm[0][..8].copy_from_slice(&2.5f64.to_le_bytes());
+        r.xmm[1][..4].copy_from_slice(&1.5f32.to_le_bytes());
+        r
+    }
+
+    #[test]
+    fn entry_payload_decodes_with_the_same_items() {
+        let items: Vec<ArgItem> = [
+            "arg1/i32",
+            "arg2/s",
+            "arg3/s",
+            "arg4/s",
+            "arg5/c",
+            "fparg1",
+            "fparg2/32",
+            "arg1",
+        ]
+        .iter()
+        .map(|w| item(w))
+        .collect();
+        let mut buf = [0u8; MAX_PAYLOAD + 8];
+        let n = entry_payload(&items, &regs(), 0, &mut buf);
+        assert_eq!(n % 8, 0);
+        let refs: Vec<&ArgItem> = items.iter().collect();
+        let v = decode_payload(&refs, &buf[..n]).unwrap();
+        assert_eq!(v[0], ArgValue::Int { raw: 7, size: 4 });
+        assert_eq!(v[1], ArgValue::Str(b"hello".to_vec()));
+        assert_eq!(v[2], ArgValue::Str(b"NULL".to_vec()));
+        assert_eq!(v[3], ArgValue::Str(b"<0xdead0000>".to_vec()));
+        assert_eq!(v[4], ArgValue::Char(b'z'));
+        assert_eq!(v[5], ArgValue::Float(2.5));
+        assert_eq!(v[6], ArgValue::Float(1.5));
+        assert_eq!(v[7], ArgValue::Int { raw: 7, size: 8 });
+        assert_eq!(
+            record_format::argspec::payload_len(&refs, &buf[..n]),
+            Some(n)
+        );
+    }
+
+    #[test]
+    fn long_strings_are_cut_like_uftrace() {
+        let long = [b'a'; 300];
+        let mut s = long.to_vec();
+        s.push(0);
+        let mut r = regs();
+        r.rdi = s.as_ptr() as usize;
+        let mut buf = [0u8; MAX_PAYLOAD + 8];
+        let it = item("arg1/s");
+        let n = entry_payload(core::slice::from_ref(&it), &r, 0, &mut buf);
+        let v = decode_payload(&[&it], &buf[..n]).unwrap();
+        let ArgValue::Str(text) = &v[0] else {
+            panic!("{v:?}")
+        };
+        assert_eq!(text.len(), 98);
+        assert!(text.ends_with(b"a..."));
+    }
+
+    #[test]
+    fn return_values() {
+        let regs = ExitRegs {
+            rax: 42,
+            rdx: 0,
+            xmm0: {
+                let mut x = [0u8; 16];
+                x[..8].copy_from_slice(&0.75f64.to_le_bytes());
+                x
+            },
+            xmm1: [0; 16],
+        };
+        let mut buf = [0u8; MAX_PAYLOAD + 8];
+        for (w, want) in [
+            ("retval", ArgValue::Int { raw: 42, size: 8 }),
+            ("retval/i32", ArgValue::Int { raw: 42, size: 4 }),
+            ("retval/f64", ArgValue::Float(0.75)),
+        ] {
+            let it = item(w);
+            let n = exit_payload(&it, &regs, &mut buf);
+            assert_eq!(n, 8, "{w}");
+            assert_eq!(decode_payload(&[&it], &buf[..n]).unwrap()[0], want, "{w}");
+        }
+    }
+
+    #[test]
+    fn binding_merges_like_the_reader() {
+        let lists = [
+            (
+                entries(
+                    "fib@arg1;f.*@arg2/s;fib@arg1/x",
+                    ItemKind::Args,
+                    MatchType::Regex,
+                ),
+                ItemKind::Args,
+            ),
+            (
+                entries("fib@retval/i32", ItemKind::Ret, MatchType::Regex),
+                ItemKind::Ret,
+            ),
+        ];
+        let auto = Auto {
+            exe: None,
+            builtin_args: entries("strlen@arg1/s", ItemKind::Args, MatchType::Regex),
+            builtin_rets: entries("strlen@retval/u", ItemKind::Ret, MatchType::Regex),
+        };
+        let f = bind(&lists, &auto, false, 0, "fib", "prog", false);
+        let texts: Vec<&str> = f.args.iter().map(|i| i.text.as_str()).collect();
+        assert_eq!(texts, ["arg1/x", "arg2/s"]);
+        assert_eq!(f.ret.unwrap().text, "retval/i32");
+        let s = bind(&lists, &auto, true, 0, "strlen", "PLT", true);
+        assert_eq!(s.args[0].text, "arg1/s");
+        assert_eq!(s.ret.unwrap().text, "retval/u");
+        let none = bind(&lists, &auto, false, 0, "strlen", "PLT", true);
+        assert_eq!(none, FuncArgs::default());
+    }
+}
