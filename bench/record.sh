@@ -14,9 +14,14 @@
 # calls in its hot path). The call count comes from the data utrace recorded (32 bytes per
 # call); the script checks that uftrace recorded the same number.
 #
+# With WORKLOAD=libcall the program is bench/libcall.c instead: one traced function calling
+# strlen through the PLT $LIBCALL_N times, recorded with library-call hooks on, so that the
+# cost per call is that of the PLT hook.
+#
 # Environment: UTRACE (utrace binary; default target/release/utrace, built if missing),
 # UFTRACE (default uftrace), RUNS (default 7), FIB_N (default 30), MODES (default "pg fentry cyg"),
-# EXTRA (extra options for both tracers, e.g. "-t 1us").
+# EXTRA (extra options for both tracers, e.g. "-t 1us" or "-A fib@arg1 -R fib@retval"),
+# WORKLOAD (fib or libcall), LIBCALL_N (default 2000000).
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -25,6 +30,8 @@ cd "$(dirname "$0")/.."
 
 RUNS=${RUNS:-7}
 FIB_N=${FIB_N:-30}
+WORKLOAD=${WORKLOAD:-fib}
+LIBCALL_N=${LIBCALL_N:-2000000}
 MODES=${MODES:-pg fentry cyg}
 UFTRACE=${UFTRACE:-uftrace}
 read -r -a EXTRA <<<"${EXTRA:-}"
@@ -74,7 +81,20 @@ flags_of() {
 }
 
 echo "bench: utrace $UTRACE (built $(date -r "$UTRACE" '+%F %T')), $("$UFTRACE" --version | head -n 1)"
-echo "bench: fib $FIB_N, best of $RUNS runs, data in $tmp ($(df -T "$tmp" | awk 'NR == 2 { print $2 }'))"
+case $WORKLOAD in
+fib)
+	src=bench/fib.c N=$FIB_N libcall=(--no-libcall)
+	# fib(n) makes 2*F(n+1)-1 calls; main is one more.
+	calls=$(awk -v n="$FIB_N" 'BEGIN { a = 0; b = 1; for (i = 0; i < n + 1; i++) { t = a + b; a = b; b = t } print 2 * a - 1 + 1 }')
+	;;
+libcall)
+	src=bench/libcall.c N=$LIBCALL_N libcall=()
+	calls=$LIBCALL_N
+	;;
+*) die "unknown WORKLOAD $WORKLOAD (fib or libcall)" ;;
+esac
+
+echo "bench: $WORKLOAD $N ${EXTRA[*]}, best of $RUNS runs, data in $tmp ($(df -T "$tmp" | awk 'NR == 2 { print $2 }'))"
 printf '%-8s %10s %12s %12s %12s %12s %8s\n' mode calls "plain ms" "uftrace ms" "utrace ms" \
 	"uftrace ns" "" | sed 's/ *$//'
 printf '%-8s %10s %12s %12s %12s %12s %12s %8s\n' "" "" "" "" "" "/call" "utrace ns/call" ratio
@@ -82,20 +102,20 @@ printf '%-8s %10s %12s %12s %12s %12s %12s %8s\n' "" "" "" "" "" "/call" "utrace
 for mode in $MODES; do
 	prog=$tmp/fib-$mode
 	# shellcheck disable=SC2046 # the flags are meant to split
-	gcc $(flags_of "$mode") -O0 -fno-inline -o "$prog" bench/fib.c
+	gcc $(flags_of "$mode") -O0 -fno-inline -fno-builtin -o "$prog" "$src"
 
 	plain1=$(best "$prog" 1)
-	plainN=$(best "$prog" "$FIB_N")
-	uf1=$(best "$UFTRACE" record --no-libcall --no-event "${EXTRA[@]}" -d "$tmp/data" "$prog" 1)
-	ufN=$(best "$UFTRACE" record --no-libcall --no-event "${EXTRA[@]}" -d "$tmp/data" "$prog" "$FIB_N")
+	plainN=$(best "$prog" "$N")
+	uf1=$(best "$UFTRACE" record "${libcall[@]}" --no-event "${EXTRA[@]}" -d "$tmp/data" "$prog" 1)
+	ufN=$(best "$UFTRACE" record "${libcall[@]}" --no-event "${EXTRA[@]}" -d "$tmp/data" "$prog" "$N")
 	uf_bytes=$(cat "$tmp"/data/*.dat | wc -c)
-	ut1=$(best "$UTRACE" record --no-libcall "${EXTRA[@]}" -d "$tmp/data" "$prog" 1)
-	utN=$(best "$UTRACE" record --no-libcall "${EXTRA[@]}" -d "$tmp/data" "$prog" "$FIB_N")
+	ut1=$(best "$UTRACE" record "${libcall[@]}" "${EXTRA[@]}" -d "$tmp/data" "$prog" 1)
+	utN=$(best "$UTRACE" record "${libcall[@]}" "${EXTRA[@]}" -d "$tmp/data" "$prog" "$N")
 	ut_bytes=$(cat "$tmp"/data/*.dat | wc -c)
+	# Same records (and argument payloads) from both: the same work was measured.
 	((ut_bytes == uf_bytes)) ||
 		echo "bench: warning: utrace wrote $ut_bytes bytes of records, uftrace $uf_bytes" >&2
-	calls=$((ut_bytes / 32))
-	((calls > 0)) || die "utrace recorded nothing"
+	((ut_bytes > 0)) || die "utrace recorded nothing"
 
 	awk -v mode="$mode" -v calls="$calls" -v p1="$plain1" -v pn="$plainN" \
 		-v f1="$uf1" -v fn="$ufN" -v u1="$ut1" -v un="$utN" 'BEGIN {

@@ -24,8 +24,14 @@ use record_format::pattern::{is_literal, MatchType, NameMatcher};
 use record_format::raw::align;
 use std::sync::OnceLock;
 
-/// Frame flag: the function has a return-value item (its exit must take the slow path).
+/// Frame flag: the function has a return-value item (its exit takes the Rust handler).
 pub const RETVAL: u16 = 0x4000;
+/// Frame flags value (no other bit) for a return value whose payload is the 8 bytes of `rax`:
+/// integers, chars and pointers of up to 8 bytes, stored in their size and padded to 8, which
+/// readers skip. The exit trampoline writes such records itself.
+pub const RET_INT: u16 = RETVAL | 0x1000;
+/// As [`RET_INT`], with the 8 low bytes of `xmm0` (`float` or `double`).
+pub const RET_FP: u16 = RETVAL | 0x2000;
 
 /// Largest payload written; functions whose items could need more are not given any.
 pub const MAX_PAYLOAD: usize = 1024;
@@ -35,6 +41,81 @@ pub const MAX_PAYLOAD: usize = 1024;
 pub struct FuncArgs {
     pub args: Vec<ArgItem>,
     pub ret: Option<ArgItem>,
+    /// How each of `args` is read, worked out once.
+    plan: Vec<Cap>,
+    ret_plan: Option<Cap>,
+    /// Most bytes the ENTRY and EXIT payloads can take.
+    pub args_max: usize,
+    pub ret_max: usize,
+}
+
+impl FuncArgs {
+    /// The frame flags of a call: [`RET_INT`]/[`RET_FP`] when the trampoline can write the
+    /// return value, [`RETVAL`] when the Rust handler must, else none.
+    #[inline]
+    pub fn ret_flags(&self) -> u16 {
+        match self.ret_plan {
+            None => 0,
+            Some(Cap {
+                form: Form::Int | Form::Char,
+                size: ..=8,
+                ..
+            }) => RET_INT,
+            Some(Cap {
+                form: Form::Float,
+                size: 4 | 8,
+                ..
+            }) => RET_FP,
+            Some(_) => RETVAL,
+        }
+    }
+
+    fn new(args: Vec<ArgItem>, ret: Option<ArgItem>) -> FuncArgs {
+        FuncArgs {
+            plan: args.iter().map(Cap::of).collect(),
+            ret_plan: ret.as_ref().map(Cap::of),
+            args_max: align(args.iter().map(ArgItem::max_len).sum::<usize>(), 8),
+            ret_max: align(ret.as_ref().map_or(0, ArgItem::max_len), 8),
+            args,
+            ret,
+        }
+    }
+}
+
+/// How an item is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Int,
+    Char,
+    Str,
+    StdStr,
+    Float,
+    Struct,
+}
+
+/// An item's capture plan: where its value is and how it is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Cap {
+    loc: Option<Location>,
+    form: Form,
+    size: usize,
+}
+
+impl Cap {
+    fn of(item: &ArgItem) -> Cap {
+        Cap {
+            loc: item.location(),
+            form: match item.format {
+                ArgFormat::Str => Form::Str,
+                ArgFormat::StdString => Form::StdStr,
+                ArgFormat::Char => Form::Char,
+                ArgFormat::Float => Form::Float,
+                ArgFormat::Struct(_) => Form::Struct,
+                _ => Form::Int,
+            },
+            size: item.size,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -193,7 +274,7 @@ fn bind(
     let (args, ret) = set.into_parts();
     let fits = args.iter().map(ArgItem::max_len).sum::<usize>() <= MAX_PAYLOAD;
     let args = if fits { args } else { Vec::new() };
-    FuncArgs { args, ret }
+    FuncArgs::new(args, ret)
 }
 
 /// Builds the table (library constructor). `modules` are the session map's entries, `plt`
@@ -252,33 +333,54 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
     }
 }
 
-/// Writes payload items into a fixed buffer (4-byte aligned items, zero padding).
+/// Writes payload items into ring memory (4-byte aligned items, zero padding). The caller
+/// sized the buffer for the function's largest payload.
 struct Payload<'a> {
-    out: &'a mut [u8; MAX_PAYLOAD + 8],
+    out: &'a mut [u8],
     len: usize,
 }
 
 impl Payload<'_> {
     fn put(&mut self, bytes: &[u8]) {
-        let end = (self.len + bytes.len()).min(MAX_PAYLOAD);
+        let end = (self.len + bytes.len()).min(self.out.len());
         if let Some(dst) = self.out.get_mut(self.len..end) {
             dst.copy_from_slice(&bytes[..end - self.len]);
         }
         self.len = end;
     }
 
-    /// Zero padding to the next multiple of `to`.
+    /// Zero padding to the next multiple of `to` (4 or 8).
+    #[inline]
     fn pad(&mut self, to: usize) {
         let end = align(self.len, to).min(self.out.len());
-        if let Some(dst) = self.out.get_mut(self.len..end) {
+        if end == self.len {
+            return;
+        }
+        // One 8-byte store covers any pad when there is room (no memset call).
+        if let Some(dst) = self.out.get_mut(self.len..self.len + 8) {
+            dst.copy_from_slice(&[0; 8]);
+        } else if let Some(dst) = self.out.get_mut(self.len..end) {
             dst.fill(0);
         }
         self.len = end;
     }
 
+    /// An integer of `size` bytes, padded to 4 (one 8-byte store when there is room).
+    #[inline]
     fn int(&mut self, value: u64, size: usize) {
-        self.put(&value.to_le_bytes()[..size.min(8)]);
-        self.pad(4);
+        let len = align(size.min(8), 4);
+        let keep = match size {
+            1 => 0xff,
+            2 => 0xffff,
+            4 => 0xffff_ffff,
+            _ => u64::MAX,
+        };
+        if let Some(dst) = self.out.get_mut(self.len..self.len + 8) {
+            dst.copy_from_slice(&(value & keep).to_le_bytes());
+            self.len += len;
+        } else {
+            self.put(&(value & keep).to_le_bytes()[..len]);
+        }
     }
 
     /// A string read from `ptr`: `NULL`, `<0x…>` when unreadable, cut at [`MAX_STR`].
@@ -328,6 +430,7 @@ fn hex_pointer(ptr: usize, buf: &mut [u8; MAX_STR + 1]) -> usize {
 }
 
 /// The 8 bytes of integer register `r` (0 = rdi … 5 = r9).
+#[inline]
 fn int_reg(regs: &EntryRegs, r: u8) -> u64 {
     (match r {
         0 => regs.rdi,
@@ -339,56 +442,48 @@ fn int_reg(regs: &EntryRegs, r: u8) -> u64 {
     }) as u64
 }
 
-/// `n` bytes starting at the `k`-th word above the return slot (the caller's stack).
-fn stack_bytes(parent_loc: usize, k: u32, out: &mut [u8]) -> bool {
+/// The 8-byte word `k` words above the return slot (the caller's stack; `k` ≥ 1), read
+/// directly when it lies in the stack page of the slot, else through `read_self`.
+#[inline]
+fn stack_word(parent_loc: usize, k: u32) -> u64 {
     let addr = parent_loc.wrapping_add(8 * k as usize);
-    crate::sys::read_self(addr, out) == out.len()
-}
-
-/// An item's raw bytes (up to 16) at function entry.
-fn entry_raw(item: &ArgItem, regs: &EntryRegs, parent_loc: usize) -> [u8; 16] {
-    let mut raw = [0u8; 16];
-    match item.location() {
-        Some(Location::Reg(r)) => raw[..8].copy_from_slice(&int_reg(regs, r).to_le_bytes()),
-        Some(Location::RegPair(a, b)) => {
-            raw[..8].copy_from_slice(&int_reg(regs, a).to_le_bytes());
-            raw[8..].copy_from_slice(&int_reg(regs, b).to_le_bytes());
-        }
-        Some(Location::Xmm(x)) => raw = regs.xmm[x as usize % 8],
-        Some(Location::Stack(k)) => {
-            if !stack_bytes(parent_loc, k, &mut raw) {
-                stack_bytes(parent_loc, k, &mut raw[..8]);
-            }
-        }
-        Some(Location::Return) | None => {}
+    if parent_loc != 0 && addr / crate::sys::PAGE_SIZE == parent_loc / crate::sys::PAGE_SIZE {
+        // SAFETY: `parent_loc` is a live return slot on this thread's stack, so its page is
+        // mapped; `addr` is an aligned word of the same page.
+        return unsafe { (addr as *const u64).read() };
     }
-    raw
+    let mut b = [0u8; 8];
+    crate::sys::read_self(addr, &mut b);
+    u64::from_le_bytes(b)
 }
 
-/// Writes one item whose raw register/stack bytes are `raw`.
-fn put_item(p: &mut Payload, item: &ArgItem, raw: [u8; 16], struct_at: Option<usize>) {
-    let word = u64::from_le_bytes(raw[..8].try_into().unwrap_or([0; 8]));
-    match &item.format {
-        ArgFormat::Str => p.string(word as usize, None),
-        ArgFormat::StdString => {
+/// Writes one item whose first two register/stack words are `lo`, `hi` (the `xmm` bytes for
+/// floats).
+fn put_item(p: &mut Payload, cap: &Cap, lo: u64, hi: u64, struct_at: Option<usize>) {
+    match cap.form {
+        Form::Int => p.int(lo, cap.size),
+        Form::Char => p.int(lo & 0xff, 1),
+        Form::Str => p.string(lo as usize, None),
+        Form::StdStr => {
             // libstdc++: `{ char *ptr; size_t len; ... }` at the address passed.
             let mut obj = [0u8; 16];
-            if word != 0 && crate::sys::read_self(word as usize, &mut obj) == 16 {
+            if lo != 0 && crate::sys::read_self(lo as usize, &mut obj) == 16 {
                 let ptr = u64::from_le_bytes(obj[..8].try_into().unwrap_or([0; 8]));
                 let len = u64::from_le_bytes(obj[8..].try_into().unwrap_or([0; 8]));
                 p.string(ptr as usize, Some(len as usize));
             } else {
-                p.string(word as usize, None);
+                p.string(lo as usize, None);
             }
         }
-        ArgFormat::Char => p.int(word & 0xff, 1),
-        ArgFormat::Float => {
-            let n = item.size.min(16);
-            p.put(&raw[..n]);
+        Form::Float => {
+            let mut raw = [0u8; 16];
+            raw[..8].copy_from_slice(&lo.to_le_bytes());
+            raw[8..].copy_from_slice(&hi.to_le_bytes());
+            p.put(&raw[..cap.size.min(16)]);
             p.pad(4);
         }
-        ArgFormat::Struct(_) => {
-            let n = item.size;
+        Form::Struct => {
+            let n = cap.size;
             match struct_at {
                 Some(addr) => {
                     let mut chunk = [0u8; 64];
@@ -401,55 +496,70 @@ fn put_item(p: &mut Payload, item: &ArgItem, raw: [u8; 16], struct_at: Option<us
                         done += k;
                     }
                 }
-                None => p.put(&raw[..n.min(16)]),
+                None => {
+                    let mut raw = [0u8; 16];
+                    raw[..8].copy_from_slice(&lo.to_le_bytes());
+                    raw[8..].copy_from_slice(&hi.to_le_bytes());
+                    p.put(&raw[..n.min(16)]);
+                }
             }
             p.pad(4);
         }
-        _ => p.int(word, item.size),
     }
 }
 
-/// Fills `out` with the ENTRY payload of `items`; returns its length (a multiple of 8).
-pub fn entry_payload(
-    items: &[ArgItem],
-    regs: &EntryRegs,
-    parent_loc: usize,
-    out: &mut [u8; MAX_PAYLOAD + 8],
-) -> usize {
+/// Writes the ENTRY payload of `f` into `out` (at least `f.args_max` bytes); returns its
+/// length (a multiple of 8).
+#[inline]
+pub fn entry_payload(f: &FuncArgs, regs: &EntryRegs, parent_loc: usize, out: &mut [u8]) -> usize {
     let mut p = Payload { out, len: 0 };
-    for item in items {
-        let raw = entry_raw(item, regs, parent_loc);
+    for cap in &f.plan {
+        let xmm = |x: u8| {
+            let b = regs.xmm[x as usize % 8];
+            (
+                u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8])),
+                u64::from_le_bytes(b[8..].try_into().unwrap_or([0; 8])),
+            )
+        };
+        let (lo, hi) = match cap.loc {
+            Some(Location::Reg(r)) => (int_reg(regs, r), 0),
+            Some(Location::RegPair(a, b)) => (int_reg(regs, a), int_reg(regs, b)),
+            Some(Location::Xmm(x)) => xmm(x),
+            Some(Location::Stack(k)) => (stack_word(parent_loc, k), stack_word(parent_loc, k + 1)),
+            Some(Location::Return) | None => (0, 0),
+        };
         // A struct too large for registers is copied from the stack.
-        let struct_at = match (&item.format, item.location()) {
-            (ArgFormat::Struct(_), Some(Location::Stack(k))) => {
+        let struct_at = match (cap.form, cap.loc) {
+            (Form::Struct, Some(Location::Stack(k))) => {
                 Some(parent_loc.wrapping_add(8 * k as usize))
             }
-            (ArgFormat::Struct(_), None) if item.size > 16 => Some(parent_loc + 8),
+            (Form::Struct, None) if cap.size > 16 => Some(parent_loc + 8),
             _ => None,
         };
-        put_item(&mut p, item, raw, struct_at);
+        put_item(&mut p, cap, lo, hi, struct_at);
     }
     p.pad(8);
     p.len
 }
 
-/// Fills `out` with the EXIT payload of `item`; returns its length (a multiple of 8).
-pub fn exit_payload(item: &ArgItem, regs: &ExitRegs, out: &mut [u8; MAX_PAYLOAD + 8]) -> usize {
-    let mut raw = [0u8; 16];
-    match item.format {
-        ArgFormat::Float => raw = regs.xmm0,
-        _ => {
-            raw[..8].copy_from_slice(&(regs.rax as u64).to_le_bytes());
-            raw[8..].copy_from_slice(&(regs.rdx as u64).to_le_bytes());
-        }
-    }
-    let mut p = Payload { out, len: 0 };
-    let struct_at = match item.format {
-        // Returned in memory: rax holds the caller's buffer.
-        ArgFormat::Struct(_) if item.size > 16 => Some(regs.rax),
-        _ => None,
+/// Writes the EXIT payload of `f` into `out` (at least `f.ret_max` bytes); returns its length
+/// (a multiple of 8, 0 without a return item).
+#[inline]
+pub fn exit_payload(f: &FuncArgs, regs: &ExitRegs, out: &mut [u8]) -> usize {
+    let Some(cap) = &f.ret_plan else {
+        return 0;
     };
-    put_item(&mut p, item, raw, struct_at);
+    let (lo, hi) = match cap.form {
+        Form::Float => (
+            u64::from_le_bytes(regs.xmm0[..8].try_into().unwrap_or([0; 8])),
+            u64::from_le_bytes(regs.xmm0[8..].try_into().unwrap_or([0; 8])),
+        ),
+        _ => (regs.rax as u64, regs.rdx as u64),
+    };
+    // Returned in memory: rax holds the caller's buffer.
+    let struct_at = (cap.form == Form::Struct && cap.size > 16).then_some(regs.rax);
+    let mut p = Payload { out, len: 0 };
+    put_item(&mut p, cap, lo, hi, struct_at);
     p.pad(8);
     p.len
 }
@@ -492,7 +602,8 @@ mod tests {
         .map(|w| item(w))
         .collect();
         let mut buf = [0u8; MAX_PAYLOAD + 8];
-        let n = entry_payload(&items, &regs(), 0, &mut buf);
+        let f = FuncArgs::new(items.clone(), None);
+        let n = entry_payload(&f, &regs(), 0, &mut buf);
         assert_eq!(n % 8, 0);
         let refs: Vec<&ArgItem> = items.iter().collect();
         let v = decode_payload(&refs, &buf[..n]).unwrap();
@@ -519,7 +630,8 @@ mod tests {
         r.rdi = s.as_ptr() as usize;
         let mut buf = [0u8; MAX_PAYLOAD + 8];
         let it = item("arg1/s");
-        let n = entry_payload(core::slice::from_ref(&it), &r, 0, &mut buf);
+        let f = FuncArgs::new(vec![it.clone()], None);
+        let n = entry_payload(&f, &r, 0, &mut buf);
         let v = decode_payload(&[&it], &buf[..n]).unwrap();
         let ArgValue::Str(text) = &v[0] else {
             panic!("{v:?}")
@@ -547,7 +659,8 @@ mod tests {
             ("retval/f64", ArgValue::Float(0.75)),
         ] {
             let it = item(w);
-            let n = exit_payload(&it, &regs, &mut buf);
+            let f = FuncArgs::new(Vec::new(), Some(it.clone()));
+            let n = exit_payload(&f, &regs, &mut buf);
             assert_eq!(n, 8, "{w}");
             assert_eq!(decode_payload(&[&it], &buf[..n]).unwrap()[0], want, "{w}");
         }

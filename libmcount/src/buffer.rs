@@ -74,25 +74,30 @@ impl Buffer {
         true
     }
 
-    /// Appends one record header followed by its payload (a multiple of 8 bytes); `false`
-    /// when they do not fit.
-    pub fn push_payload(&mut self, time: u64, word: u64, payload: &[u8]) -> bool {
-        let need = RECORD_SIZE + payload.len();
-        if self.cursor.is_null() || (self.limit as usize).wrapping_sub(self.cursor as usize) < need
-        {
+    /// Bytes left before the limit.
+    #[inline]
+    fn room(&self) -> usize {
+        if self.cursor.is_null() {
+            0
+        } else {
+            (self.limit as usize).wrapping_sub(self.cursor as usize)
+        }
+    }
+
+    /// Lets `fill` write a record of at most `max` bytes at the cursor (it returns the bytes
+    /// it used, a multiple of 8), then publishes it. `false` when `max` bytes do not fit.
+    #[inline]
+    pub fn push_with(&mut self, max: usize, fill: impl FnOnce(&mut [u8]) -> usize) -> bool {
+        if self.room() < max {
             return false;
         }
-        // SAFETY: `need` bytes from `cursor` lie inside the region promised by `new`; the
-        // payload is a separate buffer. Published after the copy, as in `push`.
+        // SAFETY: `max` bytes from `cursor` lie inside the region promised by `new` and
+        // nothing else uses them until the cursor is published.
+        let out = unsafe { core::slice::from_raw_parts_mut(self.cursor, max) };
+        let used = fill(out).min(max);
+        // SAFETY: `used` ≤ `max` bytes were written; published after them, as in `push`.
         unsafe {
-            (self.cursor as *mut u64).write_unaligned(time.to_le());
-            (self.cursor.add(8) as *mut u64).write_unaligned(word.to_le());
-            core::ptr::copy_nonoverlapping(
-                payload.as_ptr(),
-                self.cursor.add(RECORD_SIZE),
-                payload.len(),
-            );
-            self.cursor = self.cursor.add(need);
+            self.cursor = self.cursor.add(used);
             self.commit.write_volatile(self.cursor as u64);
         }
         true
@@ -248,11 +253,14 @@ impl DatWriter {
         }
     }
 
-    /// Appends one record with its payload; drops it if the ring cannot be flushed.
-    pub fn record_payload(&mut self, time: u64, word: u64, payload: &[u8]) {
-        if !self.buf.push_payload(time, word, payload) && self.refill() {
-            self.buf.push_payload(time, word, payload);
+    /// Appends one record written by `fill` (at most `max` bytes: see [`Buffer::push_with`]);
+    /// drops it if the ring cannot be flushed.
+    #[inline]
+    pub fn record_with(&mut self, max: usize, fill: impl FnOnce(&mut [u8]) -> usize) {
+        if self.buf.room() < max && !(self.refill() && self.buf.room() >= max) {
+            return;
         }
+        self.buf.push_with(max, fill);
     }
 
     /// Makes room for one record before the caller takes its timestamp, so that the cost of a

@@ -162,6 +162,19 @@ impl Clock {
         self.resync(delta)
     }
 
+    /// The time of TSC reading `tsc`, taken on this thread just before (as [`Clock::now`]).
+    #[inline]
+    pub fn at(&mut self, tsc: u64) -> u64 {
+        if self.tsc_max == 0 {
+            return gettime();
+        }
+        let delta = tsc.wrapping_sub(self.tsc_base);
+        if delta < self.tsc_max {
+            return self.ns_base + (delta.wrapping_mul(self.mult) >> 32);
+        }
+        self.resync(delta)
+    }
+
     #[cold]
     #[inline(never)]
     fn resync(&mut self, delta: u64) -> u64 {

@@ -7,13 +7,19 @@ use crate::arch::{exit_trampoline_addr, EntryRegs, ExitRegs};
 use crate::thread::{self, Hook, ThreadState};
 use crate::{plt, session};
 
-struct Errno(i32);
+/// The thread's `errno`, put back when dropped.
+struct Errno {
+    at: *mut i32,
+    value: i32,
+}
 
 impl Errno {
     #[inline]
-    fn save() -> Errno {
-        // SAFETY: __errno_location returns this thread's errno address, always valid.
-        Errno(unsafe { *libc::__errno_location() })
+    fn save(td: &ThreadState) -> Errno {
+        let at = td.errno_location();
+        // SAFETY: `at` is this thread's errno address, valid as long as the thread.
+        let value = unsafe { *at };
+        Errno { at, value }
     }
 }
 
@@ -21,7 +27,7 @@ impl Drop for Errno {
     #[inline]
     fn drop(&mut self) {
         // SAFETY: as in `save`.
-        unsafe { *libc::__errno_location() = self.0 };
+        unsafe { *self.at = self.value };
     }
 }
 
@@ -37,14 +43,14 @@ fn guarded<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
         return None;
     }
     td.set_guard(true);
-    let errno = Errno::save();
+    let errno = Errno::save(td);
     let r = f(td);
     drop(errno);
     td.set_guard(false);
     Some(r)
 }
 
-/// Called by the `mcount`/`__fentry__` trampolines.
+/// Called by the `mcount`/`__fentry__` trampolines, with the TSC they read on entry.
 ///
 /// # Safety
 /// `parent_loc` must be the address of the calling function's return slot on the current
@@ -53,12 +59,16 @@ pub unsafe extern "C" fn mcount_entry(
     parent_loc: *mut usize,
     child_ip: usize,
     regs: *const EntryRegs,
+    tsc: u64,
 ) {
     // SAFETY: the trampoline passes its save area, live for the whole call.
     let regs = unsafe { regs.as_ref() };
     let tramp = exit_trampoline_addr();
     guarded(|td| {
+        let mut tsc = Some(tsc);
         if td.in_exception() {
+            // The records written here are later than the trampoline's TSC.
+            tsc = None;
             // A cleanup landing pad calls traced code: frames at or below this slot were
             // unwound; the others get their hijack back until the unwinder resumes.
             td.set_in_exception(false);
@@ -71,9 +81,16 @@ pub unsafe extern "C" fn mcount_entry(
         }
         // SAFETY: the caller guarantees `parent_loc` is a live, aligned stack slot.
         let parent_ip = unsafe { parent_loc.read() };
-        if td.enter_flagged(parent_loc as usize, parent_ip, child_ip, tramp, 0, regs)
-            == Hook::Hijack
-        {
+        let hook = td.enter_flagged(
+            parent_loc as usize,
+            parent_ip,
+            child_ip,
+            tramp,
+            0,
+            regs,
+            tsc,
+        );
+        if hook == Hook::Hijack {
             // SAFETY: as above; the frame was pushed first, so the exit handler will find it.
             unsafe { parent_loc.write(tramp) };
         }
@@ -92,7 +109,7 @@ pub unsafe extern "C" fn mcount_exit(regs: *const ExitRegs, slot: *mut usize) ->
     if let Some(td) = thread::existing() {
         let saved = td.guard();
         td.set_guard(true);
-        let errno = Errno::save();
+        let errno = Errno::save(td);
         let ret = if td.vfork_child() {
             td.peek_exit(slot as usize)
         } else {
@@ -122,7 +139,7 @@ pub extern "C" fn cyg_exit_slow(this_fn: *mut libc::c_void, _call_site: *mut lib
     if let Some(td) = thread::existing() {
         if !td.guard() {
             td.set_guard(true);
-            let errno = Errno::save();
+            let errno = Errno::save(td);
             if !td.vfork_child() {
                 td.cyg_exit(this_fn as usize);
             }
@@ -168,6 +185,7 @@ pub unsafe extern "C" fn plt_entry(
                     tramp,
                     extra,
                     regs,
+                    None,
                 );
                 if hook == Hook::Hijack {
                     // SAFETY: as above; the frame was pushed first.

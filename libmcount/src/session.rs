@@ -39,8 +39,10 @@ pub struct Config {
     pub max_stack: usize,
     /// `-D`: functions this deep or deeper are not hooked.
     pub depth: usize,
-    /// Entries need the full handler (record-time filters, arguments).
+    /// Entries and exits need the full handler (record-time filters).
     pub slow: bool,
+    /// Entries need the full handler (arguments); exits keep their fast path.
+    pub slow_entry: bool,
 }
 
 /// Whether hooks may start new functions.
@@ -56,7 +58,8 @@ pub fn config() -> Option<Config> {
         window: WINDOW.load(Ordering::Relaxed),
         max_stack: MAX_STACK.load(Ordering::Relaxed),
         depth: DEPTH.load(Ordering::Relaxed),
-        slow: filter::get().is_some() || crate::args::get().is_some(),
+        slow: filter::get().is_some(),
+        slow_entry: crate::args::get().is_some(),
     })
 }
 

@@ -8,14 +8,17 @@
 //! `pthread` key with a destructor gives the thread-exit callback.
 
 use crate::arch::{tls_get, tls_set, EntryRegs, ExitRegs};
-use crate::args::{self, MAX_PAYLOAD};
+use crate::args::{self, FuncArgs};
 use crate::buffer::DatWriter;
 use crate::clock::Clock;
 use crate::filter::{self, flags, Decision, FilterState, Filters, Saved};
 use crate::rstack::{Frame, ShadowStack, NO_SLOT};
 use crate::{clock, plt, session, sys, tasklog};
 use core::sync::atomic::{AtomicBool, Ordering};
-use record_format::raw::{header_word, RecordKind};
+use record_format::raw::{header_word, RecordKind, RECORD_SIZE};
+
+/// What an ENTRY record's payload is read from: the function's items and the saved registers.
+type Capture<'a> = Option<(&'a FuncArgs, &'a EntryRegs)>;
 
 /// Thread pointer value of a thread that is not traced.
 pub const DEAD: usize = 1;
@@ -72,6 +75,8 @@ pub struct ThreadState {
     map_len: usize,
     /// The process that called `vfork` (while `block::VFORK` is set).
     vfork_pid: i32,
+    /// This thread's `errno` (null until known).
+    errno: *mut i32,
 }
 
 static STACK_FULL_WARNED: AtomicBool = AtomicBool::new(false);
@@ -104,6 +109,7 @@ impl ThreadState {
             depth_limit: usize::MAX,
             map_len: 0,
             vfork_pid: 0,
+            errno: core::ptr::null_mut(),
         }
     }
 
@@ -148,6 +154,17 @@ impl ThreadState {
     }
 
     /// Sets `-D` (functions at this depth or deeper are not hooked).
+    /// This thread's `errno` address.
+    #[inline]
+    pub fn errno_location(&self) -> *mut i32 {
+        if self.errno.is_null() {
+            // SAFETY: __errno_location has no preconditions.
+            unsafe { libc::__errno_location() }
+        } else {
+            self.errno
+        }
+    }
+
     pub fn set_depth_limit(&mut self, depth: usize) {
         self.depth_limit = depth;
         self.fast_depth = self.rstack.capacity().min(depth);
@@ -162,13 +179,15 @@ impl ThreadState {
         child_ip: usize,
         tramp: usize,
     ) -> Hook {
-        self.enter_flagged(parent_loc, parent_ip, child_ip, tramp, 0, None)
+        self.enter_flagged(parent_loc, parent_ip, child_ip, tramp, 0, None, None)
     }
 
-    /// [`ThreadState::enter`] with `extra` frame flags (`plt::REARM`) and the registers the
+    /// [`ThreadState::enter`] with `extra` frame flags (`plt::REARM`), the registers the
     /// entry trampoline saved (for arguments; `None` where there are none, as in
-    /// `-finstrument-functions` hooks).
+    /// `-finstrument-functions` hooks) and the TSC it read on entry (`None`: read it now).
     #[inline]
+    // The hooks' raw inputs, passed straight through from the trampolines.
+    #[allow(clippy::too_many_arguments)]
     pub fn enter_flagged(
         &mut self,
         parent_loc: usize,
@@ -177,6 +196,7 @@ impl ThreadState {
         tramp: usize,
         extra: u16,
         regs: Option<&EntryRegs>,
+        tsc: Option<u64>,
     ) -> Hook {
         if self.disabled() || self.rstack.len() >= self.depth_limit {
             return Hook::None;
@@ -192,20 +212,20 @@ impl ThreadState {
                 Decision::Hook(fl) => self.filter_push(f, child_ip as u64, fl),
             },
         };
-        let mut payload = [0u8; MAX_PAYLOAD + 8];
-        let mut len = 0;
+        let mut capture = None;
         if let (Some(table), Some(regs)) = (args::get(), regs) {
             if let Some(spec) = table.lookup(child_ip as u64) {
-                if spec.ret.is_some() {
-                    flags |= args::RETVAL;
-                }
-                if record && !spec.args.is_empty() {
-                    len = args::entry_payload(&spec.args, regs, parent_loc, &mut payload);
+                flags |= spec.ret_flags();
+                if !spec.args.is_empty() {
+                    capture = Some((spec, regs));
                 }
             }
         }
         self.writer.prepare();
-        let start = self.clock.now();
+        let start = match tsc {
+            Some(t) => self.clock.at(t),
+            None => self.clock.now(),
+        };
         let frame = Frame {
             parent_loc,
             parent_ip,
@@ -215,7 +235,7 @@ impl ThreadState {
             start,
         };
         self.rstack.push(frame);
-        self.entered(&frame, record, &payload[..len]);
+        self.entered(&frame, record, capture);
         if parent_ip == tramp {
             Hook::Alias
         } else {
@@ -311,13 +331,10 @@ impl ThreadState {
         if !filter::tracing() {
             return;
         }
-        let mut payload = [0u8; MAX_PAYLOAD + 8];
-        let mut len = 0;
-        if let (Some(table), Some(regs)) = (args::get(), regs) {
-            if let Some(spec) = table.lookup(child_ip as u64) {
-                len = args::entry_payload(&spec.args, regs, 0, &mut payload);
-            }
-        }
+        let capture = args::get()
+            .zip(regs)
+            .and_then(|(table, regs)| Some((table.lookup(child_ip as u64)?, regs)))
+            .filter(|(spec, _)| !spec.args.is_empty());
         self.writer.prepare();
         let now = self.clock.now();
         let frame = Frame {
@@ -328,7 +345,7 @@ impl ThreadState {
             flags: 0,
             start: now,
         };
-        self.write_entry(now, &frame, &payload[..len]);
+        self.write_entry(now, &frame, capture);
         self.writer.record(now, exit_word(&frame));
     }
 
@@ -396,7 +413,7 @@ impl ThreadState {
             start,
         };
         self.rstack.push(frame);
-        self.entered(&frame, record, &[]);
+        self.entered(&frame, record, None);
     }
 
     /// Counts a new frame (about to be pushed at the top) in the filter state: returns its
@@ -416,10 +433,10 @@ impl ThreadState {
     /// Writes the ENTRY record of `frame`, just pushed, if `record`; a `-C` function first
     /// writes the entries of its callers that were waiting for it.
     #[inline]
-    fn entered(&mut self, frame: &Frame, record: bool, payload: &[u8]) {
+    fn entered(&mut self, frame: &Frame, record: bool, capture: Capture) {
         if frame.flags == 0 {
             if record {
-                self.write_entry(frame.start, frame, payload);
+                self.write_entry(frame.start, frame, capture);
             }
             return;
         }
@@ -427,25 +444,35 @@ impl ThreadState {
             self.write_pending(self.rstack.len() - 1);
         }
         if record {
-            self.write_entry(frame.start, frame, payload);
+            self.write_entry(frame.start, frame, capture);
         }
         filter::switch_after(frame.flags);
     }
 
     /// The ENTRY record of `frame`, with its argument payload if there is one.
     #[inline]
-    fn write_entry(&mut self, time: u64, frame: &Frame, payload: &[u8]) {
-        if payload.is_empty() {
+    fn write_entry(&mut self, time: u64, frame: &Frame, capture: Capture) {
+        let Some((spec, regs)) = capture else {
             self.writer.record(time, entry_word(frame));
-        } else {
-            let word = header_word(
-                RecordKind::Entry,
-                true,
-                frame.depth as u16,
-                frame.child_ip as u64,
-            );
-            self.writer.record_payload(time, word, payload);
-        }
+            return;
+        };
+        let word = header_word(
+            RecordKind::Entry,
+            true,
+            frame.depth as u16,
+            frame.child_ip as u64,
+        );
+        let parent_loc = match frame.parent_loc {
+            NO_SLOT => 0,
+            slot => slot,
+        };
+        self.writer
+            .record_with(RECORD_SIZE + spec.args_max, |out: &mut [u8]| {
+                let (head, rest) = out.split_at_mut(RECORD_SIZE);
+                head[..8].copy_from_slice(&time.to_le_bytes());
+                head[8..].copy_from_slice(&word.to_le_bytes());
+                RECORD_SIZE + args::entry_payload(spec, regs, parent_loc, rest)
+            });
     }
 
     /// The EXIT record of `frame`, with its return value when `regs` holds it.
@@ -453,19 +480,20 @@ impl ThreadState {
     fn write_exit(&mut self, time: u64, frame: &Frame, regs: Option<&ExitRegs>) {
         if frame.flags & args::RETVAL != 0 {
             if let (Some(regs), Some(table)) = (regs, args::get()) {
-                if let Some(item) = table
-                    .lookup(frame.child_ip as u64)
-                    .and_then(|s| s.ret.as_ref())
-                {
-                    let mut payload = [0u8; MAX_PAYLOAD + 8];
-                    let len = args::exit_payload(item, regs, &mut payload);
+                if let Some(spec) = table.lookup(frame.child_ip as u64) {
                     let word = header_word(
                         RecordKind::Exit,
                         true,
                         frame.depth as u16,
                         frame.child_ip as u64,
                     );
-                    self.writer.record_payload(time, word, &payload[..len]);
+                    self.writer
+                        .record_with(RECORD_SIZE + spec.ret_max, |out: &mut [u8]| {
+                            let (head, rest) = out.split_at_mut(RECORD_SIZE);
+                            head[..8].copy_from_slice(&time.to_le_bytes());
+                            head[8..].copy_from_slice(&word.to_le_bytes());
+                            RECORD_SIZE + args::exit_payload(spec, regs, rest)
+                        });
                     return;
                 }
             }
@@ -571,7 +599,17 @@ fn exit_word(f: &Frame) -> u64 {
 pub fn current() -> Option<&'static mut ThreadState> {
     let p = tls_get();
     let p = match p {
-        0 => init_current(true),
+        0 => {
+            // Setting up calls the C library: the program's errno must survive it.
+            // SAFETY: __errno_location returns this thread's errno address.
+            let errno = unsafe { libc::__errno_location() };
+            // SAFETY: as above.
+            let saved = unsafe { *errno };
+            let p = init_current(true);
+            // SAFETY: as above.
+            unsafe { *errno = saved };
+            p
+        }
         DEAD => return None,
         p => p,
     };
@@ -632,7 +670,12 @@ pub fn init_current(announce: bool) -> usize {
         // SAFETY: `saved_len` bytes for `max_stack` entries follow the frames in the mapping.
         state.saved = unsafe { mem.add(saved_at) } as *mut Saved;
     }
+    // SAFETY: __errno_location has no preconditions; the address is this thread's for life.
+    state.errno = unsafe { libc::__errno_location() };
     state.set_depth_limit(cfg.depth);
+    if cfg.slow_entry {
+        state.fast_depth = 0;
+    }
     if cfg.slow {
         state.block |= block::SLOW;
     }

@@ -160,11 +160,23 @@ pub fn fold_leaves(text: &str) -> String {
         let body = line.trim_start();
         let indent = &line[..line.len() - body.len()];
         if let (Some(name), Some(next)) = (body.strip_suffix(" {"), lines.get(i + 1)) {
-            let func = name.strip_suffix("()").unwrap_or(name);
-            if *next == format!("{indent}}} /* {func} */") {
-                out.push_str(&format!("{indent}{name};\n"));
-                i += 2;
-                continue;
+            // `f(args) {` closes with `} /* f */` or, with a return value, `} = V; /* f */`.
+            let func = name.split('(').next().unwrap_or(name);
+            if let Some(rest) = next
+                .strip_prefix(indent)
+                .and_then(|n| n.strip_prefix('}'))
+                .and_then(|n| n.strip_suffix(&format!(" /* {func} */")))
+            {
+                if rest.is_empty() {
+                    out.push_str(&format!("{indent}{name};\n"));
+                    i += 2;
+                    continue;
+                }
+                if let Some(value) = rest.strip_prefix(" = ").and_then(|v| v.strip_suffix(';')) {
+                    out.push_str(&format!("{indent}{name} = {value};\n"));
+                    i += 2;
+                    continue;
+                }
             }
         }
         out.push_str(line);
@@ -516,6 +528,8 @@ mod self_test {
             fold_leaves(text),
             "main() {\n  a();\n  b() {\n    c();\n  } /* b */\n} /* main */\n"
         );
+        let args = "  f(1, \"x\") {\n  } = 2; /* f */\n  g(&h) {\n  } /* g */\n";
+        assert_eq!(fold_leaves(args), "  f(1, \"x\") = 2;\n  g(&h);\n");
     }
 
     #[test]
