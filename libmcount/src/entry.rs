@@ -174,7 +174,7 @@ pub unsafe extern "C" fn plt_entry(
             return;
         }
         match slot.kind {
-            plt::Kind::Hook => {
+            plt::Kind::Hook | plt::Kind::Unwind => {
                 // SAFETY: the caller guarantees `parent_loc` is a live, aligned stack slot.
                 let parent_ip = unsafe { parent_loc.read() };
                 let extra = if unbound { plt::REARM } else { 0 };
@@ -187,7 +187,7 @@ pub unsafe extern "C" fn plt_entry(
                     regs,
                     None,
                 );
-                if hook == Hook::Hijack {
+                if hook == Hook::Hijack && slot.kind == plt::Kind::Hook {
                     // SAFETY: as above; the frame was pushed first.
                     unsafe { parent_loc.write(tramp) };
                 }
@@ -197,6 +197,8 @@ pub unsafe extern "C" fn plt_entry(
                 td.instant(slot.entry, regs);
                 td.start_vfork();
             }
+            plt::Kind::Setjmp => td.setjmp(slot.entry, regs),
+            plt::Kind::Longjmp => td.longjmp(slot.entry, regs),
         }
     });
     if unbound && slot.kind != plt::Kind::Hook {

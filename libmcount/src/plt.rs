@@ -35,6 +35,15 @@ pub enum Kind {
     Instant,
     /// As `Instant`, and the hooks stay off in the child until it execs or exits.
     Vfork,
+    /// `setjmp` family: as `Instant`, and the shadow stack's state is kept by `jmp_buf`.
+    Setjmp,
+    /// `longjmp` family: its ENTRY is recorded, then the frames it jumps over are dropped and
+    /// the `setjmp` it lands in returns (an EXIT of `setjmp`, as uftrace records it).
+    Longjmp,
+    /// Recorded with its return slot left alone: `_Unwind_RaiseException` (reached from
+    /// libstdc++'s PLT with `--nest-libcall`) returns only when no handler exists; its frame is
+    /// closed where the exception lands, like the frames it unwinds.
+    Unwind,
 }
 
 /// One hooked GOT slot.
@@ -152,55 +161,84 @@ fn kind_of(name: &str) -> Option<Kind> {
         | "__cxa_end_catch"
         | "__cxa_finalize"
         | "__gxx_personality_v0"
-        | "_Unwind_Resume"
-        | "_Unwind_RaiseException" => None,
-        "setjmp" | "_setjmp" | "sigsetjmp" | "__sigsetjmp" | "dlopen" | "dlmopen" | "dlsym"
-        | "dlvsym" => Some(Kind::Instant),
+        | "_Unwind_Resume" => None,
+        "_Unwind_RaiseException" => Some(Kind::Unwind),
+        "setjmp" | "_setjmp" | "sigsetjmp" | "__sigsetjmp" => Some(Kind::Setjmp),
+        "longjmp" | "_longjmp" | "siglongjmp" | "__longjmp_chk" => Some(Kind::Longjmp),
+        "dlopen" | "dlmopen" | "dlsym" | "dlvsym" => Some(Kind::Instant),
         "vfork" => Some(Kind::Vfork),
+        // The dynamic loader's internals (reached from libraries' PLTs).
+        n if n.starts_with("_dl_") => None,
         _ => Some(Kind::Hook),
     }
 }
 
-/// The executable's load bias (the first object `dl_iterate_phdr` reports).
-fn exe_bias() -> usize {
-    unsafe extern "C" fn first(
+/// The loaded objects: path (`/proc/self/exe` for the executable, the first one
+/// `dl_iterate_phdr` reports) and load bias.
+fn loaded_objects() -> Vec<(String, usize)> {
+    unsafe extern "C" fn each(
         info: *mut libc::dl_phdr_info,
         _size: libc::size_t,
         data: *mut libc::c_void,
     ) -> libc::c_int {
-        // SAFETY: `data` is the usize below, `info` valid for this call.
-        unsafe { *(data as *mut usize) = (*info).dlpi_addr as usize };
-        1
+        // SAFETY: `data` is the Vec below, `info` valid for this call; `dlpi_name` is a
+        // NUL-terminated string or null.
+        unsafe {
+            let out = &mut *(data as *mut Vec<(String, usize)>);
+            let name = (*info).dlpi_name;
+            let name = if out.is_empty() {
+                "/proc/self/exe".to_string()
+            } else if name.is_null() {
+                String::new()
+            } else {
+                core::ffi::CStr::from_ptr(name)
+                    .to_string_lossy()
+                    .into_owned()
+            };
+            out.push((name, (*info).dlpi_addr as usize));
+        }
+        0
     }
-    let mut bias = 0usize;
-    // SAFETY: the callback matches and only writes `bias` during the call.
-    unsafe { libc::dl_iterate_phdr(Some(first), &mut bias as *mut usize as *mut libc::c_void) };
-    bias
+    let mut out: Vec<(String, usize)> = Vec::new();
+    // SAFETY: the callback matches and only touches `out` during the call.
+    unsafe { libc::dl_iterate_phdr(Some(each), &mut out as *mut _ as *mut libc::c_void) };
+    out
 }
 
-/// Hooks the executable's PLT (library constructor, before tracing starts).
-pub fn install() {
+/// A GOT slot to hook.
+struct Want {
+    got: usize,
+    entry: usize,
+    kind: Kind,
+    /// The module's PLT: an unbound slot points into it.
+    plt: (usize, usize),
+    name: Box<str>,
+}
+
+/// The slots of one module worth hooking, and its RELRO range.
+fn module_slots(path: &str, bias: usize, out: &mut Vec<Want>, relro: &mut Vec<(usize, usize)>) {
     use goblin::elf::{program_header::PT_GNU_RELRO, Elf};
-    let Ok(bytes) = std::fs::read("/proc/self/exe") else {
+    let Ok(bytes) = std::fs::read(path) else {
         return;
     };
     let Ok(elf) = Elf::parse(&bytes) else {
         return;
     };
-    let bias = exe_bias();
     let section = |name: &str| {
         elf.section_headers
             .iter()
             .find(|sh| elf.shdr_strtab.get_at(sh.sh_name) == Some(name))
     };
     let Some(plt_start) = section(".plt.sec")
-        .map(|s| s.sh_addr)
-        .or_else(|| section(".plt").map(|s| s.sh_addr + 16))
+        .map(|s| s.sh_addr as usize)
+        .or_else(|| section(".plt").map(|s| s.sh_addr as usize + 16))
     else {
         return;
     };
-    let mut wanted = Vec::new();
-    let mut names = Vec::new();
+    let plt = (
+        bias + plt_start - 16,
+        bias + plt_start + 16 * (elf.pltrelocs.len() + 1),
+    );
     for (i, r) in elf.pltrelocs.iter().enumerate() {
         let name = elf
             .dynsyms
@@ -208,14 +246,61 @@ pub fn install() {
             .and_then(|s| elf.dynstrtab.get_at(s.st_name))
             .unwrap_or("");
         if let Some(kind) = kind_of(name).filter(|_| !name.is_empty()) {
-            wanted.push((i, bias + r.r_offset as usize, kind));
-            names.push((bias + plt_start as usize + 16 * i, Box::from(name)));
+            out.push(Want {
+                got: bias + r.r_offset as usize,
+                entry: bias + plt_start + 16 * i,
+                kind,
+                plt,
+                name: Box::from(name),
+            });
         }
     }
-    let Some(&(last, _, _)) = wanted.last() else {
+    let page = crate::sys::PAGE_SIZE;
+    relro.extend(
+        elf.program_headers
+            .iter()
+            .filter(|p| p.p_type == PT_GNU_RELRO)
+            .map(|p| {
+                let start = (bias + p.p_vaddr as usize) & !(page - 1);
+                let end = (bias + (p.p_vaddr + p.p_memsz) as usize).next_multiple_of(page);
+                (start, end)
+            }),
+    );
+}
+
+/// Objects whose PLT `--nest-libcall` leaves alone, as uftrace does: libmcount itself, the
+/// dynamic loader, the vDSO, and the C runtime (libc, libpthread, libdl, libgcc_s), whose
+/// internal calls run before and under everything else.
+fn never_nested(path: &str) -> bool {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    path.is_empty()
+        || [
+            "libmcount",
+            "ld-linux",
+            "linux-vdso",
+            "libc.so",
+            "libpthread.so",
+            "libdl.so",
+            "libgcc_s.so",
+        ]
+        .iter()
+        .any(|p| base.starts_with(p))
+}
+
+/// Hooks the executable's PLT, and with `nest` (`--nest-libcall`) those of the libraries
+/// loaded at start-up (library constructor, before tracing starts).
+pub fn install(nest: bool) {
+    let mut wanted = Vec::new();
+    let mut relro = Vec::new();
+    for (k, (path, bias)) in loaded_objects().into_iter().enumerate() {
+        if k == 0 || (nest && !never_nested(&path)) {
+            module_slots(&path, bias, &mut wanted, &mut relro);
+        }
+    }
+    if wanted.is_empty() {
         return;
-    };
-    let len = (STUBS_AT + (last + 1) * STUB).next_multiple_of(crate::sys::PAGE_SIZE);
+    }
+    let len = (STUBS_AT + wanted.len() * STUB).next_multiple_of(crate::sys::PAGE_SIZE);
     let Ok(page) = crate::sys::mmap(
         len,
         libc::PROT_READ | libc::PROT_WRITE,
@@ -229,7 +314,7 @@ pub fn install() {
     // SAFETY: the fresh page is writable and `len` bytes long; every stub lies inside it.
     unsafe {
         (page as *mut usize).write(arch::plt_hook as *const () as usize);
-        for &(i, _, _) in &wanted {
+        for i in 0..wanted.len() {
             let at = stubs + STUBS_AT + i * STUB;
             let code = stub_code(at, stubs, i as u32);
             core::ptr::copy_nonoverlapping(code.as_ptr(), at as *mut u8, STUB);
@@ -240,20 +325,9 @@ pub fn install() {
             libc::PROT_READ | libc::PROT_EXEC,
         );
     }
-    // Slots below a RELRO segment (`-z now`) are read-only by now.
-    let relro: Vec<(usize, usize)> = elf
-        .program_headers
-        .iter()
-        .filter(|p| p.p_type == PT_GNU_RELRO)
-        .map(|p| {
-            let start = (bias + p.p_vaddr as usize) & !(crate::sys::PAGE_SIZE - 1);
-            let end =
-                (bias + (p.p_vaddr + p.p_memsz) as usize).next_multiple_of(crate::sys::PAGE_SIZE);
-            (start, end)
-        })
-        .collect();
+    // Slots inside a RELRO segment (`-z now`) are read-only by now.
     for &(start, end) in &relro {
-        // SAFETY: the range is the executable's own RELRO segment, mapped for its lifetime.
+        // SAFETY: the range is a loaded object's own RELRO segment, mapped for its lifetime.
         unsafe {
             libc::mprotect(
                 start as *mut libc::c_void,
@@ -262,32 +336,22 @@ pub fn install() {
             )
         };
     }
-    let mut slots = Vec::with_capacity(last + 1);
-    for i in 0..=last {
-        let Some(&(_, got, kind)) = wanted.iter().find(|w| w.0 == i) else {
-            // Not hooked: a placeholder that is never reached (its slot keeps its value).
-            slots.push(Slot {
-                got: 0,
-                target: AtomicUsize::new(0),
-                lazy: 0,
-                entry: 0,
-                kind: Kind::Instant,
-            });
-            continue;
-        };
-        // SAFETY: `got` is the executable's GOT slot for relocation i: mapped and aligned.
-        let got_word = unsafe { AtomicUsize::from_ptr(got as *mut usize) };
+    let mut slots = Vec::with_capacity(wanted.len());
+    let mut names = Vec::with_capacity(wanted.len());
+    for (i, w) in wanted.into_iter().enumerate() {
+        // SAFETY: `got` is a loaded object's GOT slot for one of its relocations: mapped,
+        // aligned, and writable now.
+        let got_word = unsafe { AtomicUsize::from_ptr(w.got as *mut usize) };
         let cur = got_word.load(Ordering::Relaxed);
-        // An unbound slot points back into the executable's own PLT.
-        let in_plt = cur >= bias + plt_start as usize - 16
-            && cur < bias + plt_start as usize + 16 * (elf.pltrelocs.len() + 1);
+        let in_plt = cur >= w.plt.0 && cur < w.plt.1;
         slots.push(Slot {
-            got,
+            got: w.got,
             target: AtomicUsize::new(cur),
             lazy: if in_plt { cur } else { 0 },
-            entry: bias + plt_start as usize + 16 * i,
-            kind,
+            entry: w.entry,
+            kind: w.kind,
         });
+        names.push((w.entry, w.name));
         got_word.store(stubs + STUBS_AT + i * STUB, Ordering::Relaxed);
     }
     for &(start, end) in &relro {
@@ -334,7 +398,9 @@ mod tests {
     fn special_names() {
         assert_eq!(kind_of("printf"), Some(Kind::Hook));
         assert_eq!(kind_of("__cxa_throw"), None);
-        assert_eq!(kind_of("_setjmp"), Some(Kind::Instant));
+        assert_eq!(kind_of("_setjmp"), Some(Kind::Setjmp));
+        assert_eq!(kind_of("siglongjmp"), Some(Kind::Longjmp));
+        assert_eq!(kind_of("dlopen"), Some(Kind::Instant));
         assert_eq!(kind_of("vfork"), Some(Kind::Vfork));
     }
 }

@@ -250,7 +250,7 @@ pub extern "C" fn init() {
         filter::init(&parse_maps(&maps), &filter_set);
     }
     if std::env::var_os(env::PLTHOOK).is_some() {
-        crate::plt::install();
+        crate::plt::install(std::env::var_os(env::NEST_LIBCALL).is_some());
     }
     init_args(&maps, &exename, &filter_set);
     let map_path = std::path::Path::new(&dir).join(format!("sid-{sid:016x}.map"));

@@ -96,6 +96,18 @@ pub fn simplify(full: &str) -> String {
     if let Some(sp) = anon_free.rfind(' ') {
         s = s[sp + 1..].to_string();
     }
+    // The standard abbreviations (`Ss`, `Si`, `So`, `Sd`) name class templates whose
+    // arguments uftrace shows as `<>`: `std::basic_string<>::_Rep::_S_create`.
+    for (short, long) in [
+        ("std::string::", "std::basic_string<>::"),
+        ("std::istream::", "std::basic_istream<>::"),
+        ("std::ostream::", "std::basic_ostream<>::"),
+        ("std::iostream::", "std::basic_iostream<>::"),
+    ] {
+        if let Some(rest) = s.strip_prefix(short) {
+            s = format!("{long}{rest}");
+        }
+    }
     s
 }
 
@@ -182,6 +194,10 @@ mod tests {
         assert_eq!(
             simple("_ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEED1Ev"),
             "std::__cxx11::basic_string::~basic_string"
+        );
+        assert_eq!(
+            simple("_ZNSs4_Rep9_S_createEmmRKSaIcE"),
+            "std::basic_string<>::_Rep::_S_create"
         );
         assert_eq!(
             simple("_ZN12_GLOBAL__N_13fooEv"),

@@ -39,6 +39,8 @@ pub const AUTO_ARGS: &str = "UTRACE_AUTO_ARGS";
 /// Path of the executable's `.dbg` file (written by the recorder before the program starts),
 /// for automatic items of the program's own functions.
 pub const DBG: &str = "UTRACE_DBG";
+/// Set to `1` by `--nest-libcall`: the libraries' PLTs are hooked too.
+pub const NEST_LIBCALL: &str = "UTRACE_NEST_LIBCALL";
 /// `--clock`: `mono` (default), `mono_raw` or `boot`.
 pub const CLOCK: &str = "UTRACE_CLOCK";
 /// Set to take every timestamp with `clock_gettime` instead of the TSC.

@@ -30,7 +30,7 @@ const PAGE_SIZE: u64 = 4096;
 
 /// Every variable of the env contract, removed from the program's environment before the
 /// recorder sets its own (a stale one could come from an outer recording).
-const CONTRACT_VARS: [&str; 17] = [
+const CONTRACT_VARS: [&str; 18] = [
     env::DIR,
     env::CLOCK,
     record_format::ring::ENV_PREFIX,
@@ -48,6 +48,7 @@ const CONTRACT_VARS: [&str; 17] = [
     env::RETSPEC,
     env::AUTO_ARGS,
     env::DBG,
+    env::NEST_LIBCALL,
 ];
 
 /// How the traced program ended, from its raw wait status.
@@ -338,6 +339,9 @@ fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Settings>
     let plthook = !f.no_libcall;
     if plthook {
         set(env::PLTHOOK, "1".to_string());
+        if r.nest_libcall {
+            set(env::NEST_LIBCALL, "1".to_string());
+        }
     }
     if r.kernel || r.kernel_only || r.kernel_depth.is_some() {
         notices.warn("kernel tracing is not supported yet: recording user functions only");
