@@ -3,7 +3,8 @@
 //!
 //! Each case is recorded by `utrace record` and `uftrace record --no-event` with library calls
 //! on, in every build mode, linked lazily (the default: slots bound on first call, re-armed by
-//! utrace) and with `-z now` (slots bound at load time, inside the read-only RELRO segment).
+//! utrace), with `-z now` (slots bound at load time, inside the read-only RELRO segment) and
+//! as a non-PIE executable; a few also with `--nest-libcall`.
 //! `uftrace replay` and `utrace replay` of utrace's data must print, per task and by function
 //! column from the first line (`__monstartup();`, `__cxa_atexit();` included), what
 //! `uftrace replay` of uftrace's data prints.
@@ -35,7 +36,7 @@ const CASES: &[(&str, &[&str], bool)] = &[
 ];
 
 /// How the test programs are linked.
-const LINKS: &[&[&str]] = &[&[], &["-Wl,-z,now"]];
+const LINKS: &[&[&str]] = &[&[], &["-Wl,-z,now"], &["-no-pie"]];
 
 /// `--nest-libcall` cases (the libraries' own PLT calls, nested): program, arguments, fold.
 /// (uftrace 0.13 itself aborts on a C++ exception with `-l`, so `exception` is not among them.)
