@@ -69,6 +69,12 @@ long sum8(long a, long b, long c, long d, long e, long f, long g, long h)
 	return a + b + c + d + e + f + g + h;
 }
 
+/* six integer arguments: the sixth is in r9 */
+int six(int a, int b, int c, int d, int e, int f)
+{
+	return a + b + c + d + e + f;
+}
+
 int main(void)
 {
 	long r = 0;
@@ -88,5 +94,12 @@ int main(void)
 	r += sum8(1, 2, 3, 4, 5, 6, 7, -8);
 	r += pick(NULL, 0)[0];                /* a NULL string */
 	r += pick((const char *)16, 0)[0];    /* a pointer to nothing */
+	/* called again: once known, the trampolines record these calls themselves */
+	for (int i = 0; i < 3; i++) {
+		r += add_int(i, -i);
+		r += to_upper('a' + i);
+		r += mul_long(i, 1L << 40);
+		r += six(i, -1, 2, 3, 40 + i, -6 - i);
+	}
 	return r != 0 ? 0 : 1;
 }

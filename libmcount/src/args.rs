@@ -14,6 +14,7 @@
 //! faulting. Nothing here allocates after start-up.
 
 use crate::arch::{EntryRegs, ExitRegs};
+use core::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use record_format::argspec::{
     items_of_kind, ArgFormat, ArgItem, ItemKind, ItemSet, Location, MAX_STR,
 };
@@ -35,6 +36,89 @@ pub const RET_FP: u16 = RETVAL | 0x2000;
 
 /// Largest payload written; functions whose items could need more are not given any.
 pub const MAX_PAYLOAD: usize = 1024;
+
+/// Set when arguments are recorded without record-time filters: the entry trampolines' fast
+/// paths then look each function up in [`PLAN_CACHE`].
+pub static ARGS_ON: AtomicU8 = AtomicU8::new(0);
+
+/// Entries of [`PLAN_CACHE`] (a power of two).
+pub const CACHE_LEN: usize = 4096;
+
+/// Bytes the entry fast path needs free in the ring: a record with [`PLAN_ITEMS`] 8-byte items.
+pub const FAST_ROOM: usize = 64;
+
+/// Items a fast-path plan holds.
+const PLAN_ITEMS: usize = 5;
+
+/// One cached function: `key` is its hook address (`child_ip`, what the trampoline sees),
+/// `plan` how the trampoline records it (see [`Plan`]).
+#[repr(C)]
+pub struct CacheEntry {
+    key: AtomicUsize,
+    plan: AtomicU64,
+}
+
+/// Functions the entry trampolines may record without the Rust handler, indexed by
+/// `(child_ip >> 4) % CACHE_LEN`; filled by the handler, lock-free. A function missing from
+/// it (never seen, or colliding) takes the handler.
+pub static PLAN_CACHE: [CacheEntry; CACHE_LEN] = [const {
+    CacheEntry {
+        key: AtomicUsize::new(0),
+        plan: AtomicU64::new(0),
+    }
+}; CACHE_LEN];
+
+/// A key being written.
+const BUSY: usize = 1;
+
+/// A fast-path capture plan: bytes 0–4 one item each (0 ends the list): bits 0–2 the saved
+/// register's slot (`k` at `[rbp - 8k]` in the trampoline: rdi 5, rsi 4, rdx 3, rcx 2, r8 6;
+/// 7 is r9, still live), bit 3 an 8-byte item (else 4 bytes: sizes 1, 2 and 4, whose padding
+/// readers skip); byte 5 zero; bits 48–63 the frame flags (the return-value kind).
+pub struct Plan;
+
+impl Plan {
+    /// The plan of `f`, if every item is an integer register argument of up to 8 bytes.
+    fn of(f: Option<&FuncArgs>) -> Option<u64> {
+        let Some(f) = f else {
+            return Some(0);
+        };
+        if f.plan.len() > PLAN_ITEMS {
+            return None;
+        }
+        let mut plan = u64::from(f.ret_flags()) << 48;
+        for (i, cap) in f.plan.iter().enumerate() {
+            let (Form::Int | Form::Char, Some(Location::Reg(r)), 1 | 2 | 4 | 8) =
+                (cap.form, cap.loc, cap.size)
+            else {
+                return None;
+            };
+            let slot: u64 = [5, 4, 3, 2, 6, 7][r as usize % 6];
+            let wide = if cap.size == 8 { 8 } else { 0 };
+            plan |= (slot | wide) << (8 * i);
+        }
+        Some(plan)
+    }
+}
+
+/// Puts the function hooked at `child_ip` (with items `f`) into [`PLAN_CACHE`] when the
+/// trampolines can record it themselves.
+pub fn remember(child_ip: usize, f: Option<&FuncArgs>) {
+    if ARGS_ON.load(Ordering::Relaxed) == 0 || child_ip <= BUSY {
+        return;
+    }
+    let Some(plan) = Plan::of(f) else {
+        return;
+    };
+    let e = &PLAN_CACHE[(child_ip >> 4) % CACHE_LEN];
+    if e.key
+        .compare_exchange(0, BUSY, Ordering::Acquire, Ordering::Relaxed)
+        .is_ok()
+    {
+        e.plan.store(plan, Ordering::Relaxed);
+        e.key.store(child_ip, Ordering::Release);
+    }
+}
 
 /// The items recorded for one function.
 #[derive(Debug, Default, PartialEq)]
@@ -664,6 +748,22 @@ mod tests {
             assert_eq!(n, 8, "{w}");
             assert_eq!(decode_payload(&[&it], &buf[..n]).unwrap()[0], want, "{w}");
         }
+    }
+
+    #[test]
+    fn fast_plans() {
+        let f = |args: &[&str], ret: Option<&str>| {
+            FuncArgs::new(args.iter().map(|w| item(w)).collect(), ret.map(item))
+        };
+        assert_eq!(Plan::of(None), Some(0));
+        // rdi (slot 5) 8 bytes, rsi (4) 4 bytes, r9 (7) 1 byte; an int return value.
+        let p = Plan::of(Some(&f(&["arg1", "arg2/i32", "arg6/c"], Some("retval/i32"))));
+        assert_eq!(p, Some((u64::from(RET_INT) << 48) | 0x07_04_0d));
+        assert_eq!(Plan::of(Some(&f(&["arg1/s"], None))), None);
+        assert_eq!(Plan::of(Some(&f(&["fparg1"], None))), None);
+        assert_eq!(Plan::of(Some(&f(&["arg7"], None))), None);
+        let six = ["arg1", "arg2", "arg3", "arg4", "arg5", "arg6"];
+        assert_eq!(Plan::of(Some(&f(&six, None))), None);
     }
 
     #[test]

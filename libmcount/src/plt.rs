@@ -20,7 +20,7 @@
 //! or exits (§6.6).
 
 use crate::arch;
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 /// Frame flag: the slot was not bound when the call started; re-arm it at the exit.
@@ -46,19 +46,29 @@ pub enum Kind {
     Unwind,
 }
 
-/// One hooked GOT slot.
+/// One hooked GOT slot. `#[repr(C)]` with `fast` and `entry` first: the PLT hook's fast path
+/// reads them from [`SLOTS`].
+#[repr(C)]
 #[derive(Debug)]
 pub struct Slot {
+    /// Where the call goes when the hook's fast path may handle it (a bound slot of kind
+    /// [`Kind::Hook`]), else 0.
+    pub fast: AtomicUsize,
+    /// The PLT entry's address: the function's address in records.
+    pub entry: usize,
     /// The GOT slot.
     got: usize,
     /// Where the call really goes.
     target: AtomicUsize,
     /// The slot's value before binding (the PLT lazy stub); 0 if it was bound already.
     lazy: usize,
-    /// The PLT entry's address: the function's address in records.
-    pub entry: usize,
     pub kind: Kind,
+    /// Never on the fast path (see [`Plt::slow_down`]).
+    no_fast: AtomicBool,
 }
+
+/// The address of the hooked slots' array (0 before [`install`]), for the PLT hook's fast path.
+pub static SLOTS: AtomicUsize = AtomicUsize::new(0);
 
 #[derive(Debug)]
 pub struct Plt {
@@ -83,6 +93,15 @@ impl Plt {
     /// The hooked functions: PLT entry address and symbol name.
     pub fn functions(&self) -> impl Iterator<Item = (usize, &str)> {
         self.names.iter().map(|(a, n)| (*a, &**n))
+    }
+
+    /// Sends the calls of the slots whose PLT entry satisfies `slow` to the Rust handler
+    /// (functions with recorded arguments).
+    pub fn slow_down(&self, slow: impl Fn(usize) -> bool) {
+        for s in self.slots.iter().filter(|s| slow(s.entry)) {
+            s.fast.store(0, Ordering::Relaxed);
+            s.no_fast.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Slot `i`, if hooked.
@@ -132,6 +151,9 @@ impl Plt {
         let stub = self.stub(i);
         if cur != stub {
             s.target.store(cur, Ordering::Relaxed);
+            if s.kind == Kind::Hook && !s.no_fast.load(Ordering::Relaxed) {
+                s.fast.store(cur, Ordering::Relaxed);
+            }
             got.store(stub, Ordering::Relaxed);
         }
     }
@@ -344,12 +366,19 @@ pub fn install(nest: bool) {
         let got_word = unsafe { AtomicUsize::from_ptr(w.got as *mut usize) };
         let cur = got_word.load(Ordering::Relaxed);
         let in_plt = cur >= w.plt.0 && cur < w.plt.1;
+        let fast = if w.kind == Kind::Hook && !in_plt {
+            cur
+        } else {
+            0
+        };
         slots.push(Slot {
+            fast: AtomicUsize::new(fast),
+            entry: w.entry,
             got: w.got,
             target: AtomicUsize::new(cur),
             lazy: if in_plt { cur } else { 0 },
-            entry: w.entry,
             kind: w.kind,
+            no_fast: AtomicBool::new(false),
         });
         names.push((w.entry, w.name));
         got_word.store(stubs + STUBS_AT + i * STUB, Ordering::Relaxed);
@@ -358,12 +387,13 @@ pub fn install(nest: bool) {
         // SAFETY: as above; back to read-only.
         unsafe { libc::mprotect(start as *mut libc::c_void, end - start, libc::PROT_READ) };
     }
-    let _ = PLT.set(Plt {
+    let plt = PLT.get_or_init(|| Plt {
         slots,
         names,
         stubs,
         later: AtomicUsize::new(0),
     });
+    SLOTS.store(plt.slots.as_ptr() as usize, Ordering::Release);
 }
 
 /// `endbr64; push imm32 i; jmp *[rip - to word at page start]`, padded to 16 bytes.

@@ -41,8 +41,6 @@ pub struct Config {
     pub depth: usize,
     /// Entries and exits need the full handler (record-time filters).
     pub slow: bool,
-    /// Entries need the full handler (arguments); exits keep their fast path.
-    pub slow_entry: bool,
 }
 
 /// Whether hooks may start new functions.
@@ -59,7 +57,6 @@ pub fn config() -> Option<Config> {
         max_stack: MAX_STACK.load(Ordering::Relaxed),
         depth: DEPTH.load(Ordering::Relaxed),
         slow: filter::get().is_some(),
-        slow_entry: crate::args::get().is_some(),
     })
 }
 
@@ -288,12 +285,11 @@ fn init_args(maps: &str, exe: &std::path::Path, filters: &filter::Settings) {
         .and_then(|p| std::fs::read_to_string(p).ok())
         .zip(exe_start)
         .map(|(text, start)| (start, record_format::dbg::parse_dbg(&text)));
-    let plt: Vec<(usize, &str)> = crate::plt::get()
-        .map(|p| p.functions().collect())
-        .unwrap_or_default();
+    let plt = crate::plt::get();
+    let plt_names: Vec<(usize, &str)> = plt.map(|p| p.functions().collect()).unwrap_or_default();
     crate::args::init(
         &modules,
-        &plt,
+        &plt_names,
         &crate::args::Settings {
             argspec: &argspec,
             retspec: &retspec,
@@ -305,6 +301,15 @@ fn init_args(maps: &str, exe: &std::path::Path, filters: &filter::Settings) {
             match_type: filters.match_type,
         },
     );
+    if let Some(table) = crate::args::get() {
+        // Calls with items take the handlers; the others keep the trampolines' fast paths.
+        if let Some(p) = plt {
+            p.slow_down(|entry| table.lookup(entry as u64).is_some());
+        }
+        if filter::get().is_none() {
+            crate::args::ARGS_ON.store(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Library destructor (`.fini_array`, run by `exit()` after the `atexit` handlers and the

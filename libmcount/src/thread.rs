@@ -236,7 +236,9 @@ impl ThreadState {
         };
         let mut capture = None;
         if let (Some(table), Some(regs)) = (args::get(), regs) {
-            if let Some(spec) = table.lookup(child_ip as u64) {
+            let spec = table.lookup(child_ip as u64);
+            args::remember(child_ip, spec);
+            if let Some(spec) = spec {
                 flags |= spec.ret_flags();
                 if !spec.args.is_empty() {
                     capture = Some((spec, regs));
@@ -784,9 +786,6 @@ pub fn init_current(announce: bool) -> usize {
     // SAFETY: __errno_location has no preconditions; the address is this thread's for life.
     state.errno = unsafe { libc::__errno_location() };
     state.set_depth_limit(cfg.depth);
-    if cfg.slow_entry {
-        state.fast_depth = 0;
-    }
     if cfg.slow {
         state.block |= block::SLOW;
     }
