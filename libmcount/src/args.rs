@@ -757,7 +757,10 @@ mod tests {
         };
         assert_eq!(Plan::of(None), Some(0));
         // rdi (slot 5) 8 bytes, rsi (4) 4 bytes, r9 (7) 1 byte; an int return value.
-        let p = Plan::of(Some(&f(&["arg1", "arg2/i32", "arg6/c"], Some("retval/i32"))));
+        let p = Plan::of(Some(&f(
+            &["arg1", "arg2/i32", "arg6/c"],
+            Some("retval/i32"),
+        )));
         assert_eq!(p, Some((u64::from(RET_INT) << 48) | 0x07_04_0d));
         assert_eq!(Plan::of(Some(&f(&["arg1/s"], None))), None);
         assert_eq!(Plan::of(Some(&f(&["fparg1"], None))), None);

@@ -251,18 +251,7 @@ fn compare(case: &Case, mode: Mode) -> Vec<String> {
     if mode != Mode::Cyg && !want.contains(" = ") {
         failures.push(format!("{what}: uftrace's replay shows no values:\n{want}"));
     }
-    for (who, out) in [
-        ("uftrace", util::uftrace_replay(&ours, &[])),
-        ("utrace", util::utrace_replay(&ours, &[])),
-    ] {
-        let got = reduce(&out.stdout);
-        if want != got {
-            failures.push(format!(
-                "{what}: `{who} replay` of utrace's data differs (- uftrace's data, + utrace's):\n{}\n{out}",
-                normalize::diff(&want, &got)
-            ));
-        }
-    }
+    failures.extend(util::compare_replays(&what, &want, &ours, reduce));
     failures
 }
 

@@ -103,18 +103,7 @@ fn compare(
         }
     };
     let want = reduce(&util::uftrace_replay(&theirs, &[]).stdout);
-    for (who, out) in [
-        ("uftrace", util::uftrace_replay(&ours, &[])),
-        ("utrace", util::utrace_replay(&ours, &[])),
-    ] {
-        let got = reduce(&out.stdout);
-        if want != got {
-            failures.push(format!(
-                "{what}: `{who} replay` of utrace's data differs (- uftrace's data, + utrace's):\n{}\n{out}",
-                normalize::diff(&want, &got)
-            ));
-        }
-    }
+    failures.extend(util::compare_replays(&what, &want, &ours, reduce));
     failures
 }
 

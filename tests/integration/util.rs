@@ -391,3 +391,28 @@ pub fn utrace_replay(dir: &Path, opts: &[&str]) -> Output {
         .args(opts);
     run(cmd)
 }
+
+/// Compares `uftrace replay` and `utrace replay` of utrace's data directory `ours`, both
+/// reduced by `reduce`, with `want` (uftrace's replay of its own recording, reduced alike);
+/// returns one message per difference, headed by `what`.
+pub fn compare_replays(
+    what: &str,
+    want: &str,
+    ours: &Path,
+    reduce: impl Fn(&str) -> String,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    for (who, out) in [
+        ("uftrace", uftrace_replay(ours, &[])),
+        ("utrace", utrace_replay(ours, &[])),
+    ] {
+        let got = reduce(&out.stdout);
+        if want != got {
+            failures.push(format!(
+                "{what}: `{who} replay` of utrace's data differs (- uftrace's data, + utrace's):\n{}\n{out}",
+                crate::normalize::diff(want, &got)
+            ));
+        }
+    }
+    failures
+}
