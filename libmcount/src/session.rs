@@ -294,9 +294,8 @@ fn init_args(maps: &str, exe: &std::path::Path, filters: &filter::Settings) {
             argspec: &argspec,
             retspec: &retspec,
             auto,
-            // The built-in prototypes land with the auto-args producer.
-            argauto: "",
-            retauto: "",
+            argauto: record_format::autoargs::ARGAUTO,
+            retauto: record_format::autoargs::RETAUTO,
             exe_dbg,
             match_type: filters.match_type,
         },

@@ -17,6 +17,7 @@
 //! what 0.13 and 0.19 write.
 
 pub mod argspec;
+pub mod autoargs;
 pub mod dat;
 pub mod dbg;
 pub mod demangle;

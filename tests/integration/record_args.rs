@@ -138,6 +138,12 @@ const CASES: &[Case] = &[
         &["-R", "leaf@retval/i32", "-R", "fork@retval/i32"],
         true,
     ),
+    // Auto-args: the program's functions from DWARF (C and C++), library calls from the
+    // built-in prototypes.
+    ("args", &[], &["-a"], false),
+    ("cxx", &[], &["-a"], false),
+    ("exception", &[], &["-a"], false),
+    ("libcall", &["hello"], &["-a"], false),
     (
         "cxx",
         &[],
@@ -185,6 +191,27 @@ fn mask_addresses(text: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// uftrace 0.13 records a wrong return value for `scale` (its first argument) with `-a`,
+/// though not with `-R scale@retval/f32` (the `SPECS` case checks utrace's value): the value is
+/// left out of the comparison.
+fn mask_known_uftrace_bugs(text: &str) -> String {
+    text.lines()
+        .map(|line| match line.split_once(") = ") {
+            Some((head, _))
+                if head
+                    .rsplit(" | ")
+                    .next()
+                    .unwrap_or(head)
+                    .trim_start()
+                    .starts_with("scale(") =>
+            {
+                format!("{head}) = ?;\n")
+            }
+            _ => format!("{line}\n"),
+        })
+        .collect()
 }
 
 /// `fork() = <pid>;` in the parent becomes `fork() = PID;`.
@@ -235,7 +262,7 @@ fn compare(case: &Case, mode: Mode) -> Vec<String> {
         ));
     }
     let reduce = |out: &str| {
-        let out = mask_pid(&mask_addresses(out));
+        let out = mask_known_uftrace_bugs(&mask_pid(&mask_addresses(out)));
         if !fold {
             return normalize::by_task(&out, Anchor::Start);
         }
@@ -294,6 +321,33 @@ fn octal_arguments() {
         out.stdout.contains("twice_unsigned() = 020000000000;"),
         "{out}"
     );
+}
+
+/// `-a` on a C program: the `.dbg` file (specs from DWARF) is uftrace's, line for line, and
+/// `info` carries the built-in prototypes and `auto-args:1`.
+#[test]
+fn auto_args_debug_info_matches_uftrace() {
+    if !util::need_uftrace("auto_args_debug_info_matches_uftrace") {
+        return;
+    }
+    let exe = util::testprog("args", Mode::Pg);
+    let tmp = tempfile::tempdir().unwrap();
+    let (theirs, ours) = (
+        tmp.path().join("uftrace.data"),
+        tmp.path().join("utrace.data"),
+    );
+    util::uftrace_record(&theirs, &["-a"], &exe, &[]);
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.args(["record", "-a", "-d"]).arg(&ours).arg(&exe);
+    util::run(cmd).assert_success();
+    let name = format!("{}.dbg", exe.file_name().unwrap().to_string_lossy());
+    let want = std::fs::read_to_string(theirs.join(&name)).expect("uftrace's .dbg");
+    let got = std::fs::read_to_string(ours.join(&name)).expect("utrace's .dbg");
+    assert_eq!(want, got, "{}", normalize::diff(&want, &got));
+    let info = std::fs::read(ours.join("info")).unwrap();
+    let info = String::from_utf8_lossy(&info);
+    assert!(info.contains("\nauto-args:1\n"), "{info}");
+    assert!(info.contains("argauto:malloc@arg1/u;"), "{info}");
 }
 
 #[test]

@@ -28,6 +28,8 @@ pub struct RecordSummary<'a> {
     pub version: String,
     /// The ARG_SPEC section (`-A`, `-R`, `-a`).
     pub args: Option<ArgSpecInfo>,
+    /// The executable's `.dbg` file was written.
+    pub debug_info: bool,
 }
 
 /// Finishes the directory: lists the data files, writes `.sym` files and `info` (last, so a
@@ -89,6 +91,9 @@ fn build_info(s: &RecordSummary<'_>, tids: Vec<u32>) -> Info {
         if a.retspec.is_some() || a.auto_args {
             feat_mask |= feat::RETVAL;
         }
+    }
+    if s.debug_info {
+        feat_mask |= feat::DEBUG_INFO;
     }
     Info {
         header: InfoHeader {

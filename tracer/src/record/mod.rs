@@ -7,6 +7,7 @@
 //! `<tid>.dat`, `task.txt` and `sid-*.map`; [`finish`] then trims the data files and writes
 //! `.sym` files and `info`.
 
+pub mod dwarf;
 pub mod finish;
 pub mod launch;
 pub mod program;
@@ -204,9 +205,9 @@ fn arg_settings(
     Some(ArgSpecInfo {
         argspec,
         retspec,
-        argauto: String::new(),
-        retauto: String::new(),
-        enumauto: String::new(),
+        argauto: record_format::autoargs::ARGAUTO.to_string(),
+        retauto: record_format::autoargs::RETAUTO.to_string(),
+        enumauto: record_format::autoargs::ENUMAUTO.to_string(),
         auto_args: f.auto_args,
     })
 }
@@ -495,6 +496,30 @@ pub fn record(
 
     let mut env = settings.env.clone();
     env.push((env::DIR.to_string(), dir.clone().into_os_string()));
+    // With arguments, the program's DWARF as a `.dbg` file: enum names for the readers, and
+    // with -a the specs of its functions, for the runtime too.
+    let mut debug_info = false;
+    if let Some(args) = &settings.args {
+        if let Some(text) = std::fs::read(&program.absolute).ok().and_then(|bytes| {
+            dwarf::dbg_text(
+                &program.absolute.to_string_lossy(),
+                &bytes,
+                program.build_id.as_deref(),
+            )
+        }) {
+            let name = program
+                .absolute
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let path = dir.join(format!("{name}.dbg"));
+            write(&format!("{name}.dbg"), &text)?;
+            debug_info = true;
+            if args.auto_args {
+                env.push((env::DBG.to_string(), path.into_os_string()));
+            }
+        }
+    }
     let rings = ring_prefix();
     env.push((
         record_format::ring::ENV_PREFIX.to_string(),
@@ -537,6 +562,7 @@ pub fn record(
         plthook: settings.plthook,
         pattern_type: settings.pattern_type,
         args: settings.args.clone(),
+        debug_info,
         version: version
             .strip_prefix("utrace ")
             .unwrap_or(&version)
