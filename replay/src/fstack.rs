@@ -9,16 +9,15 @@
 //! (after skipping records that would not be shown), the call is printed as a leaf `f();`.
 
 use crate::config::{Config, ReplayOptions};
-use crate::filter::{Filters, FuncFilter};
-use crate::gate::Gate;
+use crate::filter::FuncFilter;
+
 use crate::merge::{Head, Merge};
-use crate::output::args::{push_args, push_value};
 use crate::output::events::EventState;
 use crate::output::replay::{Call, LineCtx, ReplayPrinter};
-use crate::specs::Specs;
-use crate::symbols::{FuncId, Symbolizer};
+
+use crate::merge::open_merge;
+use crate::symbols::FuncId;
 use crate::Result;
-use record_format::argspec::{decode_payload, ArgItem};
 use record_format::{RecordKind, TraceDir};
 use std::io::Write;
 
@@ -124,29 +123,11 @@ impl<'d, 'w> Engine<'d, 'w> {
         opts: &ReplayOptions,
         out: &'w mut dyn Write,
     ) -> Result<Engine<'d, 'w>> {
-        let mut sym = Symbolizer::new(dir, cfg.demangle);
-        let specs = Specs::new(dir);
-        let mut filters = Filters::new(cfg);
+        let (mut merge, notices) = open_merge(dir, cfg);
         let mut printer = ReplayPrinter::new(out, opts.clone(), 0);
-        for n in &specs.notices {
+        for n in &notices {
             writeln!(printer.out(), "Usage: {n}")?;
         }
-        for n in std::mem::take(&mut filters.notices) {
-            writeln!(printer.out(), "Usage: {n}")?;
-        }
-        if !filters.is_empty() {
-            let ids = sym.all_functions();
-            let funcs: Vec<_> = ids.iter().map(|&i| sym.func(i)).collect();
-            if let Some(msg) = filters.check(&funcs, specs.binds_any(&funcs)) {
-                writeln!(printer.out(), "Usage: {msg}")?;
-            }
-        }
-        let gate = Gate::new(
-            cfg.time_filter,
-            filters.has_time_trigger(),
-            filters.has_caller,
-        );
-        let mut merge = Merge::new(dir, sym, specs, filters, gate);
         let first = merge.first_time();
         printer.set_first_time(first);
         if let Some(r) = cfg.time_range {
@@ -497,36 +478,12 @@ impl<'d, 'w> Engine<'d, 'w> {
     /// Renders the arguments (or the return value) recorded in a payload; empty when the
     /// record has none (`more` clear) or with `--no-args`.
     fn args_text(&mut self, func: FuncId, h: &Head, ti: usize, ret: bool) -> String {
-        let payload = h.payload;
         if !h.raw.more || self.printer.opts().no_args {
             return String::new();
         }
-        let f = self.merge.sym.func(func).clone();
-        let spec = self.merge.specs.get(func, &f).clone();
-        let items: Vec<&ArgItem> = if ret {
-            spec.ret.iter().collect()
-        } else {
-            spec.args.iter().collect()
-        };
-        let bytes = self.merge.payload(ti, payload);
-        let Some(values) = decode_payload(&items, bytes) else {
-            return String::new();
-        };
-        let session = self.merge.session_of(ti);
         let mut s = String::new();
-        let sym = &mut self.merge.sym;
-        let mut lookup = |addr: u64| {
-            let id = sym.resolve(session, 0, addr);
-            let fi = sym.func(id);
-            fi.known.then(|| fi.name.clone())
-        };
-        if ret {
-            if let (Some(item), Some(v)) = (items.first(), values.first()) {
-                push_value(&mut s, item, v, &spec.enums, &mut lookup);
-            }
-        } else {
-            let owned: Vec<ArgItem> = items.into_iter().cloned().collect();
-            push_args(&mut s, &owned, &values, &spec.enums, &mut lookup);
+        if !self.merge.push_args(ti, func, h, ret, &mut s) {
+            s.clear();
         }
         s
     }

@@ -5,11 +5,13 @@
 //! Decoding a head resolves its function, since the payload size of an entry or exit depends on
 //! the argument spec bound to that function.
 
+use crate::config::Config;
 use crate::filter::{Filters, FuncFilter};
 use crate::gate::Gate;
+use crate::output::args::push_recorded;
 use crate::specs::Specs;
 use crate::symbols::{FuncId, Symbolizer};
-use record_format::argspec::{payload_len, ArgItem};
+use record_format::argspec::{decode_payload, payload_len, ArgItem};
 use record_format::dat::{event_payload_len, read_header, BadRecord};
 use record_format::raw::RECORD_SIZE;
 use record_format::{RawRecord, RecordKind, TraceDir};
@@ -250,6 +252,38 @@ impl<'d> Merge<'d> {
     pub fn payload(&self, ti: usize, (off, len): (usize, usize)) -> &'d [u8] {
         let b = self.cursors[ti].bytes;
         b.get(off..off + len).unwrap_or(&[])
+    }
+
+    /// Appends the arguments (entry) or return value (exit) in the payload of `h`, a record
+    /// of task `ti`, as the spec and replay-time selection of `func` show them. `false` when
+    /// the payload does not decode.
+    pub fn push_args(
+        &mut self,
+        ti: usize,
+        func: FuncId,
+        h: &Head,
+        ret: bool,
+        out: &mut String,
+    ) -> bool {
+        let f = self.sym.func(func).clone();
+        let spec = self.specs.get(func, &f).clone();
+        let items: Vec<&ArgItem> = if ret {
+            spec.ret.iter().collect()
+        } else {
+            spec.args.iter().collect()
+        };
+        let Some(values) = decode_payload(&items, self.payload(ti, h.payload)) else {
+            return false;
+        };
+        let session = self.session_of(ti);
+        let sym = &mut self.sym;
+        let mut lookup = |addr: u64| {
+            let id = sym.resolve(session, 0, addr);
+            let fi = sym.func(id);
+            fi.known.then(|| fi.name.clone())
+        };
+        push_recorded(out, &spec, ret, &values, &mut lookup);
+        true
     }
 
     pub fn event_names(&self) -> &HashMap<u64, String> {
@@ -556,4 +590,34 @@ impl<'d> Merge<'d> {
 enum Stop {
     Bad(BadRecord),
     NoSpec(String),
+}
+
+/// The symbolizer, specs and filters of `dir` in a [`Merge`], with the `Usage:` notices they
+/// produced.
+pub(crate) fn open_merge<'d>(dir: &'d TraceDir, cfg: &Config) -> (Merge<'d>, Vec<String>) {
+    let mut sym = Symbolizer::new(dir, cfg.demangle);
+    let mut specs = Specs::new(dir);
+    specs.select(&cfg.args, &cfg.retvals, cfg.match_type);
+    let mut filters = Filters::new(cfg);
+    let mut notices: Vec<String> = specs.notices.clone();
+    notices.append(&mut filters.notices);
+    let mut hints = Vec::new();
+    if !filters.is_empty() || specs.has_selection() {
+        let ids = sym.all_functions();
+        let funcs: Vec<_> = ids.iter().map(|&i| sym.func(i)).collect();
+        if !filters.is_empty() {
+            if let Some(msg) = filters.check(&funcs, specs.binds_any(&funcs)) {
+                notices.push(msg);
+            }
+        }
+        hints = specs.selection_hints(&funcs);
+    }
+    let gate = Gate::new(
+        cfg.time_filter,
+        filters.has_time_trigger(),
+        filters.has_caller,
+    );
+    let mut merge = Merge::new(dir, sym, specs, filters, gate);
+    merge.warnings = hints;
+    (merge, notices)
 }

@@ -17,7 +17,9 @@ use crate::config::{Demangle, MatchType};
 use crate::filter::Pattern;
 use crate::symbols::demangle::demangle;
 use crate::symbols::{FuncId, FuncInfo};
-use record_format::argspec::{items_of_kind as parse_items, ArgItem, ItemKind as Kind, ItemSet};
+use record_format::argspec::{
+    items_of_kind as parse_items, ArgFormat, ArgItem, ArgSlot, ItemKind as Kind, ItemSet,
+};
 use record_format::dbg::{parse_dbg, parse_enums, DbgFile, EnumDefs, EnumValues};
 use record_format::info::{feat, ArgSpecInfo};
 use record_format::task::TaskLine;
@@ -28,10 +30,26 @@ use std::sync::Arc;
 /// The items recorded for one function.
 #[derive(Debug, Clone, Default)]
 pub struct FuncSpec {
+    /// The ENTRY payload's items, in payload order.
     pub args: Vec<ArgItem>,
+    /// The EXIT payload's item.
     pub ret: Option<ArgItem>,
     /// Enum definitions for `e:NAME` items.
     pub enums: EnumScope,
+    /// Replay-time `-A` selection: the recorded arguments to show, in this order and format
+    /// (`None` shows every recorded argument as recorded).
+    pub shown_args: Option<Vec<Shown>>,
+    /// Replay-time `-R` selection of the return value (`Some(None)` hides it).
+    pub shown_ret: Option<Option<Shown>>,
+}
+
+/// A recorded item picked for display by a replay-time `-A`/`-R`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shown {
+    /// Position of the value among the payload's items.
+    pub index: usize,
+    /// How the value is shown.
+    pub item: ArgItem,
 }
 
 /// The enum definitions visible to one function: its module's (from `.dbg`), then the built-in
@@ -61,6 +79,8 @@ impl EnumScope {
 /// One `PATTERN@items` entry of a recorded list, read for one kind.
 #[derive(Debug)]
 struct Entry {
+    /// The entry as written (`fib@arg1/x`).
+    text: String,
     /// The function pattern as written.
     name: String,
     pattern: Pattern,
@@ -89,6 +109,7 @@ fn parse_entries(
             }
         };
         out.push(Entry {
+            text: entry.to_string(),
             name: name.to_string(),
             pattern: Pattern::new(name, module, ty),
             exact: record_format::pattern::is_literal(name),
@@ -181,6 +202,9 @@ pub struct Specs {
     mappings: Vec<Mapping>,
     modules: Vec<ModuleDebug>,
     cache: Vec<Option<FuncSpec>>,
+    /// Replay-time `-A` and `-R` entries (selection among the recorded items).
+    select_args: Vec<Entry>,
+    select_rets: Vec<Entry>,
     pub empty: bool,
     /// `Usage:` notices for recorded items that do not parse, in uftrace's order (the built-in
     /// lists once, then the recorded lists once per session).
@@ -250,8 +274,104 @@ impl Specs {
             mappings,
             modules,
             cache: Vec::new(),
+            select_args: Vec::new(),
+            select_rets: Vec::new(),
             notices,
         }
+    }
+
+    /// Takes the replay-time `-A` (`args`) and `-R` (`rets`) options: matching functions show
+    /// only the named recorded items, in the formats given. Items that do not parse become
+    /// notices. Either option may name arguments and return values alike.
+    pub fn select(&mut self, args: &[String], rets: &[String], ty: MatchType) {
+        for list in args.iter().chain(rets) {
+            let a = parse_entries(list, Kind::Args, self.long, ty, &mut self.notices);
+            let r = parse_entries(list, Kind::Ret, self.long, ty, &mut self.notices);
+            self.select_args
+                .extend(a.into_iter().filter(|e| !e.items.is_empty()));
+            self.select_rets
+                .extend(r.into_iter().filter(|e| !e.items.is_empty()));
+        }
+        self.cache.clear();
+    }
+
+    /// Whether a replay-time selection was given.
+    pub fn has_selection(&self) -> bool {
+        !(self.select_args.is_empty() && self.select_rets.is_empty())
+    }
+
+    /// One line per selected item that no matching function of `funcs` recorded in a form it
+    /// can be shown in, naming the record option that would capture it; and one per
+    /// selection that matches no function at all.
+    pub fn selection_hints(&self, funcs: &[&FuncInfo]) -> Vec<String> {
+        let mut out = Vec::new();
+        for (entries, kind) in [
+            (&self.select_args, Kind::Args),
+            (&self.select_rets, Kind::Ret),
+        ] {
+            let opt = match kind {
+                Kind::Args => "-A",
+                Kind::Ret => "-R",
+            };
+            for e in entries {
+                let matched: Vec<&FuncInfo> = funcs
+                    .iter()
+                    .copied()
+                    .filter(|f| e.pattern.matches(f))
+                    .collect();
+                if matched.is_empty() {
+                    out.push(format!(
+                        "{opt} {}: no function matches {}",
+                        e.text, e.pattern.text
+                    ));
+                    continue;
+                }
+                let recorded: Vec<(&FuncInfo, FuncSpec)> =
+                    matched.iter().map(|f| (*f, self.recorded(f))).collect();
+                for want in &e.items {
+                    let mut missing = Vec::new();
+                    let mut unfit = Vec::new();
+                    for (f, spec) in &recorded {
+                        let items: Vec<&ArgItem> = match kind {
+                            Kind::Args => spec.args.iter().collect(),
+                            Kind::Ret => spec.ret.iter().collect(),
+                        };
+                        match items.iter().find(|r| r.slot == want.slot) {
+                            None => missing.push(f.name.as_str()),
+                            Some(r) if shown_item(r, want).is_none() => {
+                                unfit.push((f.name.as_str(), r.text.clone()));
+                            }
+                            Some(_) => {}
+                        }
+                    }
+                    // A pattern matching many functions is satisfied by those that recorded
+                    // the item.
+                    if missing.len() + unfit.len() < recorded.len() {
+                        continue;
+                    }
+                    let capture = format!("record with {opt} {}@{}", e.pattern.text, want.text);
+                    if !missing.is_empty() {
+                        out.push(format!(
+                            "{} of {} was not recorded: {capture} to see it",
+                            slot_name(want),
+                            name_list(&missing)
+                        ));
+                    }
+                    if !unfit.is_empty() {
+                        let names: Vec<&str> = unfit.iter().map(|(n, _)| *n).collect();
+                        out.push(format!(
+                            "{} of {} was recorded as {}, which cannot be shown as {}: \
+                             {capture} to see it so",
+                            slot_name(want),
+                            name_list(&names),
+                            unfit[0].1,
+                            want.text
+                        ));
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// The built-in `argauto`/`retauto` specs by function name. Symbol names are demangled in
@@ -362,7 +482,17 @@ impl Specs {
         }
     }
 
+    /// The recorded items of `f` with its replay-time selection.
     fn build(&self, f: &FuncInfo) -> FuncSpec {
+        let mut spec = self.recorded(f);
+        spec.shown_args = view(&self.select_args, f, &spec.args, false);
+        spec.shown_ret =
+            view(&self.select_rets, f, spec.ret.as_slice(), true).map(|v| v.into_iter().next());
+        spec
+    }
+
+    /// The items recorded for `f` (what its payloads hold).
+    fn recorded(&self, f: &FuncInfo) -> FuncSpec {
         let module = self.module_of(f);
         let mut items = ItemSet::default();
         for (entries, kind) in [
@@ -393,6 +523,8 @@ impl Specs {
                 module: module.map(|(m, _)| m.enums.clone()),
                 builtin: self.builtin_enums.clone(),
             },
+            shown_args: None,
+            shown_ret: None,
         }
     }
 
@@ -423,6 +555,94 @@ impl Specs {
         }
         self.cache[i].as_ref().expect("filled above")
     }
+}
+
+/// `arg2`, `fparg1` or `the return value` for messages.
+fn slot_name(item: &ArgItem) -> String {
+    match item.slot {
+        ArgSlot::Arg(n) => format!("arg{n}"),
+        ArgSlot::FpArg(n) => format!("fparg{n}"),
+        ArgSlot::Retval => "the return value".to_string(),
+    }
+}
+
+/// `a`, `a, b` or `a, b, c and 4 more`.
+fn name_list(names: &[&str]) -> String {
+    let mut uniq: Vec<&str> = Vec::new();
+    for n in names {
+        if !uniq.contains(n) {
+            uniq.push(n);
+        }
+    }
+    match uniq.len() {
+        0..=3 => uniq.join(", "),
+        n => format!("{} and {} more", uniq[..3].join(", "), n - 3),
+    }
+}
+
+/// The items of `entries` that name `f`, each mapped onto the recorded item of its slot;
+/// `None` when no entry names `f`. Items `f` did not record, or recorded in a form they
+/// cannot be shown in, are left out (see [`Specs::selection_hints`]).
+fn view(entries: &[Entry], f: &FuncInfo, recorded: &[ArgItem], ret: bool) -> Option<Vec<Shown>> {
+    let mut set = ItemSet::default();
+    for e in entries.iter().filter(|e| e.pattern.matches(f)) {
+        set.add(&e.items, e.exact);
+    }
+    if set.is_empty() {
+        return None;
+    }
+    let (args, r) = set.into_parts();
+    let wanted: Vec<ArgItem> = if ret { r.into_iter().collect() } else { args };
+    Some(
+        wanted
+            .iter()
+            .filter_map(|want| {
+                let index = recorded.iter().position(|r| r.slot == want.slot)?;
+                let item = shown_item(&recorded[index], want)?;
+                Some(Shown { index, item })
+            })
+            .collect(),
+    )
+}
+
+/// How a recorded item shows when a replay-time item asks for `want`: `want`'s format when
+/// the recorded bytes can be shown that way, at no more than the recorded size; the recorded
+/// item when `want` names no format. `None` when they cannot (a string from an integer).
+pub fn shown_item(rec: &ArgItem, want: &ArgItem) -> Option<ArgItem> {
+    let core = want.text.split('%').next().unwrap_or("");
+    let Some((_, fmt)) = core.split_once('/') else {
+        return Some(rec.clone());
+    };
+    #[derive(PartialEq)]
+    enum Class {
+        Int,
+        Float,
+        Str,
+        Struct,
+    }
+    let class = |f: &ArgFormat| match f {
+        ArgFormat::Float => Class::Float,
+        ArgFormat::Str | ArgFormat::StdString => Class::Str,
+        ArgFormat::Struct(_) => Class::Struct,
+        _ => Class::Int,
+    };
+    if class(&rec.format) != class(&want.format) {
+        return None;
+    }
+    let size = match want.format {
+        ArgFormat::Char => 1,
+        // The bits after the format letter (`x32`) ask for a narrower view.
+        _ if fmt.len() > 1 && fmt[1..].bytes().all(|b| b.is_ascii_digit()) => {
+            want.size.min(rec.size)
+        }
+        ArgFormat::Float | ArgFormat::Str | ArgFormat::StdString => rec.size,
+        _ if rec.format == ArgFormat::Char => 1,
+        _ => rec.size,
+    };
+    Some(ArgItem {
+        size,
+        ..want.clone()
+    })
 }
 
 #[cfg(test)]
@@ -572,5 +792,45 @@ mod tests {
         // An entry with a bad item is dropped whole; without auto-args nothing else applies.
         assert!(specs.get(2, &func("paint", 0x10100)).args.is_empty());
         assert!(specs.get(3, &func("sum", 0x10200)).args.is_empty());
+    }
+
+    #[test]
+    fn replay_selection_maps_onto_recorded_items() {
+        let (_tmp, dir) = trace("sum@arg1,arg2/i32;paint@arg1/s", "sum@retval", false);
+        let mut specs = Specs::new(&dir);
+        let sel = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        specs.select(
+            &sel(&["sum@arg2/x16,arg1/c,arg3", "paint@arg1/x"]),
+            &sel(&["s.m@retval/u"]),
+            MatchType::Regex,
+        );
+        assert!(specs.has_selection());
+        let sum = specs.get(0, &func("sum", 0x10200)).clone();
+        // Recorded items stay (they lay out the payload); the view picks and reformats.
+        assert_eq!(texts(&sum), (vec!["arg1", "arg2/i32"], Some("retval")));
+        let shown: Vec<(usize, &str, usize)> = sum
+            .shown_args
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|s| (s.index, s.item.text.as_str(), s.item.size))
+            .collect();
+        assert_eq!(shown, [(1, "arg2/x16", 2), (0, "arg1/c", 1)]);
+        let ret = sum.shown_ret.clone().unwrap().unwrap();
+        assert_eq!((ret.index, ret.item.format), (0, ArgFormat::Unsigned));
+        // A string cannot show as an integer; unnamed functions show what they recorded.
+        let paint = specs.get(1, &func("paint", 0x10100)).clone();
+        assert_eq!(paint.shown_args, Some(vec![]));
+        assert!(specs.get(2, &func("main", 0x10300)).shown_args.is_none());
+        let hints = specs.selection_hints(&[&func("sum", 0x10200), &func("paint", 0x10100)]);
+        assert_eq!(
+            hints,
+            [
+                "arg3 of sum was not recorded: record with -A sum@arg3 to see it",
+                "arg1 of paint was recorded as arg1/s, which cannot be shown as arg1/x: \
+                 record with -A paint@arg1/x to see it so",
+                // `s.m@retval` is satisfied by sum, which recorded its return value.
+            ]
+        );
     }
 }

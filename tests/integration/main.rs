@@ -19,6 +19,7 @@
 //!   goldens of the fixtures), the chrome JSON and the SVG flame graph parsed.
 //! * `analysis_diff`, `analysis_golden`: `utrace report`, `graph` and `info` against uftrace
 //!   (fresh recordings of the test programs; goldens of the fixtures);
+//! * `replay_select`: replay-time `-A`/`-R` selection of recorded arguments;
 //! * `analysis_histogram`: `report --histogram` on crafted data with known durations.
 //!
 //! Build the binary first: `cargo build --release && cargo test --release -p utrace-tests`.
@@ -38,6 +39,7 @@ mod record_filters;
 mod record_libcalls;
 mod record_matrix;
 mod replay_diff;
+mod replay_select;
 mod survival;
 mod symbols;
 mod util;

@@ -1,6 +1,6 @@
 //! Rendering of recorded argument and return values (`fib(5) = 5`, `strlen("alpha") = 5`).
 
-use crate::specs::EnumScope;
+use crate::specs::{EnumScope, FuncSpec};
 use record_format::argspec::{ArgFormat, ArgItem, ArgValue};
 use record_format::dbg::EnumValues;
 use std::fmt::Write as _;
@@ -202,6 +202,62 @@ pub fn push_args(
             out.push_str(", ");
         }
         push_value(out, item, v, enums, symbol_at);
+    }
+}
+
+/// `value` as the replay-time `item` shows it: integers narrowed to the item's size, chars
+/// and integers turned into each other.
+fn adapt(value: &ArgValue, item: &ArgItem) -> ArgValue {
+    match (value, &item.format) {
+        (ArgValue::Int { raw, .. }, ArgFormat::Char) => ArgValue::Char(*raw as u8),
+        (ArgValue::Char(c), f) if *f != ArgFormat::Char => ArgValue::Int {
+            raw: u64::from(*c),
+            size: 1,
+        },
+        (ArgValue::Int { raw, size }, _) => ArgValue::Int {
+            raw: *raw,
+            size: item.size.min(*size),
+        },
+        (v, _) => v.clone(),
+    }
+}
+
+/// Appends what the decoded `values` of an ENTRY payload (`a, b, c`) or EXIT payload (the
+/// return value) of a function with `spec` show, through its replay-time selection.
+pub fn push_recorded(
+    out: &mut String,
+    spec: &FuncSpec,
+    ret: bool,
+    values: &[ArgValue],
+    symbol_at: &mut dyn FnMut(u64) -> Option<String>,
+) {
+    let shown = if ret {
+        spec.shown_ret
+            .as_ref()
+            .map(|s| s.iter().collect::<Vec<_>>())
+    } else {
+        spec.shown_args.as_ref().map(|s| s.iter().collect())
+    };
+    match shown {
+        None if ret => {
+            if let (Some(item), Some(v)) = (&spec.ret, values.first()) {
+                push_value(out, item, v, &spec.enums, symbol_at);
+            }
+        }
+        None => push_args(out, &spec.args, values, &spec.enums, symbol_at),
+        Some(list) => {
+            let mut first = true;
+            for s in list {
+                let Some(v) = values.get(s.index) else {
+                    continue;
+                };
+                if !first {
+                    out.push_str(", ");
+                }
+                first = false;
+                push_value(out, &s.item, &adapt(v, &s.item), &spec.enums, symbol_at);
+            }
+        }
     }
 }
 

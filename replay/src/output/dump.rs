@@ -13,17 +13,15 @@
 //! payloads; `--chrome` needs the argument payloads, and a context switch must be placed
 //! against the task's full stack (shown or hidden calls) at the switch's time.
 
-use super::args::{push_args, push_value};
 use super::dump_stack::{fixup, Closed, Fixup, TaskStack};
 use super::perf::{self, PerfEvent};
 use crate::config::{Config, TimePoint};
-use crate::filter::Filters;
-use crate::gate::Gate;
+
 use crate::merge::{Head, Merge};
-use crate::specs::Specs;
-use crate::symbols::{FuncId, Symbolizer};
+
+use crate::merge::open_merge;
+use crate::symbols::FuncId;
 use crate::Result;
-use record_format::argspec::{decode_payload, ArgItem};
 use record_format::task::TaskLine;
 use record_format::{RecordKind, TraceDir};
 use std::io::{self, Write};
@@ -375,59 +373,18 @@ impl<'d> Walk<'d> {
         if !h.raw.more || self.no_args {
             return false;
         }
-        let f = self.merge.sym.func(h.func).clone();
-        let spec = self.merge.specs.get(h.func, &f).clone();
-        let items: Vec<&ArgItem> = if ret {
-            spec.ret.iter().collect()
-        } else {
-            spec.args.iter().collect()
-        };
-        let bytes = self.merge.payload(ti, h.payload);
-        let Some(values) = decode_payload(&items, bytes) else {
-            return false;
-        };
-        let session = self.merge.session_of(ti);
-        let sym = &mut self.merge.sym;
-        let mut lookup = |addr: u64| {
-            let id = sym.resolve(session, 0, addr);
-            let fi = sym.func(id);
-            fi.known.then(|| fi.name.clone())
-        };
-        if ret {
-            if let (Some(item), Some(v)) = (items.first(), values.first()) {
-                push_value(out, item, v, &spec.enums, &mut lookup);
-            }
-        } else {
-            let owned: Vec<ArgItem> = items.into_iter().cloned().collect();
+        if !ret {
             out.push('(');
-            push_args(out, &owned, &values, &spec.enums, &mut lookup);
+        }
+        if !self.merge.push_args(ti, h.func, h, ret, out) {
+            out.clear();
+            return false;
+        }
+        if !ret {
             out.push(')');
         }
         true
     }
-}
-
-/// The symbolizer, specs and filters of `dir` in a [`Merge`], with the `Usage:` notices they
-/// produced.
-pub(crate) fn open_merge<'d>(dir: &'d TraceDir, cfg: &Config) -> (Merge<'d>, Vec<String>) {
-    let mut sym = Symbolizer::new(dir, cfg.demangle);
-    let specs = Specs::new(dir);
-    let mut filters = Filters::new(cfg);
-    let mut notices: Vec<String> = specs.notices.clone();
-    notices.append(&mut filters.notices);
-    if !filters.is_empty() {
-        let ids = sym.all_functions();
-        let funcs: Vec<_> = ids.iter().map(|&i| sym.func(i)).collect();
-        if let Some(msg) = filters.check(&funcs, specs.binds_any(&funcs)) {
-            notices.push(msg);
-        }
-    }
-    let gate = Gate::new(
-        cfg.time_filter,
-        filters.has_time_trigger(),
-        filters.has_caller,
-    );
-    (Merge::new(dir, sym, specs, filters, gate), notices)
 }
 
 /// Dumps `dir` in the format of `opts` to `out`. `Usage:` notices go to `out` first (uftrace

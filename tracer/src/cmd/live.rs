@@ -61,6 +61,9 @@ fn replay_invocation(inv: &Invocation) -> Invocation {
     f.caller.clear();
     f.size_filter = None;
     f.depth = None;
+    // The recording holds exactly what -A/-R asked for: no replay-time selection.
+    f.argument.clear();
+    f.retval.clear();
     f.trace = None;
     f.disable = false;
     inv
