@@ -7,7 +7,9 @@
 //! `$ORIGIN` and `RUNPATH` are resolved for the caller, not for libmcount). [`prepare`] notes
 //! the time of the call; the objects it added are found later by [`scan`], at the next
 //! `dlopen` or `dlclose`, at thread exit and at process exit, and stamped with the time of the `dlopen`
-//! before them, so that records of their constructors already resolve.
+//! before them, so that records of their constructors already resolve. With `--nest-libcall`,
+//! a `dlopen` of a path (no search, no `$ORIGIN`: the caller glibc sees does not matter) goes
+//! through [`open_and_hook`] instead, which hooks the new objects' PLTs as soon as it returns.
 
 use crate::{clock, session, sys, tasklog};
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -91,13 +93,50 @@ fn resolve(slot: &AtomicUsize, name: &core::ffi::CStr) -> usize {
     f
 }
 
-/// Called by the `dlopen` stub before it jumps to the returned address (the real `dlopen`).
-pub extern "C" fn prepare() -> usize {
+/// Called by the `dlopen` stub, with `dlopen`'s arguments, before it jumps to the returned
+/// address: the real `dlopen`, or [`open_and_hook`] when the new libraries' PLTs are to be
+/// hooked (`--nest-libcall`) and `file` is a path (with a `/` and no `$`), whose meaning does
+/// not depend on the caller that glibc would see.
+///
+/// # Safety
+/// `file` is null or a NUL-terminated string (as `dlopen` requires).
+pub unsafe extern "C" fn prepare(file: *const libc::c_char) -> usize {
     scan();
+    crate::plt::after_dlopen();
     if session::tracing() {
         CALL_TIME.store(clock::now(), Ordering::Relaxed);
     }
-    resolve(&REAL_DLOPEN, c"dlopen")
+    let real = resolve(&REAL_DLOPEN, c"dlopen");
+    if file.is_null() || !crate::plt::get().is_some_and(|p| p.nests()) {
+        return real;
+    }
+    // SAFETY: the caller passes dlopen's `file`: a NUL-terminated string when not null.
+    let name = unsafe { core::ffi::CStr::from_ptr(file) }.to_bytes();
+    if name.contains(&b'/') && !name.contains(&b'$') {
+        open_and_hook as *const () as usize
+    } else {
+        real
+    }
+}
+
+/// `dlopen`, then the `DLOP` lines and PLT hooks of the objects it loaded, at once, so that
+/// the library calls of the library's code are recorded from `dlopen`'s return on (its
+/// constructors run before). Objects loaded by a name that is not a path are hooked at the
+/// next `dlopen`.
+extern "C" fn open_and_hook(file: *const libc::c_char, flags: libc::c_int) -> *mut libc::c_void {
+    let real = resolve(&REAL_DLOPEN, c"dlopen");
+    // SAFETY: `real` is glibc's `dlopen` (resolved with RTLD_NEXT), called with the caller's
+    // own arguments.
+    let handle = unsafe {
+        let f: unsafe extern "C" fn(*const libc::c_char, libc::c_int) -> *mut libc::c_void =
+            core::mem::transmute(real);
+        f(file, flags)
+    };
+    if !handle.is_null() {
+        scan();
+        crate::plt::after_dlopen();
+    }
+    handle
 }
 
 /// Called by the `dlclose` stub before it jumps to the returned address (the real

@@ -173,7 +173,7 @@ pub unsafe extern "C" fn plt_entry(
         if td.vfork_child() {
             return;
         }
-        match slot.kind {
+        match slot.kind() {
             plt::Kind::Hook | plt::Kind::Unwind => {
                 // SAFETY: the caller guarantees `parent_loc` is a live, aligned stack slot.
                 let parent_ip = unsafe { parent_loc.read() };
@@ -181,27 +181,27 @@ pub unsafe extern "C" fn plt_entry(
                 let hook = td.enter_flagged(
                     parent_loc as usize,
                     parent_ip,
-                    slot.entry,
+                    slot.entry(),
                     tramp,
                     extra,
                     regs,
                     None,
                 );
-                if hook == Hook::Hijack && slot.kind == plt::Kind::Hook {
+                if hook == Hook::Hijack && slot.kind() == plt::Kind::Hook {
                     // SAFETY: as above; the frame was pushed first.
                     unsafe { parent_loc.write(tramp) };
                 }
             }
-            plt::Kind::Instant => td.instant(slot.entry, regs),
+            plt::Kind::Instant => td.instant(slot.entry(), regs),
             plt::Kind::Vfork => {
-                td.instant(slot.entry, regs);
+                td.instant(slot.entry(), regs);
                 td.start_vfork();
             }
-            plt::Kind::Setjmp => td.setjmp(slot.entry, regs),
-            plt::Kind::Longjmp => td.longjmp(slot.entry, regs),
+            plt::Kind::Setjmp => td.setjmp(slot.entry(), regs),
+            plt::Kind::Longjmp => td.longjmp(slot.entry(), regs),
         }
     });
-    if unbound && slot.kind != plt::Kind::Hook {
+    if unbound && slot.kind() != plt::Kind::Hook {
         p.rearm_later(index);
     }
     target

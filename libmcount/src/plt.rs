@@ -18,16 +18,22 @@
 //! (`dlopen`, `dlsym`) are recorded as a call of no duration without touching their return;
 //! `vfork` also blocks the hooks in the child, which shares the parent's memory until it execs
 //! or exits (§6.6).
+//!
+//! With `--nest-libcall` the libraries' PLTs are hooked too: those loaded at start-up, and
+//! (beyond uftrace) those `dlopen` loads later ([`after_dlopen`]): the slot table and the stub
+//! area are reserved up front and grow in place, each batch of stubs on pages of its own.
 
 use crate::arch;
+use core::sync::atomic::AtomicU8;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// Frame flag: the slot was not bound when the call started; re-arm it at the exit.
 pub const REARM: u16 = 0x8000;
 
 /// How a slot's calls are treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Kind {
     /// Recorded, return hijacked.
     Hook,
@@ -47,7 +53,8 @@ pub enum Kind {
 }
 
 /// One hooked GOT slot. `#[repr(C)]` with `fast` and `entry` first: the PLT hook's fast path
-/// reads them from [`SLOTS`].
+/// reads them from [`SLOTS`]. Every field is atomic and zero is a valid value of each, so the
+/// table is zeroed memory that grows in place while other threads read it.
 #[repr(C)]
 #[derive(Debug)]
 pub struct Slot {
@@ -55,31 +62,61 @@ pub struct Slot {
     /// [`Kind::Hook`]), else 0.
     pub fast: AtomicUsize,
     /// The PLT entry's address: the function's address in records.
-    pub entry: usize,
+    pub entry: AtomicUsize,
     /// The GOT slot.
-    got: usize,
+    got: AtomicUsize,
     /// Where the call really goes.
     target: AtomicUsize,
     /// The slot's value before binding (the PLT lazy stub); 0 if it was bound already.
-    lazy: usize,
-    pub kind: Kind,
+    lazy: AtomicUsize,
+    /// A [`Kind`] as `u8`.
+    kind: AtomicU8,
     /// Never on the fast path (see [`Plt::slow_down`]).
     no_fast: AtomicBool,
+}
+
+impl Slot {
+    /// The PLT entry's address.
+    #[inline]
+    pub fn entry(&self) -> usize {
+        self.entry.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    pub fn kind(&self) -> Kind {
+        match self.kind.load(Ordering::Relaxed) {
+            1 => Kind::Instant,
+            2 => Kind::Vfork,
+            3 => Kind::Setjmp,
+            4 => Kind::Longjmp,
+            5 => Kind::Unwind,
+            _ => Kind::Hook,
+        }
+    }
 }
 
 /// The address of the hooked slots' array (0 before [`install`]), for the PLT hook's fast path.
 pub static SLOTS: AtomicUsize = AtomicUsize::new(0);
 
+/// Slots of every module together (the table and the stub area are reserved for this many).
+const MAX_SLOTS: usize = 1 << 15;
+
 #[derive(Debug)]
 pub struct Plt {
-    slots: Vec<Slot>,
+    /// `MAX_SLOTS` slots; the first `len` are in use (gaps between batches are zero).
+    slots: &'static [Slot],
+    len: AtomicUsize,
     /// The hooked functions: PLT entry address and symbol name.
-    names: Vec<(usize, Box<str>)>,
-    /// The stub page.
+    names: Mutex<Vec<(usize, Box<str>)>>,
+    /// The stub area.
     stubs: usize,
     /// 1 + the index of an unbound slot whose call is not hooked at its return (`Instant`
     /// kinds): re-armed at the next hooked call.
     later: AtomicUsize,
+    /// Load biases of the objects hooked so far; held while a batch is added.
+    hooked: Mutex<Vec<usize>>,
+    /// `--nest-libcall`: libraries are hooked too, those loaded by `dlopen` included.
+    nest: bool,
 }
 
 static PLT: OnceLock<Plt> = OnceLock::new();
@@ -91,14 +128,24 @@ const STUBS_AT: usize = 16;
 
 impl Plt {
     /// The hooked functions: PLT entry address and symbol name.
-    pub fn functions(&self) -> impl Iterator<Item = (usize, &str)> {
-        self.names.iter().map(|(a, n)| (*a, &**n))
+    pub fn functions(&self) -> Vec<(usize, Box<str>)> {
+        self.names.lock().map(|n| n.clone()).unwrap_or_default()
+    }
+
+    /// Whether libraries are hooked too (`--nest-libcall`).
+    pub fn nests(&self) -> bool {
+        self.nest
+    }
+
+    /// The slots in use.
+    fn used(&self) -> &[Slot] {
+        &self.slots[..self.len.load(Ordering::Acquire).min(MAX_SLOTS)]
     }
 
     /// Sends the calls of the slots whose PLT entry satisfies `slow` to the Rust handler
     /// (functions with recorded arguments).
     pub fn slow_down(&self, slow: impl Fn(usize) -> bool) {
-        for s in self.slots.iter().filter(|s| slow(s.entry)) {
+        for s in self.used().iter().filter(|s| slow(s.entry())) {
             s.fast.store(0, Ordering::Relaxed);
             s.no_fast.store(true, Ordering::Relaxed);
         }
@@ -106,7 +153,7 @@ impl Plt {
 
     /// Slot `i`, if hooked.
     pub fn slot(&self, i: usize) -> Option<&Slot> {
-        self.slots.get(i)
+        self.used().get(i)
     }
 
     fn stub(&self, i: usize) -> usize {
@@ -118,11 +165,12 @@ impl Plt {
         if self.later.load(Ordering::Relaxed) != 0 {
             self.rearm_pending();
         }
-        let Some(s) = self.slots.get(i) else {
+        let Some(s) = self.slot(i) else {
             return (0, false);
         };
         let t = s.target.load(Ordering::Relaxed);
-        (t, s.lazy != 0 && t == s.lazy)
+        let lazy = s.lazy.load(Ordering::Relaxed);
+        (t, lazy != 0 && t == lazy)
     }
 
     /// Slot `i` was called unbound and its return is not hooked: re-arm it at the next call.
@@ -133,25 +181,26 @@ impl Plt {
     /// Re-arms the slot left by [`Plt::rearm_later`], if any.
     fn rearm_pending(&self) {
         let i = self.later.swap(0, Ordering::Relaxed);
-        if let Some(s) = i.checked_sub(1).and_then(|i| self.slots.get(i)) {
-            self.rearm(s.entry);
+        if let Some(s) = i.checked_sub(1).and_then(|i| self.slot(i)) {
+            self.rearm(s.entry());
         }
     }
 
     /// After a call that went through the lazy binder: learn the bound address and put the
     /// stub back into the slot (8-byte aligned stores are atomic; racing threads converge).
     pub fn rearm(&self, entry: usize) {
-        let Some(i) = self.slots.iter().position(|s| s.entry == entry) else {
+        let used = self.used();
+        let Some(i) = used.iter().position(|s| s.entry() == entry) else {
             return;
         };
-        let s = &self.slots[i];
+        let s = &used[i];
         // SAFETY: `got` is the module's writable (lazy, non-RELRO) GOT slot for relocation i.
-        let got = unsafe { AtomicUsize::from_ptr(s.got as *mut usize) };
+        let got = unsafe { AtomicUsize::from_ptr(s.got.load(Ordering::Relaxed) as *mut usize) };
         let cur = got.load(Ordering::Relaxed);
         let stub = self.stub(i);
         if cur != stub {
             s.target.store(cur, Ordering::Relaxed);
-            if s.kind == Kind::Hook && !s.no_fast.load(Ordering::Relaxed) {
+            if s.kind() == Kind::Hook && !s.no_fast.load(Ordering::Relaxed) {
                 s.fast.store(cur, Ordering::Relaxed);
             }
             got.store(stub, Ordering::Relaxed);
@@ -312,88 +361,137 @@ fn never_nested(path: &str) -> bool {
 /// Hooks the executable's PLT, and with `nest` (`--nest-libcall`) those of the libraries
 /// loaded at start-up (library constructor, before tracing starts).
 pub fn install(nest: bool) {
-    let mut wanted = Vec::new();
-    let mut relro = Vec::new();
-    for (k, (path, bias)) in loaded_objects().into_iter().enumerate() {
-        if k == 0 || (nest && !never_nested(&path)) {
-            module_slots(&path, bias, &mut wanted, &mut relro);
-        }
-    }
-    if wanted.is_empty() {
-        return;
-    }
-    let len = (STUBS_AT + wanted.len() * STUB).next_multiple_of(crate::sys::PAGE_SIZE);
-    let Ok(page) = crate::sys::mmap(
-        len,
-        libc::PROT_READ | libc::PROT_WRITE,
-        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-        -1,
-        0,
+    let page = crate::sys::PAGE_SIZE;
+    let table = (MAX_SLOTS * core::mem::size_of::<Slot>()).next_multiple_of(page);
+    let area = (STUBS_AT + MAX_SLOTS * STUB).next_multiple_of(page);
+    let rw = libc::PROT_READ | libc::PROT_WRITE;
+    let anon = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
+    let (Ok(slots), Ok(stubs)) = (
+        crate::sys::mmap(table, rw, anon, -1, 0),
+        crate::sys::mmap(area, rw, anon, -1, 0),
     ) else {
         return;
     };
-    let stubs = page as usize;
-    // SAFETY: the fresh page is writable and `len` bytes long; every stub lies inside it.
-    unsafe {
-        (page as *mut usize).write(arch::plt_hook as *const () as usize);
-        for i in 0..wanted.len() {
-            let at = stubs + STUBS_AT + i * STUB;
-            let code = stub_code(at, stubs, i as u32);
-            core::ptr::copy_nonoverlapping(code.as_ptr(), at as *mut u8, STUB);
-        }
-        libc::mprotect(
-            page as *mut libc::c_void,
-            len,
-            libc::PROT_READ | libc::PROT_EXEC,
-        );
-    }
-    // Slots inside a RELRO segment (`-z now`) are read-only by now.
-    for &(start, end) in &relro {
-        // SAFETY: the range is a loaded object's own RELRO segment, mapped for its lifetime.
-        unsafe {
-            libc::mprotect(
-                start as *mut libc::c_void,
-                end - start,
-                libc::PROT_READ | libc::PROT_WRITE,
-            )
-        };
-    }
-    let mut slots = Vec::with_capacity(wanted.len());
-    let mut names = Vec::with_capacity(wanted.len());
-    for (i, w) in wanted.into_iter().enumerate() {
-        // SAFETY: `got` is a loaded object's GOT slot for one of its relocations: mapped,
-        // aligned, and writable now.
-        let got_word = unsafe { AtomicUsize::from_ptr(w.got as *mut usize) };
-        let cur = got_word.load(Ordering::Relaxed);
-        let in_plt = cur >= w.plt.0 && cur < w.plt.1;
-        let fast = if w.kind == Kind::Hook && !in_plt {
-            cur
-        } else {
-            0
-        };
-        slots.push(Slot {
-            fast: AtomicUsize::new(fast),
-            entry: w.entry,
-            got: w.got,
-            target: AtomicUsize::new(cur),
-            lazy: if in_plt { cur } else { 0 },
-            kind: w.kind,
-            no_fast: AtomicBool::new(false),
-        });
-        names.push((w.entry, w.name));
-        got_word.store(stubs + STUBS_AT + i * STUB, Ordering::Relaxed);
-    }
-    for &(start, end) in &relro {
-        // SAFETY: as above; back to read-only.
-        unsafe { libc::mprotect(start as *mut libc::c_void, end - start, libc::PROT_READ) };
-    }
+    // SAFETY: `slots` is a fresh zeroed mapping of `MAX_SLOTS` slots, never unmapped; zero is
+    // a valid value of every (atomic) field. `stubs` starts with the hook's address word.
+    let slots = unsafe {
+        (stubs as *mut usize).write(arch::plt_hook as *const () as usize);
+        core::slice::from_raw_parts(slots as *const Slot, MAX_SLOTS)
+    };
     let plt = PLT.get_or_init(|| Plt {
         slots,
-        names,
-        stubs,
+        len: AtomicUsize::new(0),
+        names: Mutex::new(Vec::new()),
+        stubs: stubs as usize,
         later: AtomicUsize::new(0),
+        hooked: Mutex::new(Vec::new()),
+        nest,
     });
     SLOTS.store(plt.slots.as_ptr() as usize, Ordering::Release);
+    plt.add(|k, path| k == 0 || (nest && !never_nested(path)));
+}
+
+/// After `dlopen`: with `--nest-libcall`, hooks the PLTs of the libraries it loaded.
+pub fn after_dlopen() {
+    if let Some(p) = get().filter(|p| p.nest) {
+        p.add(|_, path| !never_nested(path));
+    }
+}
+
+impl Plt {
+    /// Hooks the slots of the loaded objects not hooked yet that `wanted(index, path)`
+    /// accepts: their stubs go on fresh pages of the stub area, their slots after those in
+    /// use, which are published before the GOT slots lead to them.
+    fn add(&self, wanted: impl Fn(usize, &str) -> bool) {
+        let Ok(mut hooked) = self.hooked.lock() else {
+            return;
+        };
+        let mut wants = Vec::new();
+        let mut relro = Vec::new();
+        for (k, (path, bias)) in loaded_objects().into_iter().enumerate() {
+            if hooked.contains(&bias) || !wanted(k, &path) {
+                continue;
+            }
+            hooked.push(bias);
+            module_slots(&path, bias, &mut wants, &mut relro);
+        }
+        if wants.is_empty() {
+            return;
+        }
+        let page = crate::sys::PAGE_SIZE;
+        // The first batch shares the first page with the hook's address; later ones start
+        // on a page of their own, so that no page in use changes its protection.
+        let len = self.len.load(Ordering::Relaxed);
+        let start = if len == 0 {
+            0
+        } else {
+            (self.stub(len).next_multiple_of(page) - self.stubs - STUBS_AT) / STUB
+        };
+        if start + wants.len() > MAX_SLOTS {
+            crate::log_error(b"too many PLT slots to hook", 0);
+            return;
+        }
+        let first = self.stub(start) & !(page - 1);
+        let end = self.stub(start + wants.len()).next_multiple_of(page);
+        // SAFETY: [first, end) lies inside the stub area, and no stub in it is in use yet
+        // (the first batch's page only holds the hook's address so far).
+        unsafe {
+            let at = first as *mut libc::c_void;
+            libc::mprotect(at, end - first, libc::PROT_READ | libc::PROT_WRITE);
+            for i in 0..wants.len() {
+                let stub = self.stub(start + i);
+                let code = stub_code(stub, self.stubs, (start + i) as u32);
+                core::ptr::copy_nonoverlapping(code.as_ptr(), stub as *mut u8, STUB);
+            }
+            libc::mprotect(at, end - first, libc::PROT_READ | libc::PROT_EXEC);
+        }
+        // Slots inside a RELRO segment (`-z now`) are read-only by now.
+        for &(start, end) in &relro {
+            // SAFETY: the range is a loaded object's own RELRO segment, mapped for its lifetime.
+            unsafe {
+                libc::mprotect(
+                    start as *mut libc::c_void,
+                    end - start,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                )
+            };
+        }
+        let mut gots = Vec::with_capacity(wants.len());
+        let mut names = self.names.lock().ok();
+        for (i, w) in wants.into_iter().enumerate() {
+            // SAFETY: `got` is a loaded object's GOT slot for one of its relocations: mapped,
+            // aligned, and writable now.
+            let got_word = unsafe { AtomicUsize::from_ptr(w.got as *mut usize) };
+            let cur = got_word.load(Ordering::Relaxed);
+            let in_plt = cur >= w.plt.0 && cur < w.plt.1;
+            let s = &self.slots[start + i];
+            let fast = if w.kind == Kind::Hook && !in_plt {
+                cur
+            } else {
+                0
+            };
+            s.fast.store(fast, Ordering::Relaxed);
+            s.entry.store(w.entry, Ordering::Relaxed);
+            s.got.store(w.got, Ordering::Relaxed);
+            s.target.store(cur, Ordering::Relaxed);
+            s.lazy
+                .store(if in_plt { cur } else { 0 }, Ordering::Relaxed);
+            s.kind.store(w.kind as u8, Ordering::Relaxed);
+            if let Some(n) = names.as_mut() {
+                n.push((w.entry, w.name));
+            }
+            gots.push(got_word);
+        }
+        drop(names);
+        self.len.store(start + gots.len(), Ordering::Release);
+        for (i, got_word) in gots.into_iter().enumerate() {
+            got_word.store(self.stub(start + i), Ordering::Release);
+        }
+        for &(start, end) in &relro {
+            // SAFETY: as above; back to read-only.
+            unsafe { libc::mprotect(start as *mut libc::c_void, end - start, libc::PROT_READ) };
+        }
+    }
 }
 
 /// `endbr64; push imm32 i; jmp *[rip - to word at page start]`, padded to 16 bytes.

@@ -286,7 +286,8 @@ fn init_args(maps: &str, exe: &std::path::Path, filters: &filter::Settings) {
         .zip(exe_start)
         .map(|(text, start)| (start, record_format::dbg::parse_dbg(&text)));
     let plt = crate::plt::get();
-    let plt_names: Vec<(usize, &str)> = plt.map(|p| p.functions().collect()).unwrap_or_default();
+    let names = plt.map(|p| p.functions()).unwrap_or_default();
+    let plt_names: Vec<(usize, &str)> = names.iter().map(|(a, n)| (*a, &**n)).collect();
     crate::args::init(
         &modules,
         &plt_names,

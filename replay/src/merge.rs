@@ -618,6 +618,6 @@ pub(crate) fn open_merge<'d>(dir: &'d TraceDir, cfg: &Config) -> (Merge<'d>, Vec
         filters.has_caller,
     );
     let mut merge = Merge::new(dir, sym, specs, filters, gate);
-    merge.warnings = hints;
+    merge.warnings.extend(hints);
     (merge, notices)
 }

@@ -132,3 +132,34 @@ fn library_calls_match_uftrace() {
         failures.join("\n\n")
     );
 }
+
+/// With `--nest-libcall`, a library loaded by `dlopen` has its PLT hooked when `dlopen`
+/// returns (uftrace 0.13 hooks only the libraries loaded at start-up): its calls into libc
+/// show under its functions, in utrace's replay and in uftrace's. Without `-l` they do not.
+#[test]
+fn dlopened_library_calls_are_nested() {
+    for mode in [Mode::Pg, Mode::Fentry] {
+        let exe = util::testprog("dlopen", mode);
+        let tmp = tempfile::tempdir().unwrap();
+        let (nested, plain) = (tmp.path().join("nested"), tmp.path().join("plain"));
+        let out = record(false, &nested, &exe, &[], &["-l"]);
+        assert!(out.status.success(), "{out}");
+        let block =
+            "  lib_entry() {\n    snprintf();\n    atoi();\n    lib_helper();\n  } /* lib_entry */";
+        let mut replays = vec![util::utrace_replay(&nested, &["-f", "none"])];
+        if util::uftrace_available() {
+            replays.push(util::uftrace_replay(&nested, &["-f", "none"]));
+        }
+        for r in replays {
+            assert!(r.stdout.contains(block), "{mode:?}: no nested calls:\n{r}");
+        }
+        let out = record(false, &plain, &exe, &[], &[]);
+        assert!(out.status.success(), "{out}");
+        let r = util::utrace_replay(&plain, &["-f", "none"]);
+        assert!(
+            r.stdout
+                .contains("  lib_entry() {\n    lib_helper();\n  } /* lib_entry */"),
+            "{mode:?}: {r}"
+        );
+    }
+}
