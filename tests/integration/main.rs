@@ -20,6 +20,7 @@
 //! * `analysis_diff`, `analysis_golden`: `utrace report`, `graph` and `info` against uftrace
 //!   (fresh recordings of the test programs; goldens of the fixtures);
 //! * `replay_select`: replay-time `-A`/`-R` selection of recorded arguments;
+//! * `tui`: `utrace tui` driven in tmux (open, fold, search, report, info, quit);
 //! * `analysis_histogram`: `report --histogram` on crafted data with known durations.
 //!
 //! Build the binary first: `cargo build --release && cargo test --release -p utrace-tests`.
@@ -42,4 +43,5 @@ mod replay_diff;
 mod replay_select;
 mod survival;
 mod symbols;
+mod tui;
 mod util;

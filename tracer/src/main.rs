@@ -17,6 +17,7 @@ mod notice;
 mod pager;
 mod record;
 mod timefmt;
+mod tui;
 mod usage;
 
 use cli::Subcommand;

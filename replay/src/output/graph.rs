@@ -637,13 +637,16 @@ fn has_filter(cfg: &Config) -> bool {
         && cfg.triggers.is_empty())
 }
 
-/// Prints the call graph of `dir`; returns the warnings.
-pub fn graph(
-    dir: &TraceDir,
-    cfg: &Config,
-    opts: &GraphOptions,
-    out: &mut dyn Write,
-) -> Result<Vec<String>> {
+/// The graphs of `dir`'s sessions, newest first, with nothing-to-show ones left out.
+struct Built<'d> {
+    graphs: Vec<SessionGraph>,
+    walker: Walker<'d>,
+    notices: Vec<String>,
+    warnings: Vec<String>,
+}
+
+/// Walks `dir` into one graph per session (`func`: the graphs of FUNC's calls).
+fn build<'d>(dir: &'d TraceDir, cfg: &Config, opts: &GraphOptions) -> Result<Built<'d>> {
     // `-D` counts from FUNC (uftrace adds a depth trigger on FUNC).
     let mut cfg = cfg.clone();
     if let (Some(f), Some(d)) = (&opts.func, cfg.depth) {
@@ -656,12 +659,10 @@ pub fn graph(
     }
     let cfg = &cfg;
     let mut walker = Walker::new(dir, cfg)?;
+    let notices = walker.notices().to_vec();
     // Children keep first-call order across tasks, so only one task can be read directly.
     if dir.data.iter().filter(|d| !d.is_empty()).count() <= 1 {
         walker = walker.task_order();
-    }
-    for n in walker.notices() {
-        writeln!(out, "Usage: {n}")?;
     }
     let mut b = Builder {
         func: opts.func.as_deref(),
@@ -700,14 +701,6 @@ pub fn graph(
     graphs.retain(|g| {
         !g.backtraces.is_empty() || g.nodes[0].time != 0 || !g.nodes[0].children.is_empty()
     });
-    if graphs.is_empty() {
-        let name = opts.func.as_deref().unwrap_or("_start");
-        writeln!(out, "utrace: cannot find graph for '{name}'")?;
-        if has_filter(cfg) {
-            writeln!(out, "\t please check your filter settings.")?;
-        }
-        return Ok(warnings);
-    }
     // Newest session first.
     let start = |g: &SessionGraph| {
         g.session
@@ -716,6 +709,105 @@ pub fn graph(
     };
     graphs.sort_by_key(|g| std::cmp::Reverse(start(g)));
 
+    Ok(Built {
+        graphs,
+        walker,
+        notices,
+        warnings,
+    })
+}
+
+/// One node of a [`CallGraph`]: a distinct call path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GraphNode {
+    pub name: String,
+    pub calls: u64,
+    /// Total time of its calls (ns).
+    pub total: u64,
+    /// Total time minus its callees' (ns).
+    pub self_time: u64,
+    pub parent: Option<u32>,
+    /// In first-call order.
+    pub children: Vec<u32>,
+}
+
+/// The whole-program call graph of one session, as `graph` prints it; node 0 is the
+/// program.
+#[derive(Debug, Clone)]
+pub struct CallGraph {
+    pub sid: String,
+    /// The session's executable.
+    pub exe: String,
+    pub nodes: Vec<GraphNode>,
+}
+
+/// The call graph of each session of `dir`, newest session first, and the `Usage:` notices
+/// and warnings met.
+pub fn call_graphs(dir: &TraceDir, cfg: &Config) -> Result<(Vec<CallGraph>, Vec<String>)> {
+    let opts = GraphOptions {
+        fields: Vec::new(),
+        func: None,
+    };
+    let built = build(dir, cfg, &opts)?;
+    let sym = built.walker.symbols();
+    let mut out = Vec::new();
+    for g in &built.graphs {
+        let sess = g.session.and_then(|s| dir.sessions.get(s));
+        let root = g
+            .session
+            .map_or_else(String::new, |s| sym.session_comm(s).to_string());
+        let nodes = g
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| GraphNode {
+                name: if i == 0 {
+                    root.clone()
+                } else {
+                    sym.func(n.func).name.clone()
+                },
+                calls: n.calls,
+                total: n.time,
+                self_time: n.time.saturating_sub(n.child_time),
+                parent: n.parent,
+                children: n.children.clone(),
+            })
+            .collect();
+        out.push(CallGraph {
+            sid: sess.map_or_else(String::new, |s| s.sid.clone()),
+            exe: sess.map_or_else(String::new, |s| s.exename.clone()),
+            nodes,
+        });
+    }
+    let mut messages = built.notices;
+    messages.extend(built.warnings);
+    Ok((out, messages))
+}
+
+/// Prints the call graph of `dir`; returns the warnings.
+pub fn graph(
+    dir: &TraceDir,
+    cfg: &Config,
+    opts: &GraphOptions,
+    out: &mut dyn Write,
+) -> Result<Vec<String>> {
+    let Built {
+        graphs,
+        walker,
+        notices,
+        warnings,
+    } = build(dir, cfg, opts)?;
+    for n in notices {
+        writeln!(out, "Usage: {n}")?;
+    }
+    if graphs.is_empty() {
+        let name = opts.func.as_deref().unwrap_or("_start");
+        writeln!(out, "utrace: cannot find graph for '{name}'")?;
+        if has_filter(cfg) {
+            writeln!(out, "\t please check your filter settings.")?;
+        }
+        return Ok(warnings);
+    }
     let sym = walker.symbols();
     let name_of = |f: FuncId| sym.func(f).name.clone();
     let mut p = Printer {
