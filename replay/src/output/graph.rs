@@ -109,6 +109,8 @@ struct Node {
     self_max: u64,
     parent: Option<u32>,
     children: Vec<u32>,
+    /// The child entered last (0: none; the root is never a child).
+    last_child: u32,
 }
 
 impl Node {
@@ -125,6 +127,7 @@ impl Node {
             self_max: 0,
             parent,
             children: Vec::new(),
+            last_child: 0,
         }
     }
 }
@@ -285,8 +288,30 @@ impl Builder<'_> {
 
     /// The child of node `curr` of graph `g` for the call `e` (created on first call), with
     /// its call count raised.
-    #[inline]
+    #[inline(always)]
     fn enter_node(
+        &mut self,
+        view: &View<'_, '_>,
+        task: usize,
+        e: &Entry,
+        g: usize,
+        curr: u32,
+    ) -> u32 {
+        let nodes = &mut self.graphs[g].nodes;
+        // The child entered last from this node is the usual one (loops, recursion).
+        let last = nodes[curr as usize].last_child;
+        if last != 0 {
+            if let Some(n) = nodes.get_mut(last as usize).filter(|n| n.func == e.func) {
+                n.calls += 1;
+                return last;
+            }
+        }
+        self.enter_new(view, task, e, g, curr)
+    }
+
+    /// [`Builder::enter_node`] when the last child entered is not the one.
+    #[inline(never)]
+    fn enter_new(
         &mut self,
         view: &View<'_, '_>,
         task: usize,
@@ -322,7 +347,9 @@ impl Builder<'_> {
                 id
             }
         };
-        self.graphs[g].nodes[id as usize].calls += 1;
+        let nodes = &mut self.graphs[g].nodes;
+        nodes[curr as usize].last_child = id;
+        nodes[id as usize].calls += 1;
         id
     }
 
@@ -335,7 +362,7 @@ impl Builder<'_> {
 
     /// Adds the call's times to node `n` of graph `g` (or to the `fork` a forked child
     /// returns from); returns the parent node.
-    #[inline]
+    #[inline(always)]
     fn exit_node(&mut self, task: usize, call: &Call, g: usize, mut n: u32) -> Option<u32> {
         let graph = &mut self.graphs[g];
         if graph.nodes[n as usize].addr != call.addr {
@@ -361,7 +388,7 @@ impl Builder<'_> {
     }
 
     /// Whether `f` is the FUNC of `graph FUNC` (cached per function; never in a full graph).
-    #[inline]
+    #[inline(always)]
     fn is_target(&mut self, view: &View<'_, '_>, f: FuncId) -> bool {
         let Some(func) = self.func else { return false };
         let i = f as usize;
