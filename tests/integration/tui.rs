@@ -1,8 +1,10 @@
 //! `utrace tui` driven in a tmux pane: it opens on the call graph, folds, searches, shows the
-//! report (and re-sorts it) and the info, and quits with `q`.
+//! report (and re-sorts it) and the info, and quits with `q`; `utrace PROG` pages its trace
+//! on a terminal.
 
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::util::{self, Mode};
@@ -14,7 +16,9 @@ struct Pane {
 
 impl Pane {
     fn start(cmd: &str) -> Pane {
-        let name = format!("utrace-tui-{}", std::process::id());
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let name = format!("utrace-tui-{}-{n}", std::process::id());
         let ok = Command::new("tmux")
             .args([
                 "new-session",
@@ -185,4 +189,38 @@ fn tui_needs_a_terminal() {
     assert_eq!(out.status.code(), Some(1), "{out}");
     assert!(out.stderr.contains("tui needs a terminal"), "{out}");
     assert!(!out.stderr.contains("panicked"), "{out}");
+}
+
+/// `utrace PROG` on a terminal: the program's output first, then the trace through `$PAGER`,
+/// and the exit status of a program that fails (1) or crashes (2).
+#[test]
+fn live_pages_the_trace_on_a_terminal() {
+    if !tmux_available() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tmux is missing (.ci/run installs it)"
+        );
+        return;
+    }
+    let fib = util::testprog("fib", Mode::Pg);
+    let crash = util::testprog("crash", Mode::Pg);
+    let tmp = tempfile::tempdir().unwrap();
+    let cmd = format!(
+        "cd {dir} && export PAGER='sed s/^/PAGED:/'; {u} --no-libcall {fib} 5; echo STATUS=$?; \
+         {u} --no-libcall {crash} 2>/dev/null | tail -3; {u} --no-libcall {crash} >/dev/null 2>&1; \
+         echo CRASH=$?; sleep 30",
+        dir = tmp.path().display(),
+        u = util::utrace_bin().display(),
+        fib = fib.display(),
+        crash = crash.display(),
+    );
+    let pane = Pane::start(&cmd);
+    let screen = pane.wait("the exit statuses", false, |s| s.contains("CRASH="));
+    assert!(screen.contains("PAGED:# DURATION"), "{screen}");
+    assert!(
+        screen.contains("PAGED:") && screen.contains("|     fib() {"),
+        "{screen}"
+    );
+    assert!(screen.contains("STATUS=0"), "{screen}");
+    assert!(screen.contains("CRASH=2"), "{screen}");
 }
