@@ -172,27 +172,6 @@ const CASES: &[Case] = &[
     ),
 ];
 
-/// Replaces hexadecimal numbers of six digits or more (addresses) with `0xADDR`.
-fn mask_addresses(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("0x") {
-        out.push_str(&rest[..i]);
-        let digits = rest[i + 2..]
-            .bytes()
-            .take_while(u8::is_ascii_hexdigit)
-            .count();
-        if digits >= 6 {
-            out.push_str("0xADDR");
-        } else {
-            out.push_str(&rest[i..i + 2 + digits]);
-        }
-        rest = &rest[i + 2 + digits..];
-    }
-    out.push_str(rest);
-    out
-}
-
 /// uftrace 0.13 records a wrong return value for `scale` (its first argument) with `-a`,
 /// though not with `-R scale@retval/f32` (the `SPECS` case checks utrace's value): the value is
 /// left out of the comparison.
@@ -262,7 +241,7 @@ fn compare(case: &Case, mode: Mode) -> Vec<String> {
         ));
     }
     let reduce = |out: &str| {
-        let out = mask_known_uftrace_bugs(&mask_pid(&mask_addresses(out)));
+        let out = mask_known_uftrace_bugs(&mask_pid(&util::mask_addresses(out)));
         if !fold {
             return normalize::by_task(&out, Anchor::Start);
         }
@@ -353,7 +332,7 @@ fn auto_args_debug_info_matches_uftrace() {
 #[test]
 fn address_masking() {
     assert_eq!(
-        mask_addresses("f(0x7ffd1234abcd, 0x10) = 0xdeadbeef;"),
+        util::mask_addresses("f(0x7ffd1234abcd, 0x10) = 0xdeadbeef;"),
         "f(0xADDR, 0x10) = 0xADDR;"
     );
 }

@@ -18,27 +18,6 @@ fn record(dir: &Path, opts: &[&str], exe: &Path, args: &[&str]) {
     util::run(cmd).assert_success();
 }
 
-/// Hexadecimal numbers of six digits or more (heap and stack addresses) become `0xADDR`.
-fn mask_addresses(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("0x") {
-        out.push_str(&rest[..i]);
-        let digits = rest[i + 2..]
-            .bytes()
-            .take_while(u8::is_ascii_hexdigit)
-            .count();
-        out.push_str(if digits >= 6 {
-            "0xADDR"
-        } else {
-            &rest[i..i + 2 + digits]
-        });
-        rest = &rest[i + 2 + digits..];
-    }
-    out.push_str(rest);
-    out
-}
-
 /// What testprogs/args.c is recorded with: every function with arguments and a return value.
 const RECORDED: &[&str] = &[
     "-A",
@@ -152,7 +131,10 @@ fn selection_shows_what_recording_it_shows() {
         opts.extend(SELECTED);
         let got = util::utrace_replay(&all, &opts);
         got.assert_success();
-        let (want_text, got_text) = (mask_addresses(&want.stdout), mask_addresses(&got.stdout));
+        let (want_text, got_text) = (
+            util::mask_addresses(&want.stdout),
+            util::mask_addresses(&got.stdout),
+        );
         assert!(want_text.contains("sides(TRIANGLE) = 0x3;"), "{want}");
         assert_eq!(
             want_text,

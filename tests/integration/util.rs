@@ -416,3 +416,24 @@ pub fn compare_replays(
     }
     failures
 }
+
+/// Replaces hexadecimal numbers of six digits or more (addresses) with `0xADDR`.
+pub fn mask_addresses(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("0x") {
+        out.push_str(&rest[..i]);
+        let digits = rest[i + 2..]
+            .bytes()
+            .take_while(u8::is_ascii_hexdigit)
+            .count();
+        if digits >= 6 {
+            out.push_str("0xADDR");
+        } else {
+            out.push_str(&rest[i..i + 2 + digits]);
+        }
+        rest = &rest[i + 2 + digits..];
+    }
+    out.push_str(rest);
+    out
+}

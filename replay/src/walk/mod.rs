@@ -29,11 +29,9 @@
 
 use crate::config::{Config, TimePoint};
 use crate::filter::FuncFilter;
-use crate::gate::Gate;
 use crate::merge::{Head, Merge};
-use crate::specs::Specs;
 use crate::symbols::{FuncId, FuncInfo, Symbolizer};
-use crate::{filter::Filters, Result};
+use crate::Result;
 use record_format::{RecordKind, TraceDir};
 
 mod fast;
@@ -267,29 +265,17 @@ impl<'d> Walker<'d> {
     /// Opens the walk: compiles the filters of `cfg` against the trace's functions. The
     /// `Usage:` complaints about them are in [`Walker::notices`].
     pub fn new(dir: &'d TraceDir, cfg: &Config) -> Result<Walker<'d>> {
-        let mut sym = Symbolizer::new(dir, cfg.demangle);
-        let specs = Specs::new(dir);
         // --no-libcall is applied here, after the filters (whose own handling of it would
-        // keep an exec or longjmp from changing the stack).
-        let mut filters = Filters::new(&Config {
-            no_libcall: false,
-            ..cfg.clone()
-        });
-        let mut notices: Vec<String> = specs.notices.clone();
-        notices.append(&mut filters.notices);
-        if !filters.is_empty() {
-            let ids = sym.all_functions();
-            let funcs: Vec<_> = ids.iter().map(|&i| sym.func(i)).collect();
-            if let Some(msg) = filters.check(&funcs, specs.binds_any(&funcs)) {
-                notices.push(msg);
-            }
-        }
-        let gate = Gate::new(
-            cfg.time_filter,
-            filters.has_time_trigger(),
-            filters.has_caller,
+        // keep an exec or longjmp from changing the stack). Arguments are not shown.
+        let (mut merge, notices) = crate::merge::open_merge(
+            dir,
+            &Config {
+                no_libcall: false,
+                args: Vec::new(),
+                retvals: Vec::new(),
+                ..cfg.clone()
+            },
         );
-        let mut merge = Merge::new(dir, sym, specs, filters, gate);
         let first = merge.first_time();
         let mut range_stop = None;
         if let Some(r) = cfg.time_range {
