@@ -25,6 +25,7 @@ pub mod dir;
 pub mod env;
 pub mod error;
 pub mod info;
+pub mod kernel;
 pub mod maps;
 pub mod pattern;
 pub mod raw;
