@@ -222,11 +222,45 @@ impl Settings<'_> {
 }
 
 /// Builds the session's filters (library constructor; `std` and allocation are fine there).
-/// `modules` are the session map's entries.
-pub fn init(modules: &[MapEntry], set: &Settings) {
+/// `modules` are the session map's entries; `plt` the hooked library calls (PLT entry and
+/// name), which patterns without a module or with `@PLT` name too.
+pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
     let specs = parse_specs(set.triggers, set.match_type);
     let mut ranges = Vec::new();
     let mut rules: Vec<Actions> = Vec::new();
+    let mut rule_of = |merged: Option<Actions>| match merged {
+        None => NO_RULE,
+        Some(a) => match rules.iter().position(|r| *r == a) {
+            Some(i) => i as u32,
+            None => {
+                rules.push(a);
+                (rules.len() - 1) as u32
+            }
+        },
+    };
+    if !specs.is_empty() {
+        let wanted: Vec<&Spec> = specs
+            .iter()
+            .filter(|s| s.module.as_deref().is_none_or(|m| m == "PLT"))
+            .collect();
+        for &(entry, raw) in plt {
+            let name = demangle(raw, Demangle::Simple);
+            let mut merged: Option<Actions> = None;
+            for s in wanted.iter().filter(|s| s.matcher.matches(&name)) {
+                merged
+                    .get_or_insert_with(Actions::default)
+                    .merge(&s.actions);
+            }
+            if merged.is_some() {
+                ranges.push(Range {
+                    start: entry as u64,
+                    end: entry as u64 + 16,
+                    rule: rule_of(merged),
+                    small: false,
+                });
+            }
+        }
+    }
     if !specs.is_empty() || set.size > 0 {
         for m in modules.iter().filter(|m| !m.is_stack()) {
             let base = basename(&m.path);
@@ -253,20 +287,10 @@ pub fn init(modules: &[MapEntry], set: &Settings) {
                 if merged.is_none() && !small {
                     continue;
                 }
-                let rule = match merged {
-                    None => NO_RULE,
-                    Some(a) => match rules.iter().position(|r| *r == a) {
-                        Some(i) => i as u32,
-                        None => {
-                            rules.push(a);
-                            (rules.len() - 1) as u32
-                        }
-                    },
-                };
                 ranges.push(Range {
                     start,
                     end: start + size,
-                    rule,
+                    rule: rule_of(merged),
                     small,
                 });
             }

@@ -243,11 +243,13 @@ pub extern "C" fn init() {
     let pid = sys::getpid();
     let exename = std::fs::read_link("/proc/self/exe").unwrap_or_default();
     let maps = session_maps(&std::fs::read_to_string("/proc/self/maps").unwrap_or_default());
-    if filtered {
-        filter::init(&parse_maps(&maps), &filter_set);
-    }
     if std::env::var_os(env::PLTHOOK).is_some() {
         crate::plt::install(std::env::var_os(env::NEST_LIBCALL).is_some());
+    }
+    if filtered {
+        let names = crate::plt::get().map(|p| p.functions()).unwrap_or_default();
+        let plt: Vec<(usize, &str)> = names.iter().map(|(a, n)| (*a, &**n)).collect();
+        filter::init(&parse_maps(&maps), &plt, &filter_set);
     }
     init_args(&maps, &exename, &filter_set);
     let map_path = std::path::Path::new(&dir).join(format!("sid-{sid:016x}.map"));

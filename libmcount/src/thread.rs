@@ -20,6 +20,14 @@ use record_format::raw::{header_word, RecordKind, RECORD_SIZE};
 /// What an ENTRY record's payload is read from: the function's items and the saved registers.
 type Capture<'a> = Option<(&'a FuncArgs, &'a EntryRegs)>;
 
+/// Bytes kept per frame for the argument payload of an ENTRY record written later: a u16
+/// length, then the payload (uftrace keeps as much).
+const PENDING_ARGS: usize = 1024;
+
+/// Frame flag: the frame's pending ENTRY has its argument payload saved (see
+/// [`ThreadState::save_args`]).
+const ARGS_SAVED: u16 = 0x0200;
+
 /// Thread pointer value of a thread that is not traced.
 pub const DEAD: usize = 1;
 
@@ -69,6 +77,9 @@ pub struct ThreadState {
     /// (`max_stack` entries after the frames in this state's mapping; null in unit tests that
     /// do not filter).
     saved: *mut Saved,
+    /// The argument payloads of pending ENTRY records (`-t`, `-C` with `-A`), [`PENDING_ARGS`]
+    /// bytes per shadow-stack index (null when arguments or filters are off).
+    pending: *mut u8,
     /// Functions at this depth or deeper are not hooked (`-D`).
     pub depth_limit: usize,
     /// Size of the mapping holding this state.
@@ -126,6 +137,7 @@ impl ThreadState {
             clock: Clock::new(),
             filt: FilterState::default(),
             saved: core::ptr::null_mut(),
+            pending: core::ptr::null_mut(),
             depth_limit: usize::MAX,
             map_len: 0,
             vfork_pid: 0,
@@ -242,6 +254,14 @@ impl ThreadState {
                 flags |= spec.ret_flags();
                 if !spec.args.is_empty() {
                     capture = Some((spec, regs));
+                }
+            }
+        }
+        // An ENTRY written later (`-t`, `-C`) keeps its arguments as they are now.
+        if flags & (flags::PENDING | flags::NORECORD) == flags::PENDING {
+            if let Some((spec, regs)) = capture {
+                if self.save_args(self.rstack.len(), spec, regs, parent_loc) {
+                    flags |= ARGS_SAVED;
                 }
             }
         }
@@ -614,6 +634,38 @@ impl ThreadState {
         self.writer.record(time, exit_word(frame));
     }
 
+    /// Saves the argument payload of the frame about to be pushed at index `i`, whose ENTRY
+    /// is pending; `false` when there is no room for it.
+    fn save_args(&mut self, i: usize, spec: &FuncArgs, regs: &EntryRegs, loc: usize) -> bool {
+        if self.pending.is_null() || i >= self.rstack.capacity() || spec.args_max + 2 > PENDING_ARGS
+        {
+            return false;
+        }
+        // SAFETY: `pending` holds `PENDING_ARGS` bytes for each of the `capacity` indexes,
+        // owned by this thread (see the field).
+        let slot = unsafe {
+            core::slice::from_raw_parts_mut(self.pending.add(i * PENDING_ARGS), PENDING_ARGS)
+        };
+        let (len, rest) = slot.split_at_mut(2);
+        let parent_loc = if loc == NO_SLOT { 0 } else { loc };
+        let n = args::entry_payload(spec, regs, parent_loc, &mut rest[..spec.args_max]);
+        len.copy_from_slice(&(n as u16).to_le_bytes());
+        true
+    }
+
+    /// The payload [`ThreadState::save_args`] kept for index `i`.
+    fn saved_args(&self, i: usize) -> &[u8] {
+        if self.pending.is_null() || i >= self.rstack.capacity() {
+            return &[];
+        }
+        // SAFETY: as in `save_args`; the slot was written when its frame was pushed.
+        let slot = unsafe {
+            core::slice::from_raw_parts(self.pending.add(i * PENDING_ARGS), PENDING_ARGS)
+        };
+        let n = u16::from_le_bytes([slot[0], slot[1]]) as usize;
+        slot.get(2..2 + n).unwrap_or(&[])
+    }
+
     /// Where frame `i` keeps the limits it replaced.
     fn saved_slot(&mut self, i: usize) -> Option<&mut Saved> {
         if self.saved.is_null() || i >= self.rstack.capacity() {
@@ -689,9 +741,24 @@ impl ThreadState {
                 break;
             };
             if f.flags & (flags::PENDING | flags::NORECORD) == flags::PENDING {
-                f.flags &= !flags::PENDING;
-                let (time, word) = (f.start, entry_word(f));
-                self.writer.record(time, word);
+                let args = f.flags & ARGS_SAVED != 0;
+                f.flags &= !(flags::PENDING | ARGS_SAVED);
+                let (time, depth, addr) = (f.start, f.depth as u16, f.child_ip as u64);
+                if !args {
+                    self.writer.record(time, entry_word(f));
+                    continue;
+                }
+                let word = header_word(RecordKind::Entry, true, depth, addr);
+                let mut buf = [0u8; PENDING_ARGS];
+                let saved = self.saved_args(j);
+                let n = saved.len();
+                buf[..n].copy_from_slice(saved);
+                self.writer.record_with(RECORD_SIZE + n, |out: &mut [u8]| {
+                    out[..8].copy_from_slice(&time.to_le_bytes());
+                    out[8..16].copy_from_slice(&word.to_le_bytes());
+                    out[RECORD_SIZE..RECORD_SIZE + n].copy_from_slice(&buf[..n]);
+                    RECORD_SIZE + n
+                });
             }
         }
     }
@@ -758,7 +825,13 @@ pub fn init_current(announce: bool) -> usize {
     } else {
         0
     };
-    let map_len = (saved_at + saved_len).next_multiple_of(sys::PAGE_SIZE);
+    let pending_at = saved_at + saved_len;
+    let pending_len = if filter::get().is_some() && crate::args::get().is_some() {
+        cfg.max_stack * PENDING_ARGS
+    } else {
+        0
+    };
+    let map_len = (pending_at + pending_len).next_multiple_of(sys::PAGE_SIZE);
     let mem = match sys::mmap(
         map_len,
         libc::PROT_READ | libc::PROT_WRITE,
@@ -782,6 +855,10 @@ pub fn init_current(announce: bool) -> usize {
         state.filt = FilterState::new(f);
         // SAFETY: `saved_len` bytes for `max_stack` entries follow the frames in the mapping.
         state.saved = unsafe { mem.add(saved_at) } as *mut Saved;
+    }
+    if pending_len != 0 {
+        // SAFETY: `pending_len` bytes follow the saved limits in the mapping.
+        state.pending = unsafe { mem.add(pending_at) };
     }
     // SAFETY: __errno_location has no preconditions; the address is this thread's for life.
     state.errno = unsafe { libc::__errno_location() };

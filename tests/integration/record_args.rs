@@ -102,6 +102,31 @@ const CASES: &[Case] = &[
     ),
     ("args", &[], SPECS, false),
     ("args", &[], PATTERNS, false),
+    // Entries written late (`-t`: at the exit; `-C`: when the caller filter's function is
+    // reached) keep the arguments they were called with.
+    (
+        "fib",
+        &["6"],
+        &["-t", "1ns", "-A", "fib@arg1", "-R", "fib@retval/i32"],
+        false,
+    ),
+    (
+        "args",
+        &[],
+        &[
+            "-C",
+            "strlen",
+            "-A",
+            "mixed@arg1/c,arg2/i32,fparg1,arg3/s,arg4/u",
+            "-R",
+            "mixed@retval/x",
+            "-A",
+            "strlen@arg1/s",
+            "-R",
+            "strlen@retval",
+        ],
+        false,
+    ),
     (
         "libcall",
         &["hello"],

@@ -107,6 +107,16 @@ fn compare(
     failures
 }
 
+/// Record-time filters naming library calls (their PLT entries), as uftrace applies them.
+const FILTERED: &[&[&str]] = &[
+    &["-F", "strlen"],
+    &["-N", "malloc", "-N", "free"],
+    &["-C", "strcpy"],
+    &["-F", "printf@PLT"],
+    &["-T", "strlen@depth=1"],
+    &["-F", "main", "-T", "str.*@notrace"],
+];
+
 #[test]
 fn library_calls_match_uftrace() {
     if !util::need_uftrace("library_calls_match_uftrace") {
@@ -123,6 +133,11 @@ fn library_calls_match_uftrace() {
     for (prog, args, fold) in NESTED {
         for link in LINKS {
             failures.extend(compare(prog, args, *fold, Mode::Pg, link, &["-l"]));
+        }
+    }
+    for opts in FILTERED {
+        for mode in MODES {
+            failures.extend(compare("libcall", &["hello"], false, mode, &[], opts));
         }
     }
     assert!(
