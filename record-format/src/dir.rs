@@ -32,6 +32,38 @@ pub struct TraceDir {
     pub default_opts: Option<String>,
     /// Contents of `extern.dat`, if any.
     pub extern_data: Option<String>,
+    /// The kernel data of `-k` (feature KERNEL with a readable `kernel_header`).
+    pub kernel: Option<KernelData>,
+}
+
+/// What `record -k` saved (data-format.md §9).
+#[derive(Debug)]
+pub struct KernelData {
+    pub header: crate::kernel::KernelHeader,
+    /// `kernel-cpuN.dat` by CPU number: whole sub-buffers.
+    pub cpus: Vec<Vec<u8>>,
+    /// `kallsyms`.
+    pub kallsyms: String,
+}
+
+impl KernelData {
+    /// Reads the kernel files of `dir`; `None` when `kernel_header` is missing or broken.
+    fn load(dir: &Path) -> Option<KernelData> {
+        let header =
+            crate::kernel::KernelHeader::parse(&fs::read(dir.join("kernel_header")).ok()?).ok()?;
+        let mut cpus = Vec::new();
+        while let Ok(b) = fs::read(dir.join(format!("kernel-cpu{}.dat", cpus.len()))) {
+            cpus.push(b);
+        }
+        let kallsyms = fs::read(dir.join("kallsyms"))
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        Some(KernelData {
+            header,
+            cpus,
+            kallsyms,
+        })
+    }
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {
@@ -132,6 +164,11 @@ impl TraceDir {
             path: dir.to_path_buf(),
             default_opts: optional("default.opts").filter(|s| !s.trim().is_empty()),
             extern_data: optional("extern.dat"),
+            kernel: if info.has_feature(feat::KERNEL) {
+                KernelData::load(dir)
+            } else {
+                None
+            },
             info,
             tasks,
             sessions,

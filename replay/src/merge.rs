@@ -43,6 +43,86 @@ struct Cursor<'d> {
     first_session: Option<usize>,
     /// (addr, session, func) of the last resolved record.
     memo: (u64, Option<usize>, FuncId),
+    /// The task's kernel function records (`-k`), in time order, and the next one.
+    kernel: Vec<KernelRec>,
+    kpos: usize,
+    /// User functions open after the last user record taken (kernel records nest under
+    /// them).
+    user_depth: u32,
+}
+
+/// A kernel function-graph record of one task.
+#[derive(Debug, Clone, Copy)]
+struct KernelRec {
+    time: u64,
+    exit: bool,
+    /// Kernel graph depth (0: the system call).
+    depth: u32,
+    addr: u64,
+}
+
+/// The function-graph records of `kernel`, by task index (`tids`: the tasks' tids), each in
+/// time order; problems go to `warnings`.
+fn kernel_records(
+    kernel: &record_format::dir::KernelData,
+    tids: &[u32],
+    warnings: &mut Vec<String>,
+) -> Vec<Vec<KernelRec>> {
+    use record_format::kernel::Page;
+    let mut out = vec![Vec::new(); tids.len()];
+    let formats = kernel.header.formats();
+    let find = |name: &str| {
+        formats
+            .iter()
+            .find(|f| f.system == "ftrace" && f.name == name)
+    };
+    let (Some(entry), Some(exit)) = (find("funcgraph_entry"), find("funcgraph_exit")) else {
+        return out;
+    };
+    let task_of: HashMap<u32, usize> = tids.iter().enumerate().map(|(i, &t)| (t, i)).collect();
+    let size = kernel.header.page_size;
+    for (cpu, bytes) in kernel.cpus.iter().enumerate() {
+        for page in bytes.chunks(size) {
+            let page = match Page::parse(page) {
+                Ok(p) => p,
+                Err(e) => {
+                    warnings.push(format!("kernel-cpu{cpu}.dat: {e}"));
+                    break;
+                }
+            };
+            for ev in page.events() {
+                let ev = match ev {
+                    Ok(ev) => ev,
+                    Err(e) => {
+                        warnings.push(format!("kernel-cpu{cpu}.dat: {e}"));
+                        break;
+                    }
+                };
+                let ty = entry.value("common_type", ev.payload).unwrap_or(0) as u16;
+                let fmt = if ty == entry.id {
+                    entry
+                } else if ty == exit.id {
+                    exit
+                } else {
+                    continue;
+                };
+                let pid = fmt.value("common_pid", ev.payload).unwrap_or(0) as u32;
+                let Some(&ti) = task_of.get(&pid) else {
+                    continue;
+                };
+                out[ti].push(KernelRec {
+                    time: ev.time,
+                    exit: ty == exit.id,
+                    depth: fmt.value("depth", ev.payload).unwrap_or(0) as u32,
+                    addr: fmt.value("func", ev.payload).unwrap_or(0),
+                });
+            }
+        }
+    }
+    for recs in &mut out {
+        recs.sort_by_key(|r| r.time);
+    }
+    out
 }
 
 /// The merged stream of all tasks.
@@ -121,9 +201,23 @@ impl<'d> Merge<'d> {
                 sess_until: 0,
                 first_session: None,
                 memo: (0, None, 0),
+                kernel: Vec::new(),
+                kpos: 0,
+                user_depth: 0,
             })
             .collect();
         let n = cursors.len();
+        let mut warnings = Vec::new();
+        let mut cursors = cursors;
+        if let Some(k) = &dir.kernel {
+            let tids: Vec<u32> = cursors.iter().map(|c| c.tid).collect();
+            for (c, recs) in cursors
+                .iter_mut()
+                .zip(kernel_records(k, &tids, &mut warnings))
+            {
+                c.kernel = recs;
+            }
+        }
         let mut event_names = HashMap::new();
         if let Some(t) = dir.read_text("events.txt") {
             for l in t.lines() {
@@ -153,7 +247,7 @@ impl<'d> Merge<'d> {
             ext_pos: 0,
             event_names,
             first_time: u64::MAX,
-            warnings: Vec::new(),
+            warnings,
         };
         m.gate.init(n);
         for i in 0..n {
@@ -199,6 +293,8 @@ impl<'d> Merge<'d> {
             c.pos = 0;
             c.last_time = 0;
             c.released = 0;
+            c.kpos = 0;
+            c.user_depth = 0;
         }
         for h in &mut self.heads {
             *h = None;
@@ -456,7 +552,22 @@ impl<'d> Merge<'d> {
     fn read_raw(&mut self, ti: usize) -> Option<Head> {
         loop {
             let (pos, last) = (self.cursors[ti].pos, self.cursors[ti].last_time);
-            let (head, next) = match self.decode(ti, pos, last) {
+            let decoded = self.decode(ti, pos, last);
+            // A kernel record earlier than the task's next user record comes first.
+            if let Some(k) = self.cursors[ti].kernel.get(self.cursors[ti].kpos).copied() {
+                let user_time = match &decoded {
+                    Ok(Some((h, _))) => h.raw.time,
+                    _ => u64::MAX,
+                };
+                if k.time < user_time {
+                    self.cursors[ti].kpos += 1;
+                    match self.kernel_head(ti, k) {
+                        Some(h) => return Some(h),
+                        None => continue,
+                    }
+                }
+            }
+            let (head, next) = match decoded {
                 Ok(Some(h)) => h,
                 Ok(None) => return None,
                 Err(Stop::Bad(e)) => {
@@ -477,6 +588,11 @@ impl<'d> Merge<'d> {
                 c.last_time = c.last_time.max(head.raw.time);
             }
             c.pos = next;
+            match head.raw.kind {
+                RecordKind::Entry => c.user_depth = u32::from(head.raw.depth) + 1,
+                RecordKind::Exit => c.user_depth = u32::from(head.raw.depth),
+                _ => {}
+            }
             // Keep resident memory flat on large traces: drop what was read long ago.
             const WINDOW: usize = 4 << 20;
             if c.pos > c.released + 2 * WINDOW {
@@ -491,6 +607,34 @@ impl<'d> Merge<'d> {
             }
             return Some(head);
         }
+    }
+
+    /// The head of kernel record `k` of task `ti`, nested under the user functions open then;
+    /// `None` outside every user function (uftrace's default `--kernel-skip-out`) or outside
+    /// the time range.
+    fn kernel_head(&mut self, ti: usize, k: KernelRec) -> Option<Head> {
+        let user = self.cursors[ti].user_depth;
+        if user == 0 || !self.gate.in_range(k.time) {
+            return None;
+        }
+        let session = self.resolve_session(ti, k.time);
+        let func = self.sym.resolve(session, k.time, k.addr);
+        let raw = RawRecord {
+            time: k.time,
+            kind: if k.exit {
+                RecordKind::Exit
+            } else {
+                RecordKind::Entry
+            },
+            more: false,
+            depth: (user + k.depth).min(u32::from(record_format::raw::MAX_DEPTH)) as u16,
+            addr: k.addr & record_format::raw::ADDR_MASK,
+        };
+        Some(Head {
+            raw,
+            func,
+            payload: (0, 0),
+        })
     }
 
     /// `-C`: keeps targets and functions that call one; drops the rest with their subtrees.

@@ -33,6 +33,7 @@ mod analysis_histogram;
 mod bad_input;
 mod crafted;
 mod fixtures;
+mod kernel_replay;
 mod normalize;
 mod record;
 mod record_args;

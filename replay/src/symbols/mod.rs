@@ -80,6 +80,25 @@ pub struct Symbolizer<'d> {
     libname_cache: HashMap<(usize, FuncId), Option<String>>,
     /// (addr, session + 1, func): resolutions of map-backed addresses.
     cache: Vec<(u64, usize, FuncId)>,
+    /// Kernel functions from `kallsyms` (full addresses), sorted, and their ids once used.
+    kernel_syms: Vec<(u64, String)>,
+    kernel_ids: HashMap<usize, FuncId>,
+}
+
+/// The text symbols of a `kallsyms` file, sorted by address.
+fn parse_kallsyms(text: &str) -> Vec<(u64, String)> {
+    let mut out: Vec<(u64, String)> = text
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let addr = u64::from_str_radix(it.next()?, 16).ok()?;
+            let ty = it.next()?;
+            let name = it.next()?;
+            (addr != 0 && matches!(ty, "T" | "t" | "W" | "w")).then(|| (addr, name.to_string()))
+        })
+        .collect();
+    out.sort_by_key(|e| e.0);
+    out
 }
 
 fn basename(p: &str) -> &str {
@@ -131,6 +150,12 @@ impl<'d> Symbolizer<'d> {
             func_by_addr: HashMap::new(),
             timelines: HashMap::new(),
             cache: vec![(0, 0, 0); CACHE_SLOTS],
+            kernel_syms: dir
+                .kernel
+                .as_ref()
+                .map(|k| parse_kallsyms(&k.kallsyms))
+                .unwrap_or_default(),
+            kernel_ids: HashMap::new(),
             module_names: HashMap::new(),
             libname_cache: HashMap::new(),
         };
@@ -287,6 +312,36 @@ impl<'d> Symbolizer<'d> {
         id
     }
 
+    /// A kernel address (full, or the 48 bits records keep) as its `kallsyms` function.
+    fn kernel(&mut self, addr: u64) -> FuncId {
+        let full = if addr >> 48 == 0 {
+            addr | 0xffff_0000_0000_0000
+        } else {
+            addr
+        };
+        let i = self.kernel_syms.partition_point(|s| s.0 <= full);
+        let Some(k) = i.checked_sub(1) else {
+            return self.unknown(addr, true);
+        };
+        if let Some(&id) = self.kernel_ids.get(&k) {
+            return id;
+        }
+        let (start, name) = self.kernel_syms[k].clone();
+        let end = self.kernel_syms.get(k + 1).map_or(start, |n| n.0);
+        let id = self.funcs.len() as FuncId;
+        self.funcs.push(FuncInfo {
+            name,
+            module: "[kernel]".to_string(),
+            addr: start,
+            size: end - start,
+            is_plt: false,
+            in_exe: false,
+            known: true,
+        });
+        self.kernel_ids.insert(k, id);
+        id
+    }
+
     fn unknown(&mut self, addr: u64, kernel: bool) -> FuncId {
         if let Some(&id) = self.func_by_addr.get(&addr) {
             return id;
@@ -320,7 +375,7 @@ impl<'d> Symbolizer<'d> {
         };
         let kb = self.sessions[sidx].kernel_base;
         if kb != 0 && addr >= (kb & record_format::raw::ADDR_MASK) {
-            return self.unknown(addr, true);
+            return self.kernel(addr);
         }
         let slot = (addr ^ (addr >> 12)) as usize % CACHE_SLOTS;
         let (ca, cs, cf) = self.cache[slot];

@@ -294,7 +294,9 @@ impl<'d> Walker<'d> {
             merge.restart();
         }
         let no_filters = merge.filters.is_empty();
+        // Kernel records come through the merge, nested into the tasks' streams.
         let direct_ok = cfg.time_filter.is_none()
+            && dir.kernel.is_none()
             && cfg.time_range.is_none()
             && cfg.caller.is_empty()
             && cfg.triggers.is_empty();
