@@ -21,6 +21,8 @@
 //!   (fresh recordings of the test programs; goldens of the fixtures);
 //! * `replay_select`: replay-time `-A`/`-R` selection of recorded arguments;
 //! * `tui`: `utrace tui` driven in tmux (open, fold, search, report, info, quit);
+//! * `kernel_replay`, `kernel_record`: kernel data (`-k`) in the analysis commands (crafted
+//!   pages, against uftrace) and recorded from this kernel's system call events;
 //! * `analysis_histogram`: `report --histogram` on crafted data with known durations.
 //!
 //! Build the binary first: `cargo build --release && cargo test --release -p utrace-tests`.
@@ -33,6 +35,7 @@ mod analysis_histogram;
 mod bad_input;
 mod crafted;
 mod fixtures;
+mod kernel_record;
 mod kernel_replay;
 mod normalize;
 mod record;

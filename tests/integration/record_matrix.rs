@@ -124,6 +124,7 @@ const MATRIX: &[Case] = &[
     Case::new("exec", &[]),
     Case::new("fib", &["7"]),
     Case::new("fork", &[]),
+    Case::new("ksys", &[]),
     Case::new("libcall", &["hello"]),
     Case::new("longjmp", &[]).norm(Norm::Entries),
     Case::new("signal", &[]),
@@ -481,6 +482,7 @@ matrix! {
     dlopen: "dlopen";
     fib: "fib";
     fork: "fork";
+    ksys: "ksys";
     libcall: "libcall";
     longjmp: "longjmp";
     signal: "signal";

@@ -30,6 +30,8 @@ pub struct RecordSummary<'a> {
     pub args: Option<ArgSpecInfo>,
     /// The executable's `.dbg` file was written.
     pub debug_info: bool,
+    /// The kernel files (`-k`) were written.
+    pub kernel: bool,
 }
 
 /// Finishes the directory: lists the data files, writes `.sym` files and `info` (last, so a
@@ -94,6 +96,9 @@ fn build_info(s: &RecordSummary<'_>, tids: Vec<u32>) -> Info {
     }
     if s.debug_info {
         feat_mask |= feat::DEBUG_INFO;
+    }
+    if s.kernel {
+        feat_mask |= feat::KERNEL;
     }
     Info {
         header: InfoHeader {

@@ -9,9 +9,11 @@
 
 pub mod dwarf;
 pub mod finish;
+mod kernel;
 pub mod launch;
 pub mod program;
 mod pump;
+mod syscalls;
 
 use crate::config;
 use crate::invocation::Invocation;
@@ -161,6 +163,8 @@ struct Settings {
     time_filter: Option<String>,
     /// The `info` ARG_SPEC section (`-A`, `-R`, `-a`).
     args: Option<ArgSpecInfo>,
+    /// `-k`: the kernel's system calls too.
+    kernel: bool,
 }
 
 /// The `-A` or `-R` entries (`;`-separated lists split), without those whose items of `kind`
@@ -344,8 +348,14 @@ fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Settings>
             set(env::NEST_LIBCALL, "1".to_string());
         }
     }
-    if r.kernel || r.kernel_only || r.kernel_depth.is_some() {
-        notices.warn("kernel tracing is not supported yet: recording user functions only");
+    let kernel = r.kernel || r.kernel_depth.is_some();
+    if r.kernel_only {
+        notices.warn("--kernel-only is not supported yet: recording user functions too");
+    }
+    if r.kernel_depth.as_deref().is_some_and(|d| d.trim() != "1") {
+        notices.warn(
+            "kernel event mode records system calls only: -K deeper than 1 shows nothing more",
+        );
     }
     if !r.patch.is_empty() {
         notices.warn("dynamic patching (-P) is not supported yet: ignoring it");
@@ -356,6 +366,7 @@ fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Settings>
     let args = arg_settings(f, &mut set, notices);
     Ok(Settings {
         args,
+        kernel,
         env: vars,
         max_stack,
         plthook,
@@ -528,6 +539,11 @@ pub fn record(
     env.extend(runtime_env(&libmcount));
     let pump = pump::PumpThread::start(&rings, &dir)
         .with_context(|| "cannot start the recorder's writer thread".to_string())?;
+    // After the writer thread: the tasks this process starts from now on are traced.
+    let kernel = match settings.kernel {
+        true => Some(kernel::Session::start().context("cannot trace the kernel")?),
+        false => None,
+    };
     let ended = launch::run(&launch::Launch {
         // Absolute: a bare name found in the current directory must not be searched in $PATH.
         exe: &program.absolute,
@@ -539,9 +555,17 @@ pub fn record(
     // Records that no one wrote (killed, crashed, exit() with threads running, or a pump
     // error) are in the rings: move them into the data files, also when the launch failed
     // half-way.
+    let kernel_done = kernel.map(|k| k.finish(&dir));
     let pumped = pump.stop();
     let salvaged = record_format::ring::salvage(&rings, &dir);
     let ended = ended?;
+    let kernel = match kernel_done {
+        Some(done) => {
+            done.context("cannot save the kernel trace")?;
+            true
+        }
+        None => false,
+    };
     salvaged.with_context(|| format!("cannot move the trace buffers into {}", dir.display()))?;
     if let Err(e) = pumped {
         notices.warn(format!("the recorder's writer thread failed: {e}"));
@@ -563,6 +587,7 @@ pub fn record(
         pattern_type: settings.pattern_type,
         args: settings.args.clone(),
         debug_info,
+        kernel,
         version: version
             .strip_prefix("utrace ")
             .unwrap_or(&version)

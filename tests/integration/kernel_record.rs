@@ -1,0 +1,115 @@
+//! `utrace record -k` on this machine's kernel, in event mode (system calls from `raw_syscalls`
+//! turned into function-graph records): each system call of testprogs/ksys nested under the
+//! function that made it, with a duration; tracefs exactly as it was before; uftrace 0.13
+//! replays the data as utrace does. Needs root and tracefs: skipped (with a message) without.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::util::{self, Mode};
+
+const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// The tracefs settings `record -k` touches, as text.
+fn tracefs_state() -> String {
+    [
+        "tracing_on",
+        "trace_clock",
+        "set_event",
+        "set_event_pid",
+        "options/event-fork",
+        "current_tracer",
+    ]
+    .iter()
+    .map(|f| {
+        let text = std::fs::read_to_string(Path::new(TRACEFS).join(f)).unwrap_or_default();
+        format!("{f}: {}\n", text.trim())
+    })
+    .collect()
+}
+
+fn kernel_tracing_possible() -> bool {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !root {
+        return false;
+    }
+    if !Path::new(TRACEFS).join("trace").exists() {
+        // record -k mounts it; try the same here to know whether it can.
+        let _ = Command::new("mount")
+            .args(["-t", "tracefs", "nodev", TRACEFS])
+            .status();
+    }
+    Path::new(TRACEFS)
+        .join("events/raw_syscalls/sys_enter/format")
+        .exists()
+}
+
+#[test]
+fn system_calls_nest_under_their_functions() {
+    if !kernel_tracing_possible() {
+        eprintln!("kernel_record skipped: needs root and tracefs with raw_syscalls events");
+        return;
+    }
+    let exe = util::testprog("ksys", Mode::Pg);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let scratch = tmp.path().join("scratch");
+    let before = tracefs_state();
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.args(["record", "-k", "-d"])
+        .arg(&dir)
+        .arg(&exe)
+        .arg(&scratch);
+    util::run(cmd).assert_success();
+    assert_eq!(tracefs_state(), before, "tracefs was not restored");
+
+    let out = util::utrace_replay(&dir, &["-f", "none"]);
+    out.assert_success();
+    let text = &out.stdout;
+    for block in [
+        "  open_file() {\n    open() {\n      __x64_sys_openat();\n    } /* open */\n",
+        "    write() {\n      __x64_sys_write();\n    } /* write */\n",
+        "    fsync() {\n      __x64_sys_fsync();\n    } /* fsync */\n",
+        "  read_back() {\n    pread() {\n      __x64_sys_pread64();\n",
+        "  who() {\n    getpid() {\n      __x64_sys_getpid();\n",
+        "  close() {\n    __x64_sys_close();\n  } /* close */\n",
+    ] {
+        assert!(text.contains(block), "no\n{block}in\n{out}");
+    }
+    // Durations: the kernel's part of write() is shown and fits inside it.
+    let timed = util::utrace_replay(&dir, &["-F", "write_sync"]);
+    let us = |name: &str| -> f64 {
+        let line = timed
+            .stdout
+            .lines()
+            .find(|l| l.ends_with(name))
+            .unwrap_or_else(|| panic!("no {name}:\n{timed}"));
+        let (num, unit) = {
+            let mut w = line.split_whitespace();
+            (w.next().unwrap(), w.next().unwrap())
+        };
+        let v: f64 = num.parse().unwrap();
+        match unit {
+            "us" => v,
+            "ms" => v * 1000.0,
+            "s" => v * 1e6,
+            _ => panic!("unit {unit} in {line}"),
+        }
+    };
+    assert!(us("__x64_sys_write();") > 0.0);
+    assert!(us("__x64_sys_write();") <= us("} /* write */"), "{timed}");
+
+    if util::uftrace_available() {
+        let theirs = util::uftrace_replay(&dir, &[]);
+        let ours = util::utrace_replay(&dir, &["--tid-width=6"]);
+        assert_eq!(
+            ours.stdout,
+            theirs.stdout,
+            "uftrace replays utrace's kernel data differently:\n{}",
+            crate::normalize::diff(&theirs.stdout, &ours.stdout)
+        );
+    }
+}

@@ -1,0 +1,452 @@
+//! `record -k` in event mode (kernel.md §3, §5.3): the kernel's `raw_syscalls` trace events
+//! of the traced process tree, read from tracefs while the program runs, then turned into
+//! function-graph records (`__x64_sys_write() { ... }` under the user function that made the
+//! call) in uftrace's kernel files: `kernel_header`, `kernel-cpuN.dat`, `kallsyms`.
+//!
+//! Every tracefs setting touched is read first and written back when the session ends, also
+//! when the recorder fails half-way ([`Session`]'s drop). Only the recorder's main thread and
+//! the tasks it forks are traced (`set_event_pid` with `event-fork`); the recorder's own
+//! system calls are left out when converting.
+
+use anyhow::{bail, Context};
+use record_format::kernel::{EventFormat, KernelHeader, Page, PageWriter};
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use super::syscalls;
+
+/// Settings written and restored, relative to tracefs.
+const SAVED: &[&str] = &[
+    "tracing_on",
+    "trace_clock",
+    "set_event",
+    "set_event_pid",
+    "options/event-fork",
+];
+
+/// The events recorded.
+const EVENTS: &[&str] = &["raw_syscalls:sys_enter", "raw_syscalls:sys_exit"];
+
+/// Where tracefs is mounted, mounting it when it is not.
+fn tracefs() -> anyhow::Result<PathBuf> {
+    let has_trace = |p: &Path| p.join("trace").exists();
+    for p in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
+        if has_trace(Path::new(p)) {
+            return Ok(PathBuf::from(p));
+        }
+    }
+    if let Ok(mounts) = fs::read_to_string("/proc/self/mountinfo") {
+        for line in mounts.lines() {
+            // `... MOUNT_POINT ... - FSTYPE SOURCE ...`
+            let Some((left, right)) = line.split_once(" - ") else {
+                continue;
+            };
+            if right.split_whitespace().next() == Some("tracefs") {
+                if let Some(mp) = left.split_whitespace().nth(4) {
+                    if has_trace(Path::new(mp)) {
+                        return Ok(PathBuf::from(mp));
+                    }
+                }
+            }
+        }
+    }
+    let target = c"/sys/kernel/tracing";
+    // SAFETY: both strings are NUL-terminated; mounting tracefs changes no memory of ours.
+    let rc = unsafe {
+        libc::mount(
+            c"nodev".as_ptr(),
+            target.as_ptr(),
+            c"tracefs".as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    if rc == 0 && has_trace(Path::new("/sys/kernel/tracing")) {
+        return Ok(PathBuf::from("/sys/kernel/tracing"));
+    }
+    let err = std::io::Error::last_os_error();
+    bail!(
+        "-k needs tracefs: it is not mounted and mounting it on /sys/kernel/tracing failed ({err}); run as root"
+    )
+}
+
+/// The value to write back for a setting read as `text` (`trace_clock` lists every clock
+/// with the current one in brackets; `set_event_pid` may be empty).
+fn restorable(name: &str, text: &str) -> String {
+    if name == "trace_clock" {
+        if let Some(cur) = text
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
+        {
+            return cur.to_string();
+        }
+    }
+    text.trim().to_string()
+}
+
+/// A recording session: tracefs set up for the traced tree and a reader thread per run.
+pub struct Session {
+    root: PathBuf,
+    saved: Vec<(&'static str, String)>,
+    stop: Arc<AtomicBool>,
+    reader: Option<JoinHandle<Vec<Vec<u8>>>>,
+    page_size: usize,
+    /// What tracefs says of the events, for `kernel_header`.
+    header_page: String,
+    formats: Vec<(String, String)>,
+}
+
+fn write_file(root: &Path, name: &str, value: &str) -> anyhow::Result<()> {
+    let path = root.join(name);
+    let mut f = OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    f.write_all(value.as_bytes())
+        .with_context(|| format!("cannot write '{value}' to {}", path.display()))
+}
+
+/// Reads a tracefs file. Some (`events/header_page`) end their text after a short first read,
+/// so the reads are large ones.
+fn read_file(root: &Path, name: &str) -> anyhow::Result<String> {
+    let path = root.join(name);
+    let mut f = File::open(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f
+            .read(&mut buf)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Number of CPUs with a `per_cpu` directory.
+fn cpus(root: &Path) -> usize {
+    (0..)
+        .take_while(|n| root.join(format!("per_cpu/cpu{n}")).exists())
+        .count()
+}
+
+impl Session {
+    /// Saves the settings, starts the reader and turns the events on for this process and
+    /// the tasks it forks from now on.
+    pub fn start() -> anyhow::Result<Session> {
+        let root = tracefs()?;
+        let mut saved = Vec::new();
+        for &name in SAVED {
+            let text = read_file(&root, name).with_context(|| {
+                "-k needs read and write access to tracefs (run as root)".to_string()
+            })?;
+            saved.push((name, restorable(name, &text)));
+        }
+        let page_size = read_file(&root, "buffer_subbuf_size_kb")
+            .ok()
+            .and_then(|t| t.trim().parse::<usize>().ok())
+            .map_or(4096, |kb| kb * 1024);
+        let header_page = read_file(&root, "events/header_page")?;
+        let mut formats = Vec::new();
+        for name in ["funcgraph_entry", "funcgraph_exit"] {
+            let rel = format!("events/ftrace/{name}/format");
+            // Newer kernels end funcgraph_entry with a flexible `args[]` field, which older
+            // readers (uftrace 0.13's libtraceevent) reject; the records written here have
+            // no arguments.
+            let text = read_file(&root, &rel)?;
+            let text: String = text
+                .lines()
+                .filter(|l| !l.contains("[];"))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            formats.push((rel.clone(), text));
+        }
+        for ev in EVENTS {
+            let (sys, name) = ev.split_once(':').unwrap_or(("", ev));
+            let rel = format!("events/{sys}/{name}/format");
+            formats.push((rel.clone(), read_file(&root, &rel)?));
+        }
+        let mut s = Session {
+            root,
+            saved,
+            stop: Arc::new(AtomicBool::new(false)),
+            reader: None,
+            page_size,
+            header_page,
+            formats,
+        };
+        s.setup()?;
+        Ok(s)
+    }
+
+    fn setup(&mut self) -> anyhow::Result<()> {
+        let root = self.root.clone();
+        write_file(&root, "tracing_on", "0")?;
+        write_file(&root, "set_event", "")?;
+        write_file(&root, "set_event_pid", "")?;
+        write_file(&root, "trace", "")?;
+        write_file(&root, "trace_clock", "mono")?;
+        write_file(&root, "options/event-fork", "1")?;
+        // The reader starts before this process is traced: its reads are not recorded.
+        let mut files = Vec::new();
+        for cpu in 0..cpus(&root) {
+            let path = root.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
+            let f = OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&path)
+                .with_context(|| format!("cannot open {}", path.display()))?;
+            files.push(f);
+        }
+        let stop = self.stop.clone();
+        let size = self.page_size;
+        self.reader = Some(std::thread::spawn(move || read_cpus(files, size, &stop)));
+        write_file(&root, "set_event_pid", &std::process::id().to_string())?;
+        for ev in EVENTS {
+            let path = root.join("set_event");
+            let mut f = OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .with_context(|| format!("cannot open {}", path.display()))?;
+            f.write_all(ev.as_bytes())
+                .with_context(|| format!("cannot enable the kernel event {ev}"))?;
+        }
+        write_file(&root, "tracing_on", "1")
+    }
+
+    /// Stops the events, collects what the reader read and puts tracefs back as it was; then
+    /// writes the kernel files into `dir` for the tasks of the recording (not this process).
+    pub fn finish(mut self, dir: &Path) -> anyhow::Result<()> {
+        let _ = write_file(&self.root, "tracing_on", "0");
+        self.stop.store(true, Ordering::Relaxed);
+        let pages = self
+            .reader
+            .take()
+            .and_then(|r| r.join().ok())
+            .unwrap_or_default();
+        self.restore();
+        self.write(dir, &pages)
+    }
+
+    fn restore(&mut self) {
+        if let Some(r) = self.reader.take() {
+            self.stop.store(true, Ordering::Relaxed);
+            let _ = r.join();
+        }
+        for (name, value) in std::mem::take(&mut self.saved) {
+            // set_event takes one event per write; an empty value clears it.
+            if name == "set_event" && !value.is_empty() {
+                let _ = write_file(&self.root, name, "");
+                for ev in value.lines() {
+                    if let Ok(mut f) = OpenOptions::new().append(true).open(self.root.join(name)) {
+                        let _ = f.write_all(ev.as_bytes());
+                    }
+                }
+                continue;
+            }
+            let _ = write_file(&self.root, name, &value);
+        }
+    }
+
+    /// Converts the system call events into function-graph records and writes the files.
+    fn write(&self, dir: &Path, raw: &[Vec<u8>]) -> anyhow::Result<()> {
+        let formats: Vec<EventFormat> = self
+            .formats
+            .iter()
+            .filter_map(|(rel, text)| {
+                let sys = rel.split('/').nth(1).unwrap_or("");
+                EventFormat::parse(sys, text)
+            })
+            .collect();
+        let find = |name: &str| formats.iter().find(|f| f.name == name);
+        let (Some(fentry), Some(fexit), Some(enter), Some(exit)) = (
+            find("funcgraph_entry"),
+            find("funcgraph_exit"),
+            find("sys_enter"),
+            find("sys_exit"),
+        ) else {
+            bail!("tracefs lacks the formats of the function-graph or system call events");
+        };
+        let kallsyms = fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+        let addr_of = kernel_functions(&kallsyms);
+        // Every event of every CPU, in time order: (time, cpu, pid, enter, syscall number).
+        let mut events = Vec::new();
+        let me = std::process::id();
+        for (cpu, bytes) in raw.iter().enumerate() {
+            for page in bytes.chunks(self.page_size) {
+                let Ok(page) = Page::parse(page) else { break };
+                for ev in page.events().map_while(Result::ok) {
+                    let ty = enter.value("common_type", ev.payload).unwrap_or(0) as u16;
+                    let is_enter = ty == enter.id;
+                    if !is_enter && ty != exit.id {
+                        continue;
+                    }
+                    let pid = enter.value("common_pid", ev.payload).unwrap_or(0) as u32;
+                    if pid == me || pid == 0 {
+                        continue;
+                    }
+                    let nr = enter.value("id", ev.payload).unwrap_or(u64::MAX);
+                    events.push((ev.time, cpu, pid, is_enter, nr));
+                }
+            }
+        }
+        events.sort_by_key(|e| e.0);
+        let mut writers: Vec<PageWriter> = (0..raw.len().max(1))
+            .map(|_| PageWriter::new(self.page_size))
+            .collect();
+        // Per task: the function of the system call it is in.
+        let mut open: HashMap<u32, u64> = HashMap::new();
+        for (time, cpu, pid, is_enter, nr) in events {
+            let record = |w: &mut PageWriter, id: u16, func: u64, exit: bool| {
+                let mut p = Vec::with_capacity(40);
+                p.extend_from_slice(&id.to_le_bytes());
+                p.extend_from_slice(&[0, 0]);
+                p.extend_from_slice(&pid.to_le_bytes());
+                p.extend_from_slice(&func.to_le_bytes());
+                p.extend_from_slice(&0u32.to_le_bytes());
+                p.extend_from_slice(&0u32.to_le_bytes());
+                if exit {
+                    p.extend_from_slice(&0u64.to_le_bytes());
+                    p.extend_from_slice(&0u64.to_le_bytes());
+                }
+                w.push(time, &p);
+            };
+            if is_enter {
+                let name = syscalls::name(nr).map_or_else(
+                    || "__x64_sys_ni_syscall".to_string(),
+                    |n| format!("__x64_sys_{n}"),
+                );
+                let Some(&func) = addr_of.get(name.as_str()) else {
+                    continue;
+                };
+                if let Some(prev) = open.insert(pid, func) {
+                    // An enter without an exit (a lost event): close the old call first.
+                    record(&mut writers[cpu], fexit.id, prev, true);
+                }
+                record(&mut writers[cpu], fentry.id, func, false);
+            } else if let Some(func) = open.remove(&pid) {
+                // Exits of calls entered before the task was traced (a new thread returning
+                // from clone) have no enter and are left out.
+                record(&mut writers[cpu], fexit.id, func, true);
+            }
+        }
+        let header = KernelHeader {
+            page_size: self.page_size,
+            long_size: 8,
+            big_endian: false,
+            files: std::iter::once(("events/header_page".to_string(), self.header_page.clone()))
+                .chain(
+                    self.formats
+                        .iter()
+                        .filter(|(rel, _)| rel.contains("/ftrace/"))
+                        .cloned(),
+                )
+                .collect(),
+        };
+        let put = |name: &str, bytes: &[u8]| {
+            let path = dir.join(name);
+            fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))
+        };
+        put("kernel_header", &header.to_bytes())?;
+        for (cpu, w) in writers.into_iter().enumerate() {
+            put(&format!("kernel-cpu{cpu}.dat"), &w.finish())?;
+        }
+        put("kallsyms", kallsyms.as_bytes())
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if !self.saved.is_empty() {
+            let _ = write_file(&self.root, "tracing_on", "0");
+            self.restore();
+        }
+    }
+}
+
+/// Text symbols of `/proc/kallsyms` by name (first address wins).
+fn kernel_functions(kallsyms: &str) -> HashMap<&str, u64> {
+    let mut out = HashMap::new();
+    for line in kallsyms.lines() {
+        let mut it = line.split_whitespace();
+        let (Some(addr), Some(ty), Some(name)) = (it.next(), it.next(), it.next()) else {
+            continue;
+        };
+        if !matches!(ty, "T" | "t") {
+            continue;
+        }
+        if let Ok(a) = u64::from_str_radix(addr, 16) {
+            if a != 0 {
+                out.entry(name).or_insert(a);
+            }
+        }
+    }
+    out
+}
+
+/// Reads every CPU's sub-buffers until `stop`, then drains them; returns the pages by CPU.
+fn read_cpus(mut files: Vec<File>, size: usize, stop: &AtomicBool) -> Vec<Vec<u8>> {
+    let mut out = vec![Vec::new(); files.len()];
+    let mut buf = vec![0u8; size];
+    loop {
+        let stopping = stop.load(Ordering::Relaxed);
+        let mut got = false;
+        for (cpu, f) in files.iter_mut().enumerate() {
+            loop {
+                match f.read(&mut buf) {
+                    Ok(n) if n > 0 => {
+                        got = true;
+                        out[cpu].extend_from_slice(&buf[..n]);
+                        // A short read is a partial sub-buffer: pad it to a whole one.
+                        let rem = out[cpu].len() % size;
+                        if rem != 0 {
+                            let len = out[cpu].len() + size - rem;
+                            out[cpu].resize(len, 0);
+                        }
+                    }
+                    _ => break,
+                }
+            }
+        }
+        if stopping && !got {
+            return out;
+        }
+        if !got {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_read_back() {
+        assert_eq!(
+            restorable("trace_clock", "[local] global counter mono\n"),
+            "local"
+        );
+        assert_eq!(restorable("tracing_on", "1\n"), "1");
+        assert_eq!(restorable("set_event_pid", "\n"), "");
+    }
+
+    #[test]
+    fn kallsyms_functions() {
+        let k = "ffffffff81000000 T _stext\nffffffff81102a40 T __x64_sys_getpid\n\
+                 0000000000000000 T zero\nffffffff81400c40 d data\n";
+        let f = kernel_functions(k);
+        assert_eq!(f.get("__x64_sys_getpid"), Some(&0xffff_ffff_8110_2a40));
+        assert!(!f.contains_key("data") && !f.contains_key("zero"));
+        assert_eq!(syscalls::name(39), Some("getpid"));
+    }
+}
