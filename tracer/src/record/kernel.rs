@@ -31,7 +31,24 @@ const SAVED: &[&str] = &[
 ];
 
 /// The events recorded.
-const EVENTS: &[&str] = &["raw_syscalls:sys_enter", "raw_syscalls:sys_exit"];
+const EVENTS: &[&str] = &[
+    "raw_syscalls:sys_enter",
+    "raw_syscalls:sys_exit",
+    "sched:sched_switch",
+];
+
+/// What a kernel event means for one traced task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Enters system call `nr`.
+    Enter(u64),
+    /// Returns from its system call.
+    Exit,
+    /// Leaves the CPU.
+    Out,
+    /// Runs again.
+    In,
+}
 
 /// Where tracefs is mounted, mounting it when it is not.
 fn tracefs() -> anyhow::Result<PathBuf> {
@@ -276,43 +293,66 @@ impl Session {
         ) else {
             bail!("tracefs lacks the formats of the function-graph or system call events");
         };
+        let switch = find("sched_switch");
         let kallsyms = fs::read_to_string("/proc/kallsyms").unwrap_or_default();
         let addr_of = kernel_functions(&kallsyms);
-        // Every event of every CPU, in time order: (time, cpu, pid, enter, syscall number).
-        let mut events = Vec::new();
+        let schedule = addr_of.get("schedule").copied();
+        // Every step of every traced task, in time order: (time, cpu, pid, step).
+        let mut steps = Vec::new();
         let me = std::process::id();
+        let traced = |pid: u64| pid != 0 && pid != u64::from(me) && pid < u64::from(u32::MAX);
         for (cpu, bytes) in raw.iter().enumerate() {
             for page in bytes.chunks(self.page_size) {
                 let Ok(page) = Page::parse(page) else { break };
                 for ev in page.events().map_while(Result::ok) {
-                    let ty = enter.value("common_type", ev.payload).unwrap_or(0) as u16;
-                    let is_enter = ty == enter.id;
-                    if !is_enter && ty != exit.id {
-                        continue;
+                    let p = ev.payload;
+                    let ty = enter.value("common_type", p).unwrap_or(0) as u16;
+                    let pid = enter.value("common_pid", p).unwrap_or(0);
+                    if ty == enter.id || ty == exit.id {
+                        if traced(pid) {
+                            let step = match ty == enter.id {
+                                true => Step::Enter(enter.value("id", p).unwrap_or(u64::MAX)),
+                                false => Step::Exit,
+                            };
+                            steps.push((ev.time, cpu, pid as u32, step));
+                        }
+                    } else if let Some(sw) = switch.filter(|f| f.id == ty) {
+                        // Recorded when either side is traced, in the context of the task
+                        // that leaves the CPU.
+                        let prev = sw.value("prev_pid", p).unwrap_or(0);
+                        let next = sw.value("next_pid", p).unwrap_or(0);
+                        if traced(prev) {
+                            steps.push((ev.time, cpu, prev as u32, Step::Out));
+                        }
+                        if traced(next) {
+                            steps.push((ev.time, cpu, next as u32, Step::In));
+                        }
                     }
-                    let pid = enter.value("common_pid", ev.payload).unwrap_or(0) as u32;
-                    if pid == me || pid == 0 {
-                        continue;
-                    }
-                    let nr = enter.value("id", ev.payload).unwrap_or(u64::MAX);
-                    events.push((ev.time, cpu, pid, is_enter, nr));
                 }
             }
         }
-        events.sort_by_key(|e| e.0);
+        steps.sort_by_key(|e| e.0);
         let mut writers: Vec<PageWriter> = (0..raw.len().max(1))
             .map(|_| PageWriter::new(self.page_size))
             .collect();
-        // Per task: the function of the system call it is in.
+        // Per task: the function of the system call it is in, and the kernel depth of the
+        // `schedule` it is off the CPU in.
         let mut open: HashMap<u32, u64> = HashMap::new();
-        for (time, cpu, pid, is_enter, nr) in events {
-            let record = |w: &mut PageWriter, id: u16, func: u64, exit: bool| {
+        let mut off: HashMap<u32, u32> = HashMap::new();
+        // A task's records all go to the file of the CPU it was first seen on: uftrace's
+        // reader loses calls whose entry and exit lie in different CPU files (a task that
+        // migrated while off the CPU).
+        let mut home: HashMap<u32, usize> = HashMap::new();
+        for (time, cpu, pid, step) in steps {
+            let cpu = *home.entry(pid).or_insert(cpu);
+            let w = &mut writers[cpu];
+            let mut record = |id: u16, func: u64, depth: u32, exit: bool| {
                 let mut p = Vec::with_capacity(40);
                 p.extend_from_slice(&id.to_le_bytes());
                 p.extend_from_slice(&[0, 0]);
                 p.extend_from_slice(&pid.to_le_bytes());
                 p.extend_from_slice(&func.to_le_bytes());
-                p.extend_from_slice(&0u32.to_le_bytes());
+                p.extend_from_slice(&depth.to_le_bytes());
                 p.extend_from_slice(&0u32.to_le_bytes());
                 if exit {
                     p.extend_from_slice(&0u64.to_le_bytes());
@@ -320,23 +360,43 @@ impl Session {
                 }
                 w.push(time, &p);
             };
-            if is_enter {
-                let name = syscalls::name(nr).map_or_else(
-                    || "__x64_sys_ni_syscall".to_string(),
-                    |n| format!("__x64_sys_{n}"),
-                );
-                let Some(&func) = addr_of.get(name.as_str()) else {
-                    continue;
-                };
-                if let Some(prev) = open.insert(pid, func) {
-                    // An enter without an exit (a lost event): close the old call first.
-                    record(&mut writers[cpu], fexit.id, prev, true);
+            match step {
+                Step::Enter(nr) => {
+                    let name = syscalls::name(nr).map_or_else(
+                        || "__x64_sys_ni_syscall".to_string(),
+                        |n| format!("__x64_sys_{n}"),
+                    );
+                    let Some(&func) = addr_of.get(name.as_str()) else {
+                        continue;
+                    };
+                    if let Some(prev) = open.insert(pid, func) {
+                        // An enter without an exit (a lost event): close the old call first.
+                        record(fexit.id, prev, 0, true);
+                    }
+                    record(fentry.id, func, 0, false);
                 }
-                record(&mut writers[cpu], fentry.id, func, false);
-            } else if let Some(func) = open.remove(&pid) {
-                // Exits of calls entered before the task was traced (a new thread returning
-                // from clone) have no enter and are left out.
-                record(&mut writers[cpu], fexit.id, func, true);
+                Step::Exit => {
+                    if let (Some(depth), Some(s)) = (off.remove(&pid), schedule) {
+                        record(fexit.id, s, depth, true);
+                    }
+                    // Exits of calls entered before the task was traced (a new thread
+                    // returning from clone) have no enter and are left out.
+                    if let Some(func) = open.remove(&pid) {
+                        record(fexit.id, func, 0, true);
+                    }
+                }
+                Step::Out => {
+                    if let Some(s) = schedule.filter(|_| !off.contains_key(&pid)) {
+                        let depth = u32::from(open.contains_key(&pid));
+                        off.insert(pid, depth);
+                        record(fentry.id, s, depth, false);
+                    }
+                }
+                Step::In => {
+                    if let (Some(depth), Some(s)) = (off.remove(&pid), schedule) {
+                        record(fexit.id, s, depth, true);
+                    }
+                }
             }
         }
         let header = KernelHeader {
