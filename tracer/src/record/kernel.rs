@@ -9,7 +9,7 @@
 //! system calls are left out when converting.
 
 use anyhow::{bail, Context};
-use record_format::kernel::{EventFormat, KernelHeader, Page, PageWriter};
+use record_format::kernel::{EventFormat, KernelHeader, Lost, Page, PageWriter};
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
@@ -96,6 +96,12 @@ fn tracefs() -> anyhow::Result<PathBuf> {
 /// The value to write back for a setting read as `text` (`trace_clock` lists every clock
 /// with the current one in brackets; `set_event_pid` may be empty).
 fn restorable(name: &str, text: &str) -> String {
+    // `7 (expanded: 1408)`: not allocated yet; 1408 is the size in effect.
+    if name == "buffer_size_kb" {
+        if let Some(n) = text.split("expanded: ").nth(1) {
+            return n.trim_end_matches([')', '\n', ' ']).to_string();
+        }
+    }
     if name == "trace_clock" {
         if let Some(cur) = text
             .split_whitespace()
@@ -105,6 +111,15 @@ fn restorable(name: &str, text: &str) -> String {
         }
     }
     text.trim().to_string()
+}
+
+/// What a session recorded.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stats {
+    /// Events read.
+    pub events: u64,
+    /// Events the kernel dropped (its buffer was full).
+    pub lost: u64,
 }
 
 /// A recording session: tracefs set up for the traced tree and a reader thread per run.
@@ -158,11 +173,12 @@ fn cpus(root: &Path) -> usize {
 
 impl Session {
     /// Saves the settings, starts the reader and turns the events on for this process and
-    /// the tasks it forks from now on.
-    pub fn start() -> anyhow::Result<Session> {
+    /// the tasks it forks from now on; `buffer`: bytes of buffer per CPU (`--kernel-buffer`).
+    pub fn start(buffer: Option<u64>) -> anyhow::Result<Session> {
         let root = tracefs()?;
         let mut saved = Vec::new();
-        for &name in SAVED {
+        let names = SAVED.iter().chain(buffer.map(|_| &"buffer_size_kb"));
+        for &name in names {
             let text = read_file(&root, name).with_context(|| {
                 "-k needs read and write access to tracefs (run as root)".to_string()
             })?;
@@ -201,13 +217,16 @@ impl Session {
             header_page,
             formats,
         };
-        s.setup()?;
+        s.setup(buffer)?;
         Ok(s)
     }
 
-    fn setup(&mut self) -> anyhow::Result<()> {
+    fn setup(&mut self, buffer: Option<u64>) -> anyhow::Result<()> {
         let root = self.root.clone();
         write_file(&root, "tracing_on", "0")?;
+        if let Some(bytes) = buffer {
+            write_file(&root, "buffer_size_kb", &(bytes / 1024).max(4).to_string())?;
+        }
         write_file(&root, "set_event", "")?;
         write_file(&root, "set_event_pid", "")?;
         write_file(&root, "trace", "")?;
@@ -242,7 +261,7 @@ impl Session {
 
     /// Stops the events, collects what the reader read and puts tracefs back as it was; then
     /// writes the kernel files into `dir` for the tasks of the recording (not this process).
-    pub fn finish(mut self, dir: &Path) -> anyhow::Result<()> {
+    pub fn finish(mut self, dir: &Path) -> anyhow::Result<Stats> {
         let _ = write_file(&self.root, "tracing_on", "0");
         self.stop.store(true, Ordering::Relaxed);
         let pages = self
@@ -275,7 +294,7 @@ impl Session {
     }
 
     /// Converts the system call events into function-graph records and writes the files.
-    fn write(&self, dir: &Path, raw: &[Vec<u8>]) -> anyhow::Result<()> {
+    fn write(&self, dir: &Path, raw: &[Vec<u8>]) -> anyhow::Result<Stats> {
         let formats: Vec<EventFormat> = self
             .formats
             .iter()
@@ -299,12 +318,19 @@ impl Session {
         let schedule = addr_of.get("schedule").copied();
         // Every step of every traced task, in time order: (time, cpu, pid, step).
         let mut steps = Vec::new();
+        let mut stats = Stats::default();
         let me = std::process::id();
         let traced = |pid: u64| pid != 0 && pid != u64::from(me) && pid < u64::from(u32::MAX);
         for (cpu, bytes) in raw.iter().enumerate() {
             for page in bytes.chunks(self.page_size) {
                 let Ok(page) = Page::parse(page) else { break };
+                match page.lost {
+                    Some(Lost::Count(n)) => stats.lost += n,
+                    Some(Lost::Unknown) => stats.lost += 1,
+                    None => {}
+                }
                 for ev in page.events().map_while(Result::ok) {
+                    stats.events += 1;
                     let p = ev.payload;
                     let ty = enter.value("common_type", p).unwrap_or(0) as u16;
                     let pid = enter.value("common_pid", p).unwrap_or(0);
@@ -420,7 +446,8 @@ impl Session {
         for (cpu, w) in writers.into_iter().enumerate() {
             put(&format!("kernel-cpu{cpu}.dat"), &w.finish())?;
         }
-        put("kallsyms", kallsyms.as_bytes())
+        put("kallsyms", kallsyms.as_bytes())?;
+        Ok(stats)
     }
 }
 
@@ -454,36 +481,45 @@ fn kernel_functions(kallsyms: &str) -> HashMap<&str, u64> {
 }
 
 /// Reads every CPU's sub-buffers until `stop`, then drains them; returns the pages by CPU.
+/// It waits in `poll`, which the kernel ends when a CPU's buffer is `buffer_percent` full,
+/// so that pages are read whole rather than while the traced tasks fill them.
 fn read_cpus(mut files: Vec<File>, size: usize, stop: &AtomicBool) -> Vec<Vec<u8>> {
+    use std::os::fd::AsRawFd;
     let mut out = vec![Vec::new(); files.len()];
     let mut buf = vec![0u8; size];
-    loop {
-        let stopping = stop.load(Ordering::Relaxed);
-        let mut got = false;
+    let mut drain = |files: &mut [File], out: &mut [Vec<u8>], only: Option<&[libc::pollfd]>| {
         for (cpu, f) in files.iter_mut().enumerate() {
-            loop {
-                match f.read(&mut buf) {
-                    Ok(n) if n > 0 => {
-                        got = true;
-                        out[cpu].extend_from_slice(&buf[..n]);
-                        // A short read is a partial sub-buffer: pad it to a whole one.
-                        let rem = out[cpu].len() % size;
-                        if rem != 0 {
-                            let len = out[cpu].len() + size - rem;
-                            out[cpu].resize(len, 0);
-                        }
-                    }
-                    _ => break,
+            if only.is_some_and(|p| p[cpu].revents & libc::POLLIN == 0) {
+                continue;
+            }
+            while let Ok(n) = f.read(&mut buf) {
+                if n == 0 {
+                    break;
                 }
+                out[cpu].extend_from_slice(&buf[..n]);
+                // A short read is a partial sub-buffer: pad it to a whole one.
+                let len = out[cpu].len().next_multiple_of(size);
+                out[cpu].resize(len, 0);
             }
         }
-        if stopping && !got {
-            return out;
-        }
-        if !got {
-            std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut fds: Vec<libc::pollfd> = files
+        .iter()
+        .map(|f| libc::pollfd {
+            fd: f.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    while !stop.load(Ordering::Relaxed) {
+        // SAFETY: `fds` holds `len` initialized pollfd entries of open files.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 100) };
+        if n > 0 {
+            drain(&mut files, &mut out, Some(&fds));
         }
     }
+    drain(&mut files, &mut out, None);
+    out
 }
 
 #[cfg(test)]
@@ -498,6 +534,8 @@ mod tests {
         );
         assert_eq!(restorable("tracing_on", "1\n"), "1");
         assert_eq!(restorable("set_event_pid", "\n"), "");
+        assert_eq!(restorable("buffer_size_kb", "7 (expanded: 1408)\n"), "1408");
+        assert_eq!(restorable("buffer_size_kb", "1410\n"), "1410");
     }
 
     #[test]

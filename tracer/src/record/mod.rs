@@ -165,6 +165,8 @@ struct Settings {
     args: Option<ArgSpecInfo>,
     /// `-k`: the kernel's system calls too.
     kernel: bool,
+    /// `--kernel-buffer`: bytes of the kernel's buffer per CPU.
+    kernel_buffer: Option<u64>,
 }
 
 /// The `-A` or `-R` entries (`;`-separated lists split), without those whose items of `kind`
@@ -349,6 +351,10 @@ fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Settings>
         }
     }
     let kernel = r.kernel || r.kernel_depth.is_some();
+    let kernel_buffer = r
+        .kernel_buffer
+        .as_deref()
+        .and_then(|b| parse_size(b, notices));
     if r.kernel_only {
         notices.warn("--kernel-only is not supported yet: recording user functions too");
     }
@@ -367,6 +373,7 @@ fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Settings>
     Ok(Settings {
         args,
         kernel,
+        kernel_buffer,
         env: vars,
         max_stack,
         plthook,
@@ -541,7 +548,9 @@ pub fn record(
         .with_context(|| "cannot start the recorder's writer thread".to_string())?;
     // After the writer thread: the tasks this process starts from now on are traced.
     let kernel = match settings.kernel {
-        true => Some(kernel::Session::start().context("cannot trace the kernel")?),
+        true => Some(
+            kernel::Session::start(settings.kernel_buffer).context("cannot trace the kernel")?,
+        ),
         false => None,
     };
     let ended = launch::run(&launch::Launch {
@@ -561,7 +570,14 @@ pub fn record(
     let ended = ended?;
     let kernel = match kernel_done {
         Some(done) => {
-            done.context("cannot save the kernel trace")?;
+            let stats = done.context("cannot save the kernel trace")?;
+            if stats.lost > 0 {
+                notices.warn(format!(
+                    "kernel: {} of {} events lost: a larger --kernel-buffer keeps more",
+                    stats.lost,
+                    stats.events + stats.lost
+                ));
+            }
             true
         }
         None => false,
