@@ -138,3 +138,43 @@ fn system_calls_nest_under_their_functions() {
         );
     }
 }
+
+/// Without the rights to tracefs, `record -k` stops with one line naming what is missing.
+#[test]
+fn kernel_tracing_without_root_is_refused() {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    let tracefs_private = std::fs::metadata(TRACEFS)
+        .is_ok_and(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o005 == 0);
+    if !root || !tracefs_private || Command::new("su").arg("--help").output().is_err() {
+        eprintln!(
+            "kernel_tracing_without_root_is_refused skipped: needs root, su and a private tracefs"
+        );
+        return;
+    }
+    let exe = util::testprog("ksys", Mode::Pg);
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        tmp.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let script = format!(
+        "{} record -k -d {}/data {}",
+        util::utrace_bin().display(),
+        tmp.path().display(),
+        exe.display()
+    );
+    let mut cmd = Command::new("su");
+    cmd.args(["nobody", "-s", "/bin/sh", "-c", &script]);
+    let out = util::run(cmd);
+    assert_eq!(out.status.code(), Some(1), "{out}");
+    assert!(
+        out.stderr
+            .contains("-k needs root: tracefs at /sys/kernel/tracing is not accessible"),
+        "{out}"
+    );
+    assert!(!out.stderr.contains("panicked"), "{out}");
+}

@@ -53,6 +53,12 @@ enum Step {
 /// Where tracefs is mounted, mounting it when it is not.
 fn tracefs() -> anyhow::Result<PathBuf> {
     let has_trace = |p: &Path| p.join("trace").exists();
+    match fs::metadata("/sys/kernel/tracing/trace") {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            bail!("-k needs root: tracefs at /sys/kernel/tracing is not accessible ({e})")
+        }
+        _ => {}
+    }
     for p in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
         if has_trace(Path::new(p)) {
             return Ok(PathBuf::from(p));
@@ -357,6 +363,14 @@ impl Session {
                 }
             }
         }
+        // Scheduler events name both tasks, traced or not; the traced ones are those whose
+        // own system calls were recorded (set_event_pid).
+        let tasks: std::collections::HashSet<u32> = steps
+            .iter()
+            .filter(|s| matches!(s.3, Step::Enter(_) | Step::Exit))
+            .map(|s| s.2)
+            .collect();
+        steps.retain(|s| tasks.contains(&s.2));
         steps.sort_by_key(|e| e.0);
         let mut writers: Vec<PageWriter> = (0..raw.len().max(1))
             .map(|_| PageWriter::new(self.page_size))
