@@ -127,16 +127,38 @@ fn system_calls_nest_under_their_functions() {
     };
     assert!(kernel > 0.0 && kernel <= us("} /* write */"), "{timed}");
 
-    if util::uftrace_available() {
+    if !util::uftrace_available() {
+        return;
+    }
+    // uftrace 0.13's kernel reader now and then pairs a `schedule` exit wrongly (its per-CPU
+    // look-ahead; kernel.md §1.8): a fresh recording must then replay alike.
+    let mut diffs = Vec::new();
+    for attempt in 0..3 {
+        let dir = tmp.path().join(format!("again{attempt}"));
+        if attempt > 0 {
+            let mut cmd = Command::new(util::utrace_bin());
+            cmd.args(["record", "-k", "-d"])
+                .arg(&dir)
+                .arg(&exe)
+                .arg(&scratch);
+            util::run(cmd).assert_success();
+        }
+        let dir = if attempt == 0 {
+            tmp.path().join("data")
+        } else {
+            dir
+        };
         let theirs = util::uftrace_replay(&dir, &[]);
         let ours = util::utrace_replay(&dir, &["--tid-width=6"]);
-        assert_eq!(
-            ours.stdout,
-            theirs.stdout,
-            "uftrace replays utrace's kernel data differently:\n{}",
-            crate::normalize::diff(&theirs.stdout, &ours.stdout)
-        );
+        if ours.stdout == theirs.stdout {
+            return;
+        }
+        diffs.push(crate::normalize::diff(&theirs.stdout, &ours.stdout));
     }
+    panic!(
+        "uftrace replays utrace's kernel data differently (3 recordings):\n{}",
+        diffs.join("\n\n")
+    );
 }
 
 /// Without the rights to tracefs, `record -k` stops with one line naming what is missing.
