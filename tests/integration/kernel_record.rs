@@ -28,12 +28,15 @@ fn tracefs_state() -> String {
     .collect()
 }
 
-fn kernel_tracing_possible() -> bool {
-    let root = Command::new("id")
+fn is_root() -> bool {
+    Command::new("id")
         .arg("-u")
         .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    if !root {
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+fn kernel_tracing_possible() -> bool {
+    if !is_root() {
         return false;
     }
     if !Path::new(TRACEFS).join("trace").exists() {
@@ -164,10 +167,7 @@ fn system_calls_nest_under_their_functions() {
 /// Without the rights to tracefs, `record -k` stops with one line naming what is missing.
 #[test]
 fn kernel_tracing_without_root_is_refused() {
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    let root = is_root();
     let tracefs_private = std::fs::metadata(TRACEFS)
         .is_ok_and(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o005 == 0);
     if !root || !tracefs_private || Command::new("su").arg("--help").output().is_err() {
