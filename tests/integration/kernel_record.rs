@@ -200,3 +200,26 @@ fn kernel_tracing_without_root_is_refused() {
     );
     assert!(!out.stderr.contains("panicked"), "{out}");
 }
+
+/// function_graph mode on a real kernel that has it: tests/vm/run-kernel-test.sh boots Debian's
+/// stock kernel under QEMU and checks, inside, that `record -k -K 3` shows `vfs_write` under the
+/// program's function and restores tracefs. Runs as root (it installs QEMU and downloads the
+/// kernel package when missing); `UTRACE_SKIP_VM=1` skips it.
+#[test]
+fn function_graph_in_a_vm() {
+    if !is_root() || std::env::var_os("UTRACE_SKIP_VM").is_some() {
+        eprintln!("function_graph_in_a_vm skipped: needs root (UTRACE_SKIP_VM unset)");
+        return;
+    }
+    let script = util::workspace_root().join("tests/vm/run-kernel-test.sh");
+    let work = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new("bash");
+    cmd.arg(&script).env("KTEST_WORK", work.path());
+    if let Some(k) = std::env::var_os("KTEST_VMLINUZ") {
+        cmd.env("KTEST_VMLINUZ", k);
+    }
+    let out = util::run_for(cmd, std::time::Duration::from_secs(900));
+    assert!(out.status.success(), "{out}");
+    assert!(out.stdout.contains("function_graph"), "{out}");
+    assert!(out.stdout.contains("vfs_write"), "{out}");
+}

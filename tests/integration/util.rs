@@ -307,7 +307,12 @@ impl std::fmt::Display for Output {
 }
 
 /// Runs `cmd` with stdin closed, capturing stdout and stderr, killing it after [`TIMEOUT`].
-pub fn run(mut cmd: Command) -> Output {
+pub fn run(cmd: Command) -> Output {
+    run_for(cmd, TIMEOUT)
+}
+
+/// [`run`] with another time limit.
+pub fn run_for(mut cmd: Command, limit: Duration) -> Output {
     let command = describe(&cmd);
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -327,9 +332,9 @@ pub fn run(mut cmd: Command) -> Output {
         if let Some(status) = guard.child_mut().try_wait().expect("try_wait") {
             break status;
         }
-        if start.elapsed() > TIMEOUT {
+        if start.elapsed() > limit {
             drop(guard);
-            panic!("`{command}` did not finish within {TIMEOUT:?}; killed");
+            panic!("`{command}` did not finish within {limit:?}; killed");
         }
         std::thread::sleep(Duration::from_millis(2));
     };

@@ -21,13 +21,40 @@ use std::thread::JoinHandle;
 
 use super::syscalls;
 
-/// Settings written and restored, relative to tracefs.
+/// Settings written and restored in event mode, relative to tracefs (`tracing_on` last: it
+/// is restored last).
 const SAVED: &[&str] = &[
-    "tracing_on",
     "trace_clock",
     "set_event",
     "set_event_pid",
     "options/event-fork",
+    "tracing_on",
+];
+
+/// Settings written and restored in graph mode (`current_tracer` first: it is restored first,
+/// once the readers are closed).
+const SAVED_GRAPH: &[&str] = &[
+    "current_tracer",
+    "trace_clock",
+    "set_ftrace_pid",
+    "max_graph_depth",
+    "set_ftrace_notrace",
+    "set_graph_notrace",
+    "options/function-fork",
+    "tracing_on",
+];
+
+/// Settings that hold a list, one item per line (restored an item at a time).
+const LISTS: &[&str] = &["set_event", "set_ftrace_notrace", "set_graph_notrace"];
+
+/// Left out of the graphs (kernel.md §1.6, §5.2): the system call dispatcher, so that depth 0
+/// is the `__x64_sys_*` function, and the work around every system call.
+const NOTRACE: &[&str] = &["do_syscall_64", "x64_sys_call"];
+const GRAPH_NOTRACE: &[&str] = &[
+    "syscall_*",
+    "exit_to_user_mode_prepare",
+    "sys_clock_gettime",
+    "smp_irq_work_interrupt",
 ];
 
 /// The events recorded.
@@ -116,7 +143,25 @@ fn restorable(name: &str, text: &str) -> String {
             return cur.to_string();
         }
     }
-    text.trim().to_string()
+    if name == "set_ftrace_pid" && text.trim() == "no pid" {
+        return String::new();
+    }
+    // Lists say `#### all functions enabled ####` when empty.
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim()
+        .to_string()
+}
+
+/// How the kernel is traced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// The function_graph tracer: its records are saved as they are.
+    Graph,
+    /// System call and scheduler events, turned into function-graph records.
+    Events,
 }
 
 /// What a session recorded.
@@ -131,6 +176,7 @@ pub struct Stats {
 /// A recording session: tracefs set up for the traced tree and a reader thread per run.
 pub struct Session {
     root: PathBuf,
+    mode: Mode,
     saved: Vec<(&'static str, String)>,
     stop: Arc<AtomicBool>,
     reader: Option<JoinHandle<Vec<Vec<u8>>>>,
@@ -178,12 +224,39 @@ fn cpus(root: &Path) -> usize {
 }
 
 impl Session {
-    /// Saves the settings, starts the reader and turns the events on for this process and
-    /// the tasks it forks from now on; `buffer`: bytes of buffer per CPU (`--kernel-buffer`).
-    pub fn start(buffer: Option<u64>) -> anyhow::Result<Session> {
+    /// Saves the settings, starts the reader and turns tracing on for this process and the
+    /// tasks it forks from now on: the function_graph tracer to `depth` when the kernel has
+    /// it and lets us use it, else the system call and scheduler events. `buffer`: bytes of
+    /// buffer per CPU (`--kernel-buffer`).
+    pub fn start(buffer: Option<u64>, depth: u32) -> anyhow::Result<Session> {
         let root = tracefs()?;
+        let tracers = read_file(&root, "available_tracers").unwrap_or_default();
+        if tracers.split_whitespace().any(|t| t == "function_graph") {
+            match Self::open(&root, Mode::Graph, buffer, depth) {
+                Ok(s) => return Ok(s),
+                Err(e) => eprintln!(
+                    "utrace: function_graph cannot be used ({e:#}): recording system call events"
+                ),
+            }
+        }
+        if depth > 1 {
+            eprintln!("utrace: without function_graph, -k records system calls only: -K {depth} shows no deeper kernel functions");
+        }
+        Self::open(&root, Mode::Events, buffer, depth)
+    }
+
+    fn open(root: &Path, mode: Mode, buffer: Option<u64>, depth: u32) -> anyhow::Result<Session> {
+        let root = root.to_path_buf();
         let mut saved = Vec::new();
-        let names = SAVED.iter().chain(buffer.map(|_| &"buffer_size_kb"));
+        let list = match mode {
+            Mode::Graph => SAVED_GRAPH,
+            Mode::Events => SAVED,
+        };
+        // The buffer size before tracing_on, which comes last.
+        let names = buffer
+            .map(|_| &"buffer_size_kb")
+            .into_iter()
+            .chain(list.iter());
         for &name in names {
             let text = read_file(&root, name).with_context(|| {
                 "-k needs read and write access to tracefs (run as root)".to_string()
@@ -209,13 +282,14 @@ impl Session {
                 .collect();
             formats.push((rel.clone(), text));
         }
-        for ev in EVENTS {
+        for ev in EVENTS.iter().filter(|_| mode == Mode::Events) {
             let (sys, name) = ev.split_once(':').unwrap_or(("", ev));
             let rel = format!("events/{sys}/{name}/format");
             formats.push((rel.clone(), read_file(&root, &rel)?));
         }
         let mut s = Session {
             root,
+            mode,
             saved,
             stop: Arc::new(AtomicBool::new(false)),
             reader: None,
@@ -223,8 +297,63 @@ impl Session {
             header_page,
             formats,
         };
-        s.setup(buffer)?;
+        match mode {
+            Mode::Graph => s.setup_graph(buffer, depth)?,
+            Mode::Events => s.setup(buffer)?,
+        }
         Ok(s)
+    }
+
+    /// Starts the reader before this process is traced: its reads are not recorded.
+    fn start_reader(&mut self) -> anyhow::Result<()> {
+        let mut files = Vec::new();
+        for cpu in 0..cpus(&self.root) {
+            let path = self.root.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
+            let f = OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&path)
+                .with_context(|| format!("cannot open {}", path.display()))?;
+            files.push(f);
+        }
+        let stop = self.stop.clone();
+        let size = self.page_size;
+        self.reader = Some(std::thread::spawn(move || read_cpus(files, size, &stop)));
+        Ok(())
+    }
+
+    /// kernel.md §1.2 and §5.2: the graph of this process's tree to `depth`, on the mono
+    /// clock, without the system call dispatcher.
+    fn setup_graph(&mut self, buffer: Option<u64>, depth: u32) -> anyhow::Result<()> {
+        let root = self.root.clone();
+        write_file(&root, "tracing_on", "0")?;
+        write_file(&root, "current_tracer", "nop")?;
+        if let Some(bytes) = buffer {
+            write_file(&root, "buffer_size_kb", &(bytes / 1024).max(4).to_string())?;
+        }
+        write_file(&root, "trace", "")?;
+        write_file(&root, "trace_clock", "mono")?;
+        write_file(&root, "max_graph_depth", &depth.to_string())?;
+        write_file(&root, "options/function-fork", "1")?;
+        // Names this kernel does not have (or cannot trace) are refused: fine.
+        for (list, names) in [
+            ("set_ftrace_notrace", NOTRACE),
+            ("set_graph_notrace", GRAPH_NOTRACE),
+        ] {
+            for name in names {
+                if let Ok(mut f) = OpenOptions::new().append(true).open(root.join(list)) {
+                    let _ = f.write_all(name.as_bytes());
+                }
+            }
+        }
+        let me = std::process::id().to_string();
+        write_file(&root, "set_ftrace_pid", &me)?;
+        // The tracer cannot change while a reader is open (EBUSY): it goes first.
+        write_file(&root, "current_tracer", "function_graph")?;
+        self.start_reader()?;
+        // function-fork added the reader thread: the list again, without it.
+        write_file(&root, "set_ftrace_pid", &me)?;
+        write_file(&root, "tracing_on", "1")
     }
 
     fn setup(&mut self, buffer: Option<u64>) -> anyhow::Result<()> {
@@ -238,20 +367,7 @@ impl Session {
         write_file(&root, "trace", "")?;
         write_file(&root, "trace_clock", "mono")?;
         write_file(&root, "options/event-fork", "1")?;
-        // The reader starts before this process is traced: its reads are not recorded.
-        let mut files = Vec::new();
-        for cpu in 0..cpus(&root) {
-            let path = root.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
-            let f = OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NONBLOCK)
-                .open(&path)
-                .with_context(|| format!("cannot open {}", path.display()))?;
-            files.push(f);
-        }
-        let stop = self.stop.clone();
-        let size = self.page_size;
-        self.reader = Some(std::thread::spawn(move || read_cpus(files, size, &stop)));
+        self.start_reader()?;
         write_file(&root, "set_event_pid", &std::process::id().to_string())?;
         for ev in EVENTS {
             let path = root.join("set_event");
@@ -285,8 +401,8 @@ impl Session {
             let _ = r.join();
         }
         for (name, value) in std::mem::take(&mut self.saved) {
-            // set_event takes one event per write; an empty value clears it.
-            if name == "set_event" && !value.is_empty() {
+            // Lists take one item per write; an empty value clears them.
+            if LISTS.contains(&name) && !value.is_empty() {
                 let _ = write_file(&self.root, name, "");
                 for ev in value.lines() {
                     if let Ok(mut f) = OpenOptions::new().append(true).open(self.root.join(name)) {
@@ -299,8 +415,12 @@ impl Session {
         }
     }
 
-    /// Converts the system call events into function-graph records and writes the files.
+    /// Writes the kernel files: the function_graph tracer's pages as they are, or the system
+    /// call and scheduler events turned into function-graph records.
     fn write(&self, dir: &Path, raw: &[Vec<u8>]) -> anyhow::Result<Stats> {
+        if self.mode == Mode::Graph {
+            return self.write_graph(dir, raw);
+        }
         let formats: Vec<EventFormat> = self
             .formats
             .iter()
@@ -439,7 +559,50 @@ impl Session {
                 }
             }
         }
-        let header = KernelHeader {
+        let header = self.header();
+        let put = |name: &str, bytes: &[u8]| {
+            let path = dir.join(name);
+            fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))
+        };
+        put("kernel_header", &header.to_bytes())?;
+        for (cpu, w) in writers.into_iter().enumerate() {
+            put(&format!("kernel-cpu{cpu}.dat"), &w.finish())?;
+        }
+        put("kallsyms", kallsyms.as_bytes())?;
+        Ok(stats)
+    }
+}
+
+impl Session {
+    fn write_graph(&self, dir: &Path, raw: &[Vec<u8>]) -> anyhow::Result<Stats> {
+        let mut stats = Stats::default();
+        for bytes in raw {
+            for page in bytes.chunks(self.page_size) {
+                let Ok(page) = Page::parse(page) else { break };
+                match page.lost {
+                    Some(Lost::Count(n)) => stats.lost += n,
+                    Some(Lost::Unknown) => stats.lost += 1,
+                    None => {}
+                }
+                stats.events += page.events().map_while(Result::ok).count() as u64;
+            }
+        }
+        let put = |name: &str, bytes: &[u8]| {
+            let path = dir.join(name);
+            fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))
+        };
+        put("kernel_header", &self.header().to_bytes())?;
+        for (cpu, bytes) in raw.iter().enumerate() {
+            put(&format!("kernel-cpu{cpu}.dat"), bytes)?;
+        }
+        let kallsyms = fs::read("/proc/kallsyms").unwrap_or_default();
+        put("kallsyms", &kallsyms)?;
+        Ok(stats)
+    }
+
+    /// `kernel_header`: the page layout and the function-graph formats.
+    fn header(&self) -> KernelHeader {
+        KernelHeader {
             page_size: self.page_size,
             long_size: 8,
             big_endian: false,
@@ -451,17 +614,7 @@ impl Session {
                         .cloned(),
                 )
                 .collect(),
-        };
-        let put = |name: &str, bytes: &[u8]| {
-            let path = dir.join(name);
-            fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))
-        };
-        put("kernel_header", &header.to_bytes())?;
-        for (cpu, w) in writers.into_iter().enumerate() {
-            put(&format!("kernel-cpu{cpu}.dat"), &w.finish())?;
         }
-        put("kallsyms", kallsyms.as_bytes())?;
-        Ok(stats)
     }
 }
 

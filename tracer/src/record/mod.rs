@@ -167,6 +167,8 @@ struct Settings {
     kernel: bool,
     /// `--kernel-buffer`: bytes of the kernel's buffer per CPU.
     kernel_buffer: Option<u64>,
+    /// `-K`: kernel graph depth (function_graph mode).
+    kernel_depth: u32,
 }
 
 /// The `-A` or `-R` entries (`;`-separated lists split), without those whose items of `kind`
@@ -358,11 +360,16 @@ fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Settings>
     if r.kernel_only {
         notices.warn("--kernel-only is not supported yet: recording user functions too");
     }
-    if r.kernel_depth.as_deref().is_some_and(|d| d.trim() != "1") {
-        notices.warn(
-            "kernel event mode records system calls only: -K deeper than 1 shows nothing more",
-        );
-    }
+    let kernel_depth = match r.kernel_depth.as_deref().map(str::trim) {
+        None => 1,
+        Some(d) => match d.parse::<u32>() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                notices.usage(format!("invalid kernel depth: '{d}' (use 1)"));
+                1
+            }
+        },
+    };
     if !r.patch.is_empty() {
         notices.warn("dynamic patching (-P) is not supported yet: ignoring it");
     }
@@ -374,6 +381,7 @@ fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Settings>
         args,
         kernel,
         kernel_buffer,
+        kernel_depth,
         env: vars,
         max_stack,
         plthook,
@@ -549,7 +557,8 @@ pub fn record(
     // After the writer thread: the tasks this process starts from now on are traced.
     let kernel = match settings.kernel {
         true => Some(
-            kernel::Session::start(settings.kernel_buffer).context("cannot trace the kernel")?,
+            kernel::Session::start(settings.kernel_buffer, settings.kernel_depth)
+                .context("cannot trace the kernel")?,
         ),
         false => None,
     };

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# A real function_graph kernel for `utrace record -k` (kernel.md §4): boots Debian's stock
+# kernel (function_graph built in) under QEMU with a small initramfs holding busybox, utrace,
+# libmcount and testprogs/ksys built with -pg; inside, records `utrace record -k -K 3 ksys`,
+# prints the replay, and passes only if the kernel's own functions (vfs_write) appear under
+# the program's write_sync() and the tracefs settings are back as they were.
+#
+# Usage: tests/vm/run-kernel-test.sh   (root; installs qemu-system-x86 and busybox-static and
+# downloads the kernel package when missing). Environment: KTEST_WORK (work directory, kept),
+# KTEST_VMLINUZ (a kernel image to use instead), KTEST_TIMEOUT (seconds, default 600).
+set -euo pipefail
+shopt -s inherit_errexit
+
+cd "$(dirname "$0")/../.."
+repo=$PWD
+work=${KTEST_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/utrace-vm.XXXXXX")}
+mkdir -p "$work"
+log() { echo "vm-test: $*" >&2; }
+
+export DEBIAN_FRONTEND=noninteractive
+sudo=()
+((EUID == 0)) || sudo=(sudo)
+if ! command -v qemu-system-x86_64 >/dev/null || ! [[ -x /bin/busybox ]] ||
+	ldd /bin/busybox >/dev/null 2>&1; then
+	log "installing qemu-system-x86 and busybox-static"
+	"${sudo[@]}" apt-get update -qq
+	"${sudo[@]}" apt-get install -y -qq --no-install-recommends qemu-system-x86 busybox-static \
+		</dev/null >/dev/null
+fi
+
+vmlinuz=${KTEST_VMLINUZ:-}
+if [[ -z $vmlinuz ]]; then
+	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
+		awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
+	if [[ -z $pkg ]]; then
+		"${sudo[@]}" apt-get update -qq
+		pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
+	fi
+	vmlinuz=$(ls "$work"/kernel/root/boot/vmlinuz-* 2>/dev/null | head -n 1 || true)
+	if [[ -z $vmlinuz ]]; then
+		log "downloading $pkg"
+		mkdir -p "$work/kernel"
+		chmod 777 "$work/kernel"
+		(cd "$work/kernel" && apt-get download -qq "$pkg" && dpkg -x ./*.deb root)
+		vmlinuz=$(ls "$work"/kernel/root/boot/vmlinuz-* | head -n 1)
+	fi
+fi
+
+[[ -x target/release/utrace && -f target/release/libmcount.so ]] || cargo build --release
+gcc -pg -O0 -o "$work/ksys" testprogs/ksys.c
+
+# The in-VM test: /test.sh under busybox sh.
+cat >"$work/test.sh" <<'EOF'
+set -e
+state() { for f in tracing_on current_tracer trace_clock set_ftrace_pid max_graph_depth options/function-fork; do echo "$f: $(cat /sys/kernel/tracing/$f)"; done; }
+state > /tmp/before
+cd /tmp
+utrace record -k -K 3 /vm/ksys /tmp/scratch
+utrace replay --no-pager > /tmp/out.txt
+cat /tmp/out.txt
+state > /tmp/after
+cmp /tmp/before /tmp/after || { echo "tracefs not restored"; diff /tmp/before /tmp/after; exit 1; }
+# vfs_write under write(), under write_sync().
+awk '/write_sync\(\) \{/ { w = 1 } w && /vfs_write/ { found = 1 } /\} \/\* write_sync \*\// { w = 0 } END { exit !found }' /tmp/out.txt
+grep -q '__x64_sys_write' /tmp/out.txt
+EOF
+
+# The initramfs: busybox, the files and the shared libraries they need.
+root=$work/root
+rm -rf "$root"
+mkdir -p "$root"/{bin,proc,sys,dev,tmp,usr/bin,vm}
+cp /bin/busybox "$root/bin/busybox"
+add() { # FILE DEST: the file and its libraries
+	mkdir -p "$root$(dirname "$2")"
+	cp -L "$1" "$root$2"
+	local lib
+	for lib in $(ldd "$1" 2>/dev/null | grep -oE '/[^ ]+'); do
+		[[ -e $root$lib ]] && continue
+		mkdir -p "$root$(dirname "$lib")"
+		cp -L "$lib" "$root$lib"
+	done
+}
+add "$repo/target/release/utrace" /usr/bin/utrace
+add "$repo/target/release/libmcount.so" /usr/bin/libmcount.so
+add "$work/ksys" /vm/ksys
+cp "$work/test.sh" "$root/test.sh"
+cat >"$root/init" <<'EOF'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin:/usr/bin
+mount -t proc proc /proc
+mount --make-rshared / 2>/dev/null
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tracefs nodev /sys/kernel/tracing
+mount -t tmpfs tmp /tmp
+mkdir -p /dev/shm && mount -t tmpfs shm /dev/shm
+echo "VM-BOOTED kernel=$(uname -r) tracers=$(cat /sys/kernel/tracing/available_tracers)"
+sh /test.sh; rc=$?
+echo "VM-TEST-DONE rc=$rc"
+poweroff -f
+EOF
+chmod +x "$root/init"
+(cd "$root" && find . | /bin/busybox cpio -o -H newc 2>/dev/null | gzip -1 >"$work/initramfs.gz")
+
+# KVM only with VMX/SVM (a paravirtual /dev/kvm cannot run a stock kernel), else TCG.
+if [[ -w /dev/kvm ]] && grep -qwE 'vmx|svm' /proc/cpuinfo; then
+	accel=(-machine q35,accel=kvm -cpu host)
+else
+	accel=(-machine q35,accel=tcg -cpu max)
+fi
+log "booting $vmlinuz (${accel[1]})"
+start=$(date +%s)
+timeout "${KTEST_TIMEOUT:-600}" qemu-system-x86_64 "${accel[@]}" -smp 2 -m 1024 \
+	-kernel "$vmlinuz" -initrd "$work/initramfs.gz" \
+	-append "console=ttyS0 panic=-1 loglevel=3 clocksource=tsc tsc=reliable" \
+	-nographic -no-reboot -nodefaults -serial stdio -display none </dev/null |
+	tr -d '\r' | tee "$work/serial.log" || true
+log "VM run took $(($(date +%s) - start)) s; serial log in $work/serial.log"
+grep -q '^VM-TEST-DONE rc=0$' "$work/serial.log"
