@@ -323,6 +323,11 @@ impl<'d> Symbolizer<'d> {
         let Some(k) = i.checked_sub(1) else {
             return self.unknown(addr, true);
         };
+        self.kernel_func(k)
+    }
+
+    /// The id of kernel function `k` (of `kernel_syms`).
+    fn kernel_func(&mut self, k: usize) -> FuncId {
         if let Some(&id) = self.kernel_ids.get(&k) {
             return id;
         }
@@ -512,6 +517,10 @@ impl<'d> Symbolizer<'d> {
                     }
                 }
             }
+        }
+        // With kernel data, the kernel's functions too (patterns may name them).
+        for k in 0..self.kernel_syms.len() {
+            out.push(self.kernel_func(k));
         }
         out
     }
