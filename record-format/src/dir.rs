@@ -47,6 +47,22 @@ pub struct KernelData {
 }
 
 impl KernelData {
+    /// Events the kernel dropped, by the page marks of every CPU file (a mark without a
+    /// count counts one).
+    pub fn lost_events(&self) -> u64 {
+        use crate::kernel::{Lost, Page};
+        let size = self.header.page_size.max(1);
+        self.cpus
+            .iter()
+            .flat_map(|c| c.chunks(size))
+            .filter_map(|p| Page::parse(p).ok()?.lost)
+            .map(|l| match l {
+                Lost::Count(n) => n,
+                Lost::Unknown => 1,
+            })
+            .sum()
+    }
+
     /// Reads the kernel files of `dir`; `None` when `kernel_header` is missing or broken.
     fn load(dir: &Path) -> Option<KernelData> {
         let header =

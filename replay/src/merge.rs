@@ -122,6 +122,12 @@ fn kernel_records(
     for recs in &mut out {
         recs.sort_by_key(|r| r.time);
     }
+    let lost = kernel.lost_events();
+    if lost > 0 {
+        warnings.push(format!(
+            "the kernel lost {lost} events while recording: some kernel calls are missing"
+        ));
+    }
     out
 }
 

@@ -221,4 +221,27 @@ fn kernel_records_nest_under_user_functions() {
             crate::normalize::diff(&theirs.stdout, &ours.stdout)
         );
     }
+
+    // A page marked with dropped events: replay warns, info counts them.
+    let mut lost = PageWriter::new(4096);
+    lost.lose(record_format::kernel::Lost::Count(5));
+    let end = u64::MAX / 2;
+    lost.push(end, &payload(11, tid + 100_000, READ, 0, None));
+    let mut cpu1 = std::fs::read(dir.join("kernel-cpu1.dat")).unwrap();
+    cpu1.extend(lost.finish());
+    std::fs::write(dir.join("kernel-cpu1.dat"), cpu1).unwrap();
+    let out = util::utrace_replay(&dir, &[]);
+    out.assert_success();
+    assert!(
+        out.stderr
+            .contains("the kernel lost 5 events while recording"),
+        "{out}"
+    );
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.args(["info", "-d"]).arg(&dir);
+    let info = util::run(cmd);
+    assert!(
+        info.stdout.contains("# kernel lost events  : 5\n"),
+        "{info}"
+    );
 }

@@ -197,6 +197,15 @@ pub fn info_text(dir: &TraceDir) -> String {
     if let Some(st) = info.exit_status {
         item(&mut s, "exit status", &exit_status_text(st));
     }
+    // Beyond uftrace: shown only when the kernel dropped events.
+    if let Some(lost) = dir
+        .kernel
+        .as_ref()
+        .map(|k| k.lost_events())
+        .filter(|&n| n > 0)
+    {
+        item(&mut s, "kernel lost events", &lost.to_string());
+    }
     if let Some((_, elapsed)) = &info.record_date {
         let unit = if elapsed.ends_with("sec") { "" } else { " sec" };
         item(&mut s, "elapsed time", &format!("{elapsed}{unit}"));

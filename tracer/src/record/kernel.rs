@@ -444,6 +444,7 @@ impl Session {
         let schedule = addr_of.get("schedule").copied();
         // Every step of every traced task, in time order: (time, cpu, pid, step).
         let mut steps = Vec::new();
+        let mut lost_at = Vec::new();
         let mut stats = Stats::default();
         let me = std::process::id();
         let traced = |pid: u64| pid != 0 && pid != u64::from(me) && pid < u64::from(u32::MAX);
@@ -454,6 +455,10 @@ impl Session {
                     Some(Lost::Count(n)) => stats.lost += n,
                     Some(Lost::Unknown) => stats.lost += 1,
                     None => {}
+                }
+                // The converted records carry the loss on their first page after it.
+                if let Some(l) = page.lost {
+                    lost_at.push((page.time, cpu, l));
                 }
                 for ev in page.events().map_while(Result::ok) {
                     stats.events += 1;
@@ -495,6 +500,23 @@ impl Session {
         let mut writers: Vec<PageWriter> = (0..raw.len().max(1))
             .map(|_| PageWriter::new(self.page_size))
             .collect();
+        // The count of events the kernel dropped, on the first page (records are regrouped
+        // by task, so where they were dropped no longer says anything).
+        let unknown = lost_at.iter().any(|(_, _, l)| *l == Lost::Unknown);
+        let counted: u64 = lost_at
+            .iter()
+            .map(|(_, _, l)| match l {
+                Lost::Count(n) => *n,
+                Lost::Unknown => 1,
+            })
+            .sum();
+        if !lost_at.is_empty() {
+            writers[0].lose(if unknown && counted == 1 {
+                Lost::Unknown
+            } else {
+                Lost::Count(counted)
+            });
+        }
         // Per task: the function of the system call it is in, and the kernel depth of the
         // `schedule` it is off the CPU in.
         let mut open: HashMap<u32, u64> = HashMap::new();
