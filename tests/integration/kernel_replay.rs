@@ -222,6 +222,22 @@ fn kernel_records_nest_under_user_functions() {
         );
     }
 
+    // The raw dump lists the kernel files' records after the tasks'.
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.args(["dump", "--no-pager", "--tid-width=6", "-d"])
+        .arg(&dir);
+    let ours = util::run(cmd);
+    let mut cmd = Command::new(util::uftrace_bin());
+    cmd.args(["dump", "--no-pager", "-d"]).arg(&dir);
+    let theirs = util::run(cmd);
+    assert!(ours.stdout.contains("reading kernel-cpu1.dat"), "{ours}");
+    assert_eq!(
+        ours.stdout,
+        theirs.stdout,
+        "dump differs:\n{}",
+        crate::normalize::diff(&theirs.stdout, &ours.stdout)
+    );
+
     // A page marked with dropped events: replay warns, info counts them.
     let mut lost = PageWriter::new(4096);
     lost.lose(record_format::kernel::Lost::Count(5));
