@@ -46,7 +46,73 @@ pub struct KernelData {
     pub kallsyms: String,
 }
 
+/// One function-graph record of a `kernel-cpuN.dat` file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GraphRecord {
+    pub time: u64,
+    /// The task (thread id) it belongs to.
+    pub tid: u32,
+    pub exit: bool,
+    /// Kernel graph depth (0: the system call).
+    pub depth: u32,
+    /// The kernel function.
+    pub func: u64,
+}
+
 impl KernelData {
+    /// The function-graph records of each CPU file, in file order, and a message for each
+    /// file that is cut short by a broken page or event.
+    pub fn graph_records(&self) -> (Vec<Vec<GraphRecord>>, Vec<String>) {
+        use crate::kernel::Page;
+        let mut out = vec![Vec::new(); self.cpus.len()];
+        let mut problems = Vec::new();
+        let formats = self.header.formats();
+        let find = |name: &str| {
+            formats
+                .iter()
+                .find(|f| f.system == "ftrace" && f.name == name)
+        };
+        let (Some(entry), Some(exit)) = (find("funcgraph_entry"), find("funcgraph_exit")) else {
+            return (out, problems);
+        };
+        for (cpu, bytes) in self.cpus.iter().enumerate() {
+            'pages: for page in bytes.chunks(self.header.page_size.max(1)) {
+                let page = match Page::parse(page) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        problems.push(format!("kernel-cpu{cpu}.dat: {e}"));
+                        break;
+                    }
+                };
+                for ev in page.events() {
+                    let ev = match ev {
+                        Ok(ev) => ev,
+                        Err(e) => {
+                            problems.push(format!("kernel-cpu{cpu}.dat: {e}"));
+                            break 'pages;
+                        }
+                    };
+                    let ty = entry.value("common_type", ev.payload).unwrap_or(0) as u16;
+                    let fmt = if ty == entry.id {
+                        entry
+                    } else if ty == exit.id {
+                        exit
+                    } else {
+                        continue;
+                    };
+                    out[cpu].push(GraphRecord {
+                        time: ev.time,
+                        tid: fmt.value("common_pid", ev.payload).unwrap_or(0) as u32,
+                        exit: ty == exit.id,
+                        depth: fmt.value("depth", ev.payload).unwrap_or(0) as u32,
+                        func: fmt.value("func", ev.payload).unwrap_or(0),
+                    });
+                }
+            }
+        }
+        (out, problems)
+    }
+
     /// Events the kernel dropped, by the page marks of every CPU file (a mark without a
     /// count counts one).
     pub fn lost_events(&self) -> u64 {

@@ -68,55 +68,18 @@ fn kernel_records(
     tids: &[u32],
     warnings: &mut Vec<String>,
 ) -> Vec<Vec<KernelRec>> {
-    use record_format::kernel::Page;
     let mut out = vec![Vec::new(); tids.len()];
-    let formats = kernel.header.formats();
-    let find = |name: &str| {
-        formats
-            .iter()
-            .find(|f| f.system == "ftrace" && f.name == name)
-    };
-    let (Some(entry), Some(exit)) = (find("funcgraph_entry"), find("funcgraph_exit")) else {
-        return out;
-    };
     let task_of: HashMap<u32, usize> = tids.iter().enumerate().map(|(i, &t)| (t, i)).collect();
-    let size = kernel.header.page_size;
-    for (cpu, bytes) in kernel.cpus.iter().enumerate() {
-        for page in bytes.chunks(size) {
-            let page = match Page::parse(page) {
-                Ok(p) => p,
-                Err(e) => {
-                    warnings.push(format!("kernel-cpu{cpu}.dat: {e}"));
-                    break;
-                }
-            };
-            for ev in page.events() {
-                let ev = match ev {
-                    Ok(ev) => ev,
-                    Err(e) => {
-                        warnings.push(format!("kernel-cpu{cpu}.dat: {e}"));
-                        break;
-                    }
-                };
-                let ty = entry.value("common_type", ev.payload).unwrap_or(0) as u16;
-                let fmt = if ty == entry.id {
-                    entry
-                } else if ty == exit.id {
-                    exit
-                } else {
-                    continue;
-                };
-                let pid = fmt.value("common_pid", ev.payload).unwrap_or(0) as u32;
-                let Some(&ti) = task_of.get(&pid) else {
-                    continue;
-                };
-                out[ti].push(KernelRec {
-                    time: ev.time,
-                    exit: ty == exit.id,
-                    depth: fmt.value("depth", ev.payload).unwrap_or(0) as u32,
-                    addr: fmt.value("func", ev.payload).unwrap_or(0),
-                });
-            }
+    let (cpus, problems) = kernel.graph_records();
+    warnings.extend(problems);
+    for r in cpus.into_iter().flatten() {
+        if let Some(&ti) = task_of.get(&r.tid) {
+            out[ti].push(KernelRec {
+                time: r.time,
+                exit: r.exit,
+                depth: r.depth,
+                addr: r.func,
+            });
         }
     }
     for recs in &mut out {

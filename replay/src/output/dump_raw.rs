@@ -372,73 +372,40 @@ impl Raw<'_, '_> {
     /// The `kernel-cpu<N>.dat` files (`-k`): their function-graph records in file order, as
     /// `[entry]`/`[exit ]` lines with the kernel's graph depth.
     fn kernel_files(&mut self) -> io::Result<()> {
-        use record_format::kernel::Page;
         let Some(k) = &self.dir.kernel else {
             return Ok(());
         };
-        let formats = k.header.formats();
-        let find = |name: &str| {
-            formats
-                .iter()
-                .find(|f| f.system == "ftrace" && f.name == name)
-        };
-        let (Some(entry), Some(exit)) = (find("funcgraph_entry"), find("funcgraph_exit")) else {
-            return Ok(());
-        };
-        // (cpu, [(time, tid, kind, depth, addr)]) of the files with records.
-        let mut files = Vec::new();
-        for (cpu, bytes) in k.cpus.iter().enumerate() {
-            let mut recs = Vec::new();
-            for page in bytes.chunks(k.header.page_size.max(1)) {
-                let Ok(page) = Page::parse(page) else { break };
-                for ev in page.events().map_while(Result::ok) {
-                    let ty = entry.value("common_type", ev.payload).unwrap_or(0) as u16;
-                    let kind = if ty == entry.id {
-                        RecordKind::Entry
-                    } else if ty == exit.id {
-                        RecordKind::Exit
-                    } else {
-                        continue;
-                    };
-                    let f = if kind == RecordKind::Entry {
-                        entry
-                    } else {
-                        exit
-                    };
-                    recs.push((
-                        ev.time,
-                        f.value("common_pid", ev.payload).unwrap_or(0) as u32,
-                        kind,
-                        f.value("depth", ev.payload).unwrap_or(0) as u16,
-                        f.value("func", ev.payload).unwrap_or(0),
-                    ));
-                }
-            }
-            if !recs.is_empty() {
-                files.push((cpu, recs));
-            }
-        }
+        let (cpus, _) = k.graph_records();
+        let files: Vec<_> = cpus
+            .into_iter()
+            .enumerate()
+            .filter(|(_, recs)| !recs.is_empty())
+            .collect();
         for (i, (cpu, recs)) in files.into_iter().enumerate() {
             if i == 0 {
                 self.out.write_all(b"\n")?;
             }
             writeln!(self.out, "reading kernel-cpu{cpu}.dat")?;
-            for (time, tid, kind, depth, addr) in recs {
+            for g in recs {
                 // Kernel addresses resolve alike in every session: tasks the data does not
                 // follow take the first one.
                 let session = self
                     .sym
-                    .session_at(tid, time)
+                    .session_at(g.tid, g.time)
                     .map_or(Some(0), |(s, _)| Some(s));
-                let func = self.sym.resolve(session, time, addr);
+                let func = self.sym.resolve(session, g.time, g.func);
                 let r = RawRecord {
-                    time,
-                    kind,
+                    time: g.time,
+                    kind: if g.exit {
+                        RecordKind::Exit
+                    } else {
+                        RecordKind::Entry
+                    },
                     more: false,
-                    depth,
-                    addr: addr & record_format::raw::ADDR_MASK,
+                    depth: g.depth.min(u32::from(record_format::raw::MAX_DEPTH)) as u16,
+                    addr: g.func & record_format::raw::ADDR_MASK,
                 };
-                self.record(tid, &r, func, &[])?;
+                self.record(g.tid, &r, func, &[])?;
             }
         }
         Ok(())
