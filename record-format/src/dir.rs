@@ -59,6 +59,24 @@ pub struct GraphRecord {
     pub func: u64,
 }
 
+impl GraphRecord {
+    /// The record as an ENTRY or EXIT of the task's stream, `above` frames deep (the user
+    /// functions it runs under); the address kept to the 48 bits records hold.
+    pub fn raw(&self, above: u32) -> crate::RawRecord {
+        crate::RawRecord {
+            time: self.time,
+            kind: if self.exit {
+                crate::RecordKind::Exit
+            } else {
+                crate::RecordKind::Entry
+            },
+            more: false,
+            depth: (above + self.depth).min(u32::from(crate::raw::MAX_DEPTH)) as u16,
+            addr: self.func & crate::raw::ADDR_MASK,
+        }
+    }
+}
+
 impl KernelData {
     /// The function-graph records of each CPU file, in file order, and a message for each
     /// file that is cut short by a broken page or event.
@@ -113,19 +131,15 @@ impl KernelData {
         (out, problems)
     }
 
-    /// Events the kernel dropped, by the page marks of every CPU file (a mark without a
-    /// count counts one).
+    /// Events the kernel dropped, by the page marks of every CPU file.
     pub fn lost_events(&self) -> u64 {
-        use crate::kernel::{Lost, Page};
+        use crate::kernel::Page;
         let size = self.header.page_size.max(1);
         self.cpus
             .iter()
             .flat_map(|c| c.chunks(size))
             .filter_map(|p| Page::parse(p).ok()?.lost)
-            .map(|l| match l {
-                Lost::Count(n) => n,
-                Lost::Unknown => 1,
-            })
+            .map(crate::kernel::Lost::events)
             .sum()
     }
 

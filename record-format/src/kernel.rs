@@ -249,6 +249,16 @@ pub enum Lost {
     Count(u64),
 }
 
+impl Lost {
+    /// The events it stands for (a mark without a count counts one).
+    pub fn events(self) -> u64 {
+        match self {
+            Lost::Count(n) => n,
+            Lost::Unknown => 1,
+        }
+    }
+}
+
 /// One event of a page: its time and its payload (the record its `format` describes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PageEvent<'a> {

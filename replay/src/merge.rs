@@ -13,6 +13,7 @@ use crate::specs::Specs;
 use crate::symbols::{FuncId, Symbolizer};
 use record_format::argspec::{decode_payload, payload_len, ArgItem};
 use record_format::dat::{event_payload_len, read_header, BadRecord};
+use record_format::dir::GraphRecord;
 use record_format::raw::RECORD_SIZE;
 use record_format::{RawRecord, RecordKind, TraceDir};
 use std::cmp::Reverse;
@@ -44,21 +45,11 @@ struct Cursor<'d> {
     /// (addr, session, func) of the last resolved record.
     memo: (u64, Option<usize>, FuncId),
     /// The task's kernel function records (`-k`), in time order, and the next one.
-    kernel: Vec<KernelRec>,
+    kernel: Vec<GraphRecord>,
     kpos: usize,
     /// User functions open after the last user record taken (kernel records nest under
     /// them).
     user_depth: u32,
-}
-
-/// A kernel function-graph record of one task.
-#[derive(Debug, Clone, Copy)]
-struct KernelRec {
-    time: u64,
-    exit: bool,
-    /// Kernel graph depth (0: the system call).
-    depth: u32,
-    addr: u64,
 }
 
 /// The function-graph records of `kernel`, by task index (`tids`: the tasks' tids), each in
@@ -67,19 +58,14 @@ fn kernel_records(
     kernel: &record_format::dir::KernelData,
     tids: &[u32],
     warnings: &mut Vec<String>,
-) -> Vec<Vec<KernelRec>> {
+) -> Vec<Vec<GraphRecord>> {
     let mut out = vec![Vec::new(); tids.len()];
     let task_of: HashMap<u32, usize> = tids.iter().enumerate().map(|(i, &t)| (t, i)).collect();
     let (cpus, problems) = kernel.graph_records();
     warnings.extend(problems);
     for r in cpus.into_iter().flatten() {
         if let Some(&ti) = task_of.get(&r.tid) {
-            out[ti].push(KernelRec {
-                time: r.time,
-                exit: r.exit,
-                depth: r.depth,
-                addr: r.func,
-            });
+            out[ti].push(r);
         }
     }
     for recs in &mut out {
@@ -581,26 +567,15 @@ impl<'d> Merge<'d> {
     /// The head of kernel record `k` of task `ti`, nested under the user functions open then;
     /// `None` outside every user function (uftrace's default `--kernel-skip-out`) or outside
     /// the time range.
-    fn kernel_head(&mut self, ti: usize, k: KernelRec) -> Option<Head> {
+    fn kernel_head(&mut self, ti: usize, k: GraphRecord) -> Option<Head> {
         let user = self.cursors[ti].user_depth;
         if user == 0 || !self.gate.in_range(k.time) {
             return None;
         }
         let session = self.resolve_session(ti, k.time);
-        let func = self.sym.resolve(session, k.time, k.addr);
-        let raw = RawRecord {
-            time: k.time,
-            kind: if k.exit {
-                RecordKind::Exit
-            } else {
-                RecordKind::Entry
-            },
-            more: false,
-            depth: (user + k.depth).min(u32::from(record_format::raw::MAX_DEPTH)) as u16,
-            addr: k.addr & record_format::raw::ADDR_MASK,
-        };
+        let func = self.sym.resolve(session, k.time, k.func);
         Some(Head {
-            raw,
+            raw: k.raw(user),
             func,
             payload: (0, 0),
         })

@@ -394,18 +394,7 @@ impl Raw<'_, '_> {
                     .session_at(g.tid, g.time)
                     .map_or(Some(0), |(s, _)| Some(s));
                 let func = self.sym.resolve(session, g.time, g.func);
-                let r = RawRecord {
-                    time: g.time,
-                    kind: if g.exit {
-                        RecordKind::Exit
-                    } else {
-                        RecordKind::Entry
-                    },
-                    more: false,
-                    depth: g.depth.min(u32::from(record_format::raw::MAX_DEPTH)) as u16,
-                    addr: g.func & record_format::raw::ADDR_MASK,
-                };
-                self.record(g.tid, &r, func, &[])?;
+                self.record(g.tid, &g.raw(0), func, &[])?;
             }
         }
         Ok(())

@@ -444,22 +444,13 @@ impl Session {
         let schedule = addr_of.get("schedule").copied();
         // Every step of every traced task, in time order: (time, cpu, pid, step).
         let mut steps = Vec::new();
-        let mut lost_at = Vec::new();
         let mut stats = Stats::default();
         let me = std::process::id();
         let traced = |pid: u64| pid != 0 && pid != u64::from(me) && pid < u64::from(u32::MAX);
         for (cpu, bytes) in raw.iter().enumerate() {
             for page in bytes.chunks(self.page_size) {
                 let Ok(page) = Page::parse(page) else { break };
-                match page.lost {
-                    Some(Lost::Count(n)) => stats.lost += n,
-                    Some(Lost::Unknown) => stats.lost += 1,
-                    None => {}
-                }
-                // The converted records carry the loss on their first page after it.
-                if let Some(l) = page.lost {
-                    lost_at.push((page.time, cpu, l));
-                }
+                stats.lost += page.lost.map_or(0, Lost::events);
                 for ev in page.events().map_while(Result::ok) {
                     stats.events += 1;
                     let p = ev.payload;
@@ -502,20 +493,8 @@ impl Session {
             .collect();
         // The count of events the kernel dropped, on the first page (records are regrouped
         // by task, so where they were dropped no longer says anything).
-        let unknown = lost_at.iter().any(|(_, _, l)| *l == Lost::Unknown);
-        let counted: u64 = lost_at
-            .iter()
-            .map(|(_, _, l)| match l {
-                Lost::Count(n) => *n,
-                Lost::Unknown => 1,
-            })
-            .sum();
-        if !lost_at.is_empty() {
-            writers[0].lose(if unknown && counted == 1 {
-                Lost::Unknown
-            } else {
-                Lost::Count(counted)
-            });
+        if stats.lost > 0 {
+            writers[0].lose(Lost::Count(stats.lost));
         }
         // Per task: the function of the system call it is in, and the kernel depth of the
         // `schedule` it is off the CPU in.
@@ -601,11 +580,7 @@ impl Session {
         for bytes in raw {
             for page in bytes.chunks(self.page_size) {
                 let Ok(page) = Page::parse(page) else { break };
-                match page.lost {
-                    Some(Lost::Count(n)) => stats.lost += n,
-                    Some(Lost::Unknown) => stats.lost += 1,
-                    None => {}
-                }
+                stats.lost += page.lost.map_or(0, Lost::events);
                 stats.events += page.events().map_while(Result::ok).count() as u64;
             }
         }
