@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use crate::util::{self, Mode};
 
-/// A detached tmux session running one command; killed on drop.
+/// A detached tmux session running one command, on a tmux server of its own (`-L NAME`: tests
+/// starting sessions at once would otherwise race to start the shared server); killed on drop.
 struct Pane {
     name: String,
 }
@@ -21,6 +22,8 @@ impl Pane {
         let name = format!("utrace-tui-{}-{n}", std::process::id());
         let ok = Command::new("tmux")
             .args([
+                "-L",
+                &name,
                 "new-session",
                 "-d",
                 "-s",
@@ -40,7 +43,7 @@ impl Pane {
 
     fn send(&self, keys: &[&str]) {
         let ok = Command::new("tmux")
-            .args(["send-keys", "-t", &self.name])
+            .args(["-L", &self.name, "send-keys", "-t", &self.name])
             .args(keys)
             .status()
             .expect("tmux")
@@ -51,7 +54,7 @@ impl Pane {
     /// The pane's text (`escapes`: with the SGR codes, to see the highlighted line).
     fn capture(&self, escapes: bool) -> String {
         let mut cmd = Command::new("tmux");
-        cmd.args(["capture-pane", "-p", "-t", &self.name]);
+        cmd.args(["-L", &self.name, "capture-pane", "-p", "-t", &self.name]);
         if escapes {
             cmd.arg("-e");
         }
@@ -76,7 +79,7 @@ impl Pane {
 
     fn alive(&self) -> bool {
         Command::new("tmux")
-            .args(["has-session", "-t", &self.name])
+            .args(["-L", &self.name, "has-session", "-t", &self.name])
             .stderr(std::process::Stdio::null())
             .status()
             .is_ok_and(|s| s.success())
@@ -86,7 +89,7 @@ impl Pane {
 impl Drop for Pane {
     fn drop(&mut self) {
         let _ = Command::new("tmux")
-            .args(["kill-session", "-t", &self.name])
+            .args(["-L", &self.name, "kill-server"])
             .stderr(std::process::Stdio::null())
             .status();
     }
