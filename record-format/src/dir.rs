@@ -46,7 +46,7 @@ pub struct KernelData {
     pub kallsyms: String,
 }
 
-/// One function-graph record of a `kernel-cpuN.dat` file.
+/// One record of a `kernel-cpuN.dat` file: a function-graph entry or exit, or an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GraphRecord {
     pub time: u64,
@@ -55,17 +55,22 @@ pub struct GraphRecord {
     pub exit: bool,
     /// Kernel graph depth (0: the system call).
     pub depth: u32,
-    /// The kernel function.
+    /// The kernel function, or the event ID of an event.
     pub func: u64,
+    /// An event (a tracepoint other than the function graph's): its index in
+    /// [`KernelRecords::events`].
+    pub event: Option<u32>,
 }
 
 impl GraphRecord {
-    /// The record as an ENTRY or EXIT of the task's stream, `above` frames deep (the user
-    /// functions it runs under); the address kept to the 48 bits records hold.
+    /// The record as an ENTRY, EXIT or EVENT of the task's stream, `above` frames deep (the
+    /// user functions it runs under); the address kept to the 48 bits records hold.
     pub fn raw(&self, above: u32) -> crate::RawRecord {
         crate::RawRecord {
             time: self.time,
-            kind: if self.exit {
+            kind: if self.event.is_some() {
+                crate::RecordKind::Event
+            } else if self.exit {
                 crate::RecordKind::Exit
             } else {
                 crate::RecordKind::Entry
@@ -77,28 +82,80 @@ impl GraphRecord {
     }
 }
 
+/// A tracepoint record of the kernel files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelEvent {
+    /// Its format, in [`KernelRecords::formats`].
+    pub format: usize,
+    /// The record: common fields, then the event's.
+    pub payload: Vec<u8>,
+    /// The task it is about when it ran in another one's context (`next_pid` of
+    /// `sched_switch`, `pid` of `sched_wakeup`), as uftrace's reader attributes it.
+    pub about: Option<u32>,
+}
+
+/// Everything the kernel files hold, decoded.
+#[derive(Debug, Default)]
+pub struct KernelRecords {
+    /// By CPU file, in file order.
+    pub cpus: Vec<Vec<GraphRecord>>,
+    pub events: Vec<KernelEvent>,
+    /// The formats of `kernel_header`.
+    pub formats: Vec<crate::kernel::EventFormat>,
+    /// A message for each file cut short by a broken page or event.
+    pub problems: Vec<String>,
+}
+
+impl KernelRecords {
+    /// `system:name` of event `i`.
+    pub fn event_name(&self, i: u32) -> String {
+        self.events
+            .get(i as usize)
+            .and_then(|e| self.formats.get(e.format))
+            .map_or_else(String::new, |f| format!("{}:{}", f.system, f.name))
+    }
+
+    /// The task record `r` belongs to: its own, or for an event that ran in the context of a
+    /// task `traced` does not know, the task the event is about.
+    pub fn owner(&self, r: &GraphRecord, traced: impl Fn(u32) -> bool) -> u32 {
+        r.event
+            .and_then(|i| self.events.get(i as usize)?.about)
+            .filter(|_| !traced(r.tid))
+            .unwrap_or(r.tid)
+    }
+
+    /// The text of event `i` from its print format; `sym` names kernel addresses.
+    pub fn event_text(&self, i: u32, sym: &dyn Fn(u64) -> Option<(String, u64)>) -> String {
+        let Some(e) = self.events.get(i as usize) else {
+            return String::new();
+        };
+        self.formats
+            .get(e.format)
+            .map_or_else(String::new, |f| crate::printfmt::render(f, &e.payload, sym))
+    }
+}
+
 impl KernelData {
-    /// The function-graph records of each CPU file, in file order, and a message for each
-    /// file that is cut short by a broken page or event.
-    pub fn graph_records(&self) -> (Vec<Vec<GraphRecord>>, Vec<String>) {
+    /// The records of each CPU file, in file order.
+    pub fn graph_records(&self) -> KernelRecords {
         use crate::kernel::Page;
-        let mut out = vec![Vec::new(); self.cpus.len()];
-        let mut problems = Vec::new();
         let formats = self.header.formats();
+        let mut out = KernelRecords {
+            cpus: vec![Vec::new(); self.cpus.len()],
+            ..KernelRecords::default()
+        };
         let find = |name: &str| {
             formats
                 .iter()
-                .find(|f| f.system == "ftrace" && f.name == name)
+                .position(|f| f.system == "ftrace" && f.name == name)
         };
-        let (Some(entry), Some(exit)) = (find("funcgraph_entry"), find("funcgraph_exit")) else {
-            return (out, problems);
-        };
+        let (entry, exit) = (find("funcgraph_entry"), find("funcgraph_exit"));
         for (cpu, bytes) in self.cpus.iter().enumerate() {
             'pages: for page in bytes.chunks(self.header.page_size.max(1)) {
                 let page = match Page::parse(page) {
                     Ok(p) => p,
                     Err(e) => {
-                        problems.push(format!("kernel-cpu{cpu}.dat: {e}"));
+                        out.problems.push(format!("kernel-cpu{cpu}.dat: {e}"));
                         break;
                     }
                 };
@@ -106,29 +163,51 @@ impl KernelData {
                     let ev = match ev {
                         Ok(ev) => ev,
                         Err(e) => {
-                            problems.push(format!("kernel-cpu{cpu}.dat: {e}"));
+                            out.problems.push(format!("kernel-cpu{cpu}.dat: {e}"));
                             break 'pages;
                         }
                     };
-                    let ty = entry.value("common_type", ev.payload).unwrap_or(0) as u16;
-                    let fmt = if ty == entry.id {
-                        entry
-                    } else if ty == exit.id {
-                        exit
-                    } else {
+                    let p = ev.payload;
+                    let ty = p.get(..2).map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
+                    let Some(fi) = formats.iter().position(|f| f.id == ty) else {
                         continue;
                     };
-                    out[cpu].push(GraphRecord {
+                    let fmt = &formats[fi];
+                    let tid = fmt.value("common_pid", p).unwrap_or(0) as u32;
+                    let graph = Some(fi) == entry || Some(fi) == exit;
+                    let event = (!graph).then(|| {
+                        let about = ["next_pid", "pid"]
+                            .iter()
+                            .find_map(|n| fmt.value(n, p))
+                            .map(|v| v as u32);
+                        out.events.push(KernelEvent {
+                            format: fi,
+                            payload: p.to_vec(),
+                            about,
+                        });
+                        (out.events.len() - 1) as u32
+                    });
+                    out.cpus[cpu].push(GraphRecord {
                         time: ev.time,
-                        tid: fmt.value("common_pid", ev.payload).unwrap_or(0) as u32,
-                        exit: ty == exit.id,
-                        depth: fmt.value("depth", ev.payload).unwrap_or(0) as u32,
-                        func: fmt.value("func", ev.payload).unwrap_or(0),
+                        tid,
+                        exit: Some(fi) == exit,
+                        depth: if graph {
+                            fmt.value("depth", p).unwrap_or(0) as u32
+                        } else {
+                            0
+                        },
+                        func: if graph {
+                            fmt.value("func", p).unwrap_or(0)
+                        } else {
+                            u64::from(ty)
+                        },
+                        event,
                     });
                 }
             }
         }
-        (out, problems)
+        out.formats = formats;
+        out
     }
 
     /// Events the kernel dropped, by the page marks of every CPU file.

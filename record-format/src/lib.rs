@@ -28,6 +28,7 @@ pub mod info;
 pub mod kernel;
 pub mod maps;
 pub mod pattern;
+pub mod printfmt;
 pub mod raw;
 pub mod ring;
 pub mod sym;
