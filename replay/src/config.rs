@@ -95,6 +95,19 @@ pub struct Config {
     pub no_sched: bool,
     pub match_type: MatchType,
     pub demangle: Demangle,
+    pub kernel: KernelView,
+}
+
+/// Which kernel records (`record -k` data) show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct KernelView {
+    /// `--kernel-full`: also those outside every user function (hidden by default, as
+    /// uftrace's `--kernel-skip-out` does).
+    pub full: bool,
+    /// `--kernel-only`: no user records.
+    pub only: bool,
+    /// `-K N`: kernel functions to depth N (events always show).
+    pub depth: Option<u32>,
 }
 
 /// Display options of `replay`.

@@ -641,12 +641,12 @@ impl<'d, 'w> Engine<'d, 'w> {
         if !self.enabled || flags & NORECORD != 0 {
             return Ok(());
         }
-        let data = self.merge.payload(ti, h.payload).to_vec();
-        let tid = self.merge.tid(ti);
-        let Some(text) = self
-            .events
-            .text(tid, h.raw.addr, &data, self.merge.event_names())
-        else {
+        // Outside every `-F` function, or inside a `-N` one, as uftrace hides them.
+        let t = &self.tasks[ti];
+        if t.out_count > 0 || (self.merge.filters.has_filter && t.in_count == 0) {
+            return Ok(());
+        }
+        let Some(text) = self.merge.event_text(ti, h, &mut self.events) else {
             return Ok(());
         };
         if self.cfg.no_sched && text.starts_with("linux:sched") {
@@ -685,10 +685,15 @@ impl<'d, 'w> Engine<'d, 'w> {
             let zero = (0..t.stack_count)
                 .take_while(|&k| t.slots.get(k).is_none_or(|s| s.addr == 0))
                 .count();
-            if zero == t.stack_count {
+            // Kernel calls (above every user one) are not listed, as uftrace.
+            let user = (zero..t.stack_count)
+                .take_while(|&k| t.slots.get(k).is_none_or(|s| s.addr >> 47 == 0))
+                .count()
+                + zero;
+            if zero == user {
                 continue;
             }
-            let frames = (zero..t.stack_count)
+            let frames = (zero..user)
                 .map(|k| {
                     let s = t.slots.get(k).copied().unwrap_or_default();
                     let name = s.func.map_or_else(
@@ -743,10 +748,9 @@ impl<'d, 'w> Engine<'d, 'w> {
                     let _ = write!(line, "[{n}] XXX {tid}: lost {} records", h.raw.addr);
                 }
                 RecordKind::Event => {
-                    let data = self.merge.payload(ti, h.payload).to_vec();
                     let text = self
-                        .events
-                        .text(tid, h.raw.addr, &data, self.merge.event_names())
+                        .merge
+                        .event_text(ti, &h, &mut self.events)
                         .unwrap_or_default();
                     let _ = write!(line, "[{n}] !!! {tid}: {text} time ({})", h.raw.time);
                 }

@@ -5,15 +5,16 @@
 //! Decoding a head resolves its function, since the payload size of an entry or exit depends on
 //! the argument spec bound to that function.
 
-use crate::config::Config;
+use crate::config::{Config, KernelView};
 use crate::filter::{Filters, FuncFilter};
 use crate::gate::Gate;
 use crate::output::args::push_recorded;
+use crate::output::events::EventState;
 use crate::specs::Specs;
 use crate::symbols::{FuncId, Symbolizer};
 use record_format::argspec::{decode_payload, payload_len, ArgItem};
 use record_format::dat::{event_payload_len, read_header, BadRecord};
-use record_format::dir::GraphRecord;
+use record_format::dir::{GraphRecord, KernelRecords};
 use record_format::raw::RECORD_SIZE;
 use record_format::{RawRecord, RecordKind, TraceDir};
 use std::cmp::Reverse;
@@ -27,6 +28,8 @@ pub struct Head {
     pub func: FuncId,
     /// (offset, length) of the payload in the task's data.
     pub payload: (usize, usize),
+    /// A kernel event: its index in the kernel files' events.
+    pub kernel_event: Option<u32>,
 }
 
 #[derive(Debug)]
@@ -52,20 +55,23 @@ struct Cursor<'d> {
     user_depth: u32,
 }
 
-/// The function-graph records of `kernel`, by task index (`tids`: the tasks' tids), each in
-/// time order; problems go to `warnings`.
+/// The records of `kernel`, by task index (`tids`: the tasks' tids), each in time order; the
+/// events' texts stay in the returned [`KernelRecords`]; problems go to `warnings`.
 fn kernel_records(
     kernel: &record_format::dir::KernelData,
     tids: &[u32],
     warnings: &mut Vec<String>,
-) -> Vec<Vec<GraphRecord>> {
+) -> (Vec<Vec<GraphRecord>>, KernelRecords) {
     let mut out = vec![Vec::new(); tids.len()];
     let task_of: HashMap<u32, usize> = tids.iter().enumerate().map(|(i, &t)| (t, i)).collect();
-    let (cpus, problems) = kernel.graph_records();
-    warnings.extend(problems);
-    for r in cpus.into_iter().flatten() {
-        if let Some(&ti) = task_of.get(&r.tid) {
-            out[ti].push(r);
+    let mut recs = kernel.graph_records();
+    warnings.append(&mut recs.problems);
+    for cpu in std::mem::take(&mut recs.cpus) {
+        for r in cpu {
+            let tid = recs.owner(&r, |t| task_of.contains_key(&t));
+            if let Some(&ti) = task_of.get(&tid) {
+                out[ti].push(GraphRecord { tid, ..r });
+            }
         }
     }
     for recs in &mut out {
@@ -77,7 +83,7 @@ fn kernel_records(
             "the kernel lost {lost} events while recording: some kernel calls are missing"
         ));
     }
-    out
+    (out, recs)
 }
 
 /// The merged stream of all tasks.
@@ -95,6 +101,9 @@ pub struct Merge<'d> {
     externs: Vec<(u64, String)>,
     ext_pos: usize,
     event_names: HashMap<u64, String>,
+    /// The kernel files' events (and their formats), which kernel EVENT heads point into.
+    kernel_events: KernelRecords,
+    kernel_view: KernelView,
     first_time: u64,
     /// Problems met while decoding (printed as warnings by the caller).
     pub warnings: Vec<String>,
@@ -140,6 +149,7 @@ impl<'d> Merge<'d> {
         specs: Specs,
         filters: Filters,
         gate: Gate,
+        kernel_view: KernelView,
     ) -> Merge<'d> {
         let cursors: Vec<Cursor<'d>> = dir
             .data
@@ -164,14 +174,14 @@ impl<'d> Merge<'d> {
         let n = cursors.len();
         let mut warnings = Vec::new();
         let mut cursors = cursors;
+        let mut kernel_events = KernelRecords::default();
         if let Some(k) = &dir.kernel {
             let tids: Vec<u32> = cursors.iter().map(|c| c.tid).collect();
-            for (c, recs) in cursors
-                .iter_mut()
-                .zip(kernel_records(k, &tids, &mut warnings))
-            {
+            let (by_task, events) = kernel_records(k, &tids, &mut warnings);
+            for (c, recs) in cursors.iter_mut().zip(by_task) {
                 c.kernel = recs;
             }
+            kernel_events = events;
         }
         let mut event_names = HashMap::new();
         if let Some(t) = dir.read_text("events.txt") {
@@ -201,6 +211,8 @@ impl<'d> Merge<'d> {
                 .unwrap_or_default(),
             ext_pos: 0,
             event_names,
+            kernel_events,
+            kernel_view,
             first_time: u64::MAX,
             warnings,
         };
@@ -341,6 +353,27 @@ impl<'d> Merge<'d> {
         &self.event_names
     }
 
+    /// The comment text of event record `h` of task `ti`: a kernel tracepoint rendered from
+    /// its print format (`block:block_rq_issue (254,0 WS 4096 ...)`), or a user event by
+    /// `state`; `None` for an unknown event.
+    pub fn event_text(&mut self, ti: usize, h: &Head, state: &mut EventState) -> Option<String> {
+        if let Some(i) = h.kernel_event {
+            let name = self.kernel_events.event_name(i);
+            let sym = &self.sym;
+            let text = self
+                .kernel_events
+                .event_text(i, &|addr| sym.kernel_symbol(addr));
+            return Some(if text.is_empty() {
+                name
+            } else {
+                format!("{name} ({text})")
+            });
+        }
+        let data = self.payload(ti, h.payload);
+        let tid = self.cursors[ti].tid;
+        state.text(tid, h.raw.addr, data, &self.event_names)
+    }
+
     /// The next `extern.dat` line at or before `upto`.
     /// Whether `extern.dat` lines remain.
     #[inline]
@@ -479,7 +512,15 @@ impl<'d> Merge<'d> {
         } else {
             (pstart, plen)
         };
-        Ok(Some((Head { raw, func, payload }, pstart + plen)))
+        Ok(Some((
+            Head {
+                raw,
+                func,
+                payload,
+                kernel_event: None,
+            },
+            pstart + plen,
+        )))
     }
 
     /// Puts the task's next record that passes the reader-level filters into its head and
@@ -557,6 +598,9 @@ impl<'d> Merge<'d> {
             if head.raw.kind != RecordKind::Lost && !self.gate.in_range(head.raw.time) {
                 continue;
             }
+            if self.kernel_view.only && head.raw.kind != RecordKind::Lost {
+                continue;
+            }
             if self.gate.caller && !self.caller_pass(ti, &head) {
                 continue;
             }
@@ -568,16 +612,25 @@ impl<'d> Merge<'d> {
     /// `None` outside every user function (uftrace's default `--kernel-skip-out`) or outside
     /// the time range.
     fn kernel_head(&mut self, ti: usize, k: GraphRecord) -> Option<Head> {
+        let view = self.kernel_view;
         let user = self.cursors[ti].user_depth;
-        if user == 0 || !self.gate.in_range(k.time) {
+        // Events outside every user function stay hidden even with `--kernel-full`, as uftrace.
+        let outside = user == 0 && (!view.full || k.event.is_some());
+        if outside || !self.gate.in_range(k.time) {
+            return None;
+        }
+        // Alone, kernel records nest only among themselves.
+        let above = if view.only { 0 } else { user };
+        if view.depth.is_some_and(|d| k.depth >= d) && k.event.is_none() {
             return None;
         }
         let session = self.resolve_session(ti, k.time);
         let func = self.sym.resolve(session, k.time, k.func);
         Some(Head {
-            raw: k.raw(user),
+            raw: k.raw(above),
             func,
             payload: (0, 0),
+            kernel_event: k.event,
         })
     }
 
@@ -705,7 +758,7 @@ pub(crate) fn open_merge<'d>(dir: &'d TraceDir, cfg: &Config) -> (Merge<'d>, Vec
         filters.has_time_trigger(),
         filters.has_caller,
     );
-    let mut merge = Merge::new(dir, sym, specs, filters, gate);
+    let mut merge = Merge::new(dir, sym, specs, filters, gate, cfg.kernel);
     merge.warnings.extend(hints);
     (merge, notices)
 }

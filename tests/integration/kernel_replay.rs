@@ -38,6 +38,27 @@ const EXIT_FORMAT: &str = "name: funcgraph_exit\nID: 10\nformat:\n\
     \tfield:unsigned long long rettime;\toffset:32;\tsize:8;\tsigned:0;\n\n\
     print fmt: \"<-- %ps (%d)\", (void *)REC->func, REC->depth\n";
 
+/// A tracepoint (kept as an event): its record names the task it is about in `pid`.
+const WAKE_FORMAT: &str = "name: task_poked\nID: 300\nformat:\n\
+    \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+    \tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+    \tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+    \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+    \tfield:int pid;\toffset:8;\tsize:4;\tsigned:1;\n\
+    \tfield:unsigned long len;\toffset:16;\tsize:8;\tsigned:0;\n\n\
+    print fmt: \"pid=%d len=%lu (0x%lx)\", REC->pid, REC->len, REC->len\n";
+
+fn poke(common_pid: u32, pid: u32, len: u64) -> Vec<u8> {
+    let mut p = Vec::new();
+    p.extend_from_slice(&300u16.to_le_bytes());
+    p.extend_from_slice(&[0, 0]);
+    p.extend_from_slice(&common_pid.to_le_bytes());
+    p.extend_from_slice(&pid.to_le_bytes());
+    p.extend_from_slice(&0u32.to_le_bytes());
+    p.extend_from_slice(&len.to_le_bytes());
+    p
+}
+
 /// Kernel functions of the made-up `kallsyms`.
 const GETPID: u64 = 0xffff_ffff_8110_2a40;
 const PID_NR: u64 = 0xffff_ffff_8110_3c10;
@@ -106,12 +127,18 @@ fn add_kernel_data(dir: &Path, tid: u32) {
     // Before main (outside every user function): hidden.
     let early = u64::from_le_bytes(dat[..8].try_into().unwrap()) - 1000;
     cpu0.push(early, &payload(11, tid, READ, 0, None));
-    cpu0.push(early + 10, &payload(10, tid, READ, 0, Some((0, 0))));
+    cpu0.push(
+        early + 10,
+        &payload(10, tid, READ, 0, Some((early, early + 10))),
+    );
     // Another task's call: dropped.
     cpu0.push(t(1), &payload(11, tid + 100_000, READ, 0, None));
     cpu0.push(t(2), &payload(11, tid, GETPID, 0, None));
     cpu0.push(t(3), &payload(11, tid, PID_NR, 1, None));
+    cpu0.push(t(3) + 1, &poke(tid, tid, 4096));
     cpu0.push(t(4), &payload(10, tid, PID_NR, 1, Some((t(3), t(4)))));
+    // An event in another task's context, about this one.
+    cpu0.push(t(4) + 1, &poke(tid + 100_000, tid, 7));
     cpu0.push(
         t(5),
         &payload(10, tid + 100_000, READ, 0, Some((t(1), t(5)))),
@@ -138,6 +165,7 @@ fn add_kernel_data(dir: &Path, tid: u32) {
                 "events/ftrace/funcgraph_exit/format".into(),
                 EXIT_FORMAT.into(),
             ),
+            ("events/test/task_poked/format".into(), WAKE_FORMAT.into()),
         ],
     };
     std::fs::write(dir.join("kernel_header"), header.to_bytes()).unwrap();
@@ -179,24 +207,42 @@ fn kernel_records_nest_under_user_functions() {
     for want in [
         "|       c() {\n",
         "|         __x64_sys_getpid() {\n",
-        "|           __task_pid_nr_ns();\n",
+        "|           __task_pid_nr_ns() {\n",
+        "|             /* test:task_poked (pid=TID len=4096 (0x1000)) */\n",
         "|         } /* __x64_sys_getpid */\n",
+        "|           /* test:task_poked (pid=TID len=7 (0x7)) */\n",
     ] {
-        assert!(ours.stdout.contains(want), "no `{want}`:\n{ours}");
+        let want = want.replace("TID", &tid.to_string());
+        assert!(ours.stdout.contains(&want), "no `{want}`:\n{ours}");
     }
     assert!(
         ours.stdout.contains("|         __x64_sys_read();\n"),
         "{ours}"
     );
     assert_eq!(ours.stdout.matches("__x64_sys_read").count(), 1, "{ours}");
-    let theirs = util::uftrace_replay(&dir, &["--tid-width=6"]);
-    let ours = util::utrace_replay(&dir, &["--tid-width=6"]);
-    assert_eq!(
-        ours.stdout,
-        theirs.stdout,
-        "replay differs:\n{}",
-        crate::normalize::diff(&theirs.stdout, &ours.stdout)
-    );
+    // (Not `--kernel-full` nor `--kernel-only`: on this made-up data uftrace 0.13 drops the
+    // call before the first user record and keeps the user functions, unlike what it does with
+    // real recordings, compared in kernel_record; the asserts below check ours.)
+    for opts in [&[][..], &["--kernel-skip-out"]] {
+        let theirs = util::uftrace_replay(&dir, &[&["--tid-width=6"], opts].concat());
+        let ours = util::utrace_replay(&dir, &[&["--tid-width=6"], opts].concat());
+        assert_eq!(
+            ours.stdout,
+            theirs.stdout,
+            "replay {opts:?} differs:\n{}",
+            crate::normalize::diff(&theirs.stdout, &ours.stdout)
+        );
+    }
+    // What the kernel options show: calls outside every user function, kernel records
+    // alone, the kernel graph to a depth (beyond uftrace, at replay time).
+    let full = util::utrace_replay(&dir, &["--kernel-full", "-f", "none"]);
+    assert!(full.stdout.starts_with("__x64_sys_read();\n"), "{full}");
+    let only = util::utrace_replay(&dir, &["--kernel-only", "-f", "none"]);
+    assert!(!only.stdout.contains("main"), "{only}");
+    assert!(only.stdout.contains("__x64_sys_getpid() {\n"), "{only}");
+    let shallow = util::utrace_replay(&dir, &["-K", "1"]);
+    assert!(!shallow.stdout.contains("__task_pid_nr_ns"), "{shallow}");
+    assert!(shallow.stdout.contains("__x64_sys_getpid() {"), "{shallow}");
 
     for sub in [
         &["report"][..],

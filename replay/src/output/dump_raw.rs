@@ -375,18 +375,31 @@ impl Raw<'_, '_> {
         let Some(k) = &self.dir.kernel else {
             return Ok(());
         };
-        let (cpus, _) = k.graph_records();
-        let files: Vec<_> = cpus
+        let mut recs = k.graph_records();
+        let files: Vec<_> = std::mem::take(&mut recs.cpus)
             .into_iter()
             .enumerate()
             .filter(|(_, recs)| !recs.is_empty())
             .collect();
-        for (i, (cpu, recs)) in files.into_iter().enumerate() {
+        for (i, (cpu, list)) in files.into_iter().enumerate() {
             if i == 0 {
                 self.out.write_all(b"\n")?;
             }
             writeln!(self.out, "reading kernel-cpu{cpu}.dat")?;
-            for g in recs {
+            for g in list {
+                if let Some(ev) = g.event {
+                    let tid = recs.owner(&g, |t| self.dir.data.iter().any(|d| d.tid == t));
+                    self.prefix(tid, g.time)?;
+                    let sym = &self.sym;
+                    let text = recs.event_text(ev, &|a| sym.kernel_symbol(a));
+                    writeln!(
+                        self.out,
+                        "[event] {}({}) {text}",
+                        recs.event_name(ev),
+                        g.func
+                    )?;
+                    continue;
+                }
                 // Kernel addresses resolve alike in every session: tasks the data does not
                 // follow take the first one.
                 let session = self

@@ -326,6 +326,15 @@ impl<'d> Symbolizer<'d> {
         self.kernel_func(k)
     }
 
+    /// The kernel symbol at or before `addr` and the offset from it, for `%ps`/`%pS` in
+    /// kernel event texts; `None` outside the kernel's text.
+    pub fn kernel_symbol(&self, addr: u64) -> Option<(String, u64)> {
+        let i = self.kernel_syms.partition_point(|s| s.0 <= addr);
+        let (start, name) = self.kernel_syms.get(i.checked_sub(1)?)?;
+        // The last symbol has no end: only addresses of the kernel's half count.
+        (addr >> 63 == 1).then(|| (name.clone(), addr - start))
+    }
+
     /// The id of kernel function `k` (of `kernel_syms`).
     fn kernel_func(&mut self, k: usize) -> FuncId {
         if let Some(&id) = self.kernel_ids.get(&k) {

@@ -310,6 +310,7 @@ impl<'d> Walker<'d> {
                 raw,
                 func,
                 payload: (pstart, plen),
+                kernel_event: None,
             };
             if self.plain && self.plain_record(ti, &head, v) {
                 continue;
