@@ -347,6 +347,9 @@ pub struct RecordArgs {
     /// Trace kernel functions only
     #[arg(long)]
     pub kernel_only: bool,
+    /// Hide kernel functions outside of user functions (the default)
+    #[arg(long)]
+    pub kernel_skip_out: bool,
     /// Enable EVENT
     #[arg(short = 'E', long, value_name = "EVENT")]
     pub event: Vec<String>,

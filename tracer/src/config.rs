@@ -7,6 +7,7 @@ use crate::error::UsageExit;
 use crate::invocation::{Invocation, LastTimeOption};
 use crate::notice::Notices;
 use crate::timefmt;
+use replay::config::KernelView;
 use replay::{Config, Demangle, Field, MatchType, ReplayOptions, TimePoint, TimeRange};
 use std::io::IsTerminal;
 
@@ -231,6 +232,22 @@ pub fn analysis_config(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
             .demangle
             .as_deref()
             .map_or_else(Demangle::default, |d| parse_demangle(d, notices)),
+        kernel: KernelView {
+            full: inv.args.record.kernel_full && !inv.args.record.kernel_skip_out,
+            only: inv.args.record.kernel_only,
+            depth: inv
+                .args
+                .record
+                .kernel_depth
+                .as_deref()
+                .map(|d| match d.trim().parse::<u32>() {
+                    Ok(n) if n > 0 => n,
+                    _ => {
+                        notices.usage(format!("invalid kernel depth: '{d}' (use 1)"));
+                        1
+                    }
+                }),
+        },
     })
 }
 

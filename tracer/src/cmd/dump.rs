@@ -14,10 +14,6 @@ use std::io::Write;
 use std::process::ExitCode;
 
 pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> {
-    let rec = &inv.args.record;
-    if rec.kernel || rec.kernel_only || rec.kernel_full || rec.kernel_depth.is_some() {
-        anyhow::bail!("kernel trace data is not supported by utrace (--kernel, --kernel-only)");
-    }
     let dir = super::open_data(inv)?;
     let inv = inv.with_default_opts(dir.default_opts.as_deref(), notices)?;
     let cfg = config::analysis_config(&inv, notices)?;

@@ -10,6 +10,7 @@
 
 use anyhow::{bail, Context};
 use record_format::kernel::{EventFormat, KernelHeader, Lost, Page, PageWriter};
+use record_format::pattern::{MatchType, NameMatcher};
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
@@ -37,6 +38,9 @@ const SAVED_GRAPH: &[&str] = &[
     "current_tracer",
     "trace_clock",
     "set_ftrace_pid",
+    "set_event",
+    "set_event_pid",
+    "options/event-fork",
     "max_graph_depth",
     "set_ftrace_notrace",
     "set_graph_notrace",
@@ -57,12 +61,22 @@ const GRAPH_NOTRACE: &[&str] = &[
     "smp_irq_work_interrupt",
 ];
 
-/// The events recorded.
+/// The events recorded in event mode and turned into function-graph records.
 const EVENTS: &[&str] = &[
     "raw_syscalls:sys_enter",
     "raw_syscalls:sys_exit",
     "sched:sched_switch",
 ];
+
+/// Recorded in event mode when the kernel has them, and kept as events of the task.
+const TASK_EVENTS: &[&str] = &["exceptions:page_fault_user"];
+
+/// Block requests (event mode): recorded in a tracefs instance of their own without a pid
+/// filter, as completions run in whatever task the interrupt hit; a request issued by a
+/// traced task is paired with its completion by device and sector, and both are kept as
+/// events of that task.
+const BLOCK_ISSUE: &str = "block:block_rq_issue";
+const BLOCK_COMPLETE: &str = "block:block_rq_complete";
 
 /// What a kernel event means for one traced task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +89,8 @@ enum Step {
     Out,
     /// Runs again.
     In,
+    /// An event kept as it is: the record of this index.
+    Event(usize),
 }
 
 /// Where tracefs is mounted, mounting it when it is not.
@@ -173,17 +189,34 @@ pub struct Stats {
     pub lost: u64,
 }
 
+/// What `record -k` asks of the kernel.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// `--kernel-buffer`: bytes of buffer per CPU.
+    pub buffer: Option<u64>,
+    /// `-K`: graph depth (function_graph mode).
+    pub depth: u32,
+    /// `-E SYSTEM:EVENT@kernel`: tracepoints kept as events (globs allowed).
+    pub events: Vec<String>,
+}
+
 /// A recording session: tracefs set up for the traced tree and a reader thread per run.
 pub struct Session {
     root: PathBuf,
     mode: Mode,
     saved: Vec<(&'static str, String)>,
+    /// The instance recording block requests (event mode), removed at the end.
+    instance: Option<PathBuf>,
     stop: Arc<AtomicBool>,
     reader: Option<JoinHandle<Vec<Vec<u8>>>>,
+    /// CPU files of the main buffer; the instance's follow them in what the reader returns.
+    cpus: usize,
     page_size: usize,
     /// What tracefs says of the events, for `kernel_header`.
     header_page: String,
     formats: Vec<(String, String)>,
+    /// The events kept as events (`system:name`): their formats go into `kernel_header`.
+    kept: Vec<String>,
 }
 
 fn write_file(root: &Path, name: &str, value: &str) -> anyhow::Result<()> {
@@ -195,6 +228,17 @@ fn write_file(root: &Path, name: &str, value: &str) -> anyhow::Result<()> {
         .with_context(|| format!("cannot open {}", path.display()))?;
     f.write_all(value.as_bytes())
         .with_context(|| format!("cannot write '{value}' to {}", path.display()))
+}
+
+/// Adds `item` to the list file `name` (one item per write).
+fn append_file(root: &Path, name: &str, item: &str) -> anyhow::Result<()> {
+    let path = root.join(name);
+    let mut f = OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    f.write_all(item.as_bytes())
+        .with_context(|| format!("cannot add '{item}' to {}", path.display()))
 }
 
 /// Reads a tracefs file. Some (`events/header_page`) end their text after a short first read,
@@ -223,29 +267,63 @@ fn cpus(root: &Path) -> usize {
         .count()
 }
 
+/// The tracepoints (`system:name`) of `available_events` that `-E` patterns name (globs
+/// allowed); a pattern that names none is an error.
+fn expand_events(root: &Path, patterns: &[String]) -> anyhow::Result<Vec<String>> {
+    if patterns.is_empty() {
+        return Ok(Vec::new());
+    }
+    let available = read_file(root, "available_events")?;
+    let mut out = Vec::new();
+    for pat in patterns {
+        let re = NameMatcher::new(pat, MatchType::Glob);
+        let before = out.len();
+        for ev in available.lines().map(str::trim) {
+            if re.matches(ev) && !out.iter().any(|o| o == ev) {
+                out.push(ev.to_string());
+            }
+        }
+        if out.len() == before {
+            bail!(
+                "no kernel event matches '{pat}@kernel' (see {}/available_events)",
+                root.display()
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// `events/<system>/<name>/format` of event `system:name`.
+fn format_path(event: &str) -> String {
+    let (sys, name) = event.split_once(':').unwrap_or(("", event));
+    format!("events/{sys}/{name}/format")
+}
+
 impl Session {
     /// Saves the settings, starts the reader and turns tracing on for this process and the
     /// tasks it forks from now on: the function_graph tracer to `depth` when the kernel has
-    /// it and lets us use it, else the system call and scheduler events. `buffer`: bytes of
-    /// buffer per CPU (`--kernel-buffer`).
-    pub fn start(buffer: Option<u64>, depth: u32) -> anyhow::Result<Session> {
+    /// it and lets us use it, else the system call and scheduler events.
+    pub fn start(req: &Request) -> anyhow::Result<Session> {
         let root = tracefs()?;
         let tracers = read_file(&root, "available_tracers").unwrap_or_default();
         if tracers.split_whitespace().any(|t| t == "function_graph") {
-            match Self::open(&root, Mode::Graph, buffer, depth) {
+            match Self::open(&root, Mode::Graph, req) {
                 Ok(s) => return Ok(s),
                 Err(e) => eprintln!(
                     "utrace: function_graph cannot be used ({e:#}): recording system call events"
                 ),
             }
         }
-        if depth > 1 {
-            eprintln!("utrace: without function_graph, -k records system calls only: -K {depth} shows no deeper kernel functions");
+        if req.depth > 1 {
+            eprintln!(
+                "utrace: without function_graph, -k records system calls only: -K {} shows no deeper kernel functions",
+                req.depth
+            );
         }
-        Self::open(&root, Mode::Events, buffer, depth)
+        Self::open(&root, Mode::Events, req)
     }
 
-    fn open(root: &Path, mode: Mode, buffer: Option<u64>, depth: u32) -> anyhow::Result<Session> {
+    fn open(root: &Path, mode: Mode, req: &Request) -> anyhow::Result<Session> {
         let root = root.to_path_buf();
         let mut saved = Vec::new();
         let list = match mode {
@@ -253,7 +331,8 @@ impl Session {
             Mode::Events => SAVED,
         };
         // The buffer size before tracing_on, which comes last.
-        let names = buffer
+        let names = req
+            .buffer
             .map(|_| &"buffer_size_kb")
             .into_iter()
             .chain(list.iter());
@@ -283,38 +362,84 @@ impl Session {
             formats.push((rel.clone(), text));
         }
         for ev in EVENTS.iter().filter(|_| mode == Mode::Events) {
-            let (sys, name) = ev.split_once(':').unwrap_or(("", ev));
-            let rel = format!("events/{sys}/{name}/format");
+            let rel = format_path(ev);
             formats.push((rel.clone(), read_file(&root, &rel)?));
         }
+        let kept = expand_events(&root, &req.events)?;
         let mut s = Session {
             root,
             mode,
             saved,
+            instance: None,
             stop: Arc::new(AtomicBool::new(false)),
             reader: None,
+            cpus: 0,
             page_size,
             header_page,
             formats,
+            kept: Vec::new(),
         };
         match mode {
-            Mode::Graph => s.setup_graph(buffer, depth)?,
-            Mode::Events => s.setup(buffer)?,
+            Mode::Graph => s.setup_graph(req.buffer, req.depth)?,
+            Mode::Events => {
+                s.setup(req.buffer)?;
+                s.setup_block(req.buffer);
+            }
         }
+        s.enable_kept(kept)?;
+        // The reader thread starts before the pid lists are written: it is not traced
+        // (function-fork and event-fork add only the tasks forked later).
+        s.start_reader()?;
+        let me = std::process::id().to_string();
+        if mode == Mode::Graph {
+            write_file(&s.root, "set_ftrace_pid", &me)?;
+        }
+        write_file(&s.root, "set_event_pid", &me)?;
+        write_file(&s.root, "tracing_on", "1")?;
         Ok(s)
+    }
+
+    /// Enables the events kept as events for the traced tree; those of [`TASK_EVENTS`] only
+    /// when this kernel has them.
+    fn enable_kept(&mut self, asked: Vec<String>) -> anyhow::Result<()> {
+        let root = self.root.clone();
+        let defaults = TASK_EVENTS
+            .iter()
+            .filter(|_| self.mode == Mode::Events)
+            .map(|e| (e.to_string(), false));
+        for (ev, required) in defaults.chain(asked.into_iter().map(|e| (e, true))) {
+            if self.kept.contains(&ev) {
+                continue;
+            }
+            let format = read_file(&root, &format_path(&ev));
+            let added = format.and_then(|f| append_file(&root, "set_event", &ev).map(|()| f));
+            match added {
+                Ok(text) => {
+                    self.formats.push((format_path(&ev), text));
+                    self.kept.push(ev);
+                }
+                Err(e) if required => return Err(e.context(format!("cannot enable {ev}"))),
+                Err(_) => {}
+            }
+        }
+        Ok(())
     }
 
     /// Starts the reader before this process is traced: its reads are not recorded.
     fn start_reader(&mut self) -> anyhow::Result<()> {
         let mut files = Vec::new();
-        for cpu in 0..cpus(&self.root) {
-            let path = self.root.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
-            let f = OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NONBLOCK)
-                .open(&path)
-                .with_context(|| format!("cannot open {}", path.display()))?;
-            files.push(f);
+        self.cpus = cpus(&self.root);
+        let roots = std::iter::once(self.root.clone()).chain(self.instance.clone());
+        for root in roots {
+            for cpu in 0..self.cpus {
+                let path = root.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
+                let f = OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_NONBLOCK)
+                    .open(&path)
+                    .with_context(|| format!("cannot open {}", path.display()))?;
+                files.push(f);
+            }
         }
         let stop = self.stop.clone();
         let size = self.page_size;
@@ -335,25 +460,20 @@ impl Session {
         write_file(&root, "trace_clock", "mono")?;
         write_file(&root, "max_graph_depth", &depth.to_string())?;
         write_file(&root, "options/function-fork", "1")?;
+        write_file(&root, "options/event-fork", "1")?;
+        write_file(&root, "set_event", "")?;
         // Names this kernel does not have (or cannot trace) are refused: fine.
         for (list, names) in [
             ("set_ftrace_notrace", NOTRACE),
             ("set_graph_notrace", GRAPH_NOTRACE),
         ] {
             for name in names {
-                if let Ok(mut f) = OpenOptions::new().append(true).open(root.join(list)) {
-                    let _ = f.write_all(name.as_bytes());
-                }
+                let _ = append_file(&root, list, name);
             }
         }
-        let me = std::process::id().to_string();
-        write_file(&root, "set_ftrace_pid", &me)?;
-        // The tracer cannot change while a reader is open (EBUSY): it goes first.
-        write_file(&root, "current_tracer", "function_graph")?;
-        self.start_reader()?;
-        // function-fork added the reader thread: the list again, without it.
-        write_file(&root, "set_ftrace_pid", &me)?;
-        write_file(&root, "tracing_on", "1")
+        // The tracer cannot change while a reader is open (EBUSY): it goes before the
+        // reader starts.
+        write_file(&root, "current_tracer", "function_graph")
     }
 
     fn setup(&mut self, buffer: Option<u64>) -> anyhow::Result<()> {
@@ -367,24 +487,59 @@ impl Session {
         write_file(&root, "trace", "")?;
         write_file(&root, "trace_clock", "mono")?;
         write_file(&root, "options/event-fork", "1")?;
-        self.start_reader()?;
-        write_file(&root, "set_event_pid", &std::process::id().to_string())?;
         for ev in EVENTS {
-            let path = root.join("set_event");
-            let mut f = OpenOptions::new()
-                .append(true)
-                .open(&path)
-                .with_context(|| format!("cannot open {}", path.display()))?;
-            f.write_all(ev.as_bytes())
+            append_file(&root, "set_event", ev)
                 .with_context(|| format!("cannot enable the kernel event {ev}"))?;
         }
-        write_file(&root, "tracing_on", "1")
+        Ok(())
+    }
+
+    /// Block requests in an instance of their own (see [`BLOCK_ISSUE`]); none when the
+    /// kernel has no block events or no instances.
+    fn setup_block(&mut self, buffer: Option<u64>) {
+        let path = self
+            .root
+            .join(format!("instances/utrace-{}", std::process::id()));
+        if fs::create_dir(&path).is_err() {
+            return;
+        }
+        self.instance = Some(path.clone());
+        let mut formats = Vec::new();
+        let ok = (|| -> anyhow::Result<()> {
+            write_file(&path, "trace_clock", "mono")?;
+            if let Some(bytes) = buffer {
+                write_file(&path, "buffer_size_kb", &(bytes / 1024).max(4).to_string())?;
+            }
+            for ev in [BLOCK_ISSUE, BLOCK_COMPLETE] {
+                formats.push((format_path(ev), read_file(&self.root, &format_path(ev))?));
+                append_file(&path, "set_event", ev)?;
+            }
+            Ok(())
+        })();
+        match ok {
+            Ok(()) => {
+                self.formats.extend(formats);
+                self.kept
+                    .extend([BLOCK_ISSUE.to_string(), BLOCK_COMPLETE.to_string()]);
+            }
+            Err(_) => self.remove_instance(),
+        }
+    }
+
+    fn remove_instance(&mut self) {
+        if let Some(path) = self.instance.take() {
+            let _ = write_file(&path, "set_event", "");
+            let _ = fs::remove_dir(&path);
+        }
     }
 
     /// Stops the events, collects what the reader read and puts tracefs back as it was; then
     /// writes the kernel files into `dir` for the tasks of the recording (not this process).
     pub fn finish(mut self, dir: &Path) -> anyhow::Result<Stats> {
         let _ = write_file(&self.root, "tracing_on", "0");
+        if let Some(path) = &self.instance {
+            let _ = write_file(path, "tracing_on", "0");
+        }
         self.stop.store(true, Ordering::Relaxed);
         let pages = self
             .reader
@@ -413,10 +568,11 @@ impl Session {
             }
             let _ = write_file(&self.root, name, &value);
         }
+        self.remove_instance();
     }
 
     /// Writes the kernel files: the function_graph tracer's pages as they are, or the system
-    /// call and scheduler events turned into function-graph records.
+    /// call and scheduler events turned into function-graph records, with the events kept.
     fn write(&self, dir: &Path, raw: &[Vec<u8>]) -> anyhow::Result<Stats> {
         if self.mode == Mode::Graph {
             return self.write_graph(dir, raw);
@@ -429,72 +585,218 @@ impl Session {
                 EventFormat::parse(sys, text)
             })
             .collect();
-        let find = |name: &str| formats.iter().find(|f| f.name == name);
+        let kallsyms = fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+        let (main, block) = raw.split_at(self.cpus.min(raw.len()));
+        let mut found = Found::default();
+        let conv = Converter::new(&formats, &self.kept, &kallsyms)?;
+        conv.scan(main, self.page_size, &mut found);
+        // Scheduler events name both tasks, traced or not; the traced ones are those whose
+        // own system calls were recorded (set_event_pid).
+        let tasks: std::collections::HashSet<u32> = found
+            .steps
+            .iter()
+            .filter(|s| matches!(s.3, Step::Enter(_) | Step::Exit))
+            .map(|s| s.2)
+            .collect();
+        found.steps.retain(|s| tasks.contains(&s.2));
+        conv.pair_block(block, self.page_size, &tasks, &mut found);
+        found.steps.sort_by_key(|e| e.0);
+        let writers = conv.graph(&found, self.cpus.max(1), self.page_size);
+        let header = self.header();
+        let put = |name: &str, bytes: &[u8]| {
+            let path = dir.join(name);
+            fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))
+        };
+        put("kernel_header", &header.to_bytes())?;
+        for (cpu, w) in writers.into_iter().enumerate() {
+            put(&format!("kernel-cpu{cpu}.dat"), &w.finish())?;
+        }
+        put("kallsyms", kallsyms.as_bytes())?;
+        Ok(found.stats)
+    }
+}
+
+/// What the event-mode buffers held for the traced tasks.
+#[derive(Default)]
+struct Found {
+    /// Every step of every traced task: (time, cpu, pid, step).
+    steps: Vec<(u64, usize, u32, Step)>,
+    /// The records of the events kept as they are ([`Step::Event`]).
+    events: Vec<Vec<u8>>,
+    stats: Stats,
+}
+
+impl Found {
+    fn event(&mut self, time: u64, cpu: usize, pid: u32, record: Vec<u8>) {
+        self.events.push(record);
+        let i = self.events.len() - 1;
+        self.steps.push((time, cpu, pid, Step::Event(i)));
+    }
+}
+
+/// Turns event-mode records into the steps of the traced tasks, then into function-graph
+/// records (kernel.md §5.3).
+struct Converter<'a> {
+    fentry: &'a EventFormat,
+    fexit: &'a EventFormat,
+    enter: &'a EventFormat,
+    exit: &'a EventFormat,
+    switch: Option<&'a EventFormat>,
+    /// The events kept as they are in the traced tasks' context.
+    kept: Vec<&'a EventFormat>,
+    issue: Option<&'a EventFormat>,
+    complete: Option<&'a EventFormat>,
+    addr_of: HashMap<&'a str, u64>,
+}
+
+impl<'a> Converter<'a> {
+    fn new(
+        formats: &'a [EventFormat],
+        kept: &[String],
+        kallsyms: &'a str,
+    ) -> anyhow::Result<Converter<'a>> {
+        let find =
+            |sys: &str, name: &str| formats.iter().find(|f| f.system == sys && f.name == name);
         let (Some(fentry), Some(fexit), Some(enter), Some(exit)) = (
-            find("funcgraph_entry"),
-            find("funcgraph_exit"),
-            find("sys_enter"),
-            find("sys_exit"),
+            find("ftrace", "funcgraph_entry"),
+            find("ftrace", "funcgraph_exit"),
+            find("raw_syscalls", "sys_enter"),
+            find("raw_syscalls", "sys_exit"),
         ) else {
             bail!("tracefs lacks the formats of the function-graph or system call events");
         };
-        let switch = find("sched_switch");
-        let kallsyms = fs::read_to_string("/proc/kallsyms").unwrap_or_default();
-        let addr_of = kernel_functions(&kallsyms);
-        let schedule = addr_of.get("schedule").copied();
-        // Every step of every traced task, in time order: (time, cpu, pid, step).
-        let mut steps = Vec::new();
-        let mut stats = Stats::default();
+        let block = |ev: &str| {
+            let (sys, name) = ev.split_once(':').unwrap_or(("", ev));
+            find(sys, name).filter(|_| kept.iter().any(|k| k == ev))
+        };
+        let kept = formats
+            .iter()
+            .filter(|f| {
+                let name = format!("{}:{}", f.system, f.name);
+                kept.contains(&name) && name != BLOCK_ISSUE && name != BLOCK_COMPLETE
+            })
+            .collect();
+        Ok(Converter {
+            fentry,
+            fexit,
+            enter,
+            exit,
+            switch: find("sched", "sched_switch"),
+            kept,
+            issue: block(BLOCK_ISSUE),
+            complete: block(BLOCK_COMPLETE),
+            addr_of: kernel_functions(kallsyms),
+        })
+    }
+
+    /// The steps of the tasks other than this process in the main buffer's `cpus` pages.
+    fn scan(&self, cpus: &[Vec<u8>], page_size: usize, found: &mut Found) {
         let me = std::process::id();
         let traced = |pid: u64| pid != 0 && pid != u64::from(me) && pid < u64::from(u32::MAX);
-        for (cpu, bytes) in raw.iter().enumerate() {
-            for page in bytes.chunks(self.page_size) {
+        let (enter, exit) = (self.enter, self.exit);
+        for (cpu, bytes) in cpus.iter().enumerate() {
+            for page in bytes.chunks(page_size) {
                 let Ok(page) = Page::parse(page) else { break };
-                stats.lost += page.lost.map_or(0, Lost::events);
+                found.stats.lost += page.lost.map_or(0, Lost::events);
                 for ev in page.events().map_while(Result::ok) {
-                    stats.events += 1;
+                    found.stats.events += 1;
                     let p = ev.payload;
                     let ty = enter.value("common_type", p).unwrap_or(0) as u16;
                     let pid = enter.value("common_pid", p).unwrap_or(0);
+                    let mut step = |pid: u64, step: Step| {
+                        found.steps.push((ev.time, cpu, pid as u32, step));
+                    };
                     if ty == enter.id || ty == exit.id {
                         if traced(pid) {
-                            let step = match ty == enter.id {
-                                true => Step::Enter(enter.value("id", p).unwrap_or(u64::MAX)),
-                                false => Step::Exit,
-                            };
-                            steps.push((ev.time, cpu, pid as u32, step));
+                            step(
+                                pid,
+                                match ty == enter.id {
+                                    true => Step::Enter(enter.value("id", p).unwrap_or(u64::MAX)),
+                                    false => Step::Exit,
+                                },
+                            );
                         }
-                    } else if let Some(sw) = switch.filter(|f| f.id == ty) {
+                    } else if let Some(sw) = self.switch.filter(|f| f.id == ty) {
                         // Recorded when either side is traced, in the context of the task
                         // that leaves the CPU.
                         let prev = sw.value("prev_pid", p).unwrap_or(0);
                         let next = sw.value("next_pid", p).unwrap_or(0);
                         if traced(prev) {
-                            steps.push((ev.time, cpu, prev as u32, Step::Out));
+                            step(prev, Step::Out);
                         }
                         if traced(next) {
-                            steps.push((ev.time, cpu, next as u32, Step::In));
+                            step(next, Step::In);
                         }
+                    } else if self.kept.iter().any(|f| f.id == ty) && traced(pid) {
+                        found.event(ev.time, cpu, pid as u32, p.to_vec());
                     }
                 }
             }
         }
-        // Scheduler events name both tasks, traced or not; the traced ones are those whose
-        // own system calls were recorded (set_event_pid).
-        let tasks: std::collections::HashSet<u32> = steps
-            .iter()
-            .filter(|s| matches!(s.3, Step::Enter(_) | Step::Exit))
-            .map(|s| s.2)
-            .collect();
-        steps.retain(|s| tasks.contains(&s.2));
-        steps.sort_by_key(|e| e.0);
-        let mut writers: Vec<PageWriter> = (0..raw.len().max(1))
-            .map(|_| PageWriter::new(self.page_size))
-            .collect();
+    }
+
+    /// The block requests that `tasks` issued, from the instance's `cpus` pages: the issue
+    /// and, paired by device and sector, the completion, rewritten as the issuer's.
+    fn pair_block(
+        &self,
+        cpus: &[Vec<u8>],
+        page_size: usize,
+        tasks: &std::collections::HashSet<u32>,
+        found: &mut Found,
+    ) {
+        let (Some(issue), Some(complete)) = (self.issue, self.complete) else {
+            return;
+        };
+        let mut all = Vec::new();
+        for (cpu, bytes) in cpus.iter().enumerate() {
+            for page in bytes.chunks(page_size) {
+                let Ok(page) = Page::parse(page) else { break };
+                found.stats.lost += page.lost.map_or(0, Lost::events);
+                for ev in page.events().map_while(Result::ok) {
+                    found.stats.events += 1;
+                    all.push((ev.time, cpu, ev.payload));
+                }
+            }
+        }
+        all.sort_by_key(|e| e.0);
+        // Requests in flight: (dev, sector) → (issuer, its CPU).
+        let mut issued: HashMap<(u64, u64), (u32, usize)> = HashMap::new();
+        for (time, cpu, p) in all {
+            let ty = issue.value("common_type", p).unwrap_or(0) as u16;
+            let fmt = if ty == issue.id { issue } else { complete };
+            let key = (
+                fmt.value("dev", p).unwrap_or(0),
+                fmt.value("sector", p).unwrap_or(0),
+            );
+            if ty == issue.id {
+                let pid = issue.value("common_pid", p).unwrap_or(0) as u32;
+                if tasks.contains(&pid) {
+                    issued.insert(key, (pid, cpu));
+                    found.event(time, cpu, pid, p.to_vec());
+                }
+            } else if ty == complete.id {
+                if let Some((pid, cpu)) = issued.remove(&key) {
+                    let mut rec = p.to_vec();
+                    if let Some(f) = complete.field("common_pid") {
+                        if let Some(b) = rec.get_mut(f.offset..f.offset + 4) {
+                            b.copy_from_slice(&pid.to_le_bytes());
+                        }
+                    }
+                    found.event(time, cpu, pid, rec);
+                }
+            }
+        }
+    }
+
+    /// The function-graph records (and kept events) of `found`'s steps, in time order, in
+    /// `cpus` page writers.
+    fn graph(&self, found: &Found, cpus: usize, page_size: usize) -> Vec<PageWriter> {
+        let schedule = self.addr_of.get("schedule").copied();
+        let mut writers: Vec<PageWriter> = (0..cpus).map(|_| PageWriter::new(page_size)).collect();
         // The count of events the kernel dropped, on the first page (records are regrouped
         // by task, so where they were dropped no longer says anything).
-        if stats.lost > 0 {
-            writers[0].lose(Lost::Count(stats.lost));
+        if found.stats.lost > 0 {
+            writers[0].lose(Lost::Count(found.stats.lost));
         }
         // Per task: the function of the system call it is in, and the kernel depth of the
         // `schedule` it is off the CPU in.
@@ -504,7 +806,7 @@ impl Session {
         // reader loses calls whose entry and exit lie in different CPU files (a task that
         // migrated while off the CPU).
         let mut home: HashMap<u32, usize> = HashMap::new();
-        for (time, cpu, pid, step) in steps {
+        for &(time, cpu, pid, step) in &found.steps {
             let cpu = *home.entry(pid).or_insert(cpu);
             let w = &mut writers[cpu];
             let mut record = |id: u16, func: u64, depth: u32, exit: bool| {
@@ -521,56 +823,48 @@ impl Session {
                 }
                 w.push(time, &p);
             };
+            let (fentry, fexit) = (self.fentry.id, self.fexit.id);
             match step {
                 Step::Enter(nr) => {
                     let name = syscalls::name(nr).map_or_else(
                         || "__x64_sys_ni_syscall".to_string(),
                         |n| format!("__x64_sys_{n}"),
                     );
-                    let Some(&func) = addr_of.get(name.as_str()) else {
+                    let Some(&func) = self.addr_of.get(name.as_str()) else {
                         continue;
                     };
                     if let Some(prev) = open.insert(pid, func) {
                         // An enter without an exit (a lost event): close the old call first.
-                        record(fexit.id, prev, 0, true);
+                        record(fexit, prev, 0, true);
                     }
-                    record(fentry.id, func, 0, false);
+                    record(fentry, func, 0, false);
                 }
                 Step::Exit => {
                     if let (Some(depth), Some(s)) = (off.remove(&pid), schedule) {
-                        record(fexit.id, s, depth, true);
+                        record(fexit, s, depth, true);
                     }
                     // Exits of calls entered before the task was traced (a new thread
                     // returning from clone) have no enter and are left out.
                     if let Some(func) = open.remove(&pid) {
-                        record(fexit.id, func, 0, true);
+                        record(fexit, func, 0, true);
                     }
                 }
                 Step::Out => {
                     if let Some(s) = schedule.filter(|_| !off.contains_key(&pid)) {
                         let depth = u32::from(open.contains_key(&pid));
                         off.insert(pid, depth);
-                        record(fentry.id, s, depth, false);
+                        record(fentry, s, depth, false);
                     }
                 }
                 Step::In => {
                     if let (Some(depth), Some(s)) = (off.remove(&pid), schedule) {
-                        record(fexit.id, s, depth, true);
+                        record(fexit, s, depth, true);
                     }
                 }
+                Step::Event(i) => w.push(time, &found.events[i]),
             }
         }
-        let header = self.header();
-        let put = |name: &str, bytes: &[u8]| {
-            let path = dir.join(name);
-            fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))
-        };
-        put("kernel_header", &header.to_bytes())?;
-        for (cpu, w) in writers.into_iter().enumerate() {
-            put(&format!("kernel-cpu{cpu}.dat"), &w.finish())?;
-        }
-        put("kallsyms", kallsyms.as_bytes())?;
-        Ok(stats)
+        writers
     }
 }
 
@@ -607,7 +901,10 @@ impl Session {
                 .chain(
                     self.formats
                         .iter()
-                        .filter(|(rel, _)| rel.contains("/ftrace/"))
+                        .filter(|(rel, _)| {
+                            rel.contains("/ftrace/")
+                                || self.kept.iter().any(|k| format_path(k) == *rel)
+                        })
                         .cloned(),
                 )
                 .collect(),
@@ -617,7 +914,7 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        if !self.saved.is_empty() {
+        if !self.saved.is_empty() || self.instance.is_some() {
             let _ = write_file(&self.root, "tracing_on", "0");
             self.restore();
         }

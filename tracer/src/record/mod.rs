@@ -169,6 +169,8 @@ struct Settings {
     kernel_buffer: Option<u64>,
     /// `-K`: kernel graph depth (function_graph mode).
     kernel_depth: u32,
+    /// `-E SYSTEM:EVENT@kernel`: kernel tracepoints kept as events.
+    kernel_events: Vec<String>,
 }
 
 /// The `-A` or `-R` entries (`;`-separated lists split), without those whose items of `kind`
@@ -352,14 +354,11 @@ fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Settings>
             set(env::NEST_LIBCALL, "1".to_string());
         }
     }
-    let kernel = r.kernel || r.kernel_depth.is_some();
+    let kernel = r.kernel || r.kernel_depth.is_some() || r.kernel_only || r.kernel_full;
     let kernel_buffer = r
         .kernel_buffer
         .as_deref()
         .and_then(|b| parse_size(b, notices));
-    if r.kernel_only {
-        notices.warn("--kernel-only is not supported yet: recording user functions too");
-    }
     let kernel_depth = match r.kernel_depth.as_deref().map(str::trim) {
         None => 1,
         Some(d) => match d.parse::<u32>() {
@@ -373,6 +372,19 @@ fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Settings>
     if !r.patch.is_empty() {
         notices.warn("dynamic patching (-P) is not supported yet: ignoring it");
     }
+    let mut kernel_events = Vec::new();
+    for ev in r.event.iter().flat_map(|e| e.split(',')) {
+        match ev.strip_suffix("@kernel").or_else(|| ev.strip_suffix("@k")) {
+            Some(k) if kernel => kernel_events.push(k.to_string()),
+            Some(_) => anyhow::bail!("kernel events (-E {ev}) are recorded with -k"),
+            None => notices.warn(format!(
+                "-E {ev}: only kernel tracepoints (SYSTEM:EVENT@kernel) are supported: ignoring it"
+            )),
+        }
+    }
+    if !r.watch.is_empty() {
+        notices.warn("watch points (-W) are not supported yet: ignoring them");
+    }
     if r.no_pltbind {
         set("LD_BIND_NOT", "1".to_string());
     }
@@ -382,6 +394,7 @@ fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Settings>
         kernel,
         kernel_buffer,
         kernel_depth,
+        kernel_events,
         env: vars,
         max_stack,
         plthook,
@@ -514,10 +527,26 @@ pub fn record(
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
     };
     write("task.txt", "")?;
-    let opts = settings
+    let mut opts = settings
         .time_filter
         .as_ref()
         .map_or(String::new(), |t| format!("-t {t}\n"));
+    // What the kernel view options ask of the analysis: they read the same data.
+    for (on, opt) in [
+        (
+            settings.kernel && inv.args.record.kernel_full,
+            "--kernel-full",
+        ),
+        (
+            settings.kernel && inv.args.record.kernel_only,
+            "--kernel-only",
+        ),
+    ] {
+        if on {
+            opts.push_str(opt);
+            opts.push('\n');
+        }
+    }
     write("default.opts", &opts)?;
 
     let mut env = settings.env.clone();
@@ -557,8 +586,12 @@ pub fn record(
     // After the writer thread: the tasks this process starts from now on are traced.
     let kernel = match settings.kernel {
         true => Some(
-            kernel::Session::start(settings.kernel_buffer, settings.kernel_depth)
-                .context("cannot trace the kernel")?,
+            kernel::Session::start(&kernel::Request {
+                buffer: settings.kernel_buffer,
+                depth: settings.kernel_depth,
+                events: settings.kernel_events.clone(),
+            })
+            .context("cannot trace the kernel")?,
         ),
         false => None,
     };
