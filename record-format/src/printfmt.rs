@@ -170,7 +170,8 @@ fn string_literal_until(b: &[u8], start: usize, quote: u8) -> Option<(String, us
     }
 }
 
-fn int_literal(s: &str) -> Option<u64> {
+/// A C integer literal: decimal, `0x` hex or `0` octal, with optional `u`/`l` suffixes.
+pub fn int_literal(s: &str) -> Option<u64> {
     let digits = s.trim_end_matches(['u', 'U', 'l', 'L']);
     if let Some(hex) = digits
         .strip_prefix("0x")

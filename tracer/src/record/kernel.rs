@@ -694,45 +694,40 @@ impl<'a> Converter<'a> {
         let me = std::process::id();
         let traced = |pid: u64| pid != 0 && pid != u64::from(me) && pid < u64::from(u32::MAX);
         let (enter, exit) = (self.enter, self.exit);
-        for (cpu, bytes) in cpus.iter().enumerate() {
-            for page in bytes.chunks(page_size) {
-                let Ok(page) = Page::parse(page) else { break };
-                found.stats.lost += page.lost.map_or(0, Lost::events);
-                for ev in page.events().map_while(Result::ok) {
-                    found.stats.events += 1;
-                    let p = ev.payload;
-                    let ty = enter.value("common_type", p).unwrap_or(0) as u16;
-                    let pid = enter.value("common_pid", p).unwrap_or(0);
-                    let mut step = |pid: u64, step: Step| {
-                        found.steps.push((ev.time, cpu, pid as u32, step));
-                    };
-                    if ty == enter.id || ty == exit.id {
-                        if traced(pid) {
-                            step(
-                                pid,
-                                match ty == enter.id {
-                                    true => Step::Enter(enter.value("id", p).unwrap_or(u64::MAX)),
-                                    false => Step::Exit,
-                                },
-                            );
-                        }
-                    } else if let Some(sw) = self.switch.filter(|f| f.id == ty) {
-                        // Recorded when either side is traced, in the context of the task
-                        // that leaves the CPU.
-                        let prev = sw.value("prev_pid", p).unwrap_or(0);
-                        let next = sw.value("next_pid", p).unwrap_or(0);
-                        if traced(prev) {
-                            step(prev, Step::Out);
-                        }
-                        if traced(next) {
-                            step(next, Step::In);
-                        }
-                    } else if self.kept.iter().any(|f| f.id == ty) && traced(pid) {
-                        found.event(ev.time, cpu, pid as u32, p.to_vec());
-                    }
+        let mut stats = Stats::default();
+        each_event(cpus, page_size, &mut stats, |time, cpu, p| {
+            let ty = enter.value("common_type", p).unwrap_or(0) as u16;
+            let pid = enter.value("common_pid", p).unwrap_or(0);
+            let mut step = |pid: u64, step: Step| {
+                found.steps.push((time, cpu, pid as u32, step));
+            };
+            if ty == enter.id || ty == exit.id {
+                if traced(pid) {
+                    step(
+                        pid,
+                        match ty == enter.id {
+                            true => Step::Enter(enter.value("id", p).unwrap_or(u64::MAX)),
+                            false => Step::Exit,
+                        },
+                    );
                 }
+            } else if let Some(sw) = self.switch.filter(|f| f.id == ty) {
+                // Recorded when either side is traced, in the context of the task
+                // that leaves the CPU.
+                let prev = sw.value("prev_pid", p).unwrap_or(0);
+                let next = sw.value("next_pid", p).unwrap_or(0);
+                if traced(prev) {
+                    step(prev, Step::Out);
+                }
+                if traced(next) {
+                    step(next, Step::In);
+                }
+            } else if self.kept.iter().any(|f| f.id == ty) && traced(pid) {
+                found.event(time, cpu, pid as u32, p.to_vec());
             }
-        }
+        });
+        found.stats.events += stats.events;
+        found.stats.lost += stats.lost;
     }
 
     /// The block requests that `tasks` issued, from the instance's `cpus` pages: the issue
@@ -748,16 +743,9 @@ impl<'a> Converter<'a> {
             return;
         };
         let mut all = Vec::new();
-        for (cpu, bytes) in cpus.iter().enumerate() {
-            for page in bytes.chunks(page_size) {
-                let Ok(page) = Page::parse(page) else { break };
-                found.stats.lost += page.lost.map_or(0, Lost::events);
-                for ev in page.events().map_while(Result::ok) {
-                    found.stats.events += 1;
-                    all.push((ev.time, cpu, ev.payload));
-                }
-            }
-        }
+        each_event(cpus, page_size, &mut found.stats, |time, cpu, p| {
+            all.push((time, cpu, p));
+        });
         all.sort_by_key(|e| e.0);
         // Requests in flight: (dev, sector) → (issuer, its CPU).
         let mut issued: HashMap<(u64, u64), (u32, usize)> = HashMap::new();
@@ -981,6 +969,26 @@ fn read_cpus(mut files: Vec<File>, size: usize, stop: &AtomicBool) -> Vec<Vec<u8
     }
     drain(&mut files, &mut out, None);
     out
+}
+
+/// Calls `f` with the time, CPU and payload of each event of the per-CPU ring-buffer `cpus`
+/// pages, counting them and the events the kernel lost in `stats`.
+fn each_event<'a>(
+    cpus: &'a [Vec<u8>],
+    page_size: usize,
+    stats: &mut Stats,
+    mut f: impl FnMut(u64, usize, &'a [u8]),
+) {
+    for (cpu, bytes) in cpus.iter().enumerate() {
+        for page in bytes.chunks(page_size) {
+            let Ok(page) = Page::parse(page) else { break };
+            stats.lost += page.lost.map_or(0, Lost::events);
+            for ev in page.events().map_while(Result::ok) {
+                stats.events += 1;
+                f(ev.time, cpu, ev.payload);
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -232,16 +232,7 @@ fn parse_size(text: &str, notices: &mut Notices) -> Option<u64> {
         Some('g') => (&t[..t.len() - 1], 1 << 30),
         _ => (t, 1),
     };
-    let value = if let Some(hex) = digits
-        .strip_prefix("0x")
-        .or_else(|| digits.strip_prefix("0X"))
-    {
-        u64::from_str_radix(hex, 16).ok()
-    } else if digits.len() > 1 && digits.starts_with('0') {
-        u64::from_str_radix(&digits[1..], 8).ok()
-    } else {
-        digits.parse().ok()
-    };
+    let value = record_format::printfmt::int_literal(digits);
     let Some(size) = value.and_then(|v| v.checked_mul(mult)).filter(|&v| v > 0) else {
         notices.usage(format!("invalid size: {text}"));
         return None;
