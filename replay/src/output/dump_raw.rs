@@ -381,6 +381,7 @@ impl Raw<'_, '_> {
             .enumerate()
             .filter(|(_, recs)| !recs.is_empty())
             .collect();
+        let tasks: std::collections::HashSet<u32> = self.dir.data.iter().map(|d| d.tid).collect();
         for (i, (cpu, list)) in files.into_iter().enumerate() {
             if i == 0 {
                 self.out.write_all(b"\n")?;
@@ -388,7 +389,7 @@ impl Raw<'_, '_> {
             writeln!(self.out, "reading kernel-cpu{cpu}.dat")?;
             for g in list {
                 if let Some(ev) = g.event {
-                    let tid = recs.owner(&g, |t| self.dir.data.iter().any(|d| d.tid == t));
+                    let tid = recs.owner(&g, |t| tasks.contains(&t));
                     self.prefix(tid, g.time)?;
                     let sym = &self.sym;
                     let text = recs.event_text(ev, &|a| sym.kernel_symbol(a));
