@@ -117,7 +117,7 @@ enum State {
     Closed,
 }
 
-/// Longest ring path: `/dev/shm/` + prefix + `-` + tid + NUL.
+/// Longest ring path: `/dev/shm/` + prefix + `/` + tid + NUL.
 const PATH_MAX: usize = 128;
 
 /// The writer of one thread's data file. `#[repr(C)]` with the buffer first: the trampolines
@@ -131,8 +131,15 @@ pub struct DatWriter {
     dirfd: i32,
     /// `<tid>.dat\0`.
     name: [u8; 24],
-    /// `/dev/shm/<prefix>-<tid>\0`, or empty for a private ring.
+    /// `/dev/shm/<prefix>/<tid>\0`, or empty for a private ring.
     ring_path: [u8; PATH_MAX],
+    /// The data file, opened once (with the ring) and kept: a name swapped for a link later
+    /// changes nothing. -1 before, or when no descriptor number was free above the program's
+    /// range: then each write reopens the name, refusing links and any file but the one
+    /// first opened (`file_id`).
+    fd: i32,
+    /// Device and inode of the data file.
+    file_id: (u64, u64),
     /// The ring mapping: header page, then `CHUNKS` chunks of `chunk_size` bytes.
     map: *mut u8,
     chunk_size: usize,
@@ -185,6 +192,8 @@ impl DatWriter {
             dirfd,
             name: [0; 24],
             ring_path: [0; PATH_MAX],
+            fd: -1,
+            file_id: (0, 0),
             map: core::ptr::null_mut(),
             chunk_size,
             cur: 0,
@@ -203,7 +212,7 @@ impl DatWriter {
             let mut i = 0;
             push_bytes(&mut self.ring_path, &mut i, b"/dev/shm/");
             push_bytes(&mut self.ring_path, &mut i, p.to_bytes());
-            push_bytes(&mut self.ring_path, &mut i, b"-");
+            push_bytes(&mut self.ring_path, &mut i, b"/");
             push_dec(&mut self.ring_path, &mut i, tid as u32);
         }
     }
@@ -279,6 +288,10 @@ impl DatWriter {
     pub fn refill(&mut self) -> bool {
         let result = match self.state {
             State::Closed => return false,
+            State::Open if self.shared_ring().is_some() && crate::session::recorder_gone() => {
+                self.close();
+                return false;
+            }
             State::Unopened => self.open(),
             State::Open => self
                 .seal()
@@ -287,7 +300,10 @@ impl DatWriter {
         match result {
             Ok(()) => true,
             Err(errno) => {
-                crate::log_error(b"cannot write the thread's data file", errno);
+                // A full disk is reported once, by the recorder, when there is one.
+                if errno != libc::ENOSPC || self.shared_ring().is_none() {
+                    crate::log_error(b"cannot write the thread's data file", errno);
+                }
                 self.state = State::Closed;
                 self.buf = Buffer::empty();
                 false
@@ -295,32 +311,39 @@ impl DatWriter {
         }
     }
 
-    /// Size of the data file now (0 if it does not exist).
-    fn data_file_size(&self) -> sys::SysResult<u64> {
-        match sys::openat(
-            self.dirfd,
-            self.file_name(),
-            libc::O_RDONLY | libc::O_CLOEXEC,
-            0,
-        ) {
-            Ok(fd) => {
-                let size = sys::file_size(fd);
-                sys::close(fd);
-                size
-            }
-            Err(libc::ENOENT) => Ok(0),
-            Err(e) => Err(e),
+    /// Opens (creating it if needed) the data file and keeps it; returns its size.
+    fn pin_data_file(&mut self) -> sys::SysResult<u64> {
+        self.release_file();
+        let (fd, st) = sys::open_data_file(self.dirfd, self.file_name(), libc::O_CREAT)?;
+        self.file_id = (st.st_dev, st.st_ino);
+        self.fd = crate::session::keep_fd(fd).unwrap_or(-1);
+        Ok(st.st_size as u64)
+    }
+
+    /// Closes the kept data file, if any.
+    fn release_file(&mut self) {
+        if self.fd >= 0 {
+            crate::session::release_fd(self.fd);
+            self.fd = -1;
         }
     }
 
     /// Writes `data` into the data file at `off`.
     fn write_data(&self, data: &[u8], off: u64) -> sys::SysResult<()> {
-        let fd = sys::openat(
-            self.dirfd,
-            self.file_name(),
-            libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC,
-            0o644,
-        )?;
+        if self.fd >= 0 {
+            return self.write_at(self.fd, data, off);
+        }
+        let (fd, st) = sys::open_data_file(self.dirfd, self.file_name(), 0)?;
+        let r = if (st.st_dev, st.st_ino) == self.file_id {
+            self.write_at(fd, data, off)
+        } else {
+            Err(libc::EPERM)
+        };
+        sys::close(fd);
+        r
+    }
+
+    fn write_at(&self, fd: i32, data: &[u8], off: u64) -> sys::SysResult<()> {
         // Reserve the file's blocks ahead, in steps that grow with the file (1 to 32 MiB):
         // ext4 then does less work per page written. The recorder cuts what is left unused.
         let end = off + data.len() as u64;
@@ -328,9 +351,7 @@ impl DatWriter {
         if off == 0 || off / step != end / step {
             let _ = sys::fallocate_keep_size(fd, end / step * step, step);
         }
-        let r = sys::pwrite_all(fd, data, off);
-        sys::close(fd);
-        r
+        sys::pwrite_all(fd, data, off)
     }
 
     /// Writes what the ring of an earlier image of this thread (before exec) or of an earlier
@@ -361,12 +382,16 @@ impl DatWriter {
     /// Maps the ring and starts it after the data already in the file.
     fn open(&mut self) -> sys::SysResult<()> {
         let len = self.map_len();
+        let size = self.pin_data_file()?;
         let mut file_off = None;
         let map = match self.shared_ring() {
             Some(path) => {
-                if let Ok(old) =
-                    sys::openat(libc::AT_FDCWD, path, libc::O_RDONLY | libc::O_CLOEXEC, 0)
-                {
+                if let Ok(old) = sys::openat(
+                    libc::AT_FDCWD,
+                    path,
+                    libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                    0,
+                ) {
                     let taken = sys::file_size(old).and_then(|size| self.take_over(old, size));
                     sys::close(old);
                     file_off = taken?;
@@ -389,6 +414,10 @@ impl DatWriter {
                     )
                 });
                 sys::close(fd);
+                if mapped.is_err() {
+                    // No ring file may stay behind (a sparse one as large as asked).
+                    let _ = sys::unlink(path);
+                }
                 mapped?
             }
             None => sys::mmap(
@@ -399,17 +428,7 @@ impl DatWriter {
                 0,
             )?,
         };
-        let file_off = match file_off {
-            Some(off) => off,
-            None => match self.data_file_size() {
-                Ok(size) => size,
-                Err(e) => {
-                    // SAFETY: nothing refers to the mapping yet.
-                    unsafe { sys::munmap(map, len) };
-                    return Err(e);
-                }
-            },
-        };
+        let file_off = file_off.unwrap_or(size);
         self.map = map;
         let hdr = self.header();
         // SAFETY: `hdr` points at the writable, page-aligned header page of the fresh ring
@@ -478,6 +497,20 @@ impl DatWriter {
                     }
                 }
                 state::WRITING => {
+                    // A recorder killed while writing the chunk leaves it WRITING for ever:
+                    // then it is this thread's to write.
+                    if crate::session::recorder_gone()
+                        && st
+                            .compare_exchange(
+                                state::WRITING,
+                                state::SEALED,
+                                Ordering::Acquire,
+                                Ordering::Relaxed,
+                            )
+                            .is_ok()
+                    {
+                        continue;
+                    }
                     // SAFETY: sched_yield has no preconditions.
                     unsafe { libc::sched_yield() };
                 }
@@ -529,6 +562,7 @@ impl DatWriter {
             }
         }
         self.unmap();
+        self.release_file();
         self.state = State::Closed;
     }
 
@@ -536,6 +570,7 @@ impl DatWriter {
     /// `<tid>.dat` through a ring of its own from the next record on.
     pub fn abandon(&mut self, tid: i32, prefix: Option<&CStr>) {
         self.unmap();
+        self.release_file();
         self.set_tid(tid, prefix);
         if self.state != State::Closed {
             self.state = State::Unopened;
@@ -620,6 +655,7 @@ mod tests {
         let d = std::fs::File::open(dir.path()).unwrap();
         let prefix = format!("utrace-unit-{}", std::process::id());
         let cprefix = CString::new(prefix.clone()).unwrap();
+        record_format::ring::create_ring_dir(&prefix).unwrap();
         let tid = 77;
         let path = dir.path().join("77.dat");
         // An image writes 300 records (one sealed chunk, one filling; no pump runs) and "dies"
@@ -628,7 +664,8 @@ mod tests {
         for i in 0..300u64 {
             w.record(i + 1, word(1));
         }
-        assert!(!path.exists());
+        // The data file is created (empty) when the ring is, and nothing is written to it yet.
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
         // The next image of the thread (exec) writes the old ring before its own records.
         let mut w = DatWriter::new(d.as_raw_fd(), tid, 1, Some(&cprefix));
         w.record(1000, word(2));
@@ -641,6 +678,7 @@ mod tests {
         assert_eq!(recs.len(), 302);
         assert!(recs.windows(2).all(|p| p[0].time < p[1].time));
         assert!(!record_format::ring::ring_path(&prefix, tid as u32).exists());
+        record_format::ring::remove_ring_dir(&prefix);
     }
 
     #[test]
@@ -649,6 +687,7 @@ mod tests {
         let d = std::fs::File::open(dir.path()).unwrap();
         let prefix = format!("utrace-unit3-{}", std::process::id());
         let cprefix = CString::new(prefix.clone()).unwrap();
+        record_format::ring::create_ring_dir(&prefix).unwrap();
         let path = dir.path().join("78.dat");
         let mut pump = record_format::ring::Pump::new(&prefix, dir.path());
         let mut w = DatWriter::new(d.as_raw_fd(), 78, 1, Some(&cprefix));
@@ -665,6 +704,7 @@ mod tests {
         let recs = records(&path);
         assert_eq!(recs.len(), 5000);
         assert!(recs.windows(2).all(|p| p[0].time + 1 == p[1].time));
+        record_format::ring::remove_ring_dir(&prefix);
     }
 
     #[test]
@@ -673,12 +713,14 @@ mod tests {
         let d = std::fs::File::open(dir.path()).unwrap();
         let prefix = format!("utrace-unit2-{}", std::process::id());
         let cprefix = CString::new(prefix.clone()).unwrap();
+        record_format::ring::create_ring_dir(&prefix).unwrap();
         let mut w = DatWriter::new(d.as_raw_fd(), 5, 1, Some(&cprefix));
         w.record(1, word(0));
         assert!(record_format::ring::ring_path(&prefix, 5).exists());
         w.close();
         assert!(!record_format::ring::ring_path(&prefix, 5).exists());
         assert_eq!(records(&dir.path().join("5.dat")).len(), 1);
+        record_format::ring::remove_ring_dir(&prefix);
     }
 
     #[test]
@@ -690,7 +732,39 @@ mod tests {
         w.abandon(8, None);
         w.record(2, word(1));
         w.close();
-        assert!(!dir.path().join("7.dat").exists());
+        // The parent's file was opened with the ring, and nothing of the child's went to it.
+        assert_eq!(
+            std::fs::metadata(dir.path().join("7.dat")).unwrap().len(),
+            0
+        );
         assert_eq!(records(&dir.path().join("8.dat"))[0].time, 2);
+    }
+
+    #[test]
+    fn planted_link_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = std::fs::File::open(dir.path()).unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join("9.dat")).unwrap();
+        let mut w = DatWriter::new(d.as_raw_fd(), 9, 1, None);
+        for i in 0..1000u64 {
+            w.record(i, word(0));
+        }
+        w.close();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+
+        // A file swapped in after the writer opened its own is not written either.
+        let mut w = DatWriter::new(d.as_raw_fd(), 10, 1, None);
+        w.record(1, word(0));
+        let path = dir.path().join("10.dat");
+        assert!(path.is_file());
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, b"").unwrap();
+        for i in 0..1000u64 {
+            w.record(i, word(0));
+        }
+        w.close();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
     }
 }

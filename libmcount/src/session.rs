@@ -6,7 +6,7 @@
 //! not `ON` and return. Allocation and `std` are fine here (cold path, single-threaded).
 
 use crate::{clock, filter, sys, tasklog, thread};
-use core::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use record_format::env;
 use record_format::maps::parse_maps;
 use record_format::pattern::MatchType;
@@ -26,10 +26,45 @@ static MAX_STACK: AtomicUsize = AtomicUsize::new(env::DEFAULT_MAX_STACK);
 static DEPTH: AtomicUsize = AtomicUsize::new(usize::MAX);
 static KEY: AtomicUsize = AtomicUsize::new(usize::MAX);
 static SID: AtomicU64 = AtomicU64::new(0);
+/// A pidfd of the recorder (`UTRACE_RECORDER`), -1 without one.
+static RECORDER_FD: AtomicI32 = AtomicI32::new(-1);
+/// Set once the recorder was seen gone.
+static RECORDER_GONE: AtomicBool = AtomicBool::new(false);
 pub(crate) static LOGFD: AtomicI32 = AtomicI32::new(2);
 
-/// Lowest descriptor number for libmcount's directory fd, out of the way of the program's.
-const HIGH_FD: i32 = 900;
+/// Lowest descriptor number for libmcount's descriptors, out of the way of the program's.
+pub(crate) const HIGH_FD: i32 = 900;
+
+/// Descriptors of the threads' data files (one bit per descriptor number below
+/// `OWN_FDS * 64`), which the interposed `close` must not let the program close.
+const OWN_FDS: usize = 1024;
+static OWN_FD_BITS: [AtomicU64; OWN_FDS] = [const { AtomicU64::new(0) }; OWN_FDS];
+
+/// Moves `fd` above the program's usual range and marks it as libmcount's; `None` (and `fd`
+/// closed) when no number is free there: the caller then does without a kept descriptor.
+pub fn keep_fd(fd: i32) -> Option<i32> {
+    let high = sys::dup_cloexec_above(fd, HIGH_FD);
+    sys::close(fd);
+    let high = high.ok()?;
+    match OWN_FD_BITS.get(high as usize / 64) {
+        Some(word) => {
+            word.fetch_or(1 << (high % 64), Ordering::Relaxed);
+            Some(high)
+        }
+        None => {
+            sys::close(high);
+            None
+        }
+    }
+}
+
+/// Closes a descriptor of [`keep_fd`].
+pub fn release_fd(fd: i32) {
+    if let Some(word) = OWN_FD_BITS.get(fd as usize / 64) {
+        word.fetch_and(!(1 << (fd % 64)), Ordering::Relaxed);
+    }
+    sys::close(fd);
+}
 
 /// What a thread needs to set itself up.
 #[derive(Debug, Clone, Copy)]
@@ -73,9 +108,52 @@ pub fn sid() -> u64 {
     SID.load(Ordering::Relaxed)
 }
 
-/// Whether `fd` is the data-directory descriptor of the running session.
+/// Whether `fd` is one of libmcount's descriptors (data directory, recorder pidfd, data files).
 pub fn is_own_fd(fd: i32) -> bool {
-    tracing() && DIRFD.load(Ordering::Relaxed) == fd
+    let kept = OWN_FD_BITS
+        .get(fd as usize / 64)
+        .is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (fd % 64)) != 0);
+    kept || (tracing()
+        && (DIRFD.load(Ordering::Relaxed) == fd || RECORDER_FD.load(Ordering::Relaxed) == fd))
+}
+
+/// Whether the recorder that started this session has ended (killed, most likely): then no
+/// one will move the rings into the data files or finish the directory, so every thread
+/// writes what it holds and records nothing more. Cold path: one `poll` per call until the
+/// recorder is seen gone.
+pub fn recorder_gone() -> bool {
+    if RECORDER_GONE.load(Ordering::Relaxed) {
+        return true;
+    }
+    let fd = RECORDER_FD.load(Ordering::Relaxed);
+    if fd >= 0 && sys::readable(fd) {
+        if !RECORDER_GONE.swap(true, Ordering::Relaxed) {
+            crate::log_error(b"the recorder has ended: recording stops", 0);
+        }
+        return true;
+    }
+    false
+}
+
+/// Opens a pidfd of the recorder named by `UTRACE_RECORDER`, parked out of the program's way.
+/// `Err(ESRCH)`: the recorder is already gone.
+fn open_recorder() -> sys::SysResult<Option<i32>> {
+    let Some(pid) = env_usize(env::RECORDER).filter(|&p| p > 0 && p <= i32::MAX as usize) else {
+        return Ok(None);
+    };
+    let fd = match sys::pidfd_open(pid as i32) {
+        Ok(fd) => fd,
+        // Kernels before 5.3: recording goes on without the check.
+        Err(libc::ENOSYS) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    match sys::dup_cloexec_above(fd, HIGH_FD) {
+        Ok(high) => {
+            sys::close(fd);
+            Ok(Some(high))
+        }
+        Err(_) => Ok(Some(fd)),
+    }
 }
 
 /// Hands the thread's state to the `pthread` key so its destructor runs at thread exit.
@@ -169,6 +247,15 @@ fn open_dir(dir: &std::ffi::OsStr) -> sys::SysResult<i32> {
     }
 }
 
+/// Creates `name` in the data directory (it must not exist) and writes `bytes` into it.
+fn write_new_file(dirfd: i32, name: &str, bytes: &[u8]) -> sys::SysResult<()> {
+    let name = CString::new(name).map_err(|_| libc::EINVAL)?;
+    let (fd, _) = sys::open_data_file(dirfd, &name, libc::O_CREAT | libc::O_EXCL)?;
+    let r = sys::pwrite_all(fd, bytes, 0);
+    sys::close(fd);
+    r
+}
+
 /// Library constructor: start the session if `UTRACE_DIR` is set.
 pub extern "C" fn init() {
     if let Some(fd) = env_usize(env::LOGFD) {
@@ -184,6 +271,14 @@ pub extern "C" fn init() {
             return;
         }
     };
+    match open_recorder() {
+        Ok(fd) => RECORDER_FD.store(fd.unwrap_or(-1), Ordering::Relaxed),
+        Err(e) => {
+            crate::log_error(b"the recorder has ended: tracing disabled", e);
+            sys::close(dirfd);
+            return;
+        }
+    }
     DIRFD.store(dirfd, Ordering::Relaxed);
     if let Some(prefix) = std::env::var(record_format::ring::ENV_PREFIX)
         .ok()
@@ -252,12 +347,8 @@ pub extern "C" fn init() {
         filter::init(&parse_maps(&maps), &plt, &filter_set);
     }
     init_args(&maps, &exename, &filter_set);
-    let map_path = std::path::Path::new(&dir).join(format!("sid-{sid:016x}.map"));
-    if let Err(e) = std::fs::write(&map_path, &maps) {
-        crate::log_error(
-            b"cannot write the session map",
-            e.raw_os_error().unwrap_or(0),
-        );
+    if let Err(e) = write_new_file(dirfd, &format!("sid-{sid:016x}.map"), maps.as_bytes()) {
+        crate::log_error(b"cannot write the session map", e);
     }
     use std::os::unix::ffi::OsStrExt;
     let line = tasklog::sess_line(clock::now(), pid, sid, exename.as_os_str().as_bytes());

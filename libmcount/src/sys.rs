@@ -11,12 +11,15 @@ pub const PAGE_SIZE: usize = 4096;
 const SYS_WRITE: usize = 1;
 const SYS_CLOSE: usize = 3;
 const SYS_FSTAT: usize = 5;
+const SYS_POLL: usize = 7;
 const SYS_MMAP: usize = 9;
 const SYS_PWRITE64: usize = 18;
 const SYS_MUNMAP: usize = 11;
 const SYS_GETPID: usize = 39;
 const SYS_FCNTL: usize = 72;
 const SYS_FTRUNCATE: usize = 77;
+const SYS_FCHMOD: usize = 91;
+const SYS_GETEUID: usize = 107;
 const SYS_GETPPID: usize = 110;
 const SYS_GETTID: usize = 186;
 const SYS_OPENAT: usize = 257;
@@ -24,6 +27,7 @@ const SYS_UNLINKAT: usize = 263;
 const SYS_FALLOCATE: usize = 285;
 const SYS_GETRANDOM: usize = 318;
 const SYS_PROCESS_VM_READV: usize = 310;
+const SYS_PIDFD_OPEN: usize = 434;
 
 pub type SysResult<T> = Result<T, i32>;
 
@@ -162,8 +166,8 @@ pub fn ftruncate(fd: i32, len: u64) -> SysResult<()> {
     check(unsafe { syscall6(SYS_FTRUNCATE, [fd as usize, len as usize, 0, 0, 0, 0]) }).map(drop)
 }
 
-/// Size of the file behind `fd`.
-pub fn file_size(fd: i32) -> SysResult<u64> {
+/// `fstat(fd)`.
+pub fn fstat(fd: i32) -> SysResult<libc::stat> {
     let mut st = core::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: fstat writes one `struct stat` into `st`, which is large enough.
     check(unsafe {
@@ -173,8 +177,70 @@ pub fn file_size(fd: i32) -> SysResult<u64> {
         )
     })?;
     // SAFETY: fstat succeeded, so the kernel initialised the structure.
-    let st = unsafe { st.assume_init() };
-    Ok(st.st_size as u64)
+    Ok(unsafe { st.assume_init() })
+}
+
+/// Size of the file behind `fd`.
+pub fn file_size(fd: i32) -> SysResult<u64> {
+    fstat(fd).map(|st| st.st_size as u64)
+}
+
+/// Mode of every file libmcount creates in the data directory, whatever the umask.
+pub const DATA_FILE_MODE: u32 = 0o644;
+
+/// Opens `name` in the data directory `dirfd` for writing (`flags` add `O_APPEND`, `O_CREAT`,
+/// `O_EXCL`...) without following a symbolic link, and only if it is a regular file of this
+/// user with no other link to it: nothing planted in the directory can redirect the writes.
+/// A file is given [`DATA_FILE_MODE`] whatever the program's umask.
+pub fn open_data_file(dirfd: i32, name: &CStr, flags: i32) -> SysResult<(i32, libc::stat)> {
+    let fd = openat(
+        dirfd,
+        name,
+        flags | libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        DATA_FILE_MODE,
+    )?;
+    let checked = fstat(fd).and_then(|st| {
+        // SAFETY: geteuid takes no arguments and cannot fail.
+        let euid = unsafe { syscall6(SYS_GETEUID, [0; 6]) } as u32;
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_uid != euid || st.st_nlink != 1 {
+            return Err(libc::EPERM);
+        }
+        if st.st_mode & 0o7777 != DATA_FILE_MODE {
+            // SAFETY: no pointers involved.
+            check(unsafe {
+                syscall6(
+                    SYS_FCHMOD,
+                    [fd as usize, DATA_FILE_MODE as usize, 0, 0, 0, 0],
+                )
+            })?;
+        }
+        Ok(st)
+    });
+    match checked {
+        Ok(st) => Ok((fd, st)),
+        Err(e) => {
+            close(fd);
+            Err(e)
+        }
+    }
+}
+
+/// `pidfd_open(pid, 0)`: a descriptor that becomes readable when process `pid` ends.
+pub fn pidfd_open(pid: i32) -> SysResult<i32> {
+    // SAFETY: no pointers involved.
+    check(unsafe { syscall6(SYS_PIDFD_OPEN, [pid as usize, 0, 0, 0, 0, 0]) }).map(|fd| fd as i32)
+}
+
+/// Whether `fd` is readable now (`poll` with a zero timeout); `false` on any error.
+pub fn readable(fd: i32) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: `p` is one valid pollfd for the duration of the call.
+    let r = unsafe { syscall6(SYS_POLL, [&raw mut p as usize, 1, 0, 0, 0, 0]) };
+    r == 1 && p.revents & libc::POLLIN != 0
 }
 
 /// `mmap(NULL, len, prot, flags, fd, off)`: a new mapping where the kernel chooses (never

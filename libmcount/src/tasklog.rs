@@ -146,12 +146,7 @@ pub fn dlop_line(time: u64, tid: i32, sid: u64, base: u64, libname: &[u8]) -> Ve
 
 /// Appends one complete line to `<dir>/task.txt`.
 pub fn append(dirfd: i32, line: &[u8]) -> sys::SysResult<()> {
-    let fd = sys::openat(
-        dirfd,
-        c"task.txt",
-        libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC,
-        0o644,
-    )?;
+    let (fd, _) = sys::open_data_file(dirfd, c"task.txt", libc::O_APPEND | libc::O_CREAT)?;
     let r = sys::write(fd, line);
     sys::close(fd);
     r.map(drop)

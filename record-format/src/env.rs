@@ -47,6 +47,9 @@ pub const CLOCK: &str = "UTRACE_CLOCK";
 pub const NO_TSC: &str = "UTRACE_NO_TSC";
 /// File descriptor for libmcount's one-line diagnostics (default stderr).
 pub const LOGFD: &str = "UTRACE_LOGFD";
+/// The recorder's pid: when that process is gone, libmcount writes what it holds and stops
+/// recording (nothing would ever finish the data directory).
+pub const RECORDER: &str = "UTRACE_RECORDER";
 
 /// Default size of a thread's staging ring.
 pub const DEFAULT_BUFFER: usize = 128 * 1024;

@@ -18,6 +18,7 @@
 
 pub mod argspec;
 pub mod autoargs;
+pub mod create;
 pub mod dat;
 pub mod dbg;
 pub mod demangle;

@@ -1,7 +1,7 @@
 //! Per-thread staging rings: how libmcount hands records to `<tid>.dat` (runtime spec §9.2,
 //! writer "R", with the recorder writing as uftrace's recorder threads do).
 //!
-//! Each traced thread appends its records to a ring: a file `/dev/shm/<prefix>-<tid>` mapped
+//! Each traced thread appends its records to a ring: a file `/dev/shm/<prefix>/<tid>` mapped
 //! `MAP_SHARED`, one [`RingHeader`] page followed by [`CHUNKS`] chunks of `chunk_size` bytes.
 //! The thread fills one chunk at a time. A full chunk is *sealed* with the offset in
 //! `<tid>.dat` its records belong at, and the thread moves on to the next chunk. The recorder's
@@ -13,6 +13,9 @@
 //! Chunk states move `FREE → FILLING → SEALED → WRITING → FREE`; whoever moves a chunk from
 //! `SEALED` to `WRITING` (a compare-and-swap: the pump or the owning thread) writes it. The
 //! owning thread stores its records before it publishes `cursor` (x86 keeps stores in order).
+//!
+//! The rings live in a directory of their own that the recorder creates ([`create_ring_dir`]:
+//! mode 0700, so no other user can plant or swap a ring) and removes after the salvage.
 //!
 //! Records in a ring that no one wrote (SIGKILL, a crash, `exit()` while other threads run,
 //! `_exit`) are still in `/dev/shm`: the recorder [`salvage`]s every ring of its prefix after
@@ -34,7 +37,7 @@ pub const MAGIC: [u8; 8] = *b"utrring2";
 pub const HEADER_SIZE: usize = 4096;
 /// Chunks per ring.
 pub const CHUNKS: usize = 8;
-/// The environment variable naming the ring prefix (`/dev/shm/<prefix>-<tid>`); without it
+/// The environment variable naming the ring prefix (`/dev/shm/<prefix>/<tid>`); without it
 /// libmcount keeps its rings in private memory, which a SIGKILL loses.
 pub const ENV_PREFIX: &str = "UTRACE_RING";
 /// Where rings live.
@@ -182,15 +185,33 @@ impl RingHeader {
     }
 }
 
-/// The ring file of `tid` for `prefix`.
-pub fn ring_path(prefix: &str, tid: u32) -> PathBuf {
-    Path::new(SHM_DIR).join(format!("{prefix}-{tid}"))
+/// The directory of the rings of `prefix`.
+pub fn ring_dir(prefix: &str) -> PathBuf {
+    Path::new(SHM_DIR).join(prefix)
 }
 
-/// The rings of `prefix` now in [`SHM_DIR`], in ascending tid order.
+/// The ring file of `tid` for `prefix`.
+pub fn ring_path(prefix: &str, tid: u32) -> PathBuf {
+    ring_dir(prefix).join(tid.to_string())
+}
+
+/// Creates the ring directory of `prefix`: new (never one that exists), mode 0700.
+pub fn create_ring_dir(prefix: &str) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let dir = ring_dir(prefix);
+    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+    Ok(dir)
+}
+
+/// Removes the ring directory of `prefix` and whatever is left in it.
+pub fn remove_ring_dir(prefix: &str) {
+    let _ = std::fs::remove_dir_all(ring_dir(prefix));
+}
+
+/// The rings of `prefix` now in their directory, in ascending tid order.
 fn ring_files(prefix: &str) -> std::io::Result<Vec<(u32, PathBuf)>> {
-    let want = format!("{prefix}-");
-    let entries = match std::fs::read_dir(SHM_DIR) {
+    let entries = match std::fs::read_dir(ring_dir(prefix)) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
@@ -198,8 +219,7 @@ fn ring_files(prefix: &str) -> std::io::Result<Vec<(u32, PathBuf)>> {
     let mut rings: Vec<(u32, PathBuf)> = entries
         .filter_map(|e| {
             let e = e.ok()?;
-            let name = e.file_name();
-            let tid = name.to_str()?.strip_prefix(&want)?.parse().ok()?;
+            let tid = e.file_name().to_str()?.parse().ok()?;
             Some((tid, e.path()))
         })
         .collect();
@@ -207,12 +227,27 @@ fn ring_files(prefix: &str) -> std::io::Result<Vec<(u32, PathBuf)>> {
     Ok(rings)
 }
 
+/// Opens a ring without following a link and without blocking, if it is a regular file.
+fn open_ring(path: &Path, write: bool) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(write)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
+    Ok(file)
+}
+
+/// Opens `dir/<tid>.dat` for writing, creating it (mode 0644) if needed; a link or anything
+/// but a regular file is refused.
 fn open_data(dir: &Path, tid: u32) -> std::io::Result<std::fs::File> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(dir.join(format!("{tid}.dat")))
+    crate::create::open_data_file(&dir.join(format!("{tid}.dat")))
 }
 
 /// What [`salvage`] did.
@@ -230,7 +265,12 @@ pub fn salvage(prefix: &str, dir: &Path) -> std::io::Result<Salvaged> {
     use std::os::unix::fs::FileExt;
     let mut done = Salvaged::default();
     for (tid, path) in ring_files(prefix)? {
-        let bytes = std::fs::read(&path)?;
+        let bytes = {
+            use std::io::Read;
+            let mut bytes = Vec::new();
+            open_ring(&path, false)?.read_to_end(&mut bytes)?;
+            bytes
+        };
         let _ = std::fs::remove_file(&path);
         done.rings += 1;
         let Some(h) = RingHeader::read(&bytes).filter(|h| h.tid == tid) else {
@@ -352,11 +392,7 @@ impl Pump {
             if self.rings.iter().any(|r| r.tid == tid) {
                 continue;
             }
-            let Ok(file) = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(&path)
-            else {
+            let Ok(file) = open_ring(&path, true) else {
                 continue;
             };
             let Ok(meta) = file.metadata() else { continue };
@@ -471,6 +507,7 @@ mod tests {
     fn salvage_writes_pending_chunks_at_their_offsets() {
         let dir = tempfile::tempdir().unwrap();
         let prefix = format!("utrace-test-{}", std::process::id());
+        create_ring_dir(&prefix).unwrap();
         // tid 7: 32 bytes already in the file, one sealed chunk (32 bytes) and the filling
         // one (16 bytes); tid 8: nothing pending.
         std::fs::write(dir.path().join("7.dat"), [9u8; 32]).unwrap();
@@ -501,12 +538,15 @@ mod tests {
         assert!(!ring_path(&prefix, 7).exists() && !ring_path(&prefix, 8).exists());
         // Idempotent: nothing left to do.
         assert_eq!(salvage(&prefix, dir.path()).unwrap(), Salvaged::default());
+        remove_ring_dir(&prefix);
+        assert!(!ring_dir(&prefix).exists());
     }
 
     #[test]
     fn pump_writes_sealed_chunks_and_frees_them() {
         let dir = tempfile::tempdir().unwrap();
         let prefix = format!("utrace-pump-{}", std::process::id());
+        create_ring_dir(&prefix).unwrap();
         let path = ring_path(&prefix, 9);
         let ring = ring_bytes(
             9,
@@ -534,5 +574,6 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         pump.rescan().unwrap();
         assert_eq!(pump.followed(), 0);
+        remove_ring_dir(&prefix);
     }
 }

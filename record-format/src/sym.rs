@@ -116,7 +116,9 @@ pub fn write_sym(path_name: &str, build_id: Option<&str>, symbols: &[Symbol]) ->
         let _ = writeln!(out, "{:016x} {} {}", s.addr, s.kind, s.name);
         let end = s.addr + s.size;
         let next = syms.get(i + 1);
-        let gap = next.is_none_or(|n| n.addr > end);
+        // Alignment padding (up to 16 bytes) holds no code: no end marker for it, which
+        // halves a library's file (sizes read back then include the padding, as uftrace's).
+        let gap = next.is_none_or(|n| n.addr > end.next_multiple_of(16));
         let switch =
             next.is_some_and(|n| n.is_plt() != s.is_plt() || n.is_function() != s.is_function());
         if gap || switch {

@@ -43,6 +43,7 @@ mod record_args;
 mod record_filters;
 mod record_libcalls;
 mod record_matrix;
+mod recorder_faults;
 mod replay_diff;
 mod replay_select;
 mod survival;

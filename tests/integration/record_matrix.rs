@@ -314,7 +314,7 @@ pub fn recorded_tids(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Rings (`/dev/shm/utrace-<recorder>-<salt>-<tid>`) left behind for the tasks of `dir`.
+/// Rings (`/dev/shm/utrace-<recorder>-<salt>/<tid>`) left behind for the tasks of `dir`.
 pub fn shm_leftovers(dir: &Path) -> Vec<String> {
     let tids = recorded_tids(dir);
     let Ok(entries) = std::fs::read_dir("/dev/shm") else {
@@ -322,13 +322,15 @@ pub fn shm_leftovers(dir: &Path) -> Vec<String> {
     };
     entries
         .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|name| {
-            name.starts_with("utrace-")
-                && tids
-                    .iter()
-                    .any(|tid| name.rsplit('-').next() == Some(tid.as_str()))
+        .filter(|e| e.file_name().to_string_lossy().starts_with("utrace-"))
+        .flat_map(|e| std::fs::read_dir(e.path()).into_iter().flatten())
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            tids.iter().any(|tid| name == tid.as_str())
         })
+        .map(|p| p.display().to_string())
         .collect()
 }
 

@@ -34,15 +34,37 @@ pub struct RecordSummary<'a> {
     pub kernel: bool,
 }
 
+/// Makes the directory replayable before the program runs: `info` (without tasks or an exit
+/// status yet) and the executable's `.sym` file, so that a recording cut short (a full disk, a
+/// killed recorder) still replays with the program's names. [`finish`] completes both.
+pub fn start(dir: &Path, summary: &RecordSummary<'_>) -> anyhow::Result<()> {
+    let exe = summary.program.absolute.to_string_lossy().into_owned();
+    write_module_syms(dir, vec![(exe, summary.program.build_id.clone())])?;
+    let mut info = build_info(summary, Vec::new());
+    info.exit_status = None;
+    super::write_file(dir, "info", &info.to_bytes())
+}
+
 /// Finishes the directory: lists the data files, writes `.sym` files and `info` (last, so a
-/// directory with an `info` file is complete).
+/// directory with a complete `info` file is complete).
+/// On a full disk `info` is still written (over the one of [`start`] if need be) before the
+/// error is returned, so what was recorded replays.
 pub fn finish(dir: &Path, summary: &RecordSummary<'_>) -> anyhow::Result<()> {
     let tids = data_file_tids(dir)?;
-    add_map_build_ids(dir)?;
-    write_sym_files(dir)?;
-    let info = build_info(summary, tids);
-    let path = dir.join("info");
-    fs::write(&path, info.to_bytes()).with_context(|| format!("cannot write {}", path.display()))
+    let symbols = add_map_build_ids(dir).and_then(|()| write_sym_files(dir));
+    let info = build_info(summary, tids).to_bytes();
+    if let Err(e) = super::write_file(dir, "info", &info) {
+        // No room for a new file: the old one's blocks are enough for the new text.
+        let path = dir.join("info");
+        record_format::create::open_existing(&path)
+            .and_then(|mut f| {
+                use std::io::Write;
+                f.set_len(0)?;
+                f.write_all(&info)
+            })
+            .map_err(|_| e)?;
+    }
+    symbols
 }
 
 /// The tids whose `<tid>.dat` holds records, ascending. The files need no repair: libmcount
@@ -63,9 +85,7 @@ pub fn data_file_tids(dir: &Path) -> anyhow::Result<Vec<u32>> {
             continue;
         };
         // Setting the length it has releases the blocks libmcount reserved past it.
-        let len = fs::OpenOptions::new()
-            .write(true)
-            .open(entry.path())
+        let len = record_format::create::open_existing(&entry.path())
             .and_then(|f| {
                 let len = f.metadata()?.len();
                 f.set_len(len)?;
@@ -323,7 +343,8 @@ pub fn add_map_build_ids(dir: &Path) -> anyhow::Result<()> {
             out.push('\n');
         }
         if out != text {
-            fs::write(&map, out).with_context(|| format!("cannot write {}", map.display()))?;
+            record_format::create::replace(&map, out.as_bytes())
+                .with_context(|| format!("cannot write {}", map.display()))?;
         }
     }
     Ok(())
@@ -355,6 +376,12 @@ pub fn write_sym_files(dir: &Path) -> anyhow::Result<()> {
             }
         }
     }
+    write_module_syms(dir, modules)
+}
+
+/// Writes `<basename>.sym` for each module (path, build-id as the session map has it); two
+/// modules of one base name get the second a suffix, as uftrace names them.
+pub fn write_module_syms(dir: &Path, modules: Vec<(String, Option<String>)>) -> anyhow::Result<()> {
     // File name -> module path already written under it.
     let mut written: HashMap<String, String> = HashMap::new();
     for (path, map_build_id) in modules {
@@ -377,8 +404,7 @@ pub fn write_sym_files(dir: &Path) -> anyhow::Result<()> {
             }
         }
         let text = record_format::sym::write_sym(&path, build_id.as_deref(), &symbols);
-        let file = dir.join(&name);
-        fs::write(&file, text).with_context(|| format!("cannot write {}", file.display()))?;
+        super::write_file(dir, &name, text.as_bytes())?;
         written.insert(name, path);
     }
     Ok(())

@@ -603,10 +603,7 @@ impl Session {
         found.steps.sort_by_key(|e| e.0);
         let writers = conv.graph(&found, self.cpus.max(1), self.page_size);
         let header = self.header();
-        let put = |name: &str, bytes: &[u8]| {
-            let path = dir.join(name);
-            fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))
-        };
+        let put = |name: &str, bytes: &[u8]| super::write_file(dir, name, bytes);
         put("kernel_header", &header.to_bytes())?;
         for (cpu, w) in writers.into_iter().enumerate() {
             put(&format!("kernel-cpu{cpu}.dat"), &w.finish())?;
@@ -866,10 +863,7 @@ impl Session {
                 stats.events += page.events().map_while(Result::ok).count() as u64;
             }
         }
-        let put = |name: &str, bytes: &[u8]| {
-            let path = dir.join(name);
-            fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))
-        };
+        let put = |name: &str, bytes: &[u8]| super::write_file(dir, name, bytes);
         put("kernel_header", &self.header().to_bytes())?;
         for (cpu, bytes) in raw.iter().enumerate() {
             put(&format!("kernel-cpu{cpu}.dat"), bytes)?;

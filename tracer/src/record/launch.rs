@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Instant;
 
 /// The runtime library's file name.
@@ -56,26 +56,63 @@ pub struct Ended {
     pub elapsed_ns: u64,
     /// Wall-clock seconds (`time_t`) when the program was started.
     pub started_at: libc::time_t,
+    /// The recorder was told to stop (SIGINT, SIGTERM, SIGHUP, SIGQUIT) and stopped the
+    /// program.
+    pub stopped: bool,
 }
 
-/// Does nothing: while the program runs, a terminal's SIGINT/SIGQUIT should end the program
-/// (which gets them too, being in the same process group), not the recorder. A handler rather
-/// than SIG_IGN, because an ignored signal would stay ignored in the program after exec.
-extern "C" fn ignore_signal(_: libc::c_int) {}
-
-/// The traced program while it runs (0 otherwise), for [`forward_signal`].
+/// The traced program while it runs (0 otherwise), for [`stop_signal`].
 static CHILD: AtomicI32 = AtomicI32::new(0);
+/// Set by [`stop_signal`]: the recording was stopped.
+static STOPPED: AtomicBool = AtomicBool::new(false);
 
-/// Passes SIGTERM/SIGHUP on to the program, so that stopping the recorder stops the program
-/// too and the recorder still finishes the data. Only async-signal-safe calls (an atomic load
-/// and kill).
-extern "C" fn forward_signal(sig: libc::c_int) {
+/// SIGINT, SIGTERM, SIGHUP or SIGQUIT to the recorder (a Ctrl-C, or `kill` from another
+/// terminal): stop the program as uftrace does, at once (SIGKILL); [`wait_all`] then stops
+/// the rest of the process tree and the recorder finishes the data directory. Only
+/// async-signal-safe calls (atomics and kill).
+extern "C" fn stop_signal(_: libc::c_int) {
+    STOPPED.store(true, Ordering::Relaxed);
     // Relaxed: pairs with nothing; the value is set before the handler is installed.
     let pid = CHILD.load(Ordering::Relaxed);
     if pid > 0 {
         // SAFETY: kill is async-signal-safe and touches no memory. `pid` is our child: CHILD
         // is cleared right after the child is reaped, so its pid cannot have been reused.
-        unsafe { libc::kill(pid, sig) };
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}
+
+/// Sends SIGKILL to every descendant of this process (found in `/proc`, whoever their parent
+/// is now within the tree).
+fn kill_descendants() {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    let mut parent_of = Vec::new();
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`: comm may hold spaces and parentheses.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<i32>().ok());
+        if let Some(ppid) = ppid {
+            parent_of.push((pid, ppid));
+        }
+    }
+    let mut tree = vec![std::process::id() as i32];
+    let mut i = 0;
+    while let Some(&p) = tree.get(i) {
+        tree.extend(parent_of.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    for &pid in &tree[1..] {
+        // SAFETY: kill takes no pointers; the pid is a descendant found just now.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
     }
 }
 
@@ -95,6 +132,23 @@ fn set_handler(sig: libc::c_int, handler: libc::sighandler_t) -> libc::sigaction
 fn restore_handler(sig: libc::c_int, old: &libc::sigaction) {
     // SAFETY: `old` is the action returned by an earlier sigaction call.
     unsafe { libc::sigaction(sig, old, std::ptr::null_mut()) };
+}
+
+impl Ended {
+    /// What is known of a program that has not ended (or whose end was not seen): started
+    /// `elapsed` ago, exit status unknown (-1, as uftrace writes it).
+    pub fn not_yet(elapsed: std::time::Duration) -> Ended {
+        // SAFETY: time(NULL) only returns the current time.
+        let now = unsafe { libc::time(std::ptr::null_mut()) };
+        Ended {
+            raw_status: -1,
+            // SAFETY: rusage is plain data; all-zero is valid.
+            usage: unsafe { std::mem::zeroed() },
+            elapsed_ns: u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
+            started_at: now - elapsed.as_secs() as libc::time_t,
+            stopped: false,
+        }
+    }
 }
 
 /// Runs the program and waits until it and every descendant have ended.
@@ -122,25 +176,25 @@ pub fn run(launch: &Launch<'_>) -> anyhow::Result<Ended> {
     // SAFETY: time(NULL) only returns the current time.
     let started_at = unsafe { libc::time(std::ptr::null_mut()) };
     let start = Instant::now();
-    let ignore = ignore_signal as extern "C" fn(libc::c_int) as *const () as libc::sighandler_t;
-    let forward = forward_signal as extern "C" fn(libc::c_int) as *const () as libc::sighandler_t;
-    let old_int = set_handler(libc::SIGINT, ignore);
-    let old_quit = set_handler(libc::SIGQUIT, ignore);
+    let stop = stop_signal as extern "C" fn(libc::c_int) as *const () as libc::sighandler_t;
+    const STOP_SIGNALS: [libc::c_int; 4] =
+        [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+    let old: Vec<libc::sigaction> = STOP_SIGNALS.iter().map(|&s| set_handler(s, stop)).collect();
     let waited = cmd
         .spawn()
         .with_context(|| format!("cannot run '{}'", launch.exe.display()))
         .map(|child| {
             let pid = child.id() as libc::pid_t;
             CHILD.store(pid, Ordering::Relaxed);
-            let old_term = set_handler(libc::SIGTERM, forward);
-            let old_hup = set_handler(libc::SIGHUP, forward);
-            let status = wait_all(pid);
-            restore_handler(libc::SIGTERM, &old_term);
-            restore_handler(libc::SIGHUP, &old_hup);
-            status
+            // A signal that came before the child was known.
+            if STOPPED.load(Ordering::Relaxed) {
+                stop_signal(libc::SIGTERM);
+            }
+            wait_all(pid)
         });
-    restore_handler(libc::SIGINT, &old_int);
-    restore_handler(libc::SIGQUIT, &old_quit);
+    for (&sig, old) in STOP_SIGNALS.iter().zip(&old) {
+        restore_handler(sig, old);
+    }
     let raw_status = waited??;
     let elapsed_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
 
@@ -153,6 +207,7 @@ pub fn run(launch: &Launch<'_>) -> anyhow::Result<Ended> {
         usage,
         elapsed_ns,
         started_at,
+        stopped: STOPPED.load(Ordering::Relaxed),
     })
 }
 
@@ -176,8 +231,11 @@ fn wait_all(main: libc::pid_t) -> anyhow::Result<i32> {
         let mut status = 0;
         // SAFETY: `status` is a valid out-pointer; waiting for any child has no other effect.
         let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+        let err = std::io::Error::last_os_error();
+        if STOPPED.load(Ordering::Relaxed) {
+            kill_descendants();
+        }
         if pid < 0 {
-            let err = std::io::Error::last_os_error();
             match err.raw_os_error() {
                 Some(libc::EINTR) => continue,
                 Some(libc::ECHILD) => break,

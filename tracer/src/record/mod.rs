@@ -9,6 +9,7 @@
 
 pub mod dwarf;
 pub mod finish;
+mod guard;
 mod kernel;
 pub mod launch;
 pub mod program;
@@ -33,7 +34,7 @@ const PAGE_SIZE: u64 = 4096;
 
 /// Every variable of the env contract, removed from the program's environment before the
 /// recorder sets its own (a stale one could come from an outer recording).
-const CONTRACT_VARS: [&str; 18] = [
+const CONTRACT_VARS: [&str; 19] = [
     env::DIR,
     env::CLOCK,
     record_format::ring::ENV_PREFIX,
@@ -52,6 +53,7 @@ const CONTRACT_VARS: [&str; 18] = [
     env::AUTO_ARGS,
     env::DBG,
     env::NEST_LIBCALL,
+    env::RECORDER,
 ];
 
 /// How the traced program ended, from its raw wait status.
@@ -60,6 +62,8 @@ pub enum Termination {
     Exited(i32),
     Signaled(i32),
     Unknown(i32),
+    /// The recorder was stopped by a signal and stopped the program.
+    Stopped,
 }
 
 impl Termination {
@@ -88,6 +92,8 @@ impl Termination {
                 ExitCode::from(2)
             }
             Termination::Unknown(_) => ExitCode::from(3),
+            // As uftrace: a recording stopped with Ctrl-C or kill is a success.
+            Termination::Stopped => ExitCode::SUCCESS,
         }
     }
 }
@@ -148,8 +154,16 @@ pub fn prepare_dir(dir: &Path) -> anyhow::Result<()> {
         std::fs::rename(dir, &old)
             .with_context(|| format!("cannot rename {} to {}", dir.display(), old.display()))?;
     }
-    std::fs::create_dir(dir)
+    record_format::create::create_data_dir(dir)
         .with_context(|| format!("creating directory failed: {}", dir.display()))
+}
+
+/// Writes the file `name` of the data directory `dir` (modes and links as
+/// `record_format::create` says; an old content is replaced whole or not at all).
+pub(crate) fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
+    let path = dir.join(name);
+    record_format::create::replace(&path, bytes)
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// The record-time settings taken from the options, with uftrace's complaints about values.
@@ -247,10 +261,29 @@ fn parse_size(text: &str, notices: &mut Notices) -> Option<u64> {
 fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Settings> {
     let f = &inv.args.filter;
     let r = &inv.args.record;
+    if let Some(script) = &r.script {
+        if let Err(e) = std::fs::File::open(script) {
+            anyhow::bail!("cannot open script file: {script}: {e}");
+        }
+        anyhow::bail!("running a script while recording (-S) is not supported yet: {script}");
+    }
     let mut vars: Vec<(String, OsString)> = Vec::new();
     let mut set = |name: &str, value: String| vars.push((name.to_string(), value.into()));
 
     if let Some(size) = r.buffer.as_deref().and_then(|b| parse_size(b, notices)) {
+        // Each thread maps a ring of `CHUNKS` buffers: one that memory cannot hold would
+        // leave every thread unrecorded.
+        // SAFETY: sysconf only reads system configuration.
+        let phys = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) }.max(0) as u64 * PAGE_SIZE;
+        let ring = size.saturating_mul(record_format::ring::CHUNKS as u64);
+        if phys > 0 && ring > phys / 2 {
+            anyhow::bail!(
+                "buffer size {} is too large: each thread keeps {} of them, {} MB here (half the memory)",
+                r.buffer.as_deref().unwrap_or_default(),
+                record_format::ring::CHUNKS,
+                phys / 2 >> 20
+            );
+        }
         set(env::BUFFER, size.to_string());
     }
     let mut max_stack = env::DEFAULT_MAX_STACK as u16;
@@ -513,10 +546,7 @@ pub fn record(
     };
     let dir = std::fs::canonicalize(dir)
         .with_context(|| format!("cannot find the data directory {}", dir.display()))?;
-    let write = |name: &str, text: &str| {
-        let path = dir.join(name);
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
-    };
+    let write = |name: &str, text: &str| write_file(&dir, name, text.as_bytes());
     write("task.txt", "")?;
     let mut opts = settings
         .time_filter
@@ -571,8 +601,107 @@ pub fn record(
         record_format::ring::ENV_PREFIX.to_string(),
         rings.clone().into(),
     ));
+    env.push((
+        env::RECORDER.to_string(),
+        std::process::id().to_string().into(),
+    ));
     env.extend(runtime_env(&libmcount));
-    let pump = pump::PumpThread::start(&rings, &dir)
+    let cmdline: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let cmdline = clip(cmdline.join(" "), MAX_CMDLINE);
+    let version = crate::usage::version_line();
+    let version = version
+        .strip_prefix("utrace ")
+        .unwrap_or(&version)
+        .to_string();
+    // `info` is written at the start, at the end, and by the guardian: `write` is one of
+    // `finish::start`, `finish::finish`.
+    type Write = fn(&Path, &finish::RecordSummary<'_>) -> anyhow::Result<()>;
+    let write_info = |write: Write, ended: &launch::Ended, kernel: bool| {
+        let summary = finish::RecordSummary {
+            program: &program,
+            ended,
+            cmdline: cmdline.clone(),
+            max_stack: settings.max_stack,
+            plthook: settings.plthook,
+            pattern_type: settings.pattern_type,
+            args: settings.args.clone(),
+            debug_info,
+            kernel,
+            version: version.clone(),
+        };
+        write(&dir, &summary)
+    };
+    let started = std::time::Instant::now();
+    let not_ended = launch::Ended::not_yet(started.elapsed());
+    write_info(finish::start, &not_ended, false)?;
+    record_format::ring::create_ring_dir(&rings).with_context(|| {
+        format!(
+            "cannot create {}",
+            record_format::ring::ring_dir(&rings).display()
+        )
+    })?;
+    let temporary = matches!(target, Target::Existing(_));
+    // A recorder killed from now on leaves the directory to the guardian. Forked while this
+    // process has one thread: before the writer thread and the kernel readers start.
+    let guardian = guard::Guardian::start(|| {
+        let _ = record_format::ring::salvage(&rings, &dir);
+        record_format::ring::remove_ring_dir(&rings);
+        if temporary {
+            let _ = std::fs::remove_dir_all(&dir);
+        } else {
+            let ended = launch::Ended::not_yet(started.elapsed());
+            let _ = write_info(finish::finish, &ended, false);
+        }
+    });
+    let guardian = match guardian {
+        Ok(g) => g,
+        Err(e) => {
+            record_format::ring::remove_ring_dir(&rings);
+            return Err(e);
+        }
+    };
+    let recorded = run_recording(inv, &settings, &program, &dir, &rings, env, notices);
+    record_format::ring::remove_ring_dir(&rings);
+    let Recorded {
+        ended,
+        kernel,
+        disk_full,
+    } = recorded?;
+    if inv.args.record.time {
+        print_times(&ended);
+    }
+    let finished = write_info(finish::finish, &ended, kernel);
+    guardian.done();
+    if disk_full || (finished.is_err() && no_room_left(&dir)) {
+        let tasks = finish::data_file_tids(&dir).map_or(0, |t| t.len());
+        anyhow::bail!(
+            "no space left on the device of {}: the trace ends early; what was written is kept and replays ({tasks} tasks)",
+            dir.display()
+        );
+    }
+    finished?;
+    Ok(match ended.stopped {
+        true => Termination::Stopped,
+        false => Termination::from_raw(ended.raw_status),
+    })
+}
+
+/// Runs the program with the writer thread and the kernel readers (`-k`) around it, then
+/// moves what is left in the rings into the data files. Returns how the program ended and
+/// whether kernel data was written.
+fn run_recording(
+    inv: &Invocation,
+    settings: &Settings,
+    program: &program::Program,
+    dir: &Path,
+    rings: &str,
+    env: Vec<(String, OsString)>,
+    notices: &mut Notices,
+) -> anyhow::Result<Recorded> {
+    let argv = &inv.program;
+    let pump = pump::PumpThread::start(rings, dir)
         .with_context(|| "cannot start the recorder's writer thread".to_string())?;
     // After the writer thread: the tasks this process starts from now on are traced.
     let kernel = match settings.kernel {
@@ -597,9 +726,9 @@ pub fn record(
     // Records that no one wrote (killed, crashed, exit() with threads running, or a pump
     // error) are in the rings: move them into the data files, also when the launch failed
     // half-way.
-    let kernel_done = kernel.map(|k| k.finish(&dir));
+    let kernel_done = kernel.map(|k| k.finish(dir));
     let pumped = pump.stop();
-    let salvaged = record_format::ring::salvage(&rings, &dir);
+    let salvaged = record_format::ring::salvage(rings, dir);
     let ended = ended?;
     let kernel = match kernel_done {
         Some(done) => {
@@ -615,35 +744,46 @@ pub fn record(
         }
         None => false,
     };
-    salvaged.with_context(|| format!("cannot move the trace buffers into {}", dir.display()))?;
-    if let Err(e) = pumped {
-        notices.warn(format!("the recorder's writer thread failed: {e}"));
+    let mut disk_full = false;
+    for (what, result) in [
+        ("the recorder's writer thread failed", pumped.map(drop)),
+        (
+            "cannot move the trace buffers into the data files",
+            salvaged.map(drop),
+        ),
+    ] {
+        match result {
+            Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => disk_full = true,
+            Err(e) => notices.warn(format!("{what}: {e}")),
+            Ok(()) => {}
+        }
     }
-
-    if inv.args.record.time {
-        print_times(&ended);
-    }
-    let cmdline: Vec<String> = std::env::args_os()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let version = crate::usage::version_line();
-    let summary = finish::RecordSummary {
-        program: &program,
-        ended: &ended,
-        cmdline: clip(cmdline.join(" "), MAX_CMDLINE),
-        max_stack: settings.max_stack,
-        plthook: settings.plthook,
-        pattern_type: settings.pattern_type,
-        args: settings.args.clone(),
-        debug_info,
+    Ok(Recorded {
+        ended,
         kernel,
-        version: version
-            .strip_prefix("utrace ")
-            .unwrap_or(&version)
-            .to_string(),
+        disk_full,
+    })
+}
+
+/// What [`run_recording`] did.
+struct Recorded {
+    ended: launch::Ended,
+    /// Kernel data was written.
+    kernel: bool,
+    /// A write failed with ENOSPC.
+    disk_full: bool,
+}
+
+/// Whether the file system of `dir` has no room left for this user.
+fn no_room_left(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
     };
-    finish::finish(&dir, &summary)?;
-    Ok(Termination::from_raw(ended.raw_status))
+    // SAFETY: statvfs is plain data; all-zero is valid.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is NUL-terminated and `st` a valid out-pointer.
+    unsafe { libc::statvfs(path.as_ptr(), &mut st) == 0 && st.f_bavail == 0 }
 }
 
 #[cfg(test)]

@@ -1,0 +1,116 @@
+//! The recorder's guardian: a small process that outlives a recorder killed with SIGKILL (or
+//! ended by any error) and leaves the data directory as a finished recording would: the rings
+//! in `/dev/shm` moved into the data files and removed, the `.sym` files and `info` written,
+//! `live`'s temporary directory removed.
+//!
+//! It is forked before the traced program starts, while the recorder has no other thread, and
+//! forked again so that it is no child of the recorder (whose `waitpid(-1)` waits for the
+//! traced process tree only). It leaves the terminal's session, so a Ctrl-C reaches the
+//! recorder and the program, not it. It waits on a pipe: the recorder writes one byte when
+//! the recording is complete, and the guardian exits; end of file without that byte means the
+//! recorder is gone, and the guardian runs the clean-up it was given (with a copy of the
+//! recorder's memory as it was at the fork) and exits. The traced threads notice the
+//! recorder's end themselves (libmcount polls a pidfd of it) and stop recording.
+
+use anyhow::Context;
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+
+/// The byte that says the recording was completed by the recorder.
+const DONE: u8 = b'D';
+
+pub struct Guardian {
+    /// The write end of the pipe the guardian waits on.
+    pipe: Option<std::fs::File>,
+}
+
+impl Guardian {
+    /// Forks the guardian, which runs `orphaned` if this process ends before
+    /// [`Guardian::done`]. Call it only while this process has a single thread.
+    pub fn start(orphaned: impl FnOnce()) -> anyhow::Result<Guardian> {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(std::io::Error::last_os_error()).context("cannot create a pipe");
+        }
+        // SAFETY: pipe2 succeeded: both descriptors are open and owned by nobody else.
+        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        // SAFETY: this process has a single thread (the caller's promise), so the child
+        // continues with consistent memory; it calls only `guardian_main`, which ends in _exit.
+        match unsafe { libc::fork() } {
+            -1 => Err(std::io::Error::last_os_error()).context("cannot start the guardian"),
+            0 => {
+                drop(write);
+                // SAFETY: as above; the intermediate child exits at once, so the guardian is
+                // re-parented away from the recorder.
+                match unsafe { libc::fork() } {
+                    0 => guardian_main(read, orphaned),
+                    // SAFETY: _exit ends this intermediate process without running anything.
+                    _ => unsafe { libc::_exit(0) },
+                }
+            }
+            child => {
+                drop(read);
+                let mut status = 0;
+                // SAFETY: `child` is this process's child; `status` is a valid out-pointer.
+                unsafe { libc::waitpid(child, &mut status, 0) };
+                Ok(Guardian {
+                    pipe: Some(std::fs::File::from(write)),
+                })
+            }
+        }
+    }
+
+    /// The recording is complete: the guardian exits without doing anything.
+    pub fn done(mut self) {
+        if let Some(mut pipe) = self.pipe.take() {
+            let _ = pipe.write_all(&[DONE]);
+        }
+    }
+}
+
+/// The guardian process: waits for the recorder's word or its end.
+fn guardian_main(read: OwnedFd, orphaned: impl FnOnce()) -> ! {
+    // SAFETY: setsid and signal only change this process's session and dispositions; the
+    // guardian runs no handler, so ignoring is all it needs.
+    unsafe {
+        libc::setsid();
+        for sig in [
+            libc::SIGINT,
+            libc::SIGQUIT,
+            libc::SIGHUP,
+            libc::SIGTSTP,
+            libc::SIGPIPE,
+        ] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+    }
+    // Nothing may keep the recorder's standard output open (a pipe reader waits for its end).
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: dup2 onto the standard descriptors of this process only.
+        unsafe {
+            libc::dup2(null.as_raw_fd(), 0);
+            libc::dup2(null.as_raw_fd(), 1);
+        }
+    }
+    let mut pipe = std::fs::File::from(read);
+    let mut byte = [0u8; 1];
+    let done = loop {
+        match pipe.read(&mut byte) {
+            Ok(0) => break false,
+            Ok(_) => break byte[0] == DONE,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break false,
+        }
+    };
+    if !done {
+        orphaned();
+    }
+    // SAFETY: _exit ends the process without running the recorder's exit handlers.
+    unsafe { libc::_exit(0) }
+}
