@@ -281,7 +281,7 @@ fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Settings>
                 "buffer size {} is too large: each thread keeps {} of them, {} MB here (half the memory)",
                 r.buffer.as_deref().unwrap_or_default(),
                 record_format::ring::CHUNKS,
-                phys / 2 >> 20
+                (phys / 2) >> 20
             );
         }
         set(env::BUFFER, size.to_string());
