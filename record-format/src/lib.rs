@@ -27,6 +27,7 @@ pub mod env;
 pub mod error;
 pub mod info;
 pub mod kernel;
+pub mod libcall;
 pub mod maps;
 pub mod pattern;
 pub mod printfmt;
