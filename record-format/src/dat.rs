@@ -2,10 +2,9 @@
 //! followed by a payload. The file is memory-mapped and read in place, so memory stays flat
 //! however large the trace.
 
-use crate::error::{FormatError, Result};
+use crate::error::Result;
+use crate::file::{map_regular, Mapped};
 use crate::raw::{event_payload_size, RawRecord, RECORD_SIZE};
-use memmap2::Mmap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 /// One thread's records, mapped read-only.
@@ -13,59 +12,42 @@ use std::path::{Path, PathBuf};
 pub struct DatFile {
     pub tid: u32,
     pub path: PathBuf,
-    map: Option<Mmap>,
+    map: Mapped,
 }
 
 impl DatFile {
-    /// Opens `<tid>.dat`; a missing or empty file reads as no records.
+    /// Opens `<tid>.dat`; a missing or empty file reads as no records. Anything but a regular
+    /// file is refused ([`crate::file`]).
     pub fn open(path: &Path, tid: u32) -> Result<DatFile> {
-        let file = match File::open(path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(DatFile {
-                    tid,
-                    path: path.to_path_buf(),
-                    map: None,
-                })
-            }
-            Err(e) => return Err(FormatError::io(path, e)),
+        let map = match map_regular(path) {
+            Ok(map) => map,
+            Err(e) if e.is_not_found() => Mapped::default(),
+            Err(e) => return Err(e),
         };
-        let len = file.metadata().map_err(|e| FormatError::io(path, e))?.len();
-        let map = if len == 0 {
-            None
-        } else {
-            // SAFETY: the mapping is read-only and private to this process. The data directory is
-            // not written while it is analysed; should another process truncate the file anyway,
-            // reads could fault, which is the documented limit of mmap-based readers.
-            let map = unsafe { Mmap::map(&file) }.map_err(|e| FormatError::io(path, e))?;
-            // Advice only tunes read-ahead; failing to give it changes nothing else.
-            let _ = map.advise(memmap2::Advice::Sequential);
-            Some(map)
-        };
-        Ok(DatFile {
+        Ok(DatFile::from_map(path, tid, map))
+    }
+
+    /// A thread without records (its file missing or left out).
+    pub fn empty(path: &Path, tid: u32) -> DatFile {
+        DatFile::from_map(path, tid, Mapped::default())
+    }
+
+    fn from_map(path: &Path, tid: u32, map: Mapped) -> DatFile {
+        DatFile {
             tid,
             path: path.to_path_buf(),
             map,
-        })
+        }
     }
 
     pub fn bytes(&self) -> &[u8] {
-        self.map.as_deref().unwrap_or(&[])
+        &self.map
     }
 
     /// Lets the kernel drop the pages before `upto` from this process (they are re-read from
     /// the file if touched again), so memory stays flat while a large file is walked.
     pub fn release(&self, upto: usize) {
-        const PAGE: usize = 4096;
-        let Some(map) = &self.map else { return };
-        let len = upto.min(map.len()) & !(PAGE - 1);
-        if len == 0 {
-            return;
-        }
-        // SAFETY: the mapping is private, read-only and file-backed: MADV_DONTNEED only discards
-        // this process's copies of clean pages, and a later access faults the same bytes in
-        // again from the file. No reference into the range is invalidated.
-        let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, len) };
+        self.map.release(upto);
     }
 
     pub fn is_empty(&self) -> bool {

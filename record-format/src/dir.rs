@@ -2,12 +2,14 @@
 
 use crate::dat::DatFile;
 use crate::error::{FormatError, Result};
+use crate::file::{self, limit, Mapped};
 use crate::info::{feat, Info};
 use crate::maps::{parse_maps, MapEntry};
 use crate::sym::{parse_sym, SymFile};
 use crate::task::{parse_task_txt, TaskLine};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// One process image: a SESS line and its map file.
 #[derive(Debug, Clone)]
@@ -34,14 +36,16 @@ pub struct TraceDir {
     pub extern_data: Option<String>,
     /// The kernel data of `-k` (feature KERNEL with a readable `kernel_header`).
     pub kernel: Option<KernelData>,
+    /// Files left out because they could not be read (see [`TraceDir::take_warnings`]).
+    warnings: Mutex<Vec<String>>,
 }
 
 /// What `record -k` saved (data-format.md §9).
 #[derive(Debug)]
 pub struct KernelData {
     pub header: crate::kernel::KernelHeader,
-    /// `kernel-cpuN.dat` by CPU number: whole sub-buffers.
-    pub cpus: Vec<Vec<u8>>,
+    /// `kernel-cpuN.dat` by CPU number: whole sub-buffers (empty for a file left out).
+    pub cpus: Vec<Mapped>,
     /// `kallsyms`.
     pub kallsyms: String,
 }
@@ -222,15 +226,24 @@ impl KernelData {
             .sum()
     }
 
-    /// Reads the kernel files of `dir`; `None` when `kernel_header` is missing or broken.
-    fn load(dir: &Path) -> Option<KernelData> {
-        let header =
-            crate::kernel::KernelHeader::parse(&fs::read(dir.join("kernel_header")).ok()?).ok()?;
+    /// Reads the kernel files of `dir`; `None` when `kernel_header` is missing or broken. A
+    /// file that cannot be read is left out with a message to `warn`.
+    fn load(dir: &Path, warn: &mut dyn FnMut(String)) -> Option<KernelData> {
+        let header = optional(dir, "kernel_header", warn)?;
+        let header = crate::kernel::KernelHeader::parse(&header).ok()?;
         let mut cpus = Vec::new();
-        while let Ok(b) = fs::read(dir.join(format!("kernel-cpu{}.dat", cpus.len()))) {
-            cpus.push(b);
+        loop {
+            let path = dir.join(format!("kernel-cpu{}.dat", cpus.len()));
+            match file::map_regular(&path) {
+                Ok(map) => cpus.push(map),
+                Err(e) if e.is_not_found() => break,
+                Err(e) => {
+                    warn(format!("{e}; leaving it out"));
+                    cpus.push(Mapped::default());
+                }
+            }
         }
-        let kallsyms = fs::read(dir.join("kallsyms"))
+        let kallsyms = optional(dir, "kallsyms", warn)
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .unwrap_or_default();
         Some(KernelData {
@@ -241,8 +254,36 @@ impl KernelData {
     }
 }
 
-fn read(path: &Path) -> Result<Vec<u8>> {
-    fs::read(path).map_err(|e| FormatError::io(path, e))
+/// Reads the file `name` of `dir` within its limit ([`file::limit::of`]).
+fn read(dir: &Path, name: &str) -> Result<Vec<u8>> {
+    file::read_regular(&dir.join(name), limit::of(name))
+}
+
+/// Reads the optional file `name` of `dir`: `None` when it does not exist, or (with a message
+/// to `warn`) when it cannot be read.
+fn optional(dir: &Path, name: &str, warn: &mut dyn FnMut(String)) -> Option<Vec<u8>> {
+    match read(dir, name) {
+        Ok(b) => Some(b),
+        Err(e) if e.is_not_found() => None,
+        Err(e) => {
+            warn(format!("{e}; ignoring it"));
+            None
+        }
+    }
+}
+
+/// `Err(Open)` with the error's source when `e` is a missing file (the directory then holds no
+/// data, as uftrace says), else `e`.
+fn missing_means_no_data(dir: &Path, e: FormatError) -> FormatError {
+    match e {
+        FormatError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            FormatError::Open {
+                path: dir.to_path_buf(),
+                source,
+            }
+        }
+        e => e,
+    }
 }
 
 impl TraceDir {
@@ -259,14 +300,15 @@ impl TraceDir {
             });
         }
         let info_path = dir.join("info");
-        let bytes = match fs::read(&info_path) {
+        let bytes = match read(dir, "info") {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(e) if e.is_not_found() => {
                 return Err(FormatError::NoData {
                     path: dir.to_path_buf(),
+                    warnings: Vec::new(),
                 })
             }
-            Err(e) => return Err(FormatError::io(&info_path, e)),
+            Err(e) => return Err(e),
         };
         let info = Info::parse(&bytes, &info_path)?;
         if dir.join("task").exists() {
@@ -277,17 +319,8 @@ impl TraceDir {
         }
         let task_path = dir.join("task.txt");
         let tasks = if info.has_feature(feat::TASK_SESSION) {
-            let text = match fs::read(&task_path) {
-                Ok(t) => t,
-                // uftrace treats a directory without task.txt as holding no data.
-                Err(source) if source.kind() == std::io::ErrorKind::NotFound => {
-                    return Err(FormatError::Open {
-                        path: dir.to_path_buf(),
-                        source,
-                    })
-                }
-                Err(e) => return Err(FormatError::io(&task_path, e)),
-            };
+            // uftrace treats a directory without task.txt as holding no data.
+            let text = read(dir, "task.txt").map_err(|e| missing_means_no_data(dir, e))?;
             parse_task_txt(&String::from_utf8_lossy(&text), &task_path)?
         } else {
             Vec::new()
@@ -307,11 +340,10 @@ impl TraceDir {
                 if sid.contains('/') || sid.contains("..") {
                     return Err(FormatError::invalid(
                         &task_path,
-                        format!("bad session id '{sid}'"),
+                        format!("bad session id '{}'", crate::error::clip(sid)),
                     ));
                 }
-                let map_path = dir.join(format!("sid-{sid}.map"));
-                let text = read(&map_path)?;
+                let text = read(dir, &format!("sid-{sid}.map"))?;
                 sessions.push(SessionInfo {
                     sid: sid.clone(),
                     pid: *pid,
@@ -321,47 +353,72 @@ impl TraceDir {
                 });
             }
         }
+        let mut warnings = Vec::new();
+        let mut warn = |msg: String| warnings.push(msg);
         let mut data = Vec::with_capacity(info.tids.len());
         for &tid in &info.tids {
-            data.push(DatFile::open(&dir.join(format!("{tid}.dat")), tid)?);
+            let path = dir.join(format!("{tid}.dat"));
+            // uftrace warns about a thread it cannot read and replays the others.
+            data.push(DatFile::open(&path, tid).unwrap_or_else(|e| {
+                warn(format!("{e}; leaving its thread out"));
+                DatFile::empty(&path, tid)
+            }));
         }
         if data.iter().all(DatFile::is_empty) && !info.has_feature(feat::KERNEL) {
             return Err(FormatError::NoData {
                 path: dir.to_path_buf(),
+                warnings,
             });
         }
-        let optional = |name: &str| {
-            fs::read(dir.join(name))
-                .ok()
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
+        let mut text = |name: &str| {
+            optional(dir, name, &mut warn).map(|b| String::from_utf8_lossy(&b).into_owned())
+        };
+        let default_opts = text("default.opts").filter(|s| !s.trim().is_empty());
+        let extern_data = text("extern.dat");
+        let kernel = if info.has_feature(feat::KERNEL) {
+            KernelData::load(dir, &mut warn)
+        } else {
+            None
         };
         Ok(TraceDir {
             path: dir.to_path_buf(),
-            default_opts: optional("default.opts").filter(|s| !s.trim().is_empty()),
-            extern_data: optional("extern.dat"),
-            kernel: if info.has_feature(feat::KERNEL) {
-                KernelData::load(dir)
-            } else {
-                None
-            },
+            default_opts,
+            extern_data,
+            kernel,
             info,
             tasks,
             sessions,
             data,
+            warnings: Mutex::new(warnings),
         })
     }
 
-    /// Reads `<name>.sym` from the directory, if present.
+    /// Reads `<name>.sym` from the directory, if present; one that cannot be read is left out
+    /// with a warning.
     pub fn read_sym(&self, file_name: &str) -> Option<SymFile> {
-        let text = fs::read(self.path.join(file_name)).ok()?;
-        Some(parse_sym(&String::from_utf8_lossy(&text)))
+        let text = self.read_text(file_name)?;
+        Some(parse_sym(&text))
     }
 
-    /// Reads an optional text file of the directory.
+    /// Reads an optional text file of the directory (within the limit of its kind); one that
+    /// cannot be read is left out with a warning.
     pub fn read_text(&self, name: &str) -> Option<String> {
-        fs::read(self.path.join(name))
-            .ok()
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
+        let bytes = optional(&self.path, name, &mut |msg| self.warn(msg))?;
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// Adds a warning (once) about a file of the directory that was left out.
+    pub fn warn(&self, msg: String) {
+        let mut w = self.warnings.lock().unwrap_or_else(|e| e.into_inner());
+        if !w.contains(&msg) {
+            w.push(msg);
+        }
+    }
+
+    /// The warnings about files left out since the last call: unreadable threads, symbol and
+    /// debug files, optional files. The caller prints them.
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *self.warnings.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Default argument size in bytes (long) for this data.

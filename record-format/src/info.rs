@@ -1,7 +1,7 @@
 //! The `info` file: a 40-byte binary header followed by `key:value` text sections, one per set bit
 //! of `info_mask`, in increasing bit order.
 
-use crate::error::{FormatError, Result};
+use crate::error::{clip, FormatError, Result};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -469,13 +469,6 @@ impl<'a, I: Iterator<Item = &'a str>> Lines<'a, I> {
             }
         }
         Ok(a)
-    }
-}
-
-fn clip(s: &str) -> &str {
-    match s.char_indices().nth(60) {
-        Some((i, _)) => &s[..i],
-        None => s,
     }
 }
 

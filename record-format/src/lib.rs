@@ -25,6 +25,7 @@ pub mod demangle;
 pub mod dir;
 pub mod env;
 pub mod error;
+pub mod file;
 pub mod info;
 pub mod kernel;
 pub mod libcall;

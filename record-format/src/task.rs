@@ -120,7 +120,10 @@ fn quoted<'a>(line: &'a str, key: &str) -> Option<&'a str> {
 pub fn parse_task_txt(text: &str, path: &Path) -> Result<Vec<TaskLine>> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
-        let bad = || FormatError::invalid(path, format!("line {}: malformed '{}'", n + 1, line));
+        let bad = || {
+            let what = format!("line {}: malformed '{}'", n + 1, crate::error::clip(line));
+            FormatError::invalid(path, what)
+        };
         let kind = line.get(..4).unwrap_or("");
         if !matches!(kind, "SESS" | "TASK" | "FORK" | "DLOP") {
             continue;

@@ -200,8 +200,11 @@ impl Invocation {
         let Some(file) = self.args.common.opt_file.as_deref() else {
             return Ok(self);
         };
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read option file '{file}'"))?;
+        let text = record_format::file::read_regular_text(
+            std::path::Path::new(file),
+            record_format::file::limit::OPTS,
+        )
+        .with_context(|| format!("cannot read option file '{file}'"))?;
         let mut words = vec![self.argv0.clone()];
         words.extend(self.option_words.iter().cloned());
         words.extend(text.split_whitespace().map(OsString::from));
@@ -406,6 +409,15 @@ mod tests {
     fn missing_value_is_an_error() {
         let argv = ["utrace", "replay", "-F"].map(OsString::from).to_vec();
         assert!(parse_command_line(argv, &mut Notices::silent()).is_err());
+    }
+
+    #[test]
+    fn option_file_must_be_a_regular_file() {
+        let file = "--opt-file=/dev/zero";
+        let err = parse(&["replay", file])
+            .with_option_file(&mut Notices::silent())
+            .unwrap_err();
+        assert!(format!("{err:#}").contains("not a regular file"), "{err:#}");
     }
 
     #[test]

@@ -66,6 +66,16 @@ fn flag_names(mask: u64, names: &[&str]) -> String {
 }
 
 /// `--debug` hex lines: 16 bytes a line, offsets counted over what was printed.
+/// The 40-byte header of the `info` file (already read once by `TraceDir::open`), for `-D`.
+fn info_header_bytes(path: &std::path::Path) -> Vec<u8> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    if let Ok(f) = record_format::file::open_regular(path) {
+        let _ = f.take(40).read_to_end(&mut bytes);
+    }
+    bytes
+}
+
 fn hex(out: &mut dyn Write, offset: &mut u64, data: &[u8]) -> io::Result<()> {
     for chunk in data.chunks(16) {
         write!(out, " <{:016x}>:", *offset)?;
@@ -196,7 +206,7 @@ impl Raw<'_, '_> {
             flag_names(h.info_mask, &INFO_SECTIONS)
         )?;
         if self.opts.debug {
-            let bytes = std::fs::read(self.dir.path.join("info")).unwrap_or_default();
+            let bytes = info_header_bytes(&self.dir.path.join("info"));
             let mut off = 0;
             hex(out, &mut off, &bytes[..bytes.len().min(40)])?;
         }

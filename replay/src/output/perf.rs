@@ -98,7 +98,7 @@ pub fn parse(bytes: &[u8]) -> Vec<PerfEvent> {
 }
 
 /// The non-empty perf files of `dir` as (cpu, events), by cpu number; none unless the
-/// recording has feature PERF_EVENT.
+/// recording has feature PERF_EVENT. A file that cannot be read is left out with a warning.
 pub fn cpu_files(dir: &TraceDir) -> Vec<(u32, Vec<PerfEvent>)> {
     if dir.info.header.feat_mask & FEAT_PERF_EVENT == 0 {
         return Vec::new();
@@ -123,7 +123,13 @@ pub fn cpu_files(dir: &TraceDir) -> Vec<(u32, Vec<PerfEvent>)> {
     files
         .into_iter()
         .filter_map(|(cpu, path)| {
-            let bytes = std::fs::read(path).ok()?;
+            let bytes = match record_format::file::map_regular(&path) {
+                Ok(b) => b,
+                Err(e) => {
+                    dir.warn(format!("{e}; ignoring it"));
+                    return None;
+                }
+            };
             (!bytes.is_empty()).then(|| (cpu, parse(&bytes)))
         })
         .collect()

@@ -5,9 +5,10 @@ use record_format::sym::Symbol;
 use std::path::Path;
 
 /// Function and object symbols of `path`, relative to its first `PT_LOAD`, plus one `P` entry
-/// per PLT slot. Returns `None` when the file cannot be read or parsed.
+/// per PLT slot. Returns `None` when the file cannot be read (or is not a regular file: the path
+/// comes from the data directory) or parsed.
 pub fn load_elf_symbols(path: &Path) -> Option<Vec<Symbol>> {
-    let bytes = std::fs::read(path).ok()?;
+    let bytes = record_format::file::map_regular(path).ok()?;
     elf_symbols(&bytes)
 }
 

@@ -37,21 +37,64 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     }
 }
 
+/// An opened data directory. The files it leaves out (a thread's `.dat`, a `.sym` or `.dbg`,
+/// `default.opts` that cannot be read) are reported as `WARN:` lines on stderr: those met while
+/// opening it at once, those met later (symbol files are read on first use) when it is dropped,
+/// after the command's output (and the pager, or the tui, have finished).
+#[derive(Debug)]
+pub struct Data(TraceDir);
+
+impl Data {
+    fn print_warnings(&self) {
+        let mut err = std::io::stderr().lock();
+        for w in self.0.take_warnings() {
+            let _ = writeln!(err, "WARN: {w}");
+        }
+    }
+}
+
+impl std::ops::Deref for Data {
+    type Target = TraceDir;
+
+    fn deref(&self) -> &TraceDir {
+        &self.0
+    }
+}
+
+impl Drop for Data {
+    fn drop(&mut self) {
+        self.print_warnings();
+    }
+}
+
 /// Opens the data directory an analysis command reads (`-d DIR`, `uftrace.data`, or `.` when
 /// it holds an `info` file). Like uftrace, a directory without data makes `main` print
 /// `WARN: cannot open record data: …` and exit with 255; damaged data is a fatal error (1).
-pub fn open_data(inv: &Invocation) -> anyhow::Result<TraceDir> {
+pub fn open_data(inv: &Invocation) -> anyhow::Result<Data> {
     open_data_at(&inv.args.data.analysis_dir())
 }
 
 /// Opens the data directory `dir`, with the errors of [`open_data`].
-pub fn open_data_at(dir: &std::path::Path) -> anyhow::Result<TraceDir> {
+pub fn open_data_at(dir: &std::path::Path) -> anyhow::Result<Data> {
     use record_format::FormatError;
     match TraceDir::open(dir) {
-        Ok(d) => Ok(d),
-        Err(e @ (FormatError::Open { .. } | FormatError::NoData { .. })) => {
+        Ok(d) => {
+            let data = Data(d);
+            data.print_warnings();
+            Ok(data)
+        }
+        Err(FormatError::NoData { path, warnings }) => {
+            let mut err = std::io::stderr().lock();
+            for w in warnings {
+                let _ = writeln!(err, "WARN: {w}");
+            }
+            let e = FormatError::NoData {
+                path,
+                warnings: Vec::new(),
+            };
             Err(OpenDataError(e).into())
         }
+        Err(e @ FormatError::Open { .. }) => Err(OpenDataError(e).into()),
         Err(e) => Err(anyhow::anyhow!(crate::error::without_os_error_code(
             &e.to_string()
         ))),
