@@ -201,7 +201,9 @@ pub struct FilterArgs {
     #[arg(short = 'a', long)]
     pub auto_args: bool,
     /// Show at most DEPTH nested calls
-    #[arg(short = 'D', long, value_name = "DEPTH")]
+    // A hyphen value is the option's value, as getopt takes it: `-D -1` is an invalid depth
+    // (ignored with a notice by `config::parse_depth`, as uftrace does), not an option `-1`.
+    #[arg(short = 'D', long, value_name = "DEPTH", allow_hyphen_values = true)]
     pub depth: Option<String>,
     /// Hide functions that ran for less than TIME
     #[arg(short = 't', long, value_name = "TIME")]

@@ -411,6 +411,24 @@ mod tests {
         assert!(parse_command_line(argv, &mut Notices::silent()).is_err());
     }
 
+    /// uftrace takes `-D -1` as the (invalid, ignored) depth `-1` and goes on, for replay and
+    /// record alike.
+    #[test]
+    fn negative_depth_is_a_value() {
+        let inv = parse(&["replay", "-D", "-1", "-F", "main"]);
+        assert_eq!(inv.args.filter.depth.as_deref(), Some("-1"));
+        assert_eq!(inv.args.filter.filter, ["main"]);
+        let inv = parse(&["record", "-D", "-1", "./abc"]);
+        assert_eq!(inv.args.filter.depth.as_deref(), Some("-1"));
+        assert_eq!(program(&inv), ["./abc"]);
+        let mut n = Notices::silent();
+        assert_eq!(crate::config::parse_depth("-1", &mut n), None);
+        assert_eq!(
+            n.stdout_lines(),
+            ["Usage: invalid depth given: -1 (ignoring..)"]
+        );
+    }
+
     #[test]
     fn option_file_must_be_a_regular_file() {
         let file = "--opt-file=/dev/zero";
