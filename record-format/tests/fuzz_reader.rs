@@ -4,8 +4,11 @@
 //!    event payloads) written with `TraceWriter` reads back identically through `TraceDir` and a
 //!    walk of every `<tid>.dat` with `dat::read_header`, `dat::event_payload_len` and `argspec`.
 //! 2. Robustness: the same directories, damaged (bytes flipped, files truncated, replaced,
-//!    extended or deleted), must open and walk without a panic. Errors are the expected
-//!    outcome; only a panic fails. (`fuzz_parsers.rs` feeds the parsers one by one.)
+//!    extended or deleted, or replaced by a special file: a symlink to `/dev/zero` or
+//!    `/dev/urandom`, a FIFO, a directory, a dangling symlink), must open and walk without a
+//!    panic and without blocking. Errors are the expected outcome; only a panic or a hang fails.
+//!    A special file in place of any file is refused, by an error or a warning naming it.
+//!    (`fuzz_parsers.rs` feeds the parsers one by one.)
 //!
 //! The walker sizes an ENTRY/EXIT payload from the spec of the record's address, as the analysis
 //! side does with the recorded argspec: `spec_of(addr)` picks one of `SPECS`.
@@ -24,6 +27,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 use std::sync::OnceLock;
+use std::time::Duration;
 
 /// Argument specs of the generated functions; every spec has at least one item, so a record
 /// with a payload always has `more` set. (`f80` is left out: see
@@ -561,6 +565,42 @@ enum Damage {
     Replace(Index, Vec<u8>),
     Append(Index, Vec<u8>),
     Delete(Index),
+    /// Replaced by [`SPECIALS`]`[n]`.
+    Special(Index, usize),
+}
+
+/// What a file can be replaced with; the last one (a dangling symlink) reads as a missing file.
+const SPECIALS: [&str; 5] = ["/dev/zero", "/dev/urandom", "fifo", "dir", "dangling"];
+
+fn make_special(path: &Path, special: &str) {
+    if path.is_dir() {
+        fs::remove_dir_all(path).expect("remove dir");
+    } else {
+        fs::remove_file(path).expect("remove");
+    }
+    match special {
+        "fifo" => {
+            let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("path");
+            // SAFETY: `c` is a NUL-terminated path that outlives the call.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+        }
+        "dir" => fs::create_dir(path).expect("mkdir"),
+        "dangling" => std::os::unix::fs::symlink("/nonexistent/file", path).expect("symlink"),
+        dev => std::os::unix::fs::symlink(dev, path).expect("symlink"),
+    }
+}
+
+/// Runs `f` on a thread of its own; a run that does not end within a minute is a hang.
+fn within_deadline<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+    });
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(_) => panic!("{what} hung"),
+    }
 }
 
 fn damage() -> impl Strategy<Value = Damage> {
@@ -572,6 +612,7 @@ fn damage() -> impl Strategy<Value = Damage> {
         1 => (any::<Index>(), bytes()).prop_map(|(f, b)| Damage::Replace(f, b)),
         1 => (any::<Index>(), bytes()).prop_map(|(f, b)| Damage::Append(f, b)),
         1 => any::<Index>().prop_map(Damage::Delete),
+        2 => (any::<Index>(), 0..SPECIALS.len()).prop_map(|(f, k)| Damage::Special(f, k)),
     ]
 }
 
@@ -588,8 +629,16 @@ fn apply(dir: &Path, d: &Damage) {
     | Damage::Truncate(f, _)
     | Damage::Replace(f, _)
     | Damage::Append(f, _)
-    | Damage::Delete(f)) = d;
+    | Damage::Delete(f)
+    | Damage::Special(f, _)) = d;
     let path = &names[f.index(names.len())];
+    if let Damage::Special(_, k) = d {
+        make_special(path, SPECIALS[*k]);
+        return;
+    }
+    if !fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
+        return; // already replaced by a special file
+    }
     let mut bytes = fs::read(path).expect("read");
     match d {
         Damage::Flip(_, at) => {
@@ -607,6 +656,7 @@ fn apply(dir: &Path, d: &Damage) {
             fs::remove_file(path).expect("remove");
             return;
         }
+        Damage::Special(..) => unreachable!("made above"),
     }
     fs::write(path, bytes).expect("write");
 }
@@ -615,13 +665,15 @@ fn apply(dir: &Path, d: &Damage) {
 fn read_everything(path: &Path) {
     for entry in fs::read_dir(path).expect("read_dir") {
         let file = entry.expect("entry").path();
-        let b = fs::read(&file).expect("read");
+        let Ok(b) = record_format::file::read_regular(&file, 1 << 20) else {
+            continue;
+        };
         let text = String::from_utf8_lossy(&b);
         let _ = task::parse_task_txt(&text, &file);
         let _ = maps::parse_maps(&text);
         let _ = sym::parse_sym(&text);
     }
-    if let Ok(b) = fs::read(path.join("info")) {
+    if let Ok(b) = record_format::file::read_regular(&path.join("info"), 1 << 20) {
         if let Ok(info) = Info::parse(&b, Path::new("info")) {
             if let Some(spec) = info.argspec.and_then(|a| a.argspec) {
                 let _ = argspec::parse_spec_list(&spec, 8, |_| {});
@@ -638,6 +690,20 @@ fn read_everything(path: &Path) {
     let _ = d.read_sym("prog.sym");
     let _ = d.read_text("default.opts");
     let _ = d.long_size();
+    let _ = d.take_warnings();
+}
+
+/// Opens `path` and reads every optional file; returns the error or the warnings, and whether
+/// the directory held no data (the optional files are then not read).
+fn open_and_read_all(path: &Path) -> (Vec<String>, bool) {
+    match TraceDir::open(path) {
+        Ok(d) => {
+            let _ = d.read_sym("prog.sym");
+            (d.take_warnings(), false)
+        }
+        Err(FormatError::NoData { warnings, .. }) => (warnings, true),
+        Err(e) => (vec![e.to_string()], false),
+    }
 }
 
 // --- the properties -------------------------------------------------------------------------
@@ -658,7 +724,38 @@ proptest! {
         for d in &damages {
             apply(&path, d);
         }
-        read_everything(&path);
+        within_deadline("reading a damaged directory", move || {
+            read_everything(&path);
+            drop(tmp);
+        });
+    }
+
+    #[test]
+    fn special_file_is_named(t in trace(), which in any::<Index>(), kind in 0..SPECIALS.len() - 1) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let path = tmp.path().join("t.data");
+        write_trace(&t, &path);
+        let mut names: Vec<_> = fs::read_dir(&path)
+            .expect("read_dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let name = names[which.index(names.len())].clone();
+        make_special(&path.join(&name), SPECIALS[kind]);
+        let (said, no_data) = within_deadline("reading a special file", move || {
+            let said = open_and_read_all(&path);
+            drop(tmp);
+            said
+        });
+        // An empty `<tid>.dat` reads as no records however it is replaced; without records, the
+        // optional files are not read.
+        let empty_dat = name.ends_with(".dat")
+            && t.tasks.iter().any(|(tid, r)| r.is_empty() && name == format!("{tid}.dat"));
+        let unread = no_data && !name.ends_with(".dat");
+        prop_assert!(
+            empty_dat || unread || said.iter().any(|m| m.contains(&name)),
+            "{} as {}: {:?}", name, SPECIALS[kind], said
+        );
     }
 }
 

@@ -117,7 +117,7 @@ fn deepest_call(dat: &[u8]) -> (u64, u64) {
 }
 
 /// Adds the kernel files to the recording `dir` of one task `tid`.
-fn add_kernel_data(dir: &Path, tid: u32) {
+pub(crate) fn add_kernel_data(dir: &Path, tid: u32) {
     let dat = std::fs::read(dir.join(format!("{tid}.dat"))).unwrap();
     let (start, end) = deepest_call(&dat);
     assert!(end - start > 200, "c() took {} ns", end - start);

@@ -24,6 +24,10 @@
 //! * `kernel_replay`, `kernel_record`: kernel data (`-k`) in the analysis commands (crafted
 //!   pages, against uftrace) and recorded from this kernel's system call events;
 //! * `analysis_histogram`: `report --histogram` on crafted data with known durations.
+//! * `special_files`: a symlink to `/dev/zero` or `/dev/urandom`, a FIFO or a directory in place
+//!   of each data file: every analysis command ends at once, stays small and names the file
+//!   (`bounded.rs` runs utrace with a time and an address-space limit and measures its peak RSS);
+//!   `fuzz_dirs` (ignored: minutes) sends many damaged directories through every command.
 //!
 //! Build the binary first: `cargo build --release && cargo test --release -p utrace-tests`.
 
@@ -33,8 +37,10 @@ mod analysis_dump_formats;
 mod analysis_golden;
 mod analysis_histogram;
 mod bad_input;
+mod bounded;
 mod crafted;
 mod fixtures;
+mod fuzz_dirs;
 mod kernel_record;
 mod kernel_replay;
 mod normalize;
@@ -46,6 +52,7 @@ mod record_matrix;
 mod recorder_faults;
 mod replay_diff;
 mod replay_select;
+mod special_files;
 mod survival;
 mod symbols;
 mod tui;
