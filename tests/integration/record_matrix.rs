@@ -132,6 +132,8 @@ const MATRIX: &[Case] = &[
     // A signal handler that siglongjmps out: like longjmp.
     Case::new("sigjmp", &[]).norm(Norm::Entries),
     Case::new("sleep", &[]),
+    // Time-bound: no time at all keeps the trace deterministic (the fault tests spin longer).
+    Case::new("spin", &["0"]),
     Case::new("thread", &[]).norm(Norm::FoldLeaves),
     Case::new("thread_quit", &[]),
     Case::new("vfork", &[]),
@@ -491,6 +493,7 @@ matrix! {
     sigaltstack: "sigaltstack";
     sigjmp: "sigjmp";
     sleep: "sleep";
+    spin: "spin";
     thread: "thread";
     thread_quit: "thread_quit";
     vfork: "vfork";

@@ -303,6 +303,9 @@ fn full_disk_keeps_what_was_written() {
         }
     }
     let _unmount = Unmount(mnt.path());
+    // Most of the room taken before the recording starts: the disk fills however slowly a
+    // loaded machine runs the program.
+    std::fs::write(mnt.path().join("filler"), vec![1u8; 1536 << 10]).unwrap();
     let prog = util::testprog("spin", Mode::Pg);
     let dir = mnt.path().join("uftrace.data");
     let out = util::run({
