@@ -23,6 +23,7 @@ pub mod dat;
 pub mod dbg;
 pub mod demangle;
 pub mod dir;
+pub mod elf;
 pub mod env;
 pub mod error;
 pub mod info;
