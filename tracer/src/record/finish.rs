@@ -385,7 +385,7 @@ pub fn write_module_syms(dir: &Path, modules: Vec<(String, Option<String>)>) -> 
     // File name -> module path already written under it.
     let mut written: HashMap<String, String> = HashMap::new();
     for (path, map_build_id) in modules {
-        let Some(symbols) = replay::symbols::elf::load_elf_symbols(Path::new(&path)) else {
+        let Some(symbols) = record_format::elf::read_sym_table(Path::new(&path)) else {
             continue;
         };
         let build_id = build_id_of(Path::new(&path));
