@@ -4,8 +4,9 @@
 //! PLT entry (the `P` symbols of the executable's `.sym` file, data-format §7).
 //!
 //! At session start, for each `R_X86_64_JUMP_SLOT` relocation *i* of the executable (read from
-//! its file with the ELF model, [`record_format::elf::plt_slots`]): the GOT slot's current value becomes `target[i]` (the real function
-//! if already bound, else the PLT's own lazy stub), and the slot is pointed at stub *i*
+//! its file by the ELF model, [`record_format::elf::plt_slots`]): the GOT slot's current value
+//! becomes `target[i]` (the real function if already bound, else the PLT's own lazy stub, in
+//! `.plt` even when calls go through `.plt.sec`), and the slot is pointed at stub *i*
 //! (`endbr64; push $i; jmp *hook`) in a page generated here; slots in the RELRO range
 //! (`-z now`) are made writable for that moment. The hook records the call, hijacks the return
 //! like `mcount` does, and jumps to `target[i]`. A call through the lazy stub makes ld.so bind

@@ -1,4 +1,5 @@
-//! `<module>.sym`: the symbol table of one module, addresses relative to its first mapping.
+//! `<module>.sym`: the symbol table of one module, addresses relative to its first mapping (its
+//! link base, [`crate::elf::load`]); the recorder writes it from [`crate::elf::read_sym_table`].
 //!
 //! Two layouts exist. v4 (uftrace 0.13, written by utrace): `<addr %016x> <type> <name>`, sizes
 //! implicit (a symbol ends where the next line starts; `?` lines only terminate). v0.14+
