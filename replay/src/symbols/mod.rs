@@ -257,13 +257,7 @@ impl<'d> Symbolizer<'d> {
         if let Some(&m) = self.module_by_path.get(path) {
             return m;
         }
-        let base = basename(path);
-        let mut candidates = vec![format!("{base}.sym")];
-        if let Some(id) = build_id {
-            candidates.push(format!("{base}-{}.sym", &id[..id.len().min(4)]));
-        }
-        let sum = path.bytes().fold(0u16, |a, b| a.wrapping_add(u16::from(b)));
-        candidates.push(format!("{base}-{sum:04x}.sym"));
+        let candidates = record_format::sym::file_names(path, build_id);
         let mut syms = None;
         for (i, name) in candidates.iter().enumerate() {
             let Some(f) = self.dir.read_sym(name) else {
