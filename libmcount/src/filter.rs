@@ -159,43 +159,20 @@ pub(crate) fn basename(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
-/// Function symbols of the ELF file `path` loaded at `start`: `(address, size, name)`.
+/// Function symbols of the ELF file of `module`, whose first mapping starts at `module.start`:
+/// `(run-time address, size, name)`, every alias included (see [`record_format::elf::symbols`]).
 pub(crate) fn module_functions(module: &MapEntry) -> Vec<(u64, u64, String)> {
-    use goblin::elf::{header::ET_DYN, program_header::PT_LOAD, sym::STT_FUNC, Elf};
+    use record_format::elf;
     let Ok(bytes) = std::fs::read(&module.path) else {
         return Vec::new();
     };
-    let Ok(elf) = Elf::parse(&bytes) else {
+    let Some(elf) = elf::parse(&bytes) else {
         return Vec::new();
     };
-    let bias = if elf.header.e_type == ET_DYN {
-        let first = elf
-            .program_headers
-            .iter()
-            .filter(|p| p.p_type == PT_LOAD)
-            .map(|p| p.p_vaddr & !0xfff)
-            .min()
-            .unwrap_or(0);
-        module.start.wrapping_sub(first)
-    } else {
-        0
-    };
-    let mut out = Vec::new();
-    for (syms, strtab) in [(&elf.syms, &elf.strtab), (&elf.dynsyms, &elf.dynstrtab)] {
-        for sym in syms.iter() {
-            if sym.st_type() != STT_FUNC || sym.st_value == 0 || sym.st_size == 0 {
-                continue;
-            }
-            if let Some(name) = strtab.get_at(sym.st_name) {
-                out.push((
-                    bias.wrapping_add(sym.st_value),
-                    sym.st_size,
-                    name.to_string(),
-                ));
-            }
-        }
-    }
-    out
+    let bias = elf::load_bias(&elf, module.start);
+    elf::function_symbols(&elf)
+        .map(|f| (bias.wrapping_add(f.addr), f.size, f.name.to_string()))
+        .collect()
 }
 
 /// The recorder's settings for the filters (from the `UTRACE_*` variables).

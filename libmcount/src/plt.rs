@@ -4,8 +4,9 @@
 //! PLT entry (the `P` symbols of the executable's `.sym` file, data-format §7).
 //!
 //! At session start, for each `R_X86_64_JUMP_SLOT` relocation *i* of the executable (read from
-//! its file with goblin): the GOT slot's current value becomes `target[i]` (the real function
-//! if already bound, else the PLT's own lazy stub), and the slot is pointed at stub *i*
+//! its file by the ELF model, [`record_format::elf::plt_slots`]): the GOT slot's current value
+//! becomes `target[i]` (the real function if already bound, else the PLT's own lazy stub, in
+//! `.plt` even when calls go through `.plt.sec`), and the slot is pointed at stub *i*
 //! (`endbr64; push $i; jmp *hook`) in a page generated here; slots in the RELRO range
 //! (`-z now`) are made writable for that moment. The hook records the call, hijacks the return
 //! like `mcount` does, and jumps to `target[i]`. A call through the lazy stub makes ld.so bind
@@ -26,6 +27,7 @@
 use crate::arch;
 use core::sync::atomic::AtomicU8;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use record_format::libcall::{stack_effect, StackEffect};
 use std::sync::{Mutex, OnceLock};
 
 /// Frame flag: the slot was not bound when the call started; re-arm it at the exit.
@@ -214,8 +216,9 @@ pub fn get() -> Option<&'static Plt> {
     PLT.get()
 }
 
-/// Names that are never hooked: the hooks themselves, and functions whose caller or return
-/// must not change (unwinding, start-up, exit handlers).
+/// How calls of `name` are hooked; `None` for names never hooked: the hooks themselves, and
+/// functions whose caller or return must not change (unwinding, start-up, exit handlers). The
+/// setjmp and longjmp families are those of the one table, [`stack_effect`].
 fn kind_of(name: &str) -> Option<Kind> {
     match name {
         "mcount"
@@ -234,13 +237,17 @@ fn kind_of(name: &str) -> Option<Kind> {
         | "__gxx_personality_v0"
         | "_Unwind_Resume" => None,
         "_Unwind_RaiseException" => Some(Kind::Unwind),
-        "setjmp" | "_setjmp" | "sigsetjmp" | "__sigsetjmp" => Some(Kind::Setjmp),
-        "longjmp" | "_longjmp" | "siglongjmp" | "__longjmp_chk" => Some(Kind::Longjmp),
         "dlopen" | "dlmopen" | "dlsym" | "dlvsym" => Some(Kind::Instant),
+        // `vfork`'s child shares the parent's memory: the hooks must stay off in it. (`fork`
+        // and `daemon` return in two tasks with memories of their own: hooked as usual.)
         "vfork" => Some(Kind::Vfork),
         // The dynamic loader's internals (reached from libraries' PLTs).
         n if n.starts_with("_dl_") => None,
-        _ => Some(Kind::Hook),
+        n => match stack_effect(n) {
+            Some(StackEffect::Setjmp) => Some(Kind::Setjmp),
+            Some(StackEffect::Longjmp) => Some(Kind::Longjmp),
+            Some(StackEffect::Exec | StackEffect::Fork) | None => Some(Kind::Hook),
+        },
     }
 }
 
@@ -286,56 +293,36 @@ struct Want {
     name: Box<str>,
 }
 
-/// The slots of one module worth hooking, and its RELRO range.
+/// The slots of one module worth hooking, and its RELRO range (the PLT's layout and the
+/// segments come from the ELF model, [`record_format::elf`]).
 fn module_slots(path: &str, bias: usize, out: &mut Vec<Want>, relro: &mut Vec<(usize, usize)>) {
-    use goblin::elf::{program_header::PT_GNU_RELRO, Elf};
+    use record_format::elf;
     let Ok(bytes) = std::fs::read(path) else {
         return;
     };
-    let Ok(elf) = Elf::parse(&bytes) else {
+    let Some(elf) = elf::parse(&bytes) else {
         return;
     };
-    let section = |name: &str| {
-        elf.section_headers
-            .iter()
-            .find(|sh| elf.shdr_strtab.get_at(sh.sh_name) == Some(name))
-    };
-    let Some(plt_start) = section(".plt.sec")
-        .map(|s| s.sh_addr as usize)
-        .or_else(|| section(".plt").map(|s| s.sh_addr as usize + 16))
-    else {
+    let Some(slots) = elf::plt_slots(&elf) else {
         return;
     };
-    let plt = (
-        bias + plt_start - 16,
-        bias + plt_start + 16 * (elf.pltrelocs.len() + 1),
-    );
-    for (i, r) in elf.pltrelocs.iter().enumerate() {
-        let name = elf
-            .dynsyms
-            .get(r.r_sym)
-            .and_then(|s| elf.dynstrtab.get_at(s.st_name))
-            .unwrap_or("");
-        if let Some(kind) = kind_of(name).filter(|_| !name.is_empty()) {
+    let at = |addr: u64| bias + addr as usize;
+    let plt = (at(slots.lazy_stubs.0), at(slots.lazy_stubs.1));
+    for slot in slots.iter() {
+        if let Some(kind) = kind_of(slot.name).filter(|_| !slot.name.is_empty()) {
             out.push(Want {
-                got: bias + r.r_offset as usize,
-                entry: bias + plt_start + 16 * i,
+                got: at(slot.got),
+                entry: at(slot.entry),
                 kind,
                 plt,
-                name: Box::from(name),
+                name: Box::from(slot.name),
             });
         }
     }
     let page = crate::sys::PAGE_SIZE;
     relro.extend(
-        elf.program_headers
-            .iter()
-            .filter(|p| p.p_type == PT_GNU_RELRO)
-            .map(|p| {
-                let start = (bias + p.p_vaddr as usize) & !(page - 1);
-                let end = (bias + (p.p_vaddr + p.p_memsz) as usize).next_multiple_of(page);
-                (start, end)
-            }),
+        elf::relro_ranges(&elf)
+            .map(|(start, end)| (at(start) & !(page - 1), at(end).next_multiple_of(page))),
     );
 }
 
@@ -530,5 +517,9 @@ mod tests {
         assert_eq!(kind_of("siglongjmp"), Some(Kind::Longjmp));
         assert_eq!(kind_of("dlopen"), Some(Kind::Instant));
         assert_eq!(kind_of("vfork"), Some(Kind::Vfork));
+        assert_eq!(kind_of("__longjmp_chk"), Some(Kind::Longjmp));
+        assert_eq!(kind_of("__sigsetjmp"), Some(Kind::Setjmp));
+        assert_eq!(kind_of("fork"), Some(Kind::Hook));
+        assert_eq!(kind_of("execve"), Some(Kind::Hook));
     }
 }

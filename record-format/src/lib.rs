@@ -11,7 +11,7 @@
 //! | `<tid>.dat` | [`raw`], [`dat`] | 16-byte records: u64 time, u64 `type:2 more:1 magic:3=5 depth:10 addr:48`, payload if `more` |
 //! | `task.txt` | [`task`] | `SESS`/`TASK`/`FORK`/`DLOP` lines, timestamps `SEC.NSEC9` |
 //! | `sid-<SID>.map` | [`maps`] | `/proc/self/maps` lines of the modules and `[stack]` |
-//! | `<module>.sym` | [`sym`] | `%016x TYPE NAME`, implicit sizes closed by `?` lines |
+//! | `<module>.sym` | [`sym`], [`elf`] | `%016x TYPE NAME`, implicit sizes closed by `?` lines |
 //!
 //! Compatibility rule: utrace writes what uftrace 0.13 reads (v4 `.sym`, no `SYM_SIZE`) and reads
 //! what 0.13 and 0.19 write.
@@ -23,6 +23,7 @@ pub mod dat;
 pub mod dbg;
 pub mod demangle;
 pub mod dir;
+pub mod elf;
 pub mod env;
 pub mod error;
 pub mod file;

@@ -1,4 +1,5 @@
-//! `<module>.sym`: the symbol table of one module, addresses relative to its first mapping.
+//! `<module>.sym`: the symbol table of one module, addresses relative to its first mapping (its
+//! link base, [`crate::elf::load`]); the recorder writes it from [`crate::elf::read_sym_table`].
 //!
 //! Two layouts exist. v4 (uftrace 0.13, written by utrace): `<addr %016x> <type> <name>`, sizes
 //! implicit (a symbol ends where the next line starts; `?` lines only terminate). v0.14+
@@ -96,6 +97,22 @@ pub fn parse_sym(text: &str) -> SymFile {
     out
 }
 
+/// The names the `.sym` file of the module at `path` may have, in the order readers try them:
+/// `<basename>.sym`; for a second module of the same base name (the writer takes the second
+/// name when the first is taken), `<basename>-<build-id's first 4 digits>.sym` when the session
+/// map gives the module a build id, else `<basename>-<byte sum of the path, %04x>.sym`; then
+/// that last form in any case, as uftrace also names them.
+pub fn file_names(path: &str, build_id: Option<&str>) -> Vec<String> {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    let mut names = vec![format!("{base}.sym")];
+    if let Some(id) = build_id {
+        names.push(format!("{base}-{}.sym", &id[..id.len().min(4)]));
+    }
+    let sum = path.bytes().fold(0u16, |a, b| a.wrapping_add(u16::from(b)));
+    names.push(format!("{base}-{sum:04x}.sym"));
+    names
+}
+
 /// Writes the v4 layout (readable by every uftrace version), closing gaps with `?` markers.
 /// `symbols` need not be sorted; zero-size symbols are dropped.
 pub fn write_sym(path_name: &str, build_id: Option<&str>, symbols: &[Symbol]) -> String {
@@ -165,6 +182,15 @@ mod tests {
             parse_sym("000000000000037c 00000020 d __abi_tag\n00000000000011e9 00000041 T fib\n");
         assert_eq!(f.symbols[1].size, 0x41);
         assert_eq!(f.symbols[0].kind, 'd');
+    }
+
+    #[test]
+    fn file_names_of_a_module() {
+        assert_eq!(
+            file_names("/usr/lib/libfoo.so", Some("abcdef12")),
+            ["libfoo.so.sym", "libfoo.so-abcd.sym", "libfoo.so-06a9.sym"]
+        );
+        assert_eq!(file_names("/bin/true", None), ["true.sym", "true-0357.sym"]);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use crate::config::Demangle;
 use crate::symbols::demangle::demangle;
-use crate::symbols::elf::load_elf_symbols;
+use record_format::elf::read_sym_table;
 use record_format::sym::Symbol;
 use record_format::task::TaskLine;
 use record_format::TraceDir;
@@ -309,7 +309,7 @@ pub fn symbols_text(dir: &TraceDir, exe: Option<&str>, mode: Demangle) -> Option
     let exe = exe
         .map(str::to_string)
         .or_else(|| dir.info.exename.clone())?;
-    let mut syms: Vec<Symbol> = match load_elf_symbols(Path::new(&exe)) {
+    let mut syms: Vec<Symbol> = match read_sym_table(Path::new(&exe)) {
         Some(s) => s,
         None => {
             let base = exe.rsplit('/').next().unwrap_or(&exe);

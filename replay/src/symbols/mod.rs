@@ -2,9 +2,13 @@
 //!
 //! Every distinct function gets a small [`FuncId`]; everything per function (display name,
 //! module, filter decisions, argument specs) is then looked up by that id, never by string.
+//!
+//! A module's symbols come from its `.sym` file in the data directory, else from its ELF file
+//! ([`record_format::elf::read_sym_table`]); either way their addresses are relative to the
+//! module's link base, so the run-time address is the start of the module's first mapping in
+//! the session map plus the symbol's address ([`record_format::elf::load`]).
 
 pub use record_format::demangle;
-pub mod elf;
 
 use crate::config::Demangle;
 use record_format::maps::{kernel_base, MapEntry};
@@ -253,13 +257,7 @@ impl<'d> Symbolizer<'d> {
         if let Some(&m) = self.module_by_path.get(path) {
             return m;
         }
-        let base = basename(path);
-        let mut candidates = vec![format!("{base}.sym")];
-        if let Some(id) = build_id {
-            candidates.push(format!("{base}-{}.sym", &id[..id.len().min(4)]));
-        }
-        let sum = path.bytes().fold(0u16, |a, b| a.wrapping_add(u16::from(b)));
-        candidates.push(format!("{base}-{sum:04x}.sym"));
+        let candidates = record_format::sym::file_names(path, build_id);
         let mut syms = None;
         for (i, name) in candidates.iter().enumerate() {
             let Some(f) = self.dir.read_sym(name) else {
@@ -276,7 +274,7 @@ impl<'d> Symbolizer<'d> {
                 break;
             }
         }
-        let syms = syms.or_else(|| elf::load_elf_symbols(Path::new(path)));
+        let syms = syms.or_else(|| record_format::elf::read_sym_table(Path::new(path)));
         let idx = syms.map(|syms| {
             self.modules.push(Module { syms });
             self.modules.len() - 1

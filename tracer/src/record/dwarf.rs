@@ -10,8 +10,8 @@
 //! varargs) ends the function's list: the items after it would be read from the wrong place.
 
 use gimli::{AttributeValue, DebuggingInformationEntry, Dwarf, EndianSlice, RunTimeEndian, Unit};
-use goblin::elf::{program_header::PT_LOAD, Elf};
 use record_format::demangle::{demangle, Demangle};
+use record_format::elf::{link_base, Elf};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -232,14 +232,8 @@ pub fn dbg_text(path: &str, bytes: &[u8], build_id: Option<&str>) -> Option<Stri
         Ok(EndianSlice::new(section(id.name()), endian))
     })
     .ok()?;
-    // Addresses in `.sym`/`.dbg` are relative to the module's first loaded page.
-    let base = elf
-        .program_headers
-        .iter()
-        .filter(|p| p.p_type == PT_LOAD)
-        .map(|p| p.p_vaddr & !0xfff)
-        .min()
-        .unwrap_or(0);
+    // Addresses in `.sym`/`.dbg` are relative to the module's link base.
+    let base = link_base(&elf.program_headers);
     let enums = RefCell::new(BTreeMap::new());
     let mut funcs = Vec::new();
     let mut units = dwarf.units();

@@ -385,24 +385,15 @@ pub fn write_module_syms(dir: &Path, modules: Vec<(String, Option<String>)>) -> 
     // File name -> module path already written under it.
     let mut written: HashMap<String, String> = HashMap::new();
     for (path, map_build_id) in modules {
-        let Some(symbols) = replay::symbols::elf::load_elf_symbols(Path::new(&path)) else {
+        let Some(symbols) = record_format::elf::read_sym_table(Path::new(&path)) else {
             continue;
         };
         let build_id = build_id_of(Path::new(&path));
-        let base = basename(&path);
-        let mut name = format!("{base}.sym");
-        if written.contains_key(&name) {
-            name = match &map_build_id {
-                Some(id) => format!("{base}-{}.sym", &id[..id.len().min(4)]),
-                None => {
-                    let sum = path.bytes().fold(0u16, |s, b| s.wrapping_add(u16::from(b)));
-                    format!("{base}-{sum:04x}.sym")
-                }
-            };
-            if written.contains_key(&name) {
-                continue;
-            }
-        }
+        // The first name, else the one readers try next for a second module of that name.
+        let names = record_format::sym::file_names(&path, map_build_id.as_deref());
+        let Some(name) = names.into_iter().take(2).find(|n| !written.contains_key(n)) else {
+            continue;
+        };
         let text = record_format::sym::write_sym(&path, build_id.as_deref(), &symbols);
         super::write_file(dir, &name, text.as_bytes())?;
         written.insert(name, path);
