@@ -706,11 +706,14 @@ fn run_recording(
     // After the writer thread: the tasks this process starts from now on are traced.
     let kernel = match settings.kernel {
         true => Some(
-            kernel::Session::start(&kernel::Request {
-                buffer: settings.kernel_buffer,
-                depth: settings.kernel_depth,
-                events: settings.kernel_events.clone(),
-            })
+            kernel::Session::start(
+                &kernel::Request {
+                    buffer: settings.kernel_buffer,
+                    depth: settings.kernel_depth,
+                    events: settings.kernel_events.clone(),
+                },
+                dir,
+            )
             .context("cannot trace the kernel")?,
         ),
         false => None,
