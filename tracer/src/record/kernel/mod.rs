@@ -5,8 +5,9 @@
 //! process tree, in one of two modes: the function_graph tracer, whose pages are saved as
 //! they are, or (event mode, kernel.md §3, §5.3) the `raw_syscalls` and scheduler trace
 //! events. While the program runs, the [`reader`] thread appends each CPU's raw pages to a
-//! spool file in the data directory as it reads them, so that memory stays flat however long
-//! the program runs. At the end [`Session::finish`] puts tracefs back and either renames the
+//! spool file in the data directory as it reads them, so that the recorder's memory stays flat
+//! however long the program runs (the converter then holds the traced tasks' steps and their
+//! function-graph pages, not the raw pages). At the end [`Session::finish`] puts tracefs back and either renames the
 //! spool files into `kernel-cpuN.dat` (graph mode) or has the [`convert`]er read them back and
 //! turn the events into function-graph records (`__x64_sys_write() { ... }` under the user
 //! function that made the call).
