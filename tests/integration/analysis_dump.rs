@@ -18,12 +18,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::crafted::{self, Program, Rec, PROG};
 use crate::util::{self, Mode};
-use record_format::info::{feat, Info, InfoHeader};
-use record_format::maps::MapEntry;
-use record_format::sym::Symbol;
-use record_format::task::TaskLine;
-use record_format::{RawRecord, RecordKind, TraceWriter};
+use record_format::RecordKind;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Format {
@@ -437,10 +434,6 @@ fn golden_path(gold: &Golden) -> PathBuf {
         .join(format!("{}.{}.dump", gold.fixture, gold.variant))
 }
 
-fn bless() -> bool {
-    std::env::var("UTRACE_BLESS").as_deref() == Ok("1")
-}
-
 /// Checks (or, with `UTRACE_BLESS=1`, rewrites from uftrace) the goldens of `fixture`.
 fn check_goldens(fixture: &str) {
     let dir = fixture_dir(fixture);
@@ -448,11 +441,7 @@ fn check_goldens(fixture: &str) {
     let goldens: Vec<&Golden> = GOLDENS.iter().filter(|g| g.fixture == fixture).collect();
     for gold in &goldens {
         let path = golden_path(gold);
-        if bless() {
-            assert!(
-                util::uftrace_available(),
-                "UTRACE_BLESS=1 rewrites the goldens from uftrace, which is not installed"
-            );
+        if util::bless() {
             let out = uftrace_dump(&dir, gold.format, gold.opts);
             out.assert_success();
             // Only the compared part is kept (uftrace's mermaid page is not ours to copy).
@@ -509,78 +498,17 @@ fn golden_cxx() {
 // ---------------------------------------------------------------------------------------
 // Crafted data (record-format's writer): lost records and calls that never return.
 
-/// A one-thread directory of `/nonexistent/prog` with functions main/a/b/c and the records
-/// (kind, time, depth, function index); a LOST record carries its count as time.
-fn write_crafted(dir: &Path, records: &[(RecordKind, u64, u16, usize)]) {
-    const BASE: u64 = 0x5555_5555_4000;
-    const TID: u32 = 4343;
-    let exe = "/nonexistent/prog";
-    let t0 = 1_000_000_000_000;
-    let mut w = TraceWriter::create(dir).unwrap();
-    w.task_line(&TaskLine::Sess {
-        time: t0,
-        pid: TID,
-        sid: "0123456789abcdef".into(),
-        exename: exe.into(),
-    })
-    .unwrap();
-    w.task_line(&TaskLine::Task {
-        time: t0 + 1,
-        tid: TID,
-        pid: TID,
-    })
-    .unwrap();
-    let map = |start, end, path: &str| MapEntry {
-        start,
-        end,
-        perms: if path == exe { "r-xp" } else { "rw-p" }.into(),
-        path: path.into(),
-        build_id: None,
-    };
-    w.session_map(
-        "0123456789abcdef",
-        &[
-            map(BASE, BASE + 0x5000, exe),
-            map(0x7ffc_0000_0000, 0x7ffc_0002_1000, "[stack]"),
-        ],
-    )
-    .unwrap();
-    let funcs = [0x1100, 0x1140, 0x1180, 0x11c0];
-    let syms: Vec<Symbol> = funcs
+/// The crafted directory of `/nonexistent/prog` (functions main/a/b/c) with the records
+/// (kind, time in µs, depth, function index); a LOST record carries its count as time.
+fn write_crafted(dir: &Path, records: &[Rec]) {
+    let records: Vec<Rec> = records
         .iter()
-        .zip(["main", "a", "b", "c"])
-        .map(|(&addr, name)| Symbol {
-            addr,
-            size: 0x40,
-            kind: 'T',
-            name: name.into(),
+        .map(|&(kind, time, depth, f)| match kind {
+            RecordKind::Lost => (kind, time, depth, f),
+            _ => (kind, time * 1000, depth, f),
         })
         .collect();
-    w.sym_file("prog.sym", exe, None, &syms).unwrap();
-    for &(kind, time, depth, f) in records {
-        if kind == RecordKind::Lost {
-            w.lost_record(TID, time).unwrap();
-            continue;
-        }
-        let rec = RawRecord {
-            time: t0 + time * 1000,
-            kind,
-            more: false,
-            depth,
-            addr: BASE + funcs[f] + 8,
-        };
-        w.func_record(TID, rec, &[], &[]).unwrap();
-    }
-    let info = Info {
-        header: InfoHeader {
-            feat_mask: feat::TASK_SESSION | feat::SYM_REL_ADDR | feat::MAX_STACK,
-            ..InfoHeader::default()
-        },
-        exename: Some(exe.into()),
-        tids: vec![TID],
-        ..Info::default()
-    };
-    w.finish(&info).unwrap();
+    crafted::write_dir(dir, &Program { tid: 4343, ..PROG }, &records);
 }
 
 /// LOST records (the stack resynchronised from the next record's depth) and calls that never

@@ -93,21 +93,13 @@ fn golden_path(gold: &Golden) -> PathBuf {
         .join(format!("{}.{}.{}", gold.fixture, gold.variant, gold.sub))
 }
 
-fn bless() -> bool {
-    std::env::var("UTRACE_BLESS").as_deref() == Ok("1")
-}
-
 fn check(sub: &str) {
     let goldens: Vec<&Golden> = GOLDENS.iter().filter(|g| g.sub == sub).collect();
     let mut failures = Vec::new();
     for gold in &goldens {
         let dir = fixture_dir(gold.fixture);
         let path = golden_path(gold);
-        if bless() {
-            assert!(
-                util::uftrace_available(),
-                "UTRACE_BLESS=1 rewrites the goldens from uftrace, which is not installed"
-            );
+        if util::bless() {
             let out = uftrace(sub, &dir, gold.opts);
             out.assert_success();
             std::fs::write(&path, normalize(&out.stdout, false)).expect("write golden");
@@ -154,7 +146,7 @@ fn info() {
 /// The goldens are real: a wrong total or call count in utrace's output would be seen.
 #[test]
 fn goldens_are_not_trivial() {
-    if bless() {
+    if util::bless() {
         return;
     }
     let read = |f: &str| {

@@ -1,89 +1,37 @@
 //! `utrace report --histogram FUNC` on data written with record-format's `TraceWriter`, so the
 //! durations are known exactly: the log2 buckets, counts and bars of BCC's `funclatency`.
 
+use crate::crafted::{self, Program};
 use crate::util;
-use record_format::info::{feat, Info, InfoHeader};
-use record_format::maps::MapEntry;
-use record_format::sym::Symbol;
-use record_format::task::TaskLine;
-use record_format::{RawRecord, RecordKind, TraceWriter};
+use record_format::RecordKind;
 use std::path::Path;
 use std::process::Command;
 
-const BASE: u64 = 0x5555_5555_4000;
-const TID: u32 = 4343;
-const FUNCS: [(u64, &str); 3] = [(0x1100, "main"), (0x1140, "work"), (0x1180, "other")];
+/// `/nonexistent/histo`: `main`, `work`, `other`.
+const HISTO: Program = Program {
+    exe: "/nonexistent/histo",
+    tid: 4343,
+    sid: "fedcba9876543210",
+    t0: 2_000_000_000_000,
+    funcs: &[(0x1100, "main"), (0x1140, "work"), (0x1180, "other")],
+};
 
 /// A one-thread directory: `main` calls `work` once per duration (and `other` once).
 fn write_dir(dir: &Path, durations: &[u64]) {
-    let exe = "/nonexistent/histo";
-    let mut w = TraceWriter::create(dir).unwrap();
-    let t0 = 2_000_000_000_000;
-    w.task_line(&TaskLine::Sess {
-        time: t0,
-        pid: TID,
-        sid: "fedcba9876543210".into(),
-        exename: exe.into(),
-    })
-    .unwrap();
-    w.task_line(&TaskLine::Task {
-        time: t0 + 1,
-        tid: TID,
-        pid: TID,
-    })
-    .unwrap();
-    w.session_map(
-        "fedcba9876543210",
-        &[MapEntry {
-            start: BASE,
-            end: BASE + 0x5000,
-            perms: "r-xp".into(),
-            path: exe.into(),
-            build_id: None,
-        }],
-    )
-    .unwrap();
-    let syms: Vec<Symbol> = FUNCS
-        .iter()
-        .map(|&(addr, name)| Symbol {
-            addr,
-            size: 0x40,
-            kind: 'T',
-            name: name.into(),
-        })
-        .collect();
-    w.sym_file("histo.sym", exe, None, &syms).unwrap();
-    let mut rec = |kind, time, depth, f: usize| {
-        let r = RawRecord {
-            time: t0 + time,
-            kind,
-            more: false,
-            depth,
-            addr: BASE + FUNCS[f].0 + 8,
-        };
-        w.func_record(TID, r, &[], &[]).unwrap();
-    };
+    use RecordKind::{Entry, Exit};
+    let mut recs = Vec::new();
     let mut now = 100;
-    rec(RecordKind::Entry, now, 0, 0);
+    recs.push((Entry, now, 0, 0));
     for &d in durations {
         now += 10;
-        rec(RecordKind::Entry, now, 1, 1);
+        recs.push((Entry, now, 1, 1));
         now += d;
-        rec(RecordKind::Exit, now, 1, 1);
+        recs.push((Exit, now, 1, 1));
     }
-    rec(RecordKind::Entry, now + 5, 1, 2);
-    rec(RecordKind::Exit, now + 100_000, 1, 2);
-    rec(RecordKind::Exit, now + 100_010, 0, 0);
-    let info = Info {
-        header: InfoHeader {
-            feat_mask: feat::TASK_SESSION | feat::SYM_REL_ADDR | feat::MAX_STACK,
-            ..InfoHeader::default()
-        },
-        exename: Some(exe.into()),
-        tids: vec![TID],
-        ..Info::default()
-    };
-    w.finish(&info).unwrap();
+    recs.push((Entry, now + 5, 1, 2));
+    recs.push((Exit, now + 100_000, 1, 2));
+    recs.push((Exit, now + 100_010, 0, 0));
+    crafted::write_dir(dir, &HISTO, &recs);
 }
 
 fn histogram(dir: &Path, func: &str) -> util::Output {

@@ -1,6 +1,7 @@
 //! Data directories written with record-format's `TraceWriter` (no program runs): cases that
 //! are hard to provoke for real, such as lost records, checked against uftrace's replay of the
-//! very same directory.
+//! very same directory. [`write_dir`] is the one writer of such directories, also used by
+//! `analysis_dump` and `analysis_histogram`.
 
 use crate::normalize;
 use crate::util;
@@ -11,75 +12,99 @@ use record_format::task::TaskLine;
 use record_format::{RawRecord, RecordKind, TraceWriter};
 use std::path::Path;
 
+/// Where the program is mapped.
 const BASE: u64 = 0x5555_5555_4000;
-const TID: u32 = 4242;
 
-fn sym(addr: u64, name: &str) -> Symbol {
-    Symbol {
-        addr,
-        size: 0x40,
-        kind: 'T',
-        name: name.into(),
-    }
+/// The one-thread program of a crafted directory: its path (nothing is there), task, session
+/// id, first timestamp and functions (offset in the program, name).
+#[derive(Clone, Copy)]
+pub(crate) struct Program {
+    pub exe: &'static str,
+    pub tid: u32,
+    pub sid: &'static str,
+    pub t0: u64,
+    pub funcs: &'static [(u64, &'static str)],
 }
 
-/// Writes a one-thread directory with functions main/a/b/c and the given records
-/// (kind, time, depth, function index).
-fn write_dir(dir: &Path, records: &[(RecordKind, u64, u16, usize)]) {
-    let exe = "/nonexistent/prog";
+/// `/nonexistent/prog` with functions main/a/b/c.
+pub(crate) const PROG: Program = Program {
+    exe: "/nonexistent/prog",
+    tid: 4242,
+    sid: "0123456789abcdef",
+    t0: 1_000_000_000_000,
+    funcs: &[
+        (0x1100, "main"),
+        (0x1140, "a"),
+        (0x1180, "b"),
+        (0x11c0, "c"),
+    ],
+};
+
+/// A record of a crafted directory: kind, time after the first timestamp, depth and function
+/// index; a LOST record carries its count as time.
+pub(crate) type Rec = (RecordKind, u64, u16, usize);
+
+/// Writes the data directory `dir` of `prog` with `records` (the one writer of crafted
+/// directories: `.sym` file, session map with a stack, task.txt and info included).
+pub(crate) fn write_dir(dir: &Path, prog: &Program, records: &[Rec]) {
+    let exe = prog.exe;
+    let tid = prog.tid;
+    let t0 = prog.t0;
     let mut w = TraceWriter::create(dir).unwrap();
-    let t0 = 1_000_000_000_000;
     w.task_line(&TaskLine::Sess {
         time: t0,
-        pid: TID,
-        sid: "0123456789abcdef".into(),
+        pid: tid,
+        sid: prog.sid.into(),
         exename: exe.into(),
     })
     .unwrap();
     w.task_line(&TaskLine::Task {
         time: t0 + 1,
-        tid: TID,
-        pid: TID,
+        tid,
+        pid: tid,
     })
     .unwrap();
+    let map = |start, end, path: &str| MapEntry {
+        start,
+        end,
+        perms: if path == exe { "r-xp" } else { "rw-p" }.into(),
+        path: path.into(),
+        build_id: None,
+    };
     w.session_map(
-        "0123456789abcdef",
+        prog.sid,
         &[
-            MapEntry {
-                start: BASE,
-                end: BASE + 0x5000,
-                perms: "r-xp".into(),
-                path: exe.into(),
-                build_id: None,
-            },
-            MapEntry {
-                start: 0x7ffc_0000_0000,
-                end: 0x7ffc_0002_1000,
-                perms: "rw-p".into(),
-                path: "[stack]".into(),
-                build_id: None,
-            },
+            map(BASE, BASE + 0x5000, exe),
+            map(0x7ffc_0000_0000, 0x7ffc_0002_1000, "[stack]"),
         ],
     )
     .unwrap();
-    let funcs = [0x1100, 0x1140, 0x1180, 0x11c0];
-    let names = ["main", "a", "b", "c"];
-    let syms: Vec<Symbol> = funcs.iter().zip(names).map(|(&a, n)| sym(a, n)).collect();
-    w.sym_file("prog.sym", exe, None, &syms).unwrap();
+    let syms: Vec<Symbol> = prog
+        .funcs
+        .iter()
+        .map(|&(addr, name)| Symbol {
+            addr,
+            size: 0x40,
+            kind: 'T',
+            name: name.into(),
+        })
+        .collect();
+    let base_name = exe.rsplit('/').next().unwrap_or(exe);
+    w.sym_file(&format!("{base_name}.sym"), exe, None, &syms)
+        .unwrap();
     for &(kind, time, depth, f) in records {
-        match kind {
-            RecordKind::Lost => w.lost_record(TID, time).unwrap(),
-            _ => {
-                let rec = RawRecord {
-                    time: t0 + time,
-                    kind,
-                    more: false,
-                    depth,
-                    addr: BASE + funcs[f] + 8,
-                };
-                w.func_record(TID, rec, &[], &[]).unwrap();
-            }
+        if kind == RecordKind::Lost {
+            w.lost_record(tid, time).unwrap();
+            continue;
         }
+        let rec = RawRecord {
+            time: t0 + time,
+            kind,
+            more: false,
+            depth,
+            addr: BASE + prog.funcs[f].0 + 8,
+        };
+        w.func_record(tid, rec, &[], &[]).unwrap();
     }
     let info = Info {
         header: InfoHeader {
@@ -87,19 +112,19 @@ fn write_dir(dir: &Path, records: &[(RecordKind, u64, u16, usize)]) {
             ..InfoHeader::default()
         },
         exename: Some(exe.into()),
-        tids: vec![TID],
+        tids: vec![tid],
         ..Info::default()
     };
     w.finish(&info).unwrap();
 }
 
-fn compare(name: &str, records: &[(RecordKind, u64, u16, usize)], opts: &[&str], must: &str) {
+fn compare(name: &str, records: &[Rec], opts: &[&str], must: &str) {
     if !util::need_uftrace(name) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
-    write_dir(&dir, records);
+    write_dir(&dir, &PROG, records);
     let expected = util::uftrace_replay(&dir, opts);
     let actual = util::utrace_replay(&dir, opts);
     assert_eq!(

@@ -2,9 +2,10 @@
 //! against the output of `uftrace replay` on the same data (`tests/golden/<name>.<variant>.replay`).
 //! These tests need neither gcc nor uftrace.
 //!
-//! The golden files are uftrace's output, not utrace's, so they are never blessed from utrace.
-//! To re-record the fixtures and regenerate the goldens with the installed uftrace, run
-//! `cargo test --release -p utrace-tests -- --ignored fixtures::regenerate`.
+//! The golden files are uftrace's output, not utrace's: `UTRACE_BLESS=1` (the one way to
+//! regenerate the golden files, see [`util::bless`]) rewrites them from the installed uftrace.
+//! The fixtures themselves are re-recorded by the ignored test [`rerecord`] (see
+//! `tests/fixtures/README.md`).
 
 use std::path::{Path, PathBuf};
 
@@ -210,6 +211,10 @@ fn check(name: &str) {
         .find(|f| f.name == name)
         .expect("fixture in table");
     let dir = fixture_dir(name);
+    if util::bless() {
+        bless(fixture);
+        return;
+    }
     let mut failures = Vec::new();
     for variant in fixture.variants {
         let opts = resolve(fixture, variant.opts);
@@ -331,14 +336,30 @@ fn fixtures_are_complete() {
     }
 }
 
-/// Re-records every fixture with uftrace from the `-pg` test programs and rewrites the golden
-/// files from `uftrace replay`. Run it explicitly (see the module docs) and commit the result.
+/// Rewrites the replay goldens of `fixture` from `uftrace replay` ([`util::bless`]).
+fn bless(fixture: &Fixture) {
+    let dir = fixture_dir(fixture.name);
+    // The plain variant comes first so `{tid}` can be resolved from its golden file.
+    for variant in fixture.variants {
+        let opts = resolve(fixture, variant.opts);
+        let opts: Vec<&str> = opts.iter().map(String::as_str).collect();
+        let out = util::uftrace_replay(&dir, &opts);
+        out.assert_success();
+        std::fs::write(golden_path(fixture.name, variant.name), &out.stdout)
+            .expect("write golden file");
+    }
+}
+
+/// Re-records every fixture with uftrace from the `-pg` test programs and rewrites their
+/// replay goldens, as `UTRACE_BLESS=1` does (required: the goldens change with the data; the
+/// report, graph, info and dump goldens are then rewritten by the golden tests run with it).
+/// Run it explicitly (see `tests/fixtures/README.md`) and commit the result.
 #[test]
 #[ignore = "rewrites tests/fixtures and tests/golden with the installed uftrace"]
-fn regenerate() {
+fn rerecord() {
     assert!(
-        util::uftrace_available(),
-        "regenerating fixtures needs uftrace"
+        util::bless(),
+        "re-recording the fixtures rewrites the goldens: run it with UTRACE_BLESS=1"
     );
     for sub in ["fixtures", "golden"] {
         std::fs::create_dir_all(util::tests_dir().join(sub)).expect("create tests subdirectory");
@@ -352,14 +373,6 @@ fn regenerate() {
         }
         let prog = util::testprog(fixture.prog, Mode::Pg);
         util::uftrace_record(&dir, fixture.record, &prog, fixture.args);
-        // The plain variant comes first so `{tid}` can be resolved from its golden file.
-        for variant in fixture.variants {
-            let opts = resolve(fixture, variant.opts);
-            let opts: Vec<&str> = opts.iter().map(String::as_str).collect();
-            let out = util::uftrace_replay(&dir, &opts);
-            out.assert_success();
-            std::fs::write(golden_path(fixture.name, variant.name), &out.stdout)
-                .expect("write golden file");
-        }
+        bless(fixture);
     }
 }

@@ -122,7 +122,7 @@ fn tui_opens_folds_searches_and_quits() {
     if !tmux_available() {
         assert!(
             std::env::var_os("CI").is_none(),
-            "tmux is missing (.ci/run installs it)"
+            "tmux is missing (tests/setup.sh installs it)"
         );
         eprintln!("tui test skipped: no tmux");
         return;
@@ -201,7 +201,7 @@ fn live_pages_the_trace_on_a_terminal() {
     if !tmux_available() {
         assert!(
             std::env::var_os("CI").is_none(),
-            "tmux is missing (.ci/run installs it)"
+            "tmux is missing (tests/setup.sh installs it)"
         );
         return;
     }

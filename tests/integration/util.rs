@@ -71,6 +71,18 @@ pub fn uftrace_bin() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("uftrace"))
 }
 
+/// `UTRACE_BLESS=1`: the one way to regenerate the golden files. Every golden check
+/// (`fixtures`, `analysis_golden`, `analysis_dump`) then rewrites its files from the installed
+/// uftrace, never from utrace, instead of comparing.
+pub fn bless() -> bool {
+    let on = std::env::var("UTRACE_BLESS").as_deref() == Ok("1");
+    assert!(
+        !on || uftrace_available(),
+        "UTRACE_BLESS=1 rewrites the goldens from uftrace, which is not installed"
+    );
+    on
+}
+
 /// Whether a working uftrace is installed (checked once per process).
 pub fn uftrace_available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what the tests need when it is missing, on Debian (12 or newer): gcc and g++ build
+# testprogs/, uftrace is the reference whose output utrace must reproduce, tmux drives the tui
+# test. Quick to re-run: a package is installed only when its command is missing. Called by
+# the README's test command (and so by .ci/run); as root or with sudo.
+set -euo pipefail
+
+missing=()
+for pkg_cmd in gcc:gcc g++:g++ uftrace:uftrace tmux:tmux; do
+	command -v "${pkg_cmd#*:}" >/dev/null || missing+=("${pkg_cmd%%:*}")
+done
+((${#missing[@]})) || exit 0
+
+if ! command -v apt-get >/dev/null; then
+	echo "tests/setup.sh: install ${missing[*]} first (no apt-get on this machine)" >&2
+	exit 1
+fi
+echo "== installing ${missing[*]} (Debian packages)"
+sudo=()
+((EUID == 0)) || sudo=(sudo)
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	"${missing[@]}" </dev/null >/dev/null

@@ -1,0 +1,439 @@
+//! The record options turned into settings: the environment contract libmcount reads
+//! (`record_format::env`), with uftrace's complaints about values, and what the recorder
+//! itself needs of them (`info`'s fields, `-k`'s request).
+
+use crate::config;
+use crate::invocation::Invocation;
+use crate::notice::Notices;
+use crate::timefmt;
+use record_format::argspec::{items_of_kind, ItemKind};
+use record_format::env;
+use record_format::info::ArgSpecInfo;
+use std::ffi::OsString;
+use std::path::Path;
+
+/// Largest `--max-stack`.
+const MAX_STACK_LIMIT: u32 = 65535;
+const PAGE_SIZE: u64 = 4096;
+
+/// Every variable of the env contract, removed from the program's environment before the
+/// recorder sets its own (a stale one could come from an outer recording).
+pub(super) const CONTRACT_VARS: [&str; 19] = [
+    env::DIR,
+    env::CLOCK,
+    record_format::ring::ENV_PREFIX,
+    env::BUFFER,
+    env::MAX_STACK,
+    env::DEPTH,
+    env::THRESHOLD,
+    env::TRIGGER,
+    env::SIZE,
+    env::TRACE_OFF,
+    env::PATTERN,
+    env::PLTHOOK,
+    env::LOGFD,
+    env::ARGSPEC,
+    env::RETSPEC,
+    env::AUTO_ARGS,
+    env::DBG,
+    env::NEST_LIBCALL,
+    env::RECORDER,
+];
+
+/// The record-time settings taken from the options, with uftrace's complaints about values.
+#[derive(Debug)]
+pub(super) struct Settings {
+    pub(super) env: Vec<(String, OsString)>,
+    pub(super) max_stack: u16,
+    pub(super) plthook: bool,
+    pub(super) pattern_type: &'static str,
+    /// The `-t` value as given, stored in `default.opts`.
+    pub(super) time_filter: Option<String>,
+    /// The `info` ARG_SPEC section (`-A`, `-R`, `-a`).
+    pub(super) args: Option<ArgSpecInfo>,
+    /// `-k`: the kernel's system calls too.
+    pub(super) kernel: bool,
+    /// `--kernel-buffer`: bytes of the kernel's buffer per CPU.
+    pub(super) kernel_buffer: Option<u64>,
+    /// `-K`: kernel graph depth (function_graph mode).
+    pub(super) kernel_depth: u32,
+    /// `-E SYSTEM:EVENT@kernel`: kernel tracepoints kept as events.
+    pub(super) kernel_events: Vec<String>,
+}
+
+/// The `-A` or `-R` entries (`;`-separated lists split), without those whose items of `kind`
+/// do not parse: they get uftrace's `Usage:` line and are left out, as readers leave them out.
+fn spec_entries(lists: &[String], kind: ItemKind, notices: &mut Notices) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in lists.iter().flat_map(|s| s.split(';')) {
+        if entry.trim().is_empty() {
+            continue;
+        }
+        let items = entry.split_once('@').map_or("", |(_, i)| i);
+        match items_of_kind(items, kind, 8) {
+            Ok(_) => out.push(entry.to_string()),
+            Err((_, e)) => notices.usage(e.to_string()),
+        }
+    }
+    out
+}
+
+/// The ARG_SPEC section and the runtime's variables for `-A`, `-R` and `-a`.
+fn arg_settings(
+    f: &crate::cli::FilterArgs,
+    set: &mut impl FnMut(&str, String),
+    notices: &mut Notices,
+) -> Option<ArgSpecInfo> {
+    let args = spec_entries(&f.argument, ItemKind::Args, notices);
+    let rets = spec_entries(&f.retval, ItemKind::Ret, notices);
+    if args.is_empty() && rets.is_empty() && !f.auto_args {
+        return None;
+    }
+    let argspec = (!args.is_empty()).then(|| args.join(";"));
+    let retspec = (!rets.is_empty()).then(|| rets.join(";"));
+    if let Some(a) = &argspec {
+        set(env::ARGSPEC, a.clone());
+    }
+    if let Some(r) = &retspec {
+        set(env::RETSPEC, r.clone());
+    }
+    if f.auto_args {
+        set(env::AUTO_ARGS, "1".to_string());
+    }
+    Some(ArgSpecInfo {
+        argspec,
+        retspec,
+        argauto: record_format::autoargs::ARGAUTO.to_string(),
+        retauto: record_format::autoargs::RETAUTO.to_string(),
+        enumauto: record_format::autoargs::ENUMAUTO.to_string(),
+        auto_args: f.auto_args,
+    })
+}
+
+/// `-b SIZE`: decimal, `0x` hex or `0` octal with an optional k/m/g suffix; rounded up to a
+/// page multiple.
+fn parse_size(text: &str, notices: &mut Notices) -> Option<u64> {
+    let t = text.trim();
+    let (digits, mult) = match t.chars().last().map(|c| c.to_ascii_lowercase()) {
+        Some('k') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('m') => (&t[..t.len() - 1], 1 << 20),
+        Some('g') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    let value = record_format::printfmt::int_literal(digits);
+    let Some(size) = value.and_then(|v| v.checked_mul(mult)).filter(|&v| v > 0) else {
+        notices.usage(format!("invalid size: {text}"));
+        return None;
+    };
+    if size % PAGE_SIZE != 0 {
+        notices.usage("buffer size should be multiple of page size");
+        return Some(size.div_ceil(PAGE_SIZE) * PAGE_SIZE);
+    }
+    Some(size)
+}
+
+pub(super) fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Settings> {
+    let f = &inv.args.filter;
+    let r = &inv.args.record;
+    if let Some(script) = &r.script {
+        if let Err(e) = std::fs::File::open(script) {
+            anyhow::bail!("cannot open script file: {script}: {e}");
+        }
+        anyhow::bail!("running a script while recording (-S) is not supported yet: {script}");
+    }
+    let mut vars: Vec<(String, OsString)> = Vec::new();
+    let mut set = |name: &str, value: String| vars.push((name.to_string(), value.into()));
+
+    if let Some(size) = r.buffer.as_deref().and_then(|b| parse_size(b, notices)) {
+        // Each thread maps a ring of `CHUNKS` buffers: one that memory cannot hold would
+        // leave every thread unrecorded.
+        // SAFETY: sysconf only reads system configuration.
+        let phys = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) }.max(0) as u64 * PAGE_SIZE;
+        let ring = size.saturating_mul(record_format::ring::CHUNKS as u64);
+        if phys > 0 && ring > phys / 2 {
+            anyhow::bail!(
+                "buffer size {} is too large: each thread keeps {} of them, {} MB here (half the memory)",
+                r.buffer.as_deref().unwrap_or_default(),
+                record_format::ring::CHUNKS,
+                (phys / 2) >> 20
+            );
+        }
+        set(env::BUFFER, size.to_string());
+    }
+    let mut max_stack = env::DEFAULT_MAX_STACK as u16;
+    if let Some(text) = &r.max_stack {
+        match text.trim().parse::<u32>() {
+            Ok(n @ 1..MAX_STACK_LIMIT) => max_stack = n as u16,
+            _ => notices.usage("max stack depth should be >0 and <65535"),
+        }
+    }
+    set(env::MAX_STACK, max_stack.to_string());
+    if let Some(depth) = f
+        .depth
+        .as_deref()
+        .and_then(|d| config::parse_depth(d, notices))
+    {
+        set(env::DEPTH, depth.to_string());
+    }
+    let time_filter = match &f.time_filter {
+        Some(t) => {
+            let ns = timefmt::parse_time(t, 3, notices)?;
+            set(env::THRESHOLD, ns.to_string());
+            Some(t.clone())
+        }
+        None => None,
+    };
+    // One trigger list in command-line order of kinds: -F, -N, -H, -C, then -T.
+    let as_trigger = |list: &[String], action: &'static str| -> Vec<String> {
+        list.iter()
+            .flat_map(|s| s.split(';'))
+            .filter(|s| !s.is_empty())
+            .map(move |s| match s.contains('@') {
+                true => format!("{s},{action}"),
+                false => format!("{s}@{action}"),
+            })
+            .collect()
+    };
+    let mut triggers = as_trigger(&f.filter, "filter");
+    triggers.extend(as_trigger(&f.notrace, "notrace"));
+    triggers.extend(as_trigger(&f.hide, "hide"));
+    triggers.extend(as_trigger(&f.caller, "caller"));
+    for t in f.trigger.iter().flat_map(|s| s.split(';')) {
+        if t.is_empty() {
+            continue;
+        }
+        let mut ignored = Vec::new();
+        let parsed = record_format::trigger::parse_trigger(t, &mut ignored);
+        if parsed.actions.read {
+            anyhow::bail!("the read= trigger action (performance counters) is not supported: {t}");
+        }
+        triggers.push(t.to_string());
+    }
+    if !triggers.is_empty() {
+        set(env::TRIGGER, triggers.join(";"));
+    }
+    if let Some(size) = &f.size_filter {
+        match size.trim().parse::<u64>() {
+            Ok(n) if n > 0 => set(env::SIZE, n.to_string()),
+            _ => notices.usage("--size-filter should be positive"),
+        }
+    }
+    let trace_off = match f.trace.as_deref() {
+        None => f.disable,
+        Some("off") => true,
+        Some("on") => f.disable,
+        Some(other) => anyhow::bail!("invalid --trace value: {other} (use on or off)"),
+    };
+    if trace_off {
+        set(env::TRACE_OFF, "1".to_string());
+    }
+    if !f.loc_filter.is_empty() {
+        anyhow::bail!("-L/--loc-filter needs source lines (--srcline), which are not recorded yet");
+    }
+    let pattern_type = match inv.args.common.match_type.as_deref() {
+        Some(m) => match config::parse_match(m, notices) {
+            replay::MatchType::Glob => "glob",
+            _ => "regex",
+        },
+        None => "regex",
+    };
+    set(env::PATTERN, pattern_type.to_string());
+    match r.clock.as_deref() {
+        None | Some("mono") => {}
+        Some(c @ ("mono_raw" | "boot")) => set(env::CLOCK, c.to_string()),
+        Some(other) => notices.usage(format!(
+            "invalid clock source: '{other}' (force to use 'mono')"
+        )),
+    }
+    let plthook = !f.no_libcall;
+    if plthook {
+        set(env::PLTHOOK, "1".to_string());
+        if r.nest_libcall {
+            set(env::NEST_LIBCALL, "1".to_string());
+        }
+    }
+    let kernel = r.kernel || r.kernel_depth.is_some() || r.kernel_only || r.kernel_full;
+    let kernel_buffer = r
+        .kernel_buffer
+        .as_deref()
+        .and_then(|b| parse_size(b, notices));
+    let kernel_depth = match r.kernel_depth.as_deref().map(str::trim) {
+        None => 1,
+        Some(d) => match d.parse::<u32>() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                notices.usage(format!("invalid kernel depth: '{d}' (use 1)"));
+                1
+            }
+        },
+    };
+    if !r.patch.is_empty() {
+        notices.warn("dynamic patching (-P) is not supported yet: ignoring it");
+    }
+    let mut kernel_events = Vec::new();
+    for ev in r.event.iter().flat_map(|e| e.split(',')) {
+        match ev.strip_suffix("@kernel").or_else(|| ev.strip_suffix("@k")) {
+            Some(k) if kernel => kernel_events.push(k.to_string()),
+            Some(_) => anyhow::bail!("kernel events (-E {ev}) are recorded with -k"),
+            None => notices.warn(format!(
+                "-E {ev}: only kernel tracepoints (SYSTEM:EVENT@kernel) are supported: ignoring it"
+            )),
+        }
+    }
+    if !r.watch.is_empty() {
+        notices.warn("watch points (-W) are not supported yet: ignoring them");
+    }
+    if r.no_pltbind {
+        set("LD_BIND_NOT", "1".to_string());
+    }
+    let args = arg_settings(f, &mut set, notices);
+    Ok(Settings {
+        args,
+        kernel,
+        kernel_buffer,
+        kernel_depth,
+        kernel_events,
+        env: vars,
+        max_stack,
+        plthook,
+        pattern_type,
+        time_filter,
+    })
+}
+
+/// `value` prepended to the colon-separated list in the environment variable `name`.
+fn prepend_list(name: &str, value: &std::ffi::OsStr, sep: &str) -> OsString {
+    let mut out = value.to_os_string();
+    if let Some(old) = std::env::var_os(name).filter(|v| !v.is_empty()) {
+        out.push(sep);
+        out.push(old);
+    }
+    out
+}
+
+/// `LD_PRELOAD` with libmcount, and the glibc tunables the runtime needs.
+pub(super) fn runtime_env(libmcount: &Path) -> Vec<(String, OsString)> {
+    vec![
+        (
+            "LD_PRELOAD".to_string(),
+            prepend_list("LD_PRELOAD", libmcount.as_os_str(), ":"),
+        ),
+        // CET shadow stacks would kill the program at the first hijacked return (runtime.md
+        // §6.16).
+        (
+            "GLIBC_TUNABLES".to_string(),
+            prepend_list(
+                "GLIBC_TUNABLES",
+                "glibc.cpu.hwcaps=-IBT,-SHSTK".as_ref(),
+                ":",
+            ),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        let mut n = Notices::silent();
+        assert_eq!(parse_size("128K", &mut n), Some(128 * 1024));
+        assert_eq!(parse_size("0x2000", &mut n), Some(8192));
+        assert_eq!(parse_size("1m", &mut n), Some(1 << 20));
+        assert_eq!(parse_size("010000", &mut n), Some(4096));
+        assert_eq!(parse_size("5000", &mut n), Some(8192));
+        assert_eq!(parse_size("x", &mut n), None);
+        assert_eq!(
+            n.stdout_lines(),
+            [
+                "Usage: buffer size should be multiple of page size",
+                "Usage: invalid size: x"
+            ]
+        );
+    }
+
+    fn settings_of(words: &[&str]) -> (Settings, Notices) {
+        let mut argv = vec![OsString::from("utrace")];
+        argv.extend(words.iter().map(OsString::from));
+        let mut n = Notices::silent();
+        let inv = crate::invocation::parse_command_line(argv, &mut n).unwrap();
+        (settings(&inv, &mut n).unwrap(), n)
+    }
+
+    fn var<'a>(s: &'a Settings, name: &str) -> Option<&'a str> {
+        s.env
+            .iter()
+            .find(|(k, _)| k == name)
+            .and_then(|(_, v)| v.to_str())
+    }
+
+    #[test]
+    fn options_become_the_env_contract() {
+        let (s, n) = settings_of(&[
+            "record",
+            "-F",
+            "main",
+            "-N",
+            "b",
+            "-T",
+            "c@depth=1",
+            "-T",
+            "d@trace_off",
+            "-D",
+            "3",
+            "-t",
+            "1.5us",
+            "-b",
+            "8k",
+            "--max-stack=100",
+            "--match=glob",
+            "./x",
+        ]);
+        assert!(n.stdout_lines().is_empty(), "{:?}", n.stdout_lines());
+        assert_eq!(
+            var(&s, env::TRIGGER),
+            Some("main@filter;b@notrace;c@depth=1;d@trace_off")
+        );
+        assert_eq!(var(&s, env::DEPTH), Some("3"));
+        assert_eq!(var(&s, env::THRESHOLD), Some("1500"));
+        assert_eq!(var(&s, env::BUFFER), Some("8192"));
+        assert_eq!(var(&s, env::MAX_STACK), Some("100"));
+        assert_eq!(var(&s, env::PATTERN), Some("glob"));
+        assert_eq!(var(&s, env::PLTHOOK), Some("1"));
+        assert_eq!(s.max_stack, 100);
+        assert_eq!(s.time_filter.as_deref(), Some("1.5us"));
+
+        let (s, _) = settings_of(&["record", "--no-libcall", "./x"]);
+        assert_eq!(var(&s, env::PLTHOOK), None);
+        assert_eq!(var(&s, env::TRIGGER), None);
+        assert_eq!(var(&s, env::MAX_STACK), Some("1024"));
+        assert!(!s.plthook);
+
+        let (s, _) = settings_of(&[
+            "record",
+            "-H",
+            "a@libx",
+            "-C",
+            "c",
+            "-Z",
+            "30",
+            "--trace=off",
+            "./x",
+        ]);
+        assert_eq!(var(&s, env::TRIGGER), Some("a@libx,hide;c@caller"));
+        assert_eq!(var(&s, env::SIZE), Some("30"));
+        assert_eq!(var(&s, env::TRACE_OFF), Some("1"));
+
+        let (s, n) = settings_of(&["record", "--max-stack=0", "-D", "0", "./x"]);
+        assert_eq!(s.max_stack, 1024);
+        assert_eq!(var(&s, env::DEPTH), None);
+        assert_eq!(
+            n.stdout_lines(),
+            [
+                "Usage: max stack depth should be >0 and <65535",
+                "Usage: invalid depth given: 0 (ignoring..)"
+            ]
+        );
+    }
+}
