@@ -14,6 +14,7 @@
 //! faulting. Nothing here allocates after start-up.
 
 use crate::arch::{EntryRegs, ExitRegs};
+use crate::frame_flags::{RETVAL, RET_FP, RET_INT};
 use core::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use record_format::argspec::{
     items_of_kind, ArgFormat, ArgItem, ItemKind, ItemSet, Location, MAX_STR,
@@ -24,15 +25,6 @@ use record_format::maps::MapEntry;
 use record_format::pattern::{is_literal, MatchType, NameMatcher};
 use record_format::raw::align;
 use std::sync::OnceLock;
-
-/// Frame flag: the function has a return-value item (its exit takes the Rust handler).
-pub const RETVAL: u16 = 0x4000;
-/// Frame flags value (no other bit) for a return value whose payload is the 8 bytes of `rax`:
-/// integers, chars and pointers of up to 8 bytes, stored in their size and padded to 8, which
-/// readers skip. The exit trampoline writes such records itself.
-pub const RET_INT: u16 = RETVAL | 0x1000;
-/// As [`RET_INT`], with the 8 low bytes of `xmm0` (`float` or `double`).
-pub const RET_FP: u16 = RETVAL | 0x2000;
 
 /// Largest payload written; functions whose items could need more are not given any.
 pub const MAX_PAYLOAD: usize = 1024;

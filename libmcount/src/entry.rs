@@ -177,7 +177,11 @@ pub unsafe extern "C" fn plt_entry(
             plt::Kind::Hook | plt::Kind::Unwind => {
                 // SAFETY: the caller guarantees `parent_loc` is a live, aligned stack slot.
                 let parent_ip = unsafe { parent_loc.read() };
-                let extra = if unbound { plt::REARM } else { 0 };
+                let extra = if unbound {
+                    crate::frame_flags::REARM
+                } else {
+                    0
+                };
                 let hook = td.enter_flagged(
                     parent_loc as usize,
                     parent_ip,

@@ -33,6 +33,7 @@ pub mod crash;
 pub mod dlopen;
 pub mod entry;
 pub mod filter;
+pub mod frame_flags;
 pub mod plt;
 pub mod rstack;
 pub mod session;

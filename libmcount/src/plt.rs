@@ -10,7 +10,7 @@
 //! (`-z now`) are made writable for that moment. The hook records the call, hijacks the return
 //! like `mcount` does, and jumps to `target[i]`. A call through the lazy stub makes ld.so bind
 //! the symbol and write the real address into the slot, over the stub: such frames carry
-//! [`REARM`], and their exit takes the address learnt for `target[i]` and points the slot back
+//! [`crate::frame_flags::REARM`], and their exit takes the address learnt for `target[i]` and points the slot back
 //! at the stub.
 //!
 //! Special functions (runtime.md §6.15): the hooks themselves and the unwinder's helpers are
@@ -27,9 +27,6 @@ use crate::arch;
 use core::sync::atomic::AtomicU8;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
-
-/// Frame flag: the slot was not bound when the call started; re-arm it at the exit.
-pub const REARM: u16 = 0x8000;
 
 /// How a slot's calls are treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

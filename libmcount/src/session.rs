@@ -30,6 +30,8 @@ static SID: AtomicU64 = AtomicU64::new(0);
 static RECORDER_FD: AtomicI32 = AtomicI32::new(-1);
 /// Set once the recorder was seen gone.
 static RECORDER_GONE: AtomicBool = AtomicBool::new(false);
+/// `UTRACE_SLOW_PATH=1`: every thread takes the Rust handlers (see [`Config::slow`]).
+static SLOW_PATH: AtomicBool = AtomicBool::new(false);
 pub(crate) static LOGFD: AtomicI32 = AtomicI32::new(2);
 
 /// Lowest descriptor number for libmcount's descriptors, out of the way of the program's.
@@ -74,7 +76,8 @@ pub struct Config {
     pub max_stack: usize,
     /// `-D`: functions this deep or deeper are not hooked.
     pub depth: usize,
-    /// Entries and exits need the full handler (record-time filters).
+    /// Entries and exits need the full handler (record-time filters, or forced by
+    /// `UTRACE_SLOW_PATH=1`).
     pub slow: bool,
 }
 
@@ -91,7 +94,7 @@ pub fn config() -> Option<Config> {
         window: WINDOW.load(Ordering::Relaxed),
         max_stack: MAX_STACK.load(Ordering::Relaxed),
         depth: DEPTH.load(Ordering::Relaxed),
-        slow: filter::get().is_some(),
+        slow: filter::get().is_some() || SLOW_PATH.load(Ordering::Relaxed),
     })
 }
 
@@ -292,6 +295,10 @@ pub extern "C" fn init() {
         Ok("boot") => libc::CLOCK_BOOTTIME,
         _ => libc::CLOCK_MONOTONIC,
     };
+    SLOW_PATH.store(
+        std::env::var_os(env::SLOW_PATH).is_some_and(|v| v == "1"),
+        Ordering::Relaxed,
+    );
     clock::init(clock_id, std::env::var_os(env::NO_TSC).is_none());
     if let Some(w) = env_usize(env::BUFFER).filter(|&w| w > 0) {
         WINDOW.store(w, Ordering::Relaxed);

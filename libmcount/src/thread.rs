@@ -11,7 +11,8 @@ use crate::arch::{tls_get, tls_set, EntryRegs, ExitRegs};
 use crate::args::{self, FuncArgs};
 use crate::buffer::DatWriter;
 use crate::clock::Clock;
-use crate::filter::{self, flags, Decision, FilterState, Filters, Saved};
+use crate::filter::{self, Decision, FilterState, Filters, Saved};
+use crate::frame_flags::{self as flags, ARGS_SAVED};
 use crate::rstack::{Frame, ShadowStack, NO_SLOT};
 use crate::{clock, plt, session, sys, tasklog};
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -23,10 +24,6 @@ type Capture<'a> = Option<(&'a FuncArgs, &'a EntryRegs)>;
 /// Bytes kept per frame for the argument payload of an ENTRY record written later: a u16
 /// length, then the payload (uftrace keeps as much).
 const PENDING_ARGS: usize = 1024;
-
-/// Frame flag: the frame's pending ENTRY has its argument payload saved (see
-/// [`ThreadState::save_args`]).
-const ARGS_SAVED: u16 = 0x0200;
 
 /// Thread pointer value of a thread that is not traced.
 pub const DEAD: usize = 1;
@@ -216,7 +213,7 @@ impl ThreadState {
         self.enter_flagged(parent_loc, parent_ip, child_ip, tramp, 0, None, None)
     }
 
-    /// [`ThreadState::enter`] with `extra` frame flags (`plt::REARM`), the registers the
+    /// [`ThreadState::enter`] with `extra` frame flags (`flags::REARM`), the registers the
     /// entry trampoline saved (for arguments; `None` where there are none, as in
     /// `-finstrument-functions` hooks) and the TSC it read on entry (`None`: read it now).
     #[inline]
@@ -411,7 +408,7 @@ impl ThreadState {
             let Some(f) = self.rstack.get(i).copied() else {
                 break;
             };
-            if f.flags & plt::REARM != 0 {
+            if f.flags & flags::REARM != 0 {
                 if let Some(p) = plt::get() {
                     p.rearm(f.child_ip);
                 }
@@ -611,7 +608,7 @@ impl ThreadState {
     /// The EXIT record of `frame`, with its return value when `regs` holds it.
     #[inline]
     fn write_exit(&mut self, time: u64, frame: &Frame, regs: Option<&ExitRegs>) {
-        if frame.flags & args::RETVAL != 0 {
+        if frame.flags & flags::RETVAL != 0 {
             if let (Some(regs), Some(table)) = (regs, args::get()) {
                 if let Some(spec) = table.lookup(frame.child_ip as u64) {
                     let word = header_word(
@@ -703,7 +700,7 @@ impl ThreadState {
             let Some(f) = self.rstack.get(i).copied() else {
                 break;
             };
-            if f.flags & plt::REARM != 0 {
+            if f.flags & flags::REARM != 0 {
                 if let Some(p) = plt::get() {
                     p.rearm(f.child_ip);
                 }
