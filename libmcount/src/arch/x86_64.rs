@@ -42,6 +42,101 @@ use crate::entry::{cyg_enter_slow, cyg_exit_slow, mcount_entry, mcount_exit};
 use core::arch::{asm, global_asm, naked_asm};
 use core::mem::{offset_of, size_of};
 
+// Runs of instructions that several trampolines share, each said once. Each expands to one
+// template string, so the generated code is the same as with the lines written out.
+
+/// The six scratch registers the fast entry paths use, pushed (`pop_scratch!` in reverse).
+macro_rules! push_scratch {
+    () => {
+        "push rax\npush rcx\npush rdx\npush rsi\npush rdi\npush r8"
+    };
+}
+
+/// Undoes [`push_scratch!`].
+macro_rules! pop_scratch {
+    () => {
+        "pop r8\npop rdi\npop rsi\npop rdx\npop rcx\npop rax"
+    };
+}
+
+/// The TSC into `r8` (clobbers `rax`, `rdx`).
+macro_rules! read_tsc {
+    () => {
+        "rdtsc\nshl rdx, 32\nor rdx, rax\nmov r8, rdx"
+    };
+}
+
+/// The thread pointer slot's value (0, `thread::DEAD` or the `ThreadState`) into `$reg`.
+macro_rules! load_thread {
+    ($reg:literal) => {
+        concat!(
+            "mov ", $reg, ", qword ptr [rip + utrace_thread_state@gottpoff]\n",
+            "mov ", $reg, ", qword ptr fs:[", $reg, "]"
+        )
+    };
+}
+
+/// The TSC in `r8` to nanoseconds with the clock of the `ThreadState` in `$td`; to `4:` when
+/// the TSC is past the clock's sync point (`Clock::tsc_max`: the Rust handler re-syncs).
+macro_rules! tsc_to_ns {
+    ($td:literal) => {
+        concat!(
+            "sub r8, [", $td, " + {tsc_base}]\n",
+            "cmp r8, [", $td, " + {tsc_max}]\n",
+            "jae 4f\n",
+            "imul r8, [", $td, " + {mult}]\n",
+            "shr r8, 32\n",
+            "add r8, [", $td, " + {ns_base}]"
+        )
+    };
+}
+
+/// The argument registers (and `rax`, `r10`) into the [`EntryRegs`] area at `rsp`.
+macro_rules! save_args {
+    () => {
+        concat!(
+            "mov [rsp + {rdi}], rdi\nmov [rsp + {rsi}], rsi\nmov [rsp + {rdx}], rdx\n",
+            "mov [rsp + {rcx}], rcx\nmov [rsp + {r8}], r8\nmov [rsp + {r9}], r9\n",
+            "mov [rsp + {rax}], rax\nmov [rsp + {r10}], r10"
+        )
+    };
+}
+
+/// Undoes [`save_args!`].
+macro_rules! restore_args {
+    () => {
+        concat!(
+            "mov rdi, [rsp + {rdi}]\nmov rsi, [rsp + {rsi}]\nmov rdx, [rsp + {rdx}]\n",
+            "mov rcx, [rsp + {rcx}]\nmov r8, [rsp + {r8}]\nmov r9, [rsp + {r9}]\n",
+            "mov rax, [rsp + {rax}]\nmov r10, [rsp + {r10}]"
+        )
+    };
+}
+
+/// `xmm0-7` into the [`EntryRegs`] area at `rsp`.
+macro_rules! save_xmm {
+    () => {
+        concat!(
+            "movaps [rsp + {xmm}], xmm0\nmovaps [rsp + {xmm} + 16], xmm1\n",
+            "movaps [rsp + {xmm} + 32], xmm2\nmovaps [rsp + {xmm} + 48], xmm3\n",
+            "movaps [rsp + {xmm} + 64], xmm4\nmovaps [rsp + {xmm} + 80], xmm5\n",
+            "movaps [rsp + {xmm} + 96], xmm6\nmovaps [rsp + {xmm} + 112], xmm7"
+        )
+    };
+}
+
+/// Undoes [`save_xmm!`].
+macro_rules! restore_xmm {
+    () => {
+        concat!(
+            "movaps xmm0, [rsp + {xmm}]\nmovaps xmm1, [rsp + {xmm} + 16]\n",
+            "movaps xmm2, [rsp + {xmm} + 32]\nmovaps xmm3, [rsp + {xmm} + 48]\n",
+            "movaps xmm4, [rsp + {xmm} + 64]\nmovaps xmm5, [rsp + {xmm} + 80]\n",
+            "movaps xmm6, [rsp + {xmm} + 96]\nmovaps xmm7, [rsp + {xmm} + 112]"
+        )
+    };
+}
+
 /// Registers saved by the entry trampolines (the traced function's arguments).
 #[repr(C, align(16))]
 #[derive(Debug)]
@@ -141,19 +236,10 @@ macro_rules! entry_trampoline {
                 "endbr64",
                 "push rbp",
                 "mov rbp, rsp",
-                "push rax",
-                "push rcx",
-                "push rdx",
-                "push rsi",
-                "push rdi",
-                "push r8",
+                push_scratch!(),
                 // The TSC first: its latency overlaps with the checks below.
-                "rdtsc",
-                "shl rdx, 32",
-                "or rdx, rax",
-                "mov r8, rdx",
-                "mov rsi, qword ptr [rip + utrace_thread_state@gottpoff]",
-                "mov rsi, qword ptr fs:[rsi]",
+                read_tsc!(),
+                load_thread!("rsi"),
                 "cmp rsi, 1",
                 "jbe 2f",
                 "cmp dword ptr [rsi + {block}], 0",
@@ -169,12 +255,7 @@ macro_rules! entry_trampoline {
                 "add rcx, {room}",
                 "cmp rcx, [rsi + {limit}]",
                 "ja 4f",
-                "sub r8, [rsi + {tsc_base}]",
-                "cmp r8, [rsi + {tsc_max}]",
-                "jae 4f",
-                "imul r8, [rsi + {mult}]",
-                "shr r8, 32",
-                "add r8, [rsi + {ns_base}]",
+                tsc_to_ns!("rsi"),
                 $parent_loc,
                 "lea rcx, [rax + rax * 4]",
                 "shl rcx, 3",
@@ -235,12 +316,7 @@ macro_rules! entry_trampoline {
                 "lea rax, [rip + {tramp}]",
                 "mov [rdi], rax",
                 "mov dword ptr [rsi + {block}], 0",
-                "pop r8",
-                "pop rdi",
-                "pop rsi",
-                "pop rdx",
-                "pop rcx",
-                "pop rax",
+                pop_scratch!(),
                 "pop rbp",
                 "ret",
                 // The payload: one byte per item (`args::Plan`), register k at [rbp - 8k]
@@ -285,52 +361,19 @@ macro_rules! entry_trampoline {
                 // The TSC goes to the handler (r11 is scratch at a hook: its value on return
                 // is the TSC).
                 "mov r11, r8",
-                "pop r8",
-                "pop rdi",
-                "pop rsi",
-                "pop rdx",
-                "pop rcx",
-                "pop rax",
+                pop_scratch!(),
                 "sub rsp, {size}",
                 "and rsp, -16",
-                "mov [rsp + {rdi}], rdi",
-                "mov [rsp + {rsi}], rsi",
-                "mov [rsp + {rdx}], rdx",
-                "mov [rsp + {rcx}], rcx",
-                "mov [rsp + {r8}], r8",
-                "mov [rsp + {r9}], r9",
-                "mov [rsp + {rax}], rax",
-                "mov [rsp + {r10}], r10",
+                save_args!(),
                 "mov [rsp + {r11}], r11",
-                "movaps [rsp + {xmm}], xmm0",
-                "movaps [rsp + {xmm} + 16], xmm1",
-                "movaps [rsp + {xmm} + 32], xmm2",
-                "movaps [rsp + {xmm} + 48], xmm3",
-                "movaps [rsp + {xmm} + 64], xmm4",
-                "movaps [rsp + {xmm} + 80], xmm5",
-                "movaps [rsp + {xmm} + 96], xmm6",
-                "movaps [rsp + {xmm} + 112], xmm7",
+                save_xmm!(),
                 $parent_loc,
                 "mov rsi, [rbp + 8]",
                 "mov rdx, rsp",
                 "mov rcx, r11",
                 "call {handler}",
-                "movaps xmm0, [rsp + {xmm}]",
-                "movaps xmm1, [rsp + {xmm} + 16]",
-                "movaps xmm2, [rsp + {xmm} + 32]",
-                "movaps xmm3, [rsp + {xmm} + 48]",
-                "movaps xmm4, [rsp + {xmm} + 64]",
-                "movaps xmm5, [rsp + {xmm} + 80]",
-                "movaps xmm6, [rsp + {xmm} + 96]",
-                "movaps xmm7, [rsp + {xmm} + 112]",
-                "mov rdi, [rsp + {rdi}]",
-                "mov rsi, [rsp + {rsi}]",
-                "mov rdx, [rsp + {rdx}]",
-                "mov rcx, [rsp + {rcx}]",
-                "mov r8, [rsp + {r8}]",
-                "mov r9, [rsp + {r9}]",
-                "mov rax, [rsp + {rax}]",
-                "mov r10, [rsp + {r10}]",
+                restore_xmm!(),
+                restore_args!(),
                 "mov r11, [rsp + {r11}]",
                 "leave",
                 "ret",
@@ -424,12 +467,8 @@ pub unsafe extern "C" fn exit_trampoline() {
         // is dead (the hooked function's callee, mcount, clobbers them all as well).
         "mov r10, rax",
         "mov r11, rdx",
-        "rdtsc",
-        "shl rdx, 32",
-        "or rdx, rax",
-        "mov r8, rdx",
-        "mov rsi, qword ptr [rip + utrace_thread_state@gottpoff]",
-        "mov rsi, qword ptr fs:[rsi]",
+        read_tsc!(),
+        load_thread!("rsi"),
         "cmp rsi, 1",
         "jbe 2f",
         "cmp dword ptr [rsi + {block}], 0",
@@ -458,12 +497,7 @@ pub unsafe extern "C" fn exit_trampoline() {
         "add rdx, [rsp - 24]",
         "cmp rdx, [rsi + {limit}]",
         "ja 4f",
-        "sub r8, [rsi + {tsc_base}]",
-        "cmp r8, [rsi + {tsc_max}]",
-        "jae 4f",
-        "imul r8, [rsi + {mult}]",
-        "shr r8, 32",
-        "add r8, [rsi + {ns_base}]",
+        tsc_to_ns!("rsi"),
         "mov r9, [rcx + {f_child_ip}]",
         "shl r9, 16",
         "mov eax, [rcx + {f_depth}]",
@@ -573,12 +607,8 @@ pub unsafe extern "C" fn exit_trampoline() {
 pub unsafe extern "C" fn __cyg_profile_func_enter() {
     naked_asm!(
         "endbr64",
-        "rdtsc",
-        "shl rdx, 32",
-        "or rdx, rax",
-        "mov r8, rdx",
-        "mov rcx, qword ptr [rip + utrace_thread_state@gottpoff]",
-        "mov rcx, qword ptr fs:[rcx]",
+        read_tsc!(),
+        load_thread!("rcx"),
         "cmp rcx, 1",
         "jbe 2f",
         "cmp dword ptr [rcx + {block}], 0",
@@ -595,12 +625,7 @@ pub unsafe extern "C" fn __cyg_profile_func_enter() {
         "add rdx, 16",
         "cmp rdx, [rcx + {limit}]",
         "ja 4f",
-        "sub r8, [rcx + {tsc_base}]",
-        "cmp r8, [rcx + {tsc_max}]",
-        "jae 4f",
-        "imul r8, [rcx + {mult}]",
-        "shr r8, 32",
-        "add r8, [rcx + {ns_base}]",
+        tsc_to_ns!("rcx"),
         "lea r9, [rax + rax * 4]",
         "shl r9, 3",
         "add r9, [rcx + {frames}]",
@@ -669,12 +694,8 @@ pub unsafe extern "C" fn __cyg_profile_func_enter() {
 pub unsafe extern "C" fn __cyg_profile_func_exit() {
     naked_asm!(
         "endbr64",
-        "rdtsc",
-        "shl rdx, 32",
-        "or rdx, rax",
-        "mov r8, rdx",
-        "mov rcx, qword ptr [rip + utrace_thread_state@gottpoff]",
-        "mov rcx, qword ptr fs:[rcx]",
+        read_tsc!(),
+        load_thread!("rcx"),
         "cmp rcx, 1",
         "jbe 2f",
         "cmp dword ptr [rcx + {block}], 0",
@@ -697,12 +718,7 @@ pub unsafe extern "C" fn __cyg_profile_func_exit() {
         "add rdx, 16",
         "cmp rdx, [rcx + {limit}]",
         "ja 4f",
-        "sub r8, [rcx + {tsc_base}]",
-        "cmp r8, [rcx + {tsc_max}]",
-        "jae 4f",
-        "imul r8, [rcx + {mult}]",
-        "shr r8, 32",
-        "add r8, [rcx + {ns_base}]",
+        tsc_to_ns!("rcx"),
         "mov r10, rdi",
         "shl r10, 16",
         "mov eax, [r9 + {f_depth}]",
@@ -851,16 +867,8 @@ pub unsafe extern "C" fn plt_hook() {
         // [rsp] = slot index, [rsp + 8] = the caller's return address.
         "push rbp",
         "mov rbp, rsp",
-        "push rax",
-        "push rcx",
-        "push rdx",
-        "push rsi",
-        "push rdi",
-        "push r8",
-        "rdtsc",
-        "shl rdx, 32",
-        "or rdx, rax",
-        "mov r8, rdx",
+        push_scratch!(),
+        read_tsc!(),
         "mov rax, qword ptr [rip + {slots}]",
         "test rax, rax",
         "jz 2f",
@@ -872,8 +880,7 @@ pub unsafe extern "C" fn plt_hook() {
         // [rbp - 56] = where the call goes, [rbp - 64] = the PLT entry.
         "push rcx",
         "push qword ptr [rax + {s_entry}]",
-        "mov rsi, qword ptr [rip + utrace_thread_state@gottpoff]",
-        "mov rsi, qword ptr fs:[rsi]",
+        load_thread!("rsi"),
         "cmp rsi, 1",
         "jbe 3f",
         "cmp dword ptr [rsi + {block}], 0",
@@ -888,12 +895,7 @@ pub unsafe extern "C" fn plt_hook() {
         "add rcx, 16",
         "cmp rcx, [rsi + {limit}]",
         "ja 4f",
-        "sub r8, [rsi + {tsc_base}]",
-        "cmp r8, [rsi + {tsc_max}]",
-        "jae 4f",
-        "imul r8, [rsi + {mult}]",
-        "shr r8, 32",
-        "add r8, [rsi + {ns_base}]",
+        tsc_to_ns!("rsi"),
         "lea rdi, [rbp + 16]",
         "lea rcx, [rax + rax * 4]",
         "shl rcx, 3",
@@ -934,12 +936,7 @@ pub unsafe extern "C" fn plt_hook() {
         "mov dword ptr [rsi + {block}], 0",
         "mov r11, [rbp - 56]",
         "add rsp, 16",
-        "pop r8",
-        "pop rdi",
-        "pop rsi",
-        "pop rdx",
-        "pop rcx",
-        "pop rax",
+        pop_scratch!(),
         "pop rbp",
         "add rsp, 8",
         "jmp r11",
@@ -948,53 +945,20 @@ pub unsafe extern "C" fn plt_hook() {
         "3:",
         "add rsp, 16",
         "2:",
-        "pop r8",
-        "pop rdi",
-        "pop rsi",
-        "pop rdx",
-        "pop rcx",
-        "pop rax",
+        pop_scratch!(),
         // The slow path, with rbp's frame as set up above.
         "sub rsp, {size}",
         "and rsp, -16",
-        "mov [rsp + {rdi}], rdi",
-        "mov [rsp + {rsi}], rsi",
-        "mov [rsp + {rdx}], rdx",
-        "mov [rsp + {rcx}], rcx",
-        "mov [rsp + {r8}], r8",
-        "mov [rsp + {r9}], r9",
-        "mov [rsp + {rax}], rax",
-        "mov [rsp + {r10}], r10",
-        "movaps [rsp + {xmm}], xmm0",
-        "movaps [rsp + {xmm} + 16], xmm1",
-        "movaps [rsp + {xmm} + 32], xmm2",
-        "movaps [rsp + {xmm} + 48], xmm3",
-        "movaps [rsp + {xmm} + 64], xmm4",
-        "movaps [rsp + {xmm} + 80], xmm5",
-        "movaps [rsp + {xmm} + 96], xmm6",
-        "movaps [rsp + {xmm} + 112], xmm7",
+        save_args!(),
+        save_xmm!(),
         "lea rdi, [rbp + 16]",
         "mov rsi, [rbp + 8]",
         "mov rdx, rsp",
         "call {handler}",
         // r11 is free at a call (ld.so's lazy binder clobbers it too).
         "mov r11, rax",
-        "movaps xmm0, [rsp + {xmm}]",
-        "movaps xmm1, [rsp + {xmm} + 16]",
-        "movaps xmm2, [rsp + {xmm} + 32]",
-        "movaps xmm3, [rsp + {xmm} + 48]",
-        "movaps xmm4, [rsp + {xmm} + 64]",
-        "movaps xmm5, [rsp + {xmm} + 80]",
-        "movaps xmm6, [rsp + {xmm} + 96]",
-        "movaps xmm7, [rsp + {xmm} + 112]",
-        "mov rdi, [rsp + {rdi}]",
-        "mov rsi, [rsp + {rsi}]",
-        "mov rdx, [rsp + {rdx}]",
-        "mov rcx, [rsp + {rcx}]",
-        "mov r8, [rsp + {r8}]",
-        "mov r9, [rsp + {r9}]",
-        "mov rax, [rsp + {rax}]",
-        "mov r10, [rsp + {r10}]",
+        restore_xmm!(),
+        restore_args!(),
         "leave",
         "add rsp, 8",
         "jmp r11",
