@@ -37,184 +37,21 @@
 //! the initial-exec model needs static TLS space, which a library loaded at start-up by
 //! `LD_PRELOAD` always gets (it would fail only for `dlopen`). The object is hidden, so it is
 //! not exported.
+//!
+//! Every trampoline's code is here; the register areas and the field offsets its operands
+//! name are in `layout` (with `hook_asm!`, which binds them), the instruction runs that
+//! several trampolines share in `runs`, one macro per run.
 
 use crate::entry::{cyg_enter_slow, cyg_exit_slow, mcount_entry, mcount_exit};
 use core::arch::{asm, global_asm, naked_asm};
 use core::mem::{offset_of, size_of};
+use layout::{off, ENTRY_SIZE, EXIT_SIZE, XMM};
+pub use layout::{EntryRegs, ExitRegs};
 
-// Runs of instructions that several trampolines share, each said once. Each expands to one
-// template string, so the generated code is the same as with the lines written out.
-
-/// The six scratch registers the fast entry paths use, pushed (`pop_scratch!` in reverse).
-macro_rules! push_scratch {
-    () => {
-        "push rax\npush rcx\npush rdx\npush rsi\npush rdi\npush r8"
-    };
-}
-
-/// Undoes [`push_scratch!`].
-macro_rules! pop_scratch {
-    () => {
-        "pop r8\npop rdi\npop rsi\npop rdx\npop rcx\npop rax"
-    };
-}
-
-/// The TSC into `r8` (clobbers `rax`, `rdx`).
-macro_rules! read_tsc {
-    () => {
-        "rdtsc\nshl rdx, 32\nor rdx, rax\nmov r8, rdx"
-    };
-}
-
-/// The thread pointer slot's value (0, `thread::DEAD` or the `ThreadState`) into `$reg`.
-macro_rules! load_thread {
-    ($reg:literal) => {
-        concat!(
-            "mov ", $reg, ", qword ptr [rip + utrace_thread_state@gottpoff]\n",
-            "mov ", $reg, ", qword ptr fs:[", $reg, "]"
-        )
-    };
-}
-
-/// The TSC in `r8` to nanoseconds with the clock of the `ThreadState` in `$td`; to `4:` when
-/// the TSC is past the clock's sync point (`Clock::tsc_max`: the Rust handler re-syncs).
-macro_rules! tsc_to_ns {
-    ($td:literal) => {
-        concat!(
-            "sub r8, [", $td, " + {tsc_base}]\n",
-            "cmp r8, [", $td, " + {tsc_max}]\n",
-            "jae 4f\n",
-            "imul r8, [", $td, " + {mult}]\n",
-            "shr r8, 32\n",
-            "add r8, [", $td, " + {ns_base}]"
-        )
-    };
-}
-
-/// The argument registers (and `rax`, `r10`) into the [`EntryRegs`] area at `rsp`.
-macro_rules! save_args {
-    () => {
-        concat!(
-            "mov [rsp + {rdi}], rdi\nmov [rsp + {rsi}], rsi\nmov [rsp + {rdx}], rdx\n",
-            "mov [rsp + {rcx}], rcx\nmov [rsp + {r8}], r8\nmov [rsp + {r9}], r9\n",
-            "mov [rsp + {rax}], rax\nmov [rsp + {r10}], r10"
-        )
-    };
-}
-
-/// Undoes [`save_args!`].
-macro_rules! restore_args {
-    () => {
-        concat!(
-            "mov rdi, [rsp + {rdi}]\nmov rsi, [rsp + {rsi}]\nmov rdx, [rsp + {rdx}]\n",
-            "mov rcx, [rsp + {rcx}]\nmov r8, [rsp + {r8}]\nmov r9, [rsp + {r9}]\n",
-            "mov rax, [rsp + {rax}]\nmov r10, [rsp + {r10}]"
-        )
-    };
-}
-
-/// `xmm0-7` into the [`EntryRegs`] area at `rsp`.
-macro_rules! save_xmm {
-    () => {
-        concat!(
-            "movaps [rsp + {xmm}], xmm0\nmovaps [rsp + {xmm} + 16], xmm1\n",
-            "movaps [rsp + {xmm} + 32], xmm2\nmovaps [rsp + {xmm} + 48], xmm3\n",
-            "movaps [rsp + {xmm} + 64], xmm4\nmovaps [rsp + {xmm} + 80], xmm5\n",
-            "movaps [rsp + {xmm} + 96], xmm6\nmovaps [rsp + {xmm} + 112], xmm7"
-        )
-    };
-}
-
-/// Undoes [`save_xmm!`].
-macro_rules! restore_xmm {
-    () => {
-        concat!(
-            "movaps xmm0, [rsp + {xmm}]\nmovaps xmm1, [rsp + {xmm} + 16]\n",
-            "movaps xmm2, [rsp + {xmm} + 32]\nmovaps xmm3, [rsp + {xmm} + 48]\n",
-            "movaps xmm4, [rsp + {xmm} + 64]\nmovaps xmm5, [rsp + {xmm} + 80]\n",
-            "movaps xmm6, [rsp + {xmm} + 96]\nmovaps xmm7, [rsp + {xmm} + 112]"
-        )
-    };
-}
-
-/// Registers saved by the entry trampolines (the traced function's arguments).
-#[repr(C, align(16))]
-#[derive(Debug)]
-pub struct EntryRegs {
-    pub rdi: usize,
-    pub rsi: usize,
-    pub rdx: usize,
-    pub rcx: usize,
-    pub r8: usize,
-    pub r9: usize,
-    pub rax: usize,
-    pub r10: usize,
-    pub r11: usize,
-    _pad: usize,
-    pub xmm: [[u8; 16]; 8],
-}
-
-/// Registers saved by the exit trampoline (the return value).
-#[repr(C, align(16))]
-#[derive(Debug)]
-pub struct ExitRegs {
-    pub rax: usize,
-    pub rdx: usize,
-    pub xmm0: [u8; 16],
-    pub xmm1: [u8; 16],
-}
-
-const ENTRY_SIZE: usize = size_of::<EntryRegs>();
-const EXIT_SIZE: usize = size_of::<ExitRegs>();
-const XMM: usize = offset_of!(EntryRegs, xmm);
-const _: () = {
-    assert!(ENTRY_SIZE == 208 && ENTRY_SIZE.is_multiple_of(16));
-    assert!(XMM.is_multiple_of(16));
-    assert!(EXIT_SIZE.is_multiple_of(16));
-    assert!(offset_of!(ExitRegs, xmm0).is_multiple_of(16));
-    assert!(offset_of!(ExitRegs, xmm1).is_multiple_of(16));
-};
-
-/// Offsets the fast paths use, from the `#[repr(C)]` layouts of the Rust types.
-mod off {
-    use crate::rstack::Frame;
-    use crate::thread::ThreadState;
-    use core::mem::offset_of;
-
-    pub const BLOCK: usize = offset_of!(ThreadState, block);
-    pub const FAST_DEPTH: usize = offset_of!(ThreadState, fast_depth);
-    pub const FRAMES: usize = offset_of!(ThreadState, rstack.frames);
-    pub const LEN: usize = offset_of!(ThreadState, rstack.len);
-    pub const OVERFLOW: usize = offset_of!(ThreadState, rstack.overflow);
-    pub const CURSOR: usize = offset_of!(ThreadState, writer.buf.cursor);
-    pub const LIMIT: usize = offset_of!(ThreadState, writer.buf.limit);
-    pub const COMMIT: usize = offset_of!(ThreadState, writer.buf.commit);
-    pub const TSC_BASE: usize = offset_of!(ThreadState, clock.tsc_base);
-    pub const NS_BASE: usize = offset_of!(ThreadState, clock.ns_base);
-    pub const MULT: usize = offset_of!(ThreadState, clock.mult);
-    pub const TSC_MAX: usize = offset_of!(ThreadState, clock.tsc_max);
-    pub const F_SIZE: usize = size_of::<Frame>();
-    pub const F_PARENT_LOC: usize = offset_of!(Frame, parent_loc);
-    pub const F_PARENT_IP: usize = offset_of!(Frame, parent_ip);
-    pub const F_CHILD_IP: usize = offset_of!(Frame, child_ip);
-    pub const F_DEPTH: usize = offset_of!(Frame, depth);
-    pub const F_FLAGS: usize = offset_of!(Frame, flags);
-    pub const F_START: usize = offset_of!(Frame, start);
-    /// Low bits of an ENTRY / EXIT header word: kind and magic.
-    pub const ENTRY_BITS: u64 =
-        record_format::raw::header_word(record_format::raw::RecordKind::Entry, false, 0, 0);
-    pub const EXIT_BITS: u64 =
-        record_format::raw::header_word(record_format::raw::RecordKind::Exit, false, 0, 0);
-    pub const MAX_DEPTH: u16 = record_format::raw::MAX_DEPTH;
-
-    const _: () = {
-        assert!(F_SIZE == 40 && F_PARENT_LOC == 0);
-        // One 32-bit store clears `flags` and the padding after it.
-        assert!(F_FLAGS == F_DEPTH + 4 && F_START >= F_FLAGS + 4);
-        assert!(ENTRY_BITS < 64 && EXIT_BITS < 64);
-        assert!(crate::thread::block::GUARD == 1);
-    };
-}
+#[macro_use]
+mod layout;
+#[macro_use]
+mod runs;
 
 /// One entry trampoline; `$parent_loc` leaves the return-slot address in `rdi` (rbp = the
 /// trampoline's own frame).
@@ -232,191 +69,140 @@ macro_rules! entry_trampoline {
         #[unsafe(naked)]
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name() {
-            naked_asm!(
-                "endbr64",
-                "push rbp",
-                "mov rbp, rsp",
-                push_scratch!(),
-                // The TSC first: its latency overlaps with the checks below.
-                read_tsc!(),
-                load_thread!("rsi"),
-                "cmp rsi, 1",
-                "jbe 2f",
-                "cmp dword ptr [rsi + {block}], 0",
-                "jne 2f",
-                "mov dword ptr [rsi + {block}], 1",
-                "cmp byte ptr [rip + {state}], {on}",
-                "jne 4f",
-                "mov rax, [rsi + {len}]",
-                "cmp rax, [rsi + {fast_depth}]",
-                "jae 4f",
-                // Room for a record with the largest fast-path payload (`args::FAST_ROOM`).
-                "mov rcx, [rsi + {cursor}]",
-                "add rcx, {room}",
-                "cmp rcx, [rsi + {limit}]",
-                "ja 4f",
-                tsc_to_ns!("rsi"),
-                $parent_loc,
-                "lea rcx, [rax + rax * 4]",
-                "shl rcx, 3",
-                "add rcx, [rsi + {frames}]",
-                "test rax, rax",
-                "jz 3f",
-                "cmp rdi, [rcx - {f_size}]",
-                "jae 4f",
-                "3:",
-                "mov rdx, [rdi]",
-                "lea r11, [rip + {tramp}]",
-                "cmp rdx, r11",
-                "je 4f",
-                // With arguments recorded, the function's capture plan (`args::Plan`) comes
-                // from the cache the Rust handler fills; a function not in it goes there.
-                "xor r11d, r11d",
-                "cmp byte ptr [rip + {args_on}], 0",
-                "je 6f",
-                "mov rdx, [rbp + 8]",
-                "shr rdx, 4",
-                "and edx, {cache_mask}",
-                "shl rdx, 4",
-                "lea r11, [rip + {cache}]",
-                "add r11, rdx",
-                "mov rdx, [rbp + 8]",
-                "cmp rdx, [r11]",
-                "jne 4f",
-                "mov r11, [r11 + 8]",
-                "6:",
-                "mov rdx, [rdi]",
-                "mov [rcx + {f_parent_loc}], rdi",
-                "mov [rcx + {f_parent_ip}], rdx",
-                "mov [rcx + {f_depth}], eax",
-                "mov [rcx + {f_start}], r8",
-                "mov rdx, r11",
-                "shr rdx, 48",
-                "mov dword ptr [rcx + {f_flags}], edx",
-                "mov edx, {max_depth}",
-                "cmp rax, rdx",
-                "cmova rax, rdx",
-                "shl rax, 6",
-                "or rax, {entry_bits}",
-                "mov rdx, [rbp + 8]",
-                "mov [rcx + {f_child_ip}], rdx",
-                "shl rdx, 16",
-                "or rax, rdx",
-                "mov rdx, [rsi + {cursor}]",
-                "mov [rdx], r8",
-                "test r11b, r11b",
-                "jnz 7f",
-                "mov [rdx + 8], rax",
-                "add rdx, 16",
-                "8:",
-                "mov [rsi + {cursor}], rdx",
-                "mov r11, [rsi + {commit}]",
-                "mov [r11], rdx",
-                "inc qword ptr [rsi + {len}]",
-                "lea rax, [rip + {tramp}]",
-                "mov [rdi], rax",
-                "mov dword ptr [rsi + {block}], 0",
-                pop_scratch!(),
-                "pop rbp",
-                "ret",
-                // The payload: one byte per item (`args::Plan`), register k at [rbp - 8k]
-                // (7: r9, never pushed), stored in 4 or 8 bytes; then padded to 8.
-                "7:",
-                "or rax, {more}",
-                "mov [rdx + 8], rax",
-                "add rdx, 16",
-                "9:",
-                "movzx ecx, r11b",
-                "test ecx, ecx",
-                "jz 10f",
-                "mov eax, ecx",
-                "and eax, 7",
-                "cmp eax, 7",
-                "je 12f",
-                "neg rax",
-                "mov rax, [rbp + rax * 8]",
-                "jmp 13f",
-                "12:",
-                "mov rax, r9",
-                "13:",
-                "shr r11, 8",
-                "test ecx, 8",
-                "jz 11f",
-                "mov [rdx], rax",
-                "add rdx, 8",
-                "jmp 9b",
-                "11:",
-                "mov [rdx], eax",
-                "add rdx, 4",
-                "jmp 9b",
-                "10:",
-                "test edx, 4",
-                "jz 8b",
-                "mov dword ptr [rdx], 0",
-                "add rdx, 4",
-                "jmp 8b",
-                "4:",
-                "mov dword ptr [rsi + {block}], 0",
-                "2:",
-                // The TSC goes to the handler (r11 is scratch at a hook: its value on return
-                // is the TSC).
-                "mov r11, r8",
-                pop_scratch!(),
-                "sub rsp, {size}",
-                "and rsp, -16",
-                save_args!(),
-                "mov [rsp + {r11}], r11",
-                save_xmm!(),
-                $parent_loc,
-                "mov rsi, [rbp + 8]",
-                "mov rdx, rsp",
-                "mov rcx, r11",
-                "call {handler}",
-                restore_xmm!(),
-                restore_args!(),
-                "mov r11, [rsp + {r11}]",
-                "leave",
-                "ret",
-                size = const ENTRY_SIZE,
-                rdi = const offset_of!(EntryRegs, rdi),
-                rsi = const offset_of!(EntryRegs, rsi),
-                rdx = const offset_of!(EntryRegs, rdx),
-                rcx = const offset_of!(EntryRegs, rcx),
-                r8 = const offset_of!(EntryRegs, r8),
-                r9 = const offset_of!(EntryRegs, r9),
-                rax = const offset_of!(EntryRegs, rax),
-                r10 = const offset_of!(EntryRegs, r10),
-                r11 = const offset_of!(EntryRegs, r11),
-                xmm = const XMM,
+            hook_asm!(
+                [
+                    "endbr64",
+                    "push rbp",
+                    "mov rbp, rsp",
+                    push_scratch!(),
+                    // The TSC first: its latency overlaps with the checks below.
+                    read_tsc!(),
+                    take_thread!("rsi", "2"),
+                    "cmp byte ptr [rip + {state}], {on}",
+                    "jne 4f",
+                    "mov rax, [rsi + {len}]",
+                    "cmp rax, [rsi + {fast_depth}]",
+                    "jae 4f",
+                    // Room for a record with the largest fast-path payload (`args::FAST_ROOM`).
+                    check_room!("rsi", "rcx", "{room}"),
+                    tsc_to_ns!("rsi"),
+                    $parent_loc,
+                    frame_at!("rcx", "rax", "rsi"),
+                    "test rax, rax",
+                    "jz 3f",
+                    "cmp rdi, [rcx - {f_size}]",
+                    "jae 4f",
+                    "3:",
+                    "mov rdx, [rdi]",
+                    "lea r11, [rip + {tramp}]",
+                    "cmp rdx, r11",
+                    "je 4f",
+                    // With arguments recorded, the function's capture plan (`args::Plan`) comes
+                    // from the cache the Rust handler fills; a function not in it goes there.
+                    "xor r11d, r11d",
+                    "cmp byte ptr [rip + {args_on}], 0",
+                    "je 6f",
+                    "mov rdx, [rbp + 8]",
+                    "shr rdx, 4",
+                    "and edx, {cache_mask}",
+                    "shl rdx, 4",
+                    "lea r11, [rip + {cache}]",
+                    "add r11, rdx",
+                    "mov rdx, [rbp + 8]",
+                    "cmp rdx, [r11]",
+                    "jne 4f",
+                    "mov r11, [r11 + 8]",
+                    "6:",
+                    "mov rdx, [rdi]",
+                    "mov [rcx + {f_parent_loc}], rdi",
+                    "mov [rcx + {f_parent_ip}], rdx",
+                    "mov [rcx + {f_depth}], eax",
+                    "mov [rcx + {f_start}], r8",
+                    "mov rdx, r11",
+                    "shr rdx, 48",
+                    "mov dword ptr [rcx + {f_flags}], edx",
+                    header_bits!("edx", "rax", "rdx", "{entry_bits}"),
+                    "mov rdx, [rbp + 8]",
+                    "mov [rcx + {f_child_ip}], rdx",
+                    "shl rdx, 16",
+                    "or rax, rdx",
+                    "mov rdx, [rsi + {cursor}]",
+                    "mov [rdx], r8",
+                    "test r11b, r11b",
+                    "jnz 7f",
+                    "mov [rdx + 8], rax",
+                    "add rdx, 16",
+                    "8:",
+                    publish!("rsi", "rdx", "r11"),
+                    "inc qword ptr [rsi + {len}]",
+                    "lea rax, [rip + {tramp}]",
+                    "mov [rdi], rax",
+                    "mov dword ptr [rsi + {block}], 0",
+                    pop_scratch!(),
+                    "pop rbp",
+                    "ret",
+                    // The payload: one byte per item (`args::Plan`), register k at [rbp - 8k]
+                    // (7: r9, never pushed), stored in 4 or 8 bytes; then padded to 8.
+                    "7:",
+                    "or rax, {more}",
+                    "mov [rdx + 8], rax",
+                    "add rdx, 16",
+                    "9:",
+                    "movzx ecx, r11b",
+                    "test ecx, ecx",
+                    "jz 10f",
+                    "mov eax, ecx",
+                    "and eax, 7",
+                    "cmp eax, 7",
+                    "je 12f",
+                    "neg rax",
+                    "mov rax, [rbp + rax * 8]",
+                    "jmp 13f",
+                    "12:",
+                    "mov rax, r9",
+                    "13:",
+                    "shr r11, 8",
+                    "test ecx, 8",
+                    "jz 11f",
+                    "mov [rdx], rax",
+                    "add rdx, 8",
+                    "jmp 9b",
+                    "11:",
+                    "mov [rdx], eax",
+                    "add rdx, 4",
+                    "jmp 9b",
+                    "10:",
+                    "test edx, 4",
+                    "jz 8b",
+                    "mov dword ptr [rdx], 0",
+                    "add rdx, 4",
+                    "jmp 8b",
+                    to_slow_path!("rsi", "2"),
+                    // The TSC goes to the handler (r11 is scratch at a hook: its value on return
+                    // is the TSC).
+                    "mov r11, r8",
+                    pop_scratch!(),
+                    "sub rsp, {size}",
+                    "and rsp, -16",
+                    save_args!(),
+                    "mov [rsp + {r11}], r11",
+                    save_xmm!(),
+                    $parent_loc,
+                    "mov rsi, [rbp + 8]",
+                    "mov rdx, rsp",
+                    "mov rcx, r11",
+                    "call {handler}",
+                    restore_xmm!(),
+                    restore_args!(),
+                    "mov r11, [rsp + {r11}]",
+                    "leave",
+                    "ret"
+                ],
                 handler = sym mcount_entry,
                 room = const crate::args::FAST_ROOM,
                 args_on = sym crate::args::ARGS_ON,
                 cache = sym crate::args::PLAN_CACHE,
-                cache_mask = const crate::args::CACHE_LEN - 1,
-                more = const 4,
-                block = const off::BLOCK,
-                state = sym crate::session::STATE,
-                on = const crate::session::ON,
-                len = const off::LEN,
-                fast_depth = const off::FAST_DEPTH,
-                cursor = const off::CURSOR,
-                limit = const off::LIMIT,
-                commit = const off::COMMIT,
-                frames = const off::FRAMES,
-                f_size = const off::F_SIZE,
-                f_parent_loc = const off::F_PARENT_LOC,
-                f_parent_ip = const off::F_PARENT_IP,
-                f_child_ip = const off::F_CHILD_IP,
-                f_depth = const off::F_DEPTH,
-                f_flags = const off::F_FLAGS,
-                f_start = const off::F_START,
-                max_depth = const off::MAX_DEPTH,
-                entry_bits = const off::ENTRY_BITS,
-                tsc_base = const off::TSC_BASE,
-                tsc_max = const off::TSC_MAX,
-                mult = const off::MULT,
-                ns_base = const off::NS_BASE,
-                tramp = sym exit_trampoline,
+                cache_mask = const crate::args::CACHE_LEN - 1
             )
         }
     };
@@ -462,137 +248,105 @@ pub unsafe extern "C" fn _mcount() {
 /// Reached only through a return slot that the entry handler hijacked.
 #[unsafe(naked)]
 pub unsafe extern "C" fn exit_trampoline() {
-    naked_asm!(
-        // The return values move to r10/r11: at a return, every other caller-saved register
-        // is dead (the hooked function's callee, mcount, clobbers them all as well).
-        "mov r10, rax",
-        "mov r11, rdx",
-        read_tsc!(),
-        load_thread!("rsi"),
-        "cmp rsi, 1",
-        "jbe 2f",
-        "cmp dword ptr [rsi + {block}], 0",
-        "jne 2f",
-        "mov dword ptr [rsi + {block}], 1",
-        "mov rax, [rsi + {len}]",
-        "test rax, rax",
-        "jz 4f",
-        "lea rcx, [rax + rax * 4]",
-        "shl rcx, 3",
-        "add rcx, [rsi + {frames}]",
-        "sub rcx, {f_size}",
-        // The slot `ret` just popped.
-        "lea rdi, [rsp - 8]",
-        "cmp rdi, [rcx + {f_parent_loc}]",
-        "jne 4f",
-        // Frames with flags (filters, a PLT slot to re-arm) need the Rust handler, except a
-        // return value that is the 8 bytes of rax or xmm0 (`args::RET_INT`/`RET_FP`). The
-        // record's size and payload wait in the red zone below the popped slot.
-        "movzx eax, word ptr [rcx + {f_flags}]",
-        "test eax, eax",
-        "jnz 7f",
-        "mov qword ptr [rsp - 24], 16",
-        "5:",
-        "mov rdx, [rsi + {cursor}]",
-        "add rdx, [rsp - 24]",
-        "cmp rdx, [rsi + {limit}]",
-        "ja 4f",
-        tsc_to_ns!("rsi"),
-        "mov r9, [rcx + {f_child_ip}]",
-        "shl r9, 16",
-        "mov eax, [rcx + {f_depth}]",
-        "mov edx, {max_depth}",
-        "cmp eax, edx",
-        "cmova eax, edx",
-        "shl eax, 6",
-        "or eax, {exit_bits}",
-        "or r9, rax",
-        "mov rdx, [rsi + {cursor}]",
-        "cmp qword ptr [rsp - 24], 16",
-        "je 6f",
-        "or r9, {more}",
-        "mov rax, [rsp - 16]",
-        "mov [rdx + 16], rax",
-        "6:",
-        "mov [rdx], r8",
-        "mov [rdx + 8], r9",
-        "add rdx, [rsp - 24]",
-        "mov [rsi + {cursor}], rdx",
-        "mov r9, [rsi + {commit}]",
-        "mov [r9], rdx",
-        "mov rcx, [rcx + {f_parent_ip}]",
-        "dec qword ptr [rsi + {len}]",
-        "mov dword ptr [rsi + {block}], 0",
-        "mov rax, r10",
-        "mov rdx, r11",
-        // Back through the slot: a `ret` (measured faster here than `jmp rcx`).
-        "mov [rdi], rcx",
-        "sub rsp, 8",
-        "ret",
-        "7:",
-        "cmp eax, {ret_int}",
-        "jne 8f",
-        "mov [rsp - 16], r10",
-        "jmp 9f",
-        "8:",
-        "cmp eax, {ret_fp}",
-        "jne 4f",
-        "movq [rsp - 16], xmm0",
-        "9:",
-        "mov qword ptr [rsp - 24], 24",
-        "jmp 5b",
-        "4:",
-        "mov dword ptr [rsi + {block}], 0",
-        "2:",
-        "mov rax, r10",
-        "mov rdx, r11",
-        // The Rust handler finds the slot at [rbp + 8] and returns through it.
-        "sub rsp, 8",
-        "push rbp",
-        "mov rbp, rsp",
-        "sub rsp, {size}",
-        "and rsp, -16",
-        "mov [rsp + {rax}], rax",
-        "mov [rsp + {rdx}], rdx",
-        "movaps [rsp + {xmm0}], xmm0",
-        "movaps [rsp + {xmm1}], xmm1",
-        "mov rdi, rsp",
-        "lea rsi, [rbp + 8]",
-        "call {handler}",
-        "mov [rbp + 8], rax",
-        "movaps xmm0, [rsp + {xmm0}]",
-        "movaps xmm1, [rsp + {xmm1}]",
-        "mov rdx, [rsp + {rdx}]",
-        "mov rax, [rsp + {rax}]",
-        "leave",
-        "ret",
-        size = const EXIT_SIZE,
-        rax = const offset_of!(ExitRegs, rax),
-        rdx = const offset_of!(ExitRegs, rdx),
-        xmm0 = const offset_of!(ExitRegs, xmm0),
-        xmm1 = const offset_of!(ExitRegs, xmm1),
+    hook_asm!(
+        [
+            // The return values move to r10/r11: at a return, every other caller-saved register
+            // is dead (the hooked function's callee, mcount, clobbers them all as well).
+            "mov r10, rax",
+            "mov r11, rdx",
+            read_tsc!(),
+            take_thread!("rsi", "2"),
+            "mov rax, [rsi + {len}]",
+            "test rax, rax",
+            "jz 4f",
+            frame_at!("rcx", "rax", "rsi"),
+            "sub rcx, {f_size}",
+            // The slot `ret` just popped.
+            "lea rdi, [rsp - 8]",
+            "cmp rdi, [rcx + {f_parent_loc}]",
+            "jne 4f",
+            // Frames with flags (filters, a PLT slot to re-arm) need the Rust handler, except a
+            // return value that is the 8 bytes of rax or xmm0 (`args::RET_INT`/`RET_FP`). The
+            // record's size and payload wait in the red zone below the popped slot.
+            "movzx eax, word ptr [rcx + {f_flags}]",
+            "test eax, eax",
+            "jnz 7f",
+            "mov qword ptr [rsp - 24], 16",
+            "5:",
+            "mov rdx, [rsi + {cursor}]",
+            "add rdx, [rsp - 24]",
+            "cmp rdx, [rsi + {limit}]",
+            "ja 4f",
+            tsc_to_ns!("rsi"),
+            "mov r9, [rcx + {f_child_ip}]",
+            "shl r9, 16",
+            "mov eax, [rcx + {f_depth}]",
+            header_bits!("edx", "eax", "edx", "{exit_bits}"),
+            "or r9, rax",
+            "mov rdx, [rsi + {cursor}]",
+            "cmp qword ptr [rsp - 24], 16",
+            "je 6f",
+            "or r9, {more}",
+            "mov rax, [rsp - 16]",
+            "mov [rdx + 16], rax",
+            "6:",
+            "mov [rdx], r8",
+            "mov [rdx + 8], r9",
+            "add rdx, [rsp - 24]",
+            publish!("rsi", "rdx", "r9"),
+            "mov rcx, [rcx + {f_parent_ip}]",
+            "dec qword ptr [rsi + {len}]",
+            "mov dword ptr [rsi + {block}], 0",
+            "mov rax, r10",
+            "mov rdx, r11",
+            // Back through the slot: a `ret` (measured faster here than `jmp rcx`).
+            "mov [rdi], rcx",
+            "sub rsp, 8",
+            "ret",
+            "7:",
+            "cmp eax, {ret_int}",
+            "jne 8f",
+            "mov [rsp - 16], r10",
+            "jmp 9f",
+            "8:",
+            "cmp eax, {ret_fp}",
+            "jne 4f",
+            "movq [rsp - 16], xmm0",
+            "9:",
+            "mov qword ptr [rsp - 24], 24",
+            "jmp 5b",
+            to_slow_path!("rsi", "2"),
+            "mov rax, r10",
+            "mov rdx, r11",
+            // The Rust handler finds the slot at [rbp + 8] and returns through it.
+            "sub rsp, 8",
+            "push rbp",
+            "mov rbp, rsp",
+            "sub rsp, {x_size}",
+            "and rsp, -16",
+            "mov [rsp + {x_rax}], rax",
+            "mov [rsp + {x_rdx}], rdx",
+            "movaps [rsp + {x_xmm0}], xmm0",
+            "movaps [rsp + {x_xmm1}], xmm1",
+            "mov rdi, rsp",
+            "lea rsi, [rbp + 8]",
+            "call {handler}",
+            "mov [rbp + 8], rax",
+            "movaps xmm0, [rsp + {x_xmm0}]",
+            "movaps xmm1, [rsp + {x_xmm1}]",
+            "mov rdx, [rsp + {x_rdx}]",
+            "mov rax, [rsp + {x_rax}]",
+            "leave",
+            "ret"
+        ],
+        x_size = const EXIT_SIZE,
+        x_rax = const offset_of!(ExitRegs, rax),
+        x_rdx = const offset_of!(ExitRegs, rdx),
+        x_xmm0 = const offset_of!(ExitRegs, xmm0),
+        x_xmm1 = const offset_of!(ExitRegs, xmm1),
         handler = sym mcount_exit,
-        block = const off::BLOCK,
-        len = const off::LEN,
-        cursor = const off::CURSOR,
-        limit = const off::LIMIT,
-        commit = const off::COMMIT,
-        frames = const off::FRAMES,
-        f_size = const off::F_SIZE,
-        f_parent_loc = const off::F_PARENT_LOC,
-        f_parent_ip = const off::F_PARENT_IP,
-        f_child_ip = const off::F_CHILD_IP,
-        f_depth = const off::F_DEPTH,
-        f_flags = const off::F_FLAGS,
-        max_depth = const off::MAX_DEPTH,
-        exit_bits = const off::EXIT_BITS,
-        more = const 4,
         ret_int = const crate::frame_flags::RET_INT,
-        ret_fp = const crate::frame_flags::RET_FP,
-        tsc_base = const off::TSC_BASE,
-        tsc_max = const off::TSC_MAX,
-        mult = const off::MULT,
-        ns_base = const off::NS_BASE,
+        ret_fp = const crate::frame_flags::RET_FP
     )
 }
 
@@ -605,81 +359,43 @@ pub unsafe extern "C" fn exit_trampoline() {
 #[unsafe(naked)]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __cyg_profile_func_enter() {
-    naked_asm!(
-        "endbr64",
-        read_tsc!(),
-        load_thread!("rcx"),
-        "cmp rcx, 1",
-        "jbe 2f",
-        "cmp dword ptr [rcx + {block}], 0",
-        "jne 2f",
-        "mov dword ptr [rcx + {block}], 1",
-        "cmp byte ptr [rip + {state}], {on}",
-        "jne 4f",
-        "cmp qword ptr [rcx + {overflow}], 0",
-        "jne 4f",
-        "mov rax, [rcx + {len}]",
-        "cmp rax, [rcx + {fast_depth}]",
-        "jae 4f",
-        "mov rdx, [rcx + {cursor}]",
-        "add rdx, 16",
-        "cmp rdx, [rcx + {limit}]",
-        "ja 4f",
-        tsc_to_ns!("rcx"),
-        "lea r9, [rax + rax * 4]",
-        "shl r9, 3",
-        "add r9, [rcx + {frames}]",
-        "mov qword ptr [r9 + {f_parent_loc}], 0",
-        "mov [r9 + {f_parent_ip}], rsi",
-        "mov [r9 + {f_child_ip}], rdi",
-        "mov [r9 + {f_depth}], eax",
-        "mov dword ptr [r9 + {f_flags}], 0",
-        "mov [r9 + {f_start}], r8",
-        "mov r10, rdi",
-        "shl r10, 16",
-        "mov r11d, {max_depth}",
-        "cmp rax, r11",
-        "cmova rax, r11",
-        "shl rax, 6",
-        "or rax, {entry_bits}",
-        "or r10, rax",
-        "mov rdx, [rcx + {cursor}]",
-        "mov [rdx], r8",
-        "mov [rdx + 8], r10",
-        "add rdx, 16",
-        "mov [rcx + {cursor}], rdx",
-        "mov r11, [rcx + {commit}]",
-        "mov [r11], rdx",
-        "inc qword ptr [rcx + {len}]",
-        "mov dword ptr [rcx + {block}], 0",
-        "ret",
-        "4:",
-        "mov dword ptr [rcx + {block}], 0",
-        "2:",
-        "jmp {slow}",
-        slow = sym cyg_enter_slow,
-        block = const off::BLOCK,
-        state = sym crate::session::STATE,
-        on = const crate::session::ON,
-        overflow = const off::OVERFLOW,
-        len = const off::LEN,
-        fast_depth = const off::FAST_DEPTH,
-        cursor = const off::CURSOR,
-        limit = const off::LIMIT,
-        commit = const off::COMMIT,
-        frames = const off::FRAMES,
-        f_parent_loc = const off::F_PARENT_LOC,
-        f_parent_ip = const off::F_PARENT_IP,
-        f_child_ip = const off::F_CHILD_IP,
-        f_depth = const off::F_DEPTH,
-        f_flags = const off::F_FLAGS,
-        f_start = const off::F_START,
-        max_depth = const off::MAX_DEPTH,
-        entry_bits = const off::ENTRY_BITS,
-        tsc_base = const off::TSC_BASE,
-        tsc_max = const off::TSC_MAX,
-        mult = const off::MULT,
-        ns_base = const off::NS_BASE,
+    hook_asm!(
+        [
+            "endbr64",
+            read_tsc!(),
+            take_thread!("rcx", "2"),
+            "cmp byte ptr [rip + {state}], {on}",
+            "jne 4f",
+            "cmp qword ptr [rcx + {overflow}], 0",
+            "jne 4f",
+            "mov rax, [rcx + {len}]",
+            "cmp rax, [rcx + {fast_depth}]",
+            "jae 4f",
+            check_room!("rcx", "rdx", "16"),
+            tsc_to_ns!("rcx"),
+            frame_at!("r9", "rax", "rcx"),
+            "mov qword ptr [r9 + {f_parent_loc}], 0",
+            "mov [r9 + {f_parent_ip}], rsi",
+            "mov [r9 + {f_child_ip}], rdi",
+            "mov [r9 + {f_depth}], eax",
+            "mov dword ptr [r9 + {f_flags}], 0",
+            "mov [r9 + {f_start}], r8",
+            "mov r10, rdi",
+            "shl r10, 16",
+            header_bits!("r11d", "rax", "r11", "{entry_bits}"),
+            "or r10, rax",
+            "mov rdx, [rcx + {cursor}]",
+            "mov [rdx], r8",
+            "mov [rdx + 8], r10",
+            "add rdx, 16",
+            publish!("rcx", "rdx", "r11"),
+            "inc qword ptr [rcx + {len}]",
+            "mov dword ptr [rcx + {block}], 0",
+            "ret",
+            to_slow_path!("rcx", "2"),
+            "jmp {slow}"
+        ],
+        slow = sym cyg_enter_slow
     )
 }
 
@@ -692,74 +408,41 @@ pub unsafe extern "C" fn __cyg_profile_func_enter() {
 #[unsafe(naked)]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __cyg_profile_func_exit() {
-    naked_asm!(
-        "endbr64",
-        read_tsc!(),
-        load_thread!("rcx"),
-        "cmp rcx, 1",
-        "jbe 2f",
-        "cmp dword ptr [rcx + {block}], 0",
-        "jne 2f",
-        "mov dword ptr [rcx + {block}], 1",
-        "cmp qword ptr [rcx + {overflow}], 0",
-        "jne 4f",
-        "mov rax, [rcx + {len}]",
-        "test rax, rax",
-        "jz 4f",
-        "lea r9, [rax + rax * 4]",
-        "shl r9, 3",
-        "add r9, [rcx + {frames}]",
-        "sub r9, {f_size}",
-        "cmp qword ptr [r9 + {f_parent_loc}], 0",
-        "jne 4f",
-        "cmp [r9 + {f_child_ip}], rdi",
-        "jne 4f",
-        "mov rdx, [rcx + {cursor}]",
-        "add rdx, 16",
-        "cmp rdx, [rcx + {limit}]",
-        "ja 4f",
-        tsc_to_ns!("rcx"),
-        "mov r10, rdi",
-        "shl r10, 16",
-        "mov eax, [r9 + {f_depth}]",
-        "mov r11d, {max_depth}",
-        "cmp eax, r11d",
-        "cmova eax, r11d",
-        "shl eax, 6",
-        "or eax, {exit_bits}",
-        "or r10, rax",
-        "mov rdx, [rcx + {cursor}]",
-        "mov [rdx], r8",
-        "mov [rdx + 8], r10",
-        "add rdx, 16",
-        "mov [rcx + {cursor}], rdx",
-        "mov r11, [rcx + {commit}]",
-        "mov [r11], rdx",
-        "dec qword ptr [rcx + {len}]",
-        "mov dword ptr [rcx + {block}], 0",
-        "ret",
-        "4:",
-        "mov dword ptr [rcx + {block}], 0",
-        "2:",
-        "jmp {slow}",
-        slow = sym cyg_exit_slow,
-        block = const off::BLOCK,
-        overflow = const off::OVERFLOW,
-        len = const off::LEN,
-        cursor = const off::CURSOR,
-        limit = const off::LIMIT,
-        commit = const off::COMMIT,
-        frames = const off::FRAMES,
-        f_size = const off::F_SIZE,
-        f_parent_loc = const off::F_PARENT_LOC,
-        f_child_ip = const off::F_CHILD_IP,
-        f_depth = const off::F_DEPTH,
-        max_depth = const off::MAX_DEPTH,
-        exit_bits = const off::EXIT_BITS,
-        tsc_base = const off::TSC_BASE,
-        tsc_max = const off::TSC_MAX,
-        mult = const off::MULT,
-        ns_base = const off::NS_BASE,
+    hook_asm!(
+        [
+            "endbr64",
+            read_tsc!(),
+            take_thread!("rcx", "2"),
+            "cmp qword ptr [rcx + {overflow}], 0",
+            "jne 4f",
+            "mov rax, [rcx + {len}]",
+            "test rax, rax",
+            "jz 4f",
+            frame_at!("r9", "rax", "rcx"),
+            "sub r9, {f_size}",
+            "cmp qword ptr [r9 + {f_parent_loc}], 0",
+            "jne 4f",
+            "cmp [r9 + {f_child_ip}], rdi",
+            "jne 4f",
+            check_room!("rcx", "rdx", "16"),
+            tsc_to_ns!("rcx"),
+            "mov r10, rdi",
+            "shl r10, 16",
+            "mov eax, [r9 + {f_depth}]",
+            header_bits!("r11d", "eax", "r11d", "{exit_bits}"),
+            "or r10, rax",
+            "mov rdx, [rcx + {cursor}]",
+            "mov [rdx], r8",
+            "mov [rdx + 8], r10",
+            "add rdx, 16",
+            publish!("rcx", "rdx", "r11"),
+            "dec qword ptr [rcx + {len}]",
+            "mov dword ptr [rcx + {block}], 0",
+            "ret",
+            to_slow_path!("rcx", "2"),
+            "jmp {slow}"
+        ],
+        slow = sym cyg_exit_slow
     )
 }
 
@@ -862,144 +545,95 @@ pub unsafe extern "C" fn backtrace() {
 /// Reached only through a `plt` stub.
 #[unsafe(naked)]
 pub unsafe extern "C" fn plt_hook() {
-    naked_asm!(
-        "endbr64",
-        // [rsp] = slot index, [rsp + 8] = the caller's return address.
-        "push rbp",
-        "mov rbp, rsp",
-        push_scratch!(),
-        read_tsc!(),
-        "mov rax, qword ptr [rip + {slots}]",
-        "test rax, rax",
-        "jz 2f",
-        "imul rcx, [rbp + 8], {slot_size}",
-        "add rax, rcx",
-        "mov rcx, [rax + {s_fast}]",
-        "test rcx, rcx",
-        "jz 2f",
-        // [rbp - 56] = where the call goes, [rbp - 64] = the PLT entry.
-        "push rcx",
-        "push qword ptr [rax + {s_entry}]",
-        load_thread!("rsi"),
-        "cmp rsi, 1",
-        "jbe 3f",
-        "cmp dword ptr [rsi + {block}], 0",
-        "jne 3f",
-        "mov dword ptr [rsi + {block}], 1",
-        "cmp byte ptr [rip + {state}], {on}",
-        "jne 4f",
-        "mov rax, [rsi + {len}]",
-        "cmp rax, [rsi + {fast_depth}]",
-        "jae 4f",
-        "mov rcx, [rsi + {cursor}]",
-        "add rcx, 16",
-        "cmp rcx, [rsi + {limit}]",
-        "ja 4f",
-        tsc_to_ns!("rsi"),
-        "lea rdi, [rbp + 16]",
-        "lea rcx, [rax + rax * 4]",
-        "shl rcx, 3",
-        "add rcx, [rsi + {frames}]",
-        "test rax, rax",
-        "jz 5f",
-        "cmp rdi, [rcx - {f_size}]",
-        "jae 4f",
-        "5:",
-        "mov rdx, [rdi]",
-        "lea r11, [rip + {tramp}]",
-        "cmp rdx, r11",
-        "je 4f",
-        "mov [rcx + {f_parent_loc}], rdi",
-        "mov [rcx + {f_parent_ip}], rdx",
-        "mov rdx, [rbp - 64]",
-        "mov [rcx + {f_child_ip}], rdx",
-        "mov [rcx + {f_depth}], eax",
-        "mov dword ptr [rcx + {f_flags}], 0",
-        "mov [rcx + {f_start}], r8",
-        "shl rdx, 16",
-        "mov r11d, {max_depth}",
-        "cmp rax, r11",
-        "cmova rax, r11",
-        "shl rax, 6",
-        "or rax, {entry_bits}",
-        "or rdx, rax",
-        "mov rax, [rsi + {cursor}]",
-        "mov [rax], r8",
-        "mov [rax + 8], rdx",
-        "add rax, 16",
-        "mov [rsi + {cursor}], rax",
-        "mov r11, [rsi + {commit}]",
-        "mov [r11], rax",
-        "inc qword ptr [rsi + {len}]",
-        "lea rax, [rip + {tramp}]",
-        "mov [rdi], rax",
-        "mov dword ptr [rsi + {block}], 0",
-        "mov r11, [rbp - 56]",
-        "add rsp, 16",
-        pop_scratch!(),
-        "pop rbp",
-        "add rsp, 8",
-        "jmp r11",
-        "4:",
-        "mov dword ptr [rsi + {block}], 0",
-        "3:",
-        "add rsp, 16",
-        "2:",
-        pop_scratch!(),
-        // The slow path, with rbp's frame as set up above.
-        "sub rsp, {size}",
-        "and rsp, -16",
-        save_args!(),
-        save_xmm!(),
-        "lea rdi, [rbp + 16]",
-        "mov rsi, [rbp + 8]",
-        "mov rdx, rsp",
-        "call {handler}",
-        // r11 is free at a call (ld.so's lazy binder clobbers it too).
-        "mov r11, rax",
-        restore_xmm!(),
-        restore_args!(),
-        "leave",
-        "add rsp, 8",
-        "jmp r11",
-        size = const ENTRY_SIZE,
-        rdi = const offset_of!(EntryRegs, rdi),
-        rsi = const offset_of!(EntryRegs, rsi),
-        rdx = const offset_of!(EntryRegs, rdx),
-        rcx = const offset_of!(EntryRegs, rcx),
-        r8 = const offset_of!(EntryRegs, r8),
-        r9 = const offset_of!(EntryRegs, r9),
-        rax = const offset_of!(EntryRegs, rax),
-        r10 = const offset_of!(EntryRegs, r10),
-        xmm = const XMM,
+    hook_asm!(
+        [
+            "endbr64",
+            // [rsp] = slot index, [rsp + 8] = the caller's return address.
+            "push rbp",
+            "mov rbp, rsp",
+            push_scratch!(),
+            read_tsc!(),
+            "mov rax, qword ptr [rip + {slots}]",
+            "test rax, rax",
+            "jz 2f",
+            "imul rcx, [rbp + 8], {slot_size}",
+            "add rax, rcx",
+            "mov rcx, [rax + {s_fast}]",
+            "test rcx, rcx",
+            "jz 2f",
+            // [rbp - 56] = where the call goes, [rbp - 64] = the PLT entry.
+            "push rcx",
+            "push qword ptr [rax + {s_entry}]",
+            take_thread!("rsi", "3"),
+            "cmp byte ptr [rip + {state}], {on}",
+            "jne 4f",
+            "mov rax, [rsi + {len}]",
+            "cmp rax, [rsi + {fast_depth}]",
+            "jae 4f",
+            check_room!("rsi", "rcx", "16"),
+            tsc_to_ns!("rsi"),
+            "lea rdi, [rbp + 16]",
+            frame_at!("rcx", "rax", "rsi"),
+            "test rax, rax",
+            "jz 5f",
+            "cmp rdi, [rcx - {f_size}]",
+            "jae 4f",
+            "5:",
+            "mov rdx, [rdi]",
+            "lea r11, [rip + {tramp}]",
+            "cmp rdx, r11",
+            "je 4f",
+            "mov [rcx + {f_parent_loc}], rdi",
+            "mov [rcx + {f_parent_ip}], rdx",
+            "mov rdx, [rbp - 64]",
+            "mov [rcx + {f_child_ip}], rdx",
+            "mov [rcx + {f_depth}], eax",
+            "mov dword ptr [rcx + {f_flags}], 0",
+            "mov [rcx + {f_start}], r8",
+            "shl rdx, 16",
+            header_bits!("r11d", "rax", "r11", "{entry_bits}"),
+            "or rdx, rax",
+            "mov rax, [rsi + {cursor}]",
+            "mov [rax], r8",
+            "mov [rax + 8], rdx",
+            "add rax, 16",
+            publish!("rsi", "rax", "r11"),
+            "inc qword ptr [rsi + {len}]",
+            "lea rax, [rip + {tramp}]",
+            "mov [rdi], rax",
+            "mov dword ptr [rsi + {block}], 0",
+            "mov r11, [rbp - 56]",
+            "add rsp, 16",
+            pop_scratch!(),
+            "pop rbp",
+            "add rsp, 8",
+            "jmp r11",
+            to_slow_path!("rsi", "3"),
+            "add rsp, 16",
+            "2:",
+            pop_scratch!(),
+            // The slow path, with rbp's frame as set up above.
+            "sub rsp, {size}",
+            "and rsp, -16",
+            save_args!(),
+            save_xmm!(),
+            "lea rdi, [rbp + 16]",
+            "mov rsi, [rbp + 8]",
+            "mov rdx, rsp",
+            "call {handler}",
+            // r11 is free at a call (ld.so's lazy binder clobbers it too).
+            "mov r11, rax",
+            restore_xmm!(),
+            restore_args!(),
+            "leave",
+            "add rsp, 8",
+            "jmp r11"
+        ],
         handler = sym crate::entry::plt_entry,
         slots = sym crate::plt::SLOTS,
         slot_size = const size_of::<crate::plt::Slot>(),
         s_fast = const offset_of!(crate::plt::Slot, fast),
-        s_entry = const offset_of!(crate::plt::Slot, entry),
-        block = const off::BLOCK,
-        state = sym crate::session::STATE,
-        on = const crate::session::ON,
-        len = const off::LEN,
-        fast_depth = const off::FAST_DEPTH,
-        cursor = const off::CURSOR,
-        limit = const off::LIMIT,
-        commit = const off::COMMIT,
-        frames = const off::FRAMES,
-        f_size = const off::F_SIZE,
-        f_parent_loc = const off::F_PARENT_LOC,
-        f_parent_ip = const off::F_PARENT_IP,
-        f_child_ip = const off::F_CHILD_IP,
-        f_depth = const off::F_DEPTH,
-        f_flags = const off::F_FLAGS,
-        f_start = const off::F_START,
-        max_depth = const off::MAX_DEPTH,
-        entry_bits = const off::ENTRY_BITS,
-        tsc_base = const off::TSC_BASE,
-        tsc_max = const off::TSC_MAX,
-        mult = const off::MULT,
-        ns_base = const off::NS_BASE,
-        tramp = sym exit_trampoline,
+        s_entry = const offset_of!(crate::plt::Slot, entry)
     )
 }
 
