@@ -29,11 +29,14 @@ pub mod arch;
 pub mod args;
 pub mod buffer;
 pub mod clock;
+pub mod config;
 pub mod crash;
 pub mod dlopen;
 pub mod entry;
 pub mod filter;
 pub mod frame_flags;
+pub mod lifecycle;
+pub mod log;
 pub mod plt;
 pub mod rstack;
 pub mod session;
@@ -42,33 +45,6 @@ pub mod tasklog;
 pub mod thread;
 pub mod unwind;
 pub mod wrap;
-
-/// Writes `utrace: <msg> (errno N)` to the log descriptor (stderr unless `UTRACE_LOGFD`).
-pub(crate) fn log_error(msg: &[u8], errno: i32) {
-    let mut line = tasklog::LineBuf::<256>::new();
-    line.push_bytes(b"utrace: ");
-    line.push_bytes(msg);
-    if errno != 0 {
-        line.push_bytes(b" (errno ");
-        line.push_dec(errno as u64);
-        line.push(b')');
-    }
-    line.push(b'\n');
-    log_raw(line.as_bytes());
-}
-
-/// Writes `bytes` as they are to the log descriptor.
-pub(crate) fn log_raw(bytes: &[u8]) {
-    let fd = session::LOGFD.load(core::sync::atomic::Ordering::Relaxed);
-    let _ = sys::write(fd, bytes);
-}
-
-/// Logs and aborts: used only where continuing is impossible.
-pub(crate) fn fatal(msg: &[u8]) -> ! {
-    log_error(msg, 0);
-    // SAFETY: abort has no preconditions.
-    unsafe { libc::abort() }
-}
 
 #[used]
 #[unsafe(link_section = ".init_array")]

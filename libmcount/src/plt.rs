@@ -425,7 +425,7 @@ impl Plt {
             (self.stub(len).next_multiple_of(page) - self.stubs - STUBS_AT) / STUB
         };
         if start + wants.len() > MAX_SLOTS {
-            crate::log_error(b"too many PLT slots to hook", 0);
+            crate::log::error(b"too many PLT slots to hook", 0);
             return;
         }
         let first = self.stub(start) & !(page - 1);

@@ -125,8 +125,8 @@ macro_rules! hook_asm {
             max_depth = const off::MAX_DEPTH,
             // The "more records" bit of a header word (`raw::header_word`'s `more`).
             more = const 4,
-            state = sym crate::session::STATE,
-            on = const crate::session::ON,
+            state = sym crate::config::STATE,
+            on = const crate::config::ON,
             tramp = sym exit_trampoline,
             size = const ENTRY_SIZE,
             rdi = const offset_of!(EntryRegs, rdi),
