@@ -10,9 +10,18 @@
 //! frame, writes the EXIT record and resumes at the original return address.
 //!
 //! [`session`] reads the environment contract of `record_format::env` in the library
-//! constructor, writes `sid-<SID>.map` and the `SESS`/`TASK` lines of `task.txt` ([`tasklog`]),
-//! and handles process exit; [`thread`] handles thread exit and `fork`; [`unwind`] keeps C++
+//! constructor into [`config`] (what hooks and threads read), writes `sid-<SID>.map` and the
+//! `SESS`/`TASK` lines of `task.txt` ([`tasklog`]), and handles process exit; [`lifecycle`]
+//! creates each thread's state and handles thread exit and `fork`; [`unwind`] keeps C++
 //! exceptions working through hijacked frames. Tracing is off when `UTRACE_DIR` is unset.
+//! Every bit a frame carries ([`rstack::Frame::flags`]) is allocated in [`frame_flags`];
+//! `UTRACE_SLOW_PATH=1` sends every hook through the Rust handlers (for tests).
+//!
+//! Module layers (no cycles among them, apart from [`arch`], whose trampolines call the
+//! handlers of [`entry`], [`unwind`] and [`dlopen`] while those use its register areas,
+//! thread pointer and exit trampoline): `sys`, `log`, `frame_flags`, `rstack`, `clock` at the
+//! bottom; `filter`, `config`, `args`, `buffer`, `plt`; `thread`; `dlopen`, `lifecycle`;
+//! `entry`, `crash`, `wrap`, `unwind`; `session` at the top.
 //!
 //! Process exit: the `.fini_array` destructor runs from `exit()` after the `atexit` handlers
 //! and the executable's destructors (which are therefore still traced); it closes the calling
