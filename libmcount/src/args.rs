@@ -2,8 +2,8 @@
 //!
 //! The session constructor binds the recorder's spec lists to functions once: every function
 //! symbol of every module in the session map, and every hooked PLT entry, whose name matches
-//! an entry gets the items that entry names, gathered with [`ItemSet`] exactly as the readers
-//! gather them from the `info` file (so payload and spec agree item for item). With auto-args
+//! an entry gets the items that entry names, bound by `record_format::argbind`, the binder the
+//! readers use with the `info` file (so payload and spec agree item for item). With auto-args
 //! (`-a`), functions the lists leave without items take the `A:`/`R:` lines of the
 //! executable's `.dbg` file, or the built-in prototype of their name.
 //!
@@ -14,25 +14,16 @@
 //! faulting. Nothing here allocates after start-up.
 
 use crate::arch::{EntryRegs, ExitRegs};
+use crate::frame_flags::{RETVAL, RET_FP, RET_INT};
 use core::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use record_format::argspec::{
-    items_of_kind, ArgFormat, ArgItem, ItemKind, ItemSet, Location, MAX_STR,
-};
+use record_format::argbind::{self, SpecEntry};
+use record_format::argspec::{ArgFormat, ArgItem, ItemKind, Location, MAX_STR};
 use record_format::dbg::DbgFile;
 use record_format::demangle::{demangle, Demangle};
 use record_format::maps::MapEntry;
-use record_format::pattern::{is_literal, MatchType, NameMatcher};
+use record_format::pattern::{MatchType, NameMatcher};
 use record_format::raw::align;
 use std::sync::OnceLock;
-
-/// Frame flag: the function has a return-value item (its exit takes the Rust handler).
-pub const RETVAL: u16 = 0x4000;
-/// Frame flags value (no other bit) for a return value whose payload is the 8 bytes of `rax`:
-/// integers, chars and pointers of up to 8 bytes, stored in their size and padded to 8, which
-/// readers skip. The exit trampoline writes such records itself.
-pub const RET_INT: u16 = RETVAL | 0x1000;
-/// As [`RET_INT`], with the 8 low bytes of `xmm0` (`float` or `double`).
-pub const RET_FP: u16 = RETVAL | 0x2000;
 
 /// Largest payload written; functions whose items could need more are not given any.
 pub const MAX_PAYLOAD: usize = 1024;
@@ -236,31 +227,33 @@ impl Args {
     }
 }
 
-/// One entry of a spec list, for one kind.
+/// One entry of a spec list, for one kind, with its compiled pattern.
 struct Entry {
+    spec: SpecEntry,
     matcher: NameMatcher,
-    module: Option<String>,
-    exact: bool,
-    items: Vec<ArgItem>,
+}
+
+impl Entry {
+    /// Whether the entry names the function `name` of module `module` (`plt`: a PLT entry).
+    fn names(&self, name: &str, module: &str, plt: bool) -> bool {
+        self.spec.module.as_deref().is_none_or(|m| match m {
+            "PLT" => plt,
+            m => module.starts_with(m),
+        }) && self.matcher.matches(name)
+    }
 }
 
 fn entries(list: &str, kind: ItemKind, ty: MatchType) -> Vec<Entry> {
-    let mut out = Vec::new();
-    for entry in list.split(';').filter(|e| !e.trim().is_empty()) {
-        let (name, items) = entry.split_once('@').unwrap_or((entry, ""));
-        // The recorder validated the lists; an entry that does not parse is left out, as the
-        // readers leave it out.
-        let Ok((items, module)) = items_of_kind(items, kind, 8) else {
-            continue;
-        };
-        out.push(Entry {
-            matcher: NameMatcher::new(name, ty),
-            module: module.map(str::to_string),
-            exact: is_literal(name),
-            items,
-        });
-    }
-    out
+    // The recorder validated the lists; an entry that does not parse is left out, as the
+    // readers leave it out.
+    argbind::parse_list(list, kind, 8)
+        .into_iter()
+        .flatten()
+        .map(|spec| Entry {
+            matcher: NameMatcher::new(&spec.name, ty),
+            spec,
+        })
+        .collect()
 }
 
 /// Automatic specs: `.dbg` lines of the executable by address, built-in ones by name.
@@ -281,7 +274,7 @@ impl Auto {
                     ItemKind::Ret => f.ret.as_deref(),
                 };
                 if let Some(text) = text {
-                    let (Ok((items, _)) | Err((items, _))) = items_of_kind(text, kind, 8);
+                    let items = argbind::auto_items(text, kind, 8);
                     if !items.is_empty() {
                         return items;
                     }
@@ -294,7 +287,7 @@ impl Auto {
         };
         list.iter()
             .find(|e| e.matcher.matches(name))
-            .map(|e| e.items.clone())
+            .map(|e| e.spec.items.clone())
             .unwrap_or_default()
     }
 }
@@ -322,9 +315,10 @@ impl Settings<'_> {
     }
 }
 
-/// The items of the function `name` at `addr` in module `module` (`PLT` for PLT entries).
+/// The items of the function `name` at `addr` in module `module` (`PLT` for PLT entries),
+/// bound as the readers bind them ([`argbind::bind`]).
 fn bind(
-    lists: &[(Vec<Entry>, ItemKind); 2],
+    lists: &[Vec<Entry>; 2],
     auto: &Auto,
     all_auto: bool,
     addr: u64,
@@ -332,30 +326,19 @@ fn bind(
     module: &str,
     plt: bool,
 ) -> FuncArgs {
-    let mut set = ItemSet::default();
-    for (list, kind) in lists {
-        let mut named = false;
-        for e in list.iter().filter(|e| {
-            e.module.as_deref().is_none_or(|m| match m {
-                "PLT" => plt,
-                m => module.starts_with(m),
-            }) && e.matcher.matches(name)
-        }) {
-            let auto_items;
-            let new = if e.items.is_empty() {
-                auto_items = auto.items(addr, name, *kind);
-                &auto_items
-            } else {
-                &e.items
-            };
-            named |= !new.is_empty();
-            set.add(new, e.exact);
-        }
-        if all_auto && !named {
-            set.add(&auto.items(addr, name, *kind), false);
-        }
-    }
-    let (args, ret) = set.into_parts();
+    let [arg_list, ret_list] = lists;
+    let (args, ret) = argbind::bind(
+        arg_list
+            .iter()
+            .filter(|e| e.names(name, module, plt))
+            .map(|e| &e.spec),
+        ret_list
+            .iter()
+            .filter(|e| e.names(name, module, plt))
+            .map(|e| &e.spec),
+        all_auto,
+        |kind| auto.items(addr, name, kind),
+    );
     let fits = args.iter().map(ArgItem::max_len).sum::<usize>() <= MAX_PAYLOAD;
     let args = if fits { args } else { Vec::new() };
     FuncArgs::new(args, ret)
@@ -365,14 +348,8 @@ fn bind(
 /// the hooked PLT entries of the executable (address, name).
 pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
     let lists = [
-        (
-            entries(set.argspec, ItemKind::Args, set.match_type),
-            ItemKind::Args,
-        ),
-        (
-            entries(set.retspec, ItemKind::Ret, set.match_type),
-            ItemKind::Ret,
-        ),
+        entries(set.argspec, ItemKind::Args, set.match_type),
+        entries(set.retspec, ItemKind::Ret, set.match_type),
     ];
     let auto = Auto {
         exe: set.exe_dbg.clone(),
@@ -772,18 +749,12 @@ mod tests {
     #[test]
     fn binding_merges_like_the_reader() {
         let lists = [
-            (
-                entries(
-                    "fib@arg1;f.*@arg2/s;fib@arg1/x",
-                    ItemKind::Args,
-                    MatchType::Regex,
-                ),
+            entries(
+                "fib@arg1;f.*@arg2/s;fib@arg1/x",
                 ItemKind::Args,
+                MatchType::Regex,
             ),
-            (
-                entries("fib@retval/i32", ItemKind::Ret, MatchType::Regex),
-                ItemKind::Ret,
-            ),
+            entries("fib@retval/i32", ItemKind::Ret, MatchType::Regex),
         ];
         let auto = Auto {
             exe: None,

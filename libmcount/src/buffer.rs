@@ -288,7 +288,7 @@ impl DatWriter {
     pub fn refill(&mut self) -> bool {
         let result = match self.state {
             State::Closed => return false,
-            State::Open if self.shared_ring().is_some() && crate::session::recorder_gone() => {
+            State::Open if self.shared_ring().is_some() && crate::config::recorder_gone() => {
                 self.close();
                 return false;
             }
@@ -302,7 +302,7 @@ impl DatWriter {
             Err(errno) => {
                 // A full disk is reported once, by the recorder, when there is one.
                 if errno != libc::ENOSPC || self.shared_ring().is_none() {
-                    crate::log_error(b"cannot write the thread's data file", errno);
+                    crate::log::error(b"cannot write the thread's data file", errno);
                 }
                 self.state = State::Closed;
                 self.buf = Buffer::empty();
@@ -316,14 +316,14 @@ impl DatWriter {
         self.release_file();
         let (fd, st) = sys::open_data_file(self.dirfd, self.file_name(), libc::O_CREAT)?;
         self.file_id = (st.st_dev, st.st_ino);
-        self.fd = crate::session::keep_fd(fd).unwrap_or(-1);
+        self.fd = crate::config::keep_fd(fd).unwrap_or(-1);
         Ok(st.st_size as u64)
     }
 
     /// Closes the kept data file, if any.
     fn release_file(&mut self) {
         if self.fd >= 0 {
-            crate::session::release_fd(self.fd);
+            crate::config::release_fd(self.fd);
             self.fd = -1;
         }
     }
@@ -499,7 +499,7 @@ impl DatWriter {
                 state::WRITING => {
                     // A recorder killed while writing the chunk leaves it WRITING for ever:
                     // then it is this thread's to write.
-                    if crate::session::recorder_gone()
+                    if crate::config::recorder_gone()
                         && st
                             .compare_exchange(
                                 state::WRITING,
@@ -558,7 +558,7 @@ impl DatWriter {
                     }
                 }
                 // The ring stays for the recorder's salvage.
-                Err(e) => crate::log_error(b"cannot write the thread's data file", e),
+                Err(e) => crate::log::error(b"cannot write the thread's data file", e),
             }
         }
         self.unmap();

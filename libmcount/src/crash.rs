@@ -9,7 +9,7 @@
 //! action as soon as the handler returns.
 
 use crate::arch::exit_trampoline_addr;
-use crate::{sys, tasklog, thread};
+use crate::{lifecycle, sys, tasklog};
 
 const SIGNALS: [i32; 5] = [
     libc::SIGSEGV,
@@ -41,7 +41,7 @@ pub fn install() {
 
 extern "C" fn on_fatal_signal(sig: i32, _info: *mut libc::siginfo_t, uctx: *mut libc::c_void) {
     let tid = sys::gettid();
-    if let Some(td) = thread::existing() {
+    if let Some(td) = lifecycle::existing() {
         td.set_guard(true);
         td.set_disabled(true);
         // Frames whose slots lie below the interrupted stack pointer are already gone (longjmp):
@@ -66,7 +66,7 @@ extern "C" fn on_fatal_signal(sig: i32, _info: *mut libc::siginfo_t, uctx: *mut 
     line.push_bytes(b" in task ");
     line.push_dec(tid as u32 as u64);
     line.push_bytes(b": return addresses restored");
-    crate::log_error(line.as_bytes(), 0);
+    crate::log::error(line.as_bytes(), 0);
     // Now at the default action (SA_RESETHAND) and blocked until we return.
     // SAFETY: plain system call wrappers without pointers.
     unsafe { libc::syscall(libc::SYS_tgkill, sys::getpid(), tid, sig) };

@@ -11,7 +11,7 @@
 //! a `dlopen` of a path (no search, no `$ORIGIN`: the caller glibc sees does not matter) goes
 //! through [`open_and_hook`] instead, which hooks the new objects' PLTs as soon as it returns.
 
-use crate::{clock, session, sys, tasklog};
+use crate::{clock, config, sys, tasklog};
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -88,7 +88,7 @@ fn resolve(slot: &AtomicUsize, name: &core::ffi::CStr) -> usize {
     let f = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
     slot.store(f, Ordering::Relaxed);
     if f == 0 {
-        crate::fatal(b"cannot find the real dlopen/dlclose");
+        crate::log::fatal(b"cannot find the real dlopen/dlclose");
     }
     f
 }
@@ -103,7 +103,7 @@ fn resolve(slot: &AtomicUsize, name: &core::ffi::CStr) -> usize {
 pub unsafe extern "C" fn prepare(file: *const libc::c_char) -> usize {
     scan();
     crate::plt::after_dlopen();
-    if session::tracing() {
+    if config::tracing() {
         CALL_TIME.store(clock::now(), Ordering::Relaxed);
     }
     let real = resolve(&REAL_DLOPEN, c"dlopen");
@@ -148,7 +148,7 @@ pub extern "C" fn before_close() -> usize {
 
 /// Writes a `DLOP` line for each object loaded since the last scan.
 pub fn scan() {
-    let Some(cfg) = session::config() else {
+    let Some(cfg) = config::config() else {
         return;
     };
     let objs = objects();
@@ -169,9 +169,9 @@ pub fn scan() {
             continue;
         }
         known.push(o.base);
-        let line = tasklog::dlop_line(time, sys::gettid(), session::sid(), o.base, &o.name);
+        let line = tasklog::dlop_line(time, sys::gettid(), config::sid(), o.base, &o.name);
         if let Err(e) = tasklog::append(cfg.dirfd, &line) {
-            crate::log_error(b"cannot append to task.txt", e);
+            crate::log::error(b"cannot append to task.txt", e);
         }
     }
 }

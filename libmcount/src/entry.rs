@@ -4,8 +4,8 @@
 //! Nothing here allocates, locks or panics; nothing returns a `Result` across the FFI.
 
 use crate::arch::{exit_trampoline_addr, EntryRegs, ExitRegs};
-use crate::thread::{self, Hook, ThreadState};
-use crate::{plt, session};
+use crate::thread::{Hook, ThreadState};
+use crate::{config, lifecycle, plt};
 
 /// The thread's `errno`, put back when dropped.
 struct Errno {
@@ -35,10 +35,10 @@ impl Drop for Errno {
 /// thread is not traced or already inside a handler.
 #[inline(always)]
 fn guarded<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
-    if !session::tracing() {
+    if !config::tracing() {
         return None;
     }
-    let td = thread::current()?;
+    let td = lifecycle::current()?;
     if td.guard() {
         return None;
     }
@@ -106,7 +106,7 @@ pub unsafe extern "C" fn mcount_exit(regs: *const ExitRegs, slot: *mut usize) ->
     // SAFETY: the exit trampoline passes its save area, live for the whole call.
     let regs = unsafe { regs.as_ref() };
     // Works whatever the session state: every hijacked frame must be able to return.
-    if let Some(td) = thread::existing() {
+    if let Some(td) = lifecycle::existing() {
         let saved = td.guard();
         td.set_guard(true);
         let errno = Errno::save(td);
@@ -121,7 +121,7 @@ pub unsafe extern "C" fn mcount_exit(regs: *const ExitRegs, slot: *mut usize) ->
             return ip;
         }
     }
-    crate::fatal(b"return through the exit trampoline without a matching shadow-stack frame")
+    crate::log::fatal(b"return through the exit trampoline without a matching shadow-stack frame")
 }
 
 /// `-finstrument-functions` entry hook, when the fast path in `arch` cannot handle it.
@@ -136,7 +136,7 @@ pub extern "C" fn cyg_enter_slow(this_fn: *mut libc::c_void, call_site: *mut lib
 /// `-finstrument-functions` exit hook, when the fast path in `arch` cannot handle it.
 pub extern "C" fn cyg_exit_slow(this_fn: *mut libc::c_void, _call_site: *mut libc::c_void) {
     // Exits are still paired after the session finished (no new records are written then).
-    if let Some(td) = thread::existing() {
+    if let Some(td) = lifecycle::existing() {
         if !td.guard() {
             td.set_guard(true);
             let errno = Errno::save(td);
@@ -162,11 +162,11 @@ pub unsafe extern "C" fn plt_entry(
     // SAFETY: the PLT hook passes its save area, live for the whole call.
     let regs = unsafe { regs.as_ref() };
     let Some(p) = plt::get() else {
-        crate::fatal(b"PLT hook called without hooked slots")
+        crate::log::fatal(b"PLT hook called without hooked slots")
     };
     let (target, unbound) = p.target(index);
     let Some(slot) = p.slot(index) else {
-        crate::fatal(b"PLT hook called for an unknown slot")
+        crate::log::fatal(b"PLT hook called for an unknown slot")
     };
     let tramp = exit_trampoline_addr();
     guarded(|td| {
@@ -177,7 +177,11 @@ pub unsafe extern "C" fn plt_entry(
             plt::Kind::Hook | plt::Kind::Unwind => {
                 // SAFETY: the caller guarantees `parent_loc` is a live, aligned stack slot.
                 let parent_ip = unsafe { parent_loc.read() };
-                let extra = if unbound { plt::REARM } else { 0 };
+                let extra = if unbound {
+                    crate::frame_flags::REARM
+                } else {
+                    0
+                };
                 let hook = td.enter_flagged(
                     parent_loc as usize,
                     parent_ip,

@@ -28,28 +28,8 @@ use record_format::trigger::{parse_trigger, Actions};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 
-/// `Frame::flags` bits set by the filters.
-pub mod flags {
-    /// Hooked only to keep a filter counter: no records.
-    pub const NORECORD: u16 = 1;
-    /// A `-F` function: decrements `in_count` on exit.
-    pub const IN: u16 = 2;
-    /// A `-N` function: decrements `out_count` on exit.
-    pub const OUT: u16 = 4;
-    /// ENTRY record not written yet (`-t`, `-C`).
-    pub const PENDING: u16 = 8;
-    /// A `-C` function: writes the pending entries of its callers (below it, only the paths
-    /// to further `-C` functions are recorded).
-    pub const CALLER: u16 = 16;
-    /// Changed the limits in force: restore them from the frame's [`super::Saved`].
-    pub const LIMITS: u16 = 32;
-    /// `trace_on`: recording resumes at this entry.
-    pub const TRACE_ON: u16 = 64;
-    /// `trace_off`: recording stops at this entry.
-    pub const TRACE_OFF: u16 = 128;
-    /// `finish`: recording ends for good after this entry.
-    pub const FINISH: u16 = 256;
-}
+/// The filters set the `NORECORD` … `FINISH` bits of the table.
+use crate::frame_flags as flags;
 
 /// One function's place in the table.
 #[derive(Debug, Clone, Copy)]

@@ -10,9 +10,18 @@
 //! frame, writes the EXIT record and resumes at the original return address.
 //!
 //! [`session`] reads the environment contract of `record_format::env` in the library
-//! constructor, writes `sid-<SID>.map` and the `SESS`/`TASK` lines of `task.txt` ([`tasklog`]),
-//! and handles process exit; [`thread`] handles thread exit and `fork`; [`unwind`] keeps C++
+//! constructor into [`config`] (what hooks and threads read), writes `sid-<SID>.map` and the
+//! `SESS`/`TASK` lines of `task.txt` ([`tasklog`]), and handles process exit; [`lifecycle`]
+//! creates each thread's state and handles thread exit and `fork`; [`unwind`] keeps C++
 //! exceptions working through hijacked frames. Tracing is off when `UTRACE_DIR` is unset.
+//! Every bit a frame carries ([`rstack::Frame::flags`]) is allocated in [`frame_flags`];
+//! `UTRACE_SLOW_PATH=1` sends every hook through the Rust handlers (for tests).
+//!
+//! Module layers (no cycles among them, apart from [`arch`], whose trampolines call the
+//! handlers of [`entry`], [`unwind`] and [`dlopen`] while those use its register areas,
+//! thread pointer and exit trampoline): `sys`, `log`, `frame_flags`, `rstack`, `clock` at the
+//! bottom; `filter`, `config`, `args`, `buffer`, `plt`; `thread`; `dlopen`, `lifecycle`;
+//! `entry`, `crash`, `wrap`, `unwind`; `session` at the top.
 //!
 //! Process exit: the `.fini_array` destructor runs from `exit()` after the `atexit` handlers
 //! and the executable's destructors (which are therefore still traced); it closes the calling
@@ -29,10 +38,14 @@ pub mod arch;
 pub mod args;
 pub mod buffer;
 pub mod clock;
+pub mod config;
 pub mod crash;
 pub mod dlopen;
 pub mod entry;
 pub mod filter;
+pub mod frame_flags;
+pub mod lifecycle;
+pub mod log;
 pub mod plt;
 pub mod rstack;
 pub mod session;
@@ -41,33 +54,6 @@ pub mod tasklog;
 pub mod thread;
 pub mod unwind;
 pub mod wrap;
-
-/// Writes `utrace: <msg> (errno N)` to the log descriptor (stderr unless `UTRACE_LOGFD`).
-pub(crate) fn log_error(msg: &[u8], errno: i32) {
-    let mut line = tasklog::LineBuf::<256>::new();
-    line.push_bytes(b"utrace: ");
-    line.push_bytes(msg);
-    if errno != 0 {
-        line.push_bytes(b" (errno ");
-        line.push_dec(errno as u64);
-        line.push(b')');
-    }
-    line.push(b'\n');
-    log_raw(line.as_bytes());
-}
-
-/// Writes `bytes` as they are to the log descriptor.
-pub(crate) fn log_raw(bytes: &[u8]) {
-    let fd = session::LOGFD.load(core::sync::atomic::Ordering::Relaxed);
-    let _ = sys::write(fd, bytes);
-}
-
-/// Logs and aborts: used only where continuing is impossible.
-pub(crate) fn fatal(msg: &[u8]) -> ! {
-    log_error(msg, 0);
-    // SAFETY: abort has no preconditions.
-    unsafe { libc::abort() }
-}
 
 #[used]
 #[unsafe(link_section = ".init_array")]

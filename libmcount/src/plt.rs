@@ -11,7 +11,7 @@
 //! (`-z now`) are made writable for that moment. The hook records the call, hijacks the return
 //! like `mcount` does, and jumps to `target[i]`. A call through the lazy stub makes ld.so bind
 //! the symbol and write the real address into the slot, over the stub: such frames carry
-//! [`REARM`], and their exit takes the address learnt for `target[i]` and points the slot back
+//! [`crate::frame_flags::REARM`], and their exit takes the address learnt for `target[i]` and points the slot back
 //! at the stub.
 //!
 //! Special functions (runtime.md §6.15): the hooks themselves and the unwinder's helpers are
@@ -29,9 +29,6 @@ use core::sync::atomic::AtomicU8;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use record_format::libcall::{stack_effect, StackEffect};
 use std::sync::{Mutex, OnceLock};
-
-/// Frame flag: the slot was not bound when the call started; re-arm it at the exit.
-pub const REARM: u16 = 0x8000;
 
 /// How a slot's calls are treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -415,7 +412,7 @@ impl Plt {
             (self.stub(len).next_multiple_of(page) - self.stubs - STUBS_AT) / STUB
         };
         if start + wants.len() > MAX_SLOTS {
-            crate::log_error(b"too many PLT slots to hook", 0);
+            crate::log::error(b"too many PLT slots to hook", 0);
             return;
         }
         let first = self.stub(start) & !(page - 1);

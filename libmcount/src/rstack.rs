@@ -20,7 +20,7 @@ pub struct Frame {
     pub child_ip: usize,
     /// Depth written into its records.
     pub depth: u32,
-    /// `filter::flags` bits.
+    /// [`crate::frame_flags`] bits.
     pub flags: u16,
     /// ENTRY timestamp.
     pub start: u64,

@@ -1,139 +1,21 @@
-//! Start and end of a session (one exec image): configuration from the environment, the
-//! `SESS`/`TASK` lines, the `sid-<SID>.map` snapshot, and the process-exit destructor.
+//! Start and end of a session (one exec image): configuration from the environment (stored in
+//! `config`), the `SESS`/`TASK` lines, the `sid-<SID>.map` snapshot, and the process-exit
+//! destructor. This is the top of the module graph: it wires up every other part.
 //!
 //! The constructor runs from `.init_array` after the program's `DT_NEEDED` libraries and
 //! before the executable's own constructors; hooks that fire earlier find the session state
 //! not `ON` and return. Allocation and `std` are fine here (cold path, single-threaded).
 
-use crate::{clock, filter, sys, tasklog, thread};
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use crate::config::{
+    DEPTH, DIRFD, FINISHED, HIGH_FD, KEY, MAX_STACK, ON, RECORDER_FD, RING_PREFIX, SID, SLOW_PATH,
+    STATE, WINDOW,
+};
+use crate::{clock, filter, lifecycle, sys, tasklog};
+use core::sync::atomic::Ordering;
 use record_format::env;
 use record_format::maps::parse_maps;
 use record_format::pattern::MatchType;
-use std::ffi::{CStr, CString};
-use std::sync::OnceLock;
-
-const OFF: u8 = 0;
-pub(crate) const ON: u8 = 1;
-const FINISHED: u8 = 2;
-
-/// OFF until the constructor has set everything below (Release), ON while tracing, FINISHED
-/// after the destructor. Hooks load it with Acquire.
-pub(crate) static STATE: AtomicU8 = AtomicU8::new(OFF);
-static DIRFD: AtomicI32 = AtomicI32::new(-1);
-static WINDOW: AtomicUsize = AtomicUsize::new(env::DEFAULT_BUFFER);
-static MAX_STACK: AtomicUsize = AtomicUsize::new(env::DEFAULT_MAX_STACK);
-static DEPTH: AtomicUsize = AtomicUsize::new(usize::MAX);
-static KEY: AtomicUsize = AtomicUsize::new(usize::MAX);
-static SID: AtomicU64 = AtomicU64::new(0);
-/// A pidfd of the recorder (`UTRACE_RECORDER`), -1 without one.
-static RECORDER_FD: AtomicI32 = AtomicI32::new(-1);
-/// Set once the recorder was seen gone.
-static RECORDER_GONE: AtomicBool = AtomicBool::new(false);
-pub(crate) static LOGFD: AtomicI32 = AtomicI32::new(2);
-
-/// Lowest descriptor number for libmcount's descriptors, out of the way of the program's.
-pub(crate) const HIGH_FD: i32 = 900;
-
-/// Descriptors of the threads' data files (one bit per descriptor number below
-/// `OWN_FDS * 64`), which the interposed `close` must not let the program close.
-const OWN_FDS: usize = 1024;
-static OWN_FD_BITS: [AtomicU64; OWN_FDS] = [const { AtomicU64::new(0) }; OWN_FDS];
-
-/// Moves `fd` above the program's usual range and marks it as libmcount's; `None` (and `fd`
-/// closed) when no number is free there: the caller then does without a kept descriptor.
-pub fn keep_fd(fd: i32) -> Option<i32> {
-    let high = sys::dup_cloexec_above(fd, HIGH_FD);
-    sys::close(fd);
-    let high = high.ok()?;
-    match OWN_FD_BITS.get(high as usize / 64) {
-        Some(word) => {
-            word.fetch_or(1 << (high % 64), Ordering::Relaxed);
-            Some(high)
-        }
-        None => {
-            sys::close(high);
-            None
-        }
-    }
-}
-
-/// Closes a descriptor of [`keep_fd`].
-pub fn release_fd(fd: i32) {
-    if let Some(word) = OWN_FD_BITS.get(fd as usize / 64) {
-        word.fetch_and(!(1 << (fd % 64)), Ordering::Relaxed);
-    }
-    sys::close(fd);
-}
-
-/// What a thread needs to set itself up.
-#[derive(Debug, Clone, Copy)]
-pub struct Config {
-    pub dirfd: i32,
-    pub window: usize,
-    pub max_stack: usize,
-    /// `-D`: functions this deep or deeper are not hooked.
-    pub depth: usize,
-    /// Entries and exits need the full handler (record-time filters).
-    pub slow: bool,
-}
-
-/// Whether hooks may start new functions.
-#[inline]
-pub fn tracing() -> bool {
-    STATE.load(Ordering::Acquire) == ON
-}
-
-/// The configuration while tracing.
-pub fn config() -> Option<Config> {
-    tracing().then(|| Config {
-        dirfd: DIRFD.load(Ordering::Relaxed),
-        window: WINDOW.load(Ordering::Relaxed),
-        max_stack: MAX_STACK.load(Ordering::Relaxed),
-        depth: DEPTH.load(Ordering::Relaxed),
-        slow: filter::get().is_some(),
-    })
-}
-
-/// Name prefix of the threads' shared rings (`UTRACE_RING`), if the recorder set one.
-static RING_PREFIX: OnceLock<CString> = OnceLock::new();
-
-/// The ring prefix for `DatWriter`s.
-pub fn ring_prefix() -> Option<&'static CStr> {
-    RING_PREFIX.get().map(|c| c.as_c_str())
-}
-
-/// The session id (in `SESS` lines and map names).
-pub fn sid() -> u64 {
-    SID.load(Ordering::Relaxed)
-}
-
-/// Whether `fd` is one of libmcount's descriptors (data directory, recorder pidfd, data files).
-pub fn is_own_fd(fd: i32) -> bool {
-    let kept = OWN_FD_BITS
-        .get(fd as usize / 64)
-        .is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (fd % 64)) != 0);
-    kept || (tracing()
-        && (DIRFD.load(Ordering::Relaxed) == fd || RECORDER_FD.load(Ordering::Relaxed) == fd))
-}
-
-/// Whether the recorder that started this session has ended (killed, most likely): then no
-/// one will move the rings into the data files or finish the directory, so every thread
-/// writes what it holds and records nothing more. Cold path: one `poll` per call until the
-/// recorder is seen gone.
-pub fn recorder_gone() -> bool {
-    if RECORDER_GONE.load(Ordering::Relaxed) {
-        return true;
-    }
-    let fd = RECORDER_FD.load(Ordering::Relaxed);
-    if fd >= 0 && sys::readable(fd) {
-        if !RECORDER_GONE.swap(true, Ordering::Relaxed) {
-            crate::log_error(b"the recorder has ended: recording stops", 0);
-        }
-        return true;
-    }
-    false
-}
+use std::ffi::CString;
 
 /// Opens a pidfd of the recorder named by `UTRACE_RECORDER`, parked out of the program's way.
 /// `Err(ESRCH)`: the recorder is already gone.
@@ -153,15 +35,6 @@ fn open_recorder() -> sys::SysResult<Option<i32>> {
             Ok(Some(high))
         }
         Err(_) => Ok(Some(fd)),
-    }
-}
-
-/// Hands the thread's state to the `pthread` key so its destructor runs at thread exit.
-pub fn register_thread(td: usize) {
-    let key = KEY.load(Ordering::Relaxed);
-    if key != usize::MAX {
-        // SAFETY: `key` was created by pthread_key_create in the constructor.
-        unsafe { libc::pthread_setspecific(key as libc::pthread_key_t, td as *const libc::c_void) };
     }
 }
 
@@ -259,7 +132,7 @@ fn write_new_file(dirfd: i32, name: &str, bytes: &[u8]) -> sys::SysResult<()> {
 /// Library constructor: start the session if `UTRACE_DIR` is set.
 pub extern "C" fn init() {
     if let Some(fd) = env_usize(env::LOGFD) {
-        LOGFD.store(fd as i32, Ordering::Relaxed);
+        crate::log::LOGFD.store(fd as i32, Ordering::Relaxed);
     }
     let Some(dir) = std::env::var_os(env::DIR) else {
         return;
@@ -267,14 +140,14 @@ pub extern "C" fn init() {
     let dirfd = match open_dir(&dir) {
         Ok(fd) => fd,
         Err(e) => {
-            crate::log_error(b"cannot open UTRACE_DIR: tracing disabled", e);
+            crate::log::error(b"cannot open UTRACE_DIR: tracing disabled", e);
             return;
         }
     };
     match open_recorder() {
         Ok(fd) => RECORDER_FD.store(fd.unwrap_or(-1), Ordering::Relaxed),
         Err(e) => {
-            crate::log_error(b"the recorder has ended: tracing disabled", e);
+            crate::log::error(b"the recorder has ended: tracing disabled", e);
             sys::close(dirfd);
             return;
         }
@@ -292,6 +165,10 @@ pub extern "C" fn init() {
         Ok("boot") => libc::CLOCK_BOOTTIME,
         _ => libc::CLOCK_MONOTONIC,
     };
+    SLOW_PATH.store(
+        std::env::var_os(env::SLOW_PATH).is_some_and(|v| v == "1"),
+        Ordering::Relaxed,
+    );
     clock::init(clock_id, std::env::var_os(env::NO_TSC).is_none());
     if let Some(w) = env_usize(env::BUFFER).filter(|&w| w > 0) {
         WINDOW.store(w, Ordering::Relaxed);
@@ -324,11 +201,11 @@ pub extern "C" fn init() {
 
     let mut key: libc::pthread_key_t = 0;
     // SAFETY: `key` is a valid out-pointer; thread_exit has the destructor signature.
-    if unsafe { libc::pthread_key_create(&mut key, Some(thread::thread_exit)) } == 0 {
+    if unsafe { libc::pthread_key_create(&mut key, Some(lifecycle::thread_exit)) } == 0 {
         KEY.store(key as usize, Ordering::Relaxed);
     }
     // SAFETY: fork_child is a plain extern "C" fn without arguments.
-    unsafe { libc::pthread_atfork(None, None, Some(thread::fork_child)) };
+    unsafe { libc::pthread_atfork(None, None, Some(lifecycle::fork_child)) };
 
     crate::wrap::init();
     crate::crash::install();
@@ -348,17 +225,17 @@ pub extern "C" fn init() {
     }
     init_args(&maps, &exename, &filter_set);
     if let Err(e) = write_new_file(dirfd, &format!("sid-{sid:016x}.map"), maps.as_bytes()) {
-        crate::log_error(b"cannot write the session map", e);
+        crate::log::error(b"cannot write the session map", e);
     }
     use std::os::unix::ffi::OsStrExt;
     let line = tasklog::sess_line(clock::now(), pid, sid, exename.as_os_str().as_bytes());
     if let Err(e) = tasklog::append(dirfd, &line) {
-        crate::log_error(b"cannot append to task.txt: tracing disabled", e);
+        crate::log::error(b"cannot append to task.txt: tracing disabled", e);
         return;
     }
     // Pairs with the Acquire loads in the hooks: everything above is visible to them.
     STATE.store(ON, Ordering::Release);
-    thread::init_current(true);
+    lifecycle::init_current(true);
 }
 
 /// Binds the recorder's `-A`/`-R`/`-a` specs to the session's functions.
@@ -414,7 +291,7 @@ pub extern "C" fn fini() {
         crate::dlopen::scan();
     }
     if STATE.swap(FINISHED, Ordering::AcqRel) == ON {
-        thread::finish_current();
+        lifecycle::finish_current();
     }
 }
 

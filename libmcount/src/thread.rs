@@ -3,17 +3,18 @@
 //!
 //! Each thread's [`ThreadState`] lives in its own anonymous `mmap` (header followed by the
 //! shadow-stack array: no allocator, async-signal-safe), created lazily by the thread's first
-//! hook. The thread pointer slot (see `arch`) holds its address, or [`DEAD`] for a thread that
-//! must not be traced (initialisation failed or in progress, or the thread has ended). A
-//! `pthread` key with a destructor gives the thread-exit callback.
+//! hook (see `lifecycle`, which also handles thread exit and `fork`). The thread pointer slot
+//! (see `arch`) holds its address, or [`DEAD`] for a thread that must not be traced
+//! (initialisation failed or in progress, or the thread has ended).
 
-use crate::arch::{tls_get, tls_set, EntryRegs, ExitRegs};
+use crate::arch::{EntryRegs, ExitRegs};
 use crate::args::{self, FuncArgs};
 use crate::buffer::DatWriter;
 use crate::clock::Clock;
-use crate::filter::{self, flags, Decision, FilterState, Filters, Saved};
+use crate::filter::{self, Decision, FilterState, Filters, Saved};
+use crate::frame_flags::{self as flags, ARGS_SAVED};
 use crate::rstack::{Frame, ShadowStack, NO_SLOT};
-use crate::{clock, plt, session, sys, tasklog};
+use crate::{plt, sys};
 use core::sync::atomic::{AtomicBool, Ordering};
 use record_format::raw::{header_word, RecordKind, RECORD_SIZE};
 
@@ -22,11 +23,7 @@ type Capture<'a> = Option<(&'a FuncArgs, &'a EntryRegs)>;
 
 /// Bytes kept per frame for the argument payload of an ENTRY record written later: a u16
 /// length, then the payload (uftrace keeps as much).
-const PENDING_ARGS: usize = 1024;
-
-/// Frame flag: the frame's pending ENTRY has its argument payload saved (see
-/// [`ThreadState::save_args`]).
-const ARGS_SAVED: u16 = 0x0200;
+pub(crate) const PENDING_ARGS: usize = 1024;
 
 /// Thread pointer value of a thread that is not traced.
 pub const DEAD: usize = 1;
@@ -76,18 +73,18 @@ pub struct ThreadState {
     /// The limits each frame with `flags::LIMITS` replaced, indexed like the shadow stack
     /// (`max_stack` entries after the frames in this state's mapping; null in unit tests that
     /// do not filter).
-    saved: *mut Saved,
+    pub(crate) saved: *mut Saved,
     /// The argument payloads of pending ENTRY records (`-t`, `-C` with `-A`), [`PENDING_ARGS`]
     /// bytes per shadow-stack index (null when arguments or filters are off).
-    pending: *mut u8,
+    pub(crate) pending: *mut u8,
     /// Functions at this depth or deeper are not hooked (`-D`).
     pub depth_limit: usize,
     /// Size of the mapping holding this state.
-    map_len: usize,
+    pub(crate) map_len: usize,
     /// The process that called `vfork` (while `block::VFORK` is set).
     vfork_pid: i32,
     /// This thread's `errno` (null until known).
-    errno: *mut i32,
+    pub(crate) errno: *mut i32,
     /// The last `setjmp` calls, for the `longjmp` that lands in one of them.
     jumps: [JumpPoint; JUMP_POINTS],
     /// Where the next [`JumpPoint`] goes.
@@ -122,7 +119,7 @@ fn warn_stack_full(cap: usize) {
     line.push_bytes(b"WARN: call depth beyond ");
     line.push_dec(cap as u64);
     line.push_bytes(b" is not recorded.\n      (use --max-stack=DEPTH to record more)\n");
-    crate::log_raw(line.as_bytes());
+    crate::log::raw(line.as_bytes());
 }
 
 impl ThreadState {
@@ -216,7 +213,7 @@ impl ThreadState {
         self.enter_flagged(parent_loc, parent_ip, child_ip, tramp, 0, None, None)
     }
 
-    /// [`ThreadState::enter`] with `extra` frame flags (`plt::REARM`), the registers the
+    /// [`ThreadState::enter`] with `extra` frame flags (`flags::REARM`), the registers the
     /// entry trampoline saved (for arguments; `None` where there are none, as in
     /// `-finstrument-functions` hooks) and the TSC it read on entry (`None`: read it now).
     #[inline]
@@ -411,7 +408,7 @@ impl ThreadState {
             let Some(f) = self.rstack.get(i).copied() else {
                 break;
             };
-            if f.flags & plt::REARM != 0 {
+            if f.flags & flags::REARM != 0 {
                 if let Some(p) = plt::get() {
                     p.rearm(f.child_ip);
                 }
@@ -611,7 +608,7 @@ impl ThreadState {
     /// The EXIT record of `frame`, with its return value when `regs` holds it.
     #[inline]
     fn write_exit(&mut self, time: u64, frame: &Frame, regs: Option<&ExitRegs>) {
-        if frame.flags & args::RETVAL != 0 {
+        if frame.flags & flags::RETVAL != 0 {
             if let (Some(regs), Some(table)) = (regs, args::get()) {
                 if let Some(spec) = table.lookup(frame.child_ip as u64) {
                     let word = header_word(
@@ -703,7 +700,7 @@ impl ThreadState {
             let Some(f) = self.rstack.get(i).copied() else {
                 break;
             };
-            if f.flags & plt::REARM != 0 {
+            if f.flags & flags::REARM != 0 {
                 if let Some(p) = plt::get() {
                     p.rearm(f.child_ip);
                 }
@@ -774,340 +771,5 @@ fn exit_word(f: &Frame) -> u64 {
     header_word(RecordKind::Exit, false, f.depth as u16, f.child_ip as u64)
 }
 
-/// The calling thread's state, created on first use; `None` if the thread is not traced.
-#[inline]
-pub fn current() -> Option<&'static mut ThreadState> {
-    let p = tls_get();
-    let p = match p {
-        0 => {
-            // Setting up calls the C library: the program's errno must survive it.
-            // SAFETY: __errno_location returns this thread's errno address.
-            let errno = unsafe { libc::__errno_location() };
-            // SAFETY: as above.
-            let saved = unsafe { *errno };
-            let p = init_current(true);
-            // SAFETY: as above.
-            unsafe { *errno = saved };
-            p
-        }
-        DEAD => return None,
-        p => p,
-    };
-    // SAFETY: a value other than 0/DEAD in the slot is a live ThreadState mapping that belongs
-    // to this thread only (each thread has its own slot).
-    (p > DEAD).then(|| unsafe { &mut *(p as *mut ThreadState) })
-}
-
-/// The calling thread's state if it has one (including a disabled thread with live frames).
-#[inline]
-pub fn existing() -> Option<&'static mut ThreadState> {
-    let p = tls_get();
-    // SAFETY: as in `current`.
-    (p > DEAD).then(|| unsafe { &mut *(p as *mut ThreadState) })
-}
-
-/// Creates the calling thread's state; `announce` writes its `TASK` line. Returns the value
-/// stored in the thread pointer slot.
-#[cold]
-#[inline(never)]
-pub fn init_current(announce: bool) -> usize {
-    // Hooks that fire while we set up (signals, interposed functions) see DEAD and return.
-    tls_set(DEAD);
-    let Some(cfg) = session::config() else {
-        return DEAD;
-    };
-    let tid = sys::gettid();
-    let header = size_of::<ThreadState>().next_multiple_of(align_of::<Frame>());
-    let frames_len = cfg.max_stack * size_of::<Frame>();
-    let saved_at = (header + frames_len).next_multiple_of(align_of::<Saved>());
-    let saved_len = if filter::get().is_some() {
-        cfg.max_stack * size_of::<Saved>()
-    } else {
-        0
-    };
-    let pending_at = saved_at + saved_len;
-    let pending_len = if filter::get().is_some() && crate::args::get().is_some() {
-        cfg.max_stack * PENDING_ARGS
-    } else {
-        0
-    };
-    let map_len = (pending_at + pending_len).next_multiple_of(sys::PAGE_SIZE);
-    let mem = match sys::mmap(
-        map_len,
-        libc::PROT_READ | libc::PROT_WRITE,
-        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-        -1,
-        0,
-    ) {
-        Ok(m) => m,
-        Err(e) => {
-            crate::log_error(b"cannot allocate thread state", e);
-            return DEAD;
-        }
-    };
-    // SAFETY: the frames follow the header inside the fresh mapping, which is large enough for
-    // `max_stack` of them and belongs to this thread only.
-    let rstack = unsafe { ShadowStack::from_raw(mem.add(header) as *mut Frame, cfg.max_stack) };
-    let writer = DatWriter::new(cfg.dirfd, tid, cfg.window, session::ring_prefix());
-    let mut state = ThreadState::new(rstack, writer, tid);
-    state.map_len = map_len;
-    if let Some(f) = filter::get() {
-        state.filt = FilterState::new(f);
-        // SAFETY: `saved_len` bytes for `max_stack` entries follow the frames in the mapping.
-        state.saved = unsafe { mem.add(saved_at) } as *mut Saved;
-    }
-    if pending_len != 0 {
-        // SAFETY: `pending_len` bytes follow the saved limits in the mapping.
-        state.pending = unsafe { mem.add(pending_at) };
-    }
-    // SAFETY: __errno_location has no preconditions; the address is this thread's for life.
-    state.errno = unsafe { libc::__errno_location() };
-    state.set_depth_limit(cfg.depth);
-    if cfg.slow {
-        state.block |= block::SLOW;
-    }
-    let td = mem as *mut ThreadState;
-    // SAFETY: the mapping is page-aligned, writable and large enough for the header.
-    unsafe { td.write(state) };
-    if announce {
-        let line = tasklog::task_line(clock::now(), tid, sys::getpid());
-        if let Err(e) = tasklog::append(cfg.dirfd, line.as_bytes()) {
-            crate::log_error(b"cannot append to task.txt", e);
-        }
-    }
-    session::register_thread(td as usize);
-    tls_set(td as usize);
-    td as usize
-}
-
-/// Thread exit (`pthread` key destructor): close the data file; free the state unless frames
-/// are still live (then only disable it: their returns still need it).
-///
-/// # Safety
-/// `p` must be the calling thread's state pointer (registered by `init_current`).
-pub unsafe extern "C" fn thread_exit(p: *mut libc::c_void) {
-    if p.is_null() || p as usize != tls_get() {
-        return;
-    }
-    // SAFETY: `p` is this thread's live state (checked against the slot above).
-    let td = unsafe { &mut *(p as *mut ThreadState) };
-    td.set_guard(true);
-    crate::dlopen::scan();
-    td.set_disabled(true);
-    td.writer.close();
-    if td.rstack.is_empty() {
-        tls_set(DEAD);
-        let len = td.map_len;
-        // SAFETY: the slot no longer points at the state and no frame can return through it.
-        unsafe { sys::munmap(p as *mut u8, len) };
-    } else {
-        td.set_guard(false);
-    }
-}
-
-/// Process end (library destructor) for the calling thread: close its data file. Frames stay
-/// on the shadow stack (replay shows them as unfinished) and can still return through it.
-pub fn finish_current() {
-    if let Some(td) = existing() {
-        td.set_guard(true);
-        td.set_disabled(true);
-        td.writer.close();
-        td.set_guard(false);
-    }
-}
-
-/// `pthread_atfork` child handler: the child keeps the parent's shadow stack (its hijacked
-/// frames return in the child too) but writes its own `<pid>.dat`; announce it with `FORK`.
-pub extern "C" fn fork_child() {
-    let Some(cfg) = session::config() else {
-        return;
-    };
-    let tid = sys::gettid();
-    let line = tasklog::fork_line(clock::now(), tid, sys::getppid());
-    if let Err(e) = tasklog::append(cfg.dirfd, line.as_bytes()) {
-        crate::log_error(b"cannot append to task.txt", e);
-    }
-    match tls_get() {
-        0 => {
-            init_current(false);
-        }
-        DEAD => {}
-        _ => {
-            if let Some(td) = existing() {
-                td.tid = tid;
-                td.writer.abandon(tid, session::ring_prefix());
-                session::register_thread(td as *mut ThreadState as usize);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use record_format::raw::RawRecord;
-    use std::os::fd::AsRawFd;
-
-    const TRAMP: usize = 0xdead;
-
-    fn run(t: impl FnOnce(&mut ThreadState)) -> Vec<RawRecord> {
-        let dir = tempfile::tempdir().unwrap();
-        let d = std::fs::File::open(dir.path()).unwrap();
-        let mut frames = vec![
-            Frame {
-                parent_loc: 0,
-                parent_ip: 0,
-                child_ip: 0,
-                depth: 0,
-                flags: 0,
-                start: 0
-            };
-            4
-        ];
-        // SAFETY: `frames` outlives the state.
-        let rs = unsafe { ShadowStack::from_raw(frames.as_mut_ptr(), frames.len()) };
-        let mut td = ThreadState::new(rs, DatWriter::new(d.as_raw_fd(), 1, 0, None), 1);
-        t(&mut td);
-        td.writer.close();
-        let data = std::fs::read(dir.path().join("1.dat")).unwrap_or_default();
-        data.chunks(16)
-            .map(|c| RawRecord::decode(c.try_into().unwrap()).unwrap())
-            .collect()
-    }
-
-    fn shape(recs: &[RawRecord]) -> Vec<(RecordKind, u16, u64)> {
-        recs.iter().map(|r| (r.kind, r.depth, r.addr)).collect()
-    }
-
-    #[test]
-    fn nesting_tail_calls_and_longjmp() {
-        use RecordKind::{Entry as N, Exit as X};
-        let recs = run(|td| {
-            assert_eq!(td.enter(0x1000, 0x10, 1, TRAMP), Hook::Hijack); // main
-            assert_eq!(td.enter(0x0f00, 0x11, 2, TRAMP), Hook::Hijack); // f
-            assert_eq!(td.enter(0x0f00, TRAMP, 3, TRAMP), Hook::Alias); // g, tail-called
-            assert_eq!(td.exit(0x0f00), Some(TRAMP)); // g returns to the trampoline again
-            assert_eq!(td.exit(0x0f00), Some(0x11)); // f
-            td.enter(0x0f00, 0x12, 4, TRAMP); // h
-            td.enter(0x0e00, 0x13, 5, TRAMP); // i, skipped by a longjmp out of i
-            assert_eq!(td.exit(0x0f00), Some(0x12)); // h returns: i is closed too
-            assert_eq!(td.exit(0x0123), None);
-            assert_eq!(td.exit(0x1000), Some(0x10));
-        });
-        assert_eq!(
-            shape(&recs),
-            [
-                (N, 0, 1),
-                (N, 1, 2),
-                (N, 2, 3),
-                (X, 2, 3),
-                (X, 1, 2),
-                (N, 1, 4),
-                (N, 2, 5),
-                (X, 2, 5),
-                (X, 1, 4),
-                (X, 0, 1)
-            ]
-        );
-        assert!(recs.windows(2).all(|w| w[0].time <= w[1].time));
-    }
-
-    #[test]
-    fn exception_restores_prunes_and_rehijacks() {
-        use RecordKind::{Entry as N, Exit as X};
-        // A fake stack: slot i is the return-address word at &stack[i] (higher i = outer).
-        let mut stack = [0usize; 8];
-        let base = stack.as_mut_ptr() as usize;
-        let slot = |i: usize| base + i * 8;
-        // The runtime writes these words through raw pointers: access them the same way so the
-        // optimiser cannot assume they are unchanged.
-        // SAFETY: `i` < 8, so the pointer is a word of `stack`.
-        let get = |i: usize| unsafe { std::ptr::read_volatile((base + i * 8) as *const usize) };
-        // SAFETY: as above.
-        let set = |i: usize, v: usize| unsafe {
-            std::ptr::write_volatile((base + i * 8) as *mut usize, v)
-        };
-        let recs = run(|td| {
-            for (i, ip) in [(7, 70), (5, 50), (3, 30)] {
-                set(i, ip);
-                td.enter(slot(i), ip, i, TRAMP);
-                set(i, TRAMP);
-            }
-            // tail call from the innermost frame: same slot, saved address = trampoline
-            td.enter(slot(3), TRAMP, 9, TRAMP);
-            // SAFETY: all slots are words of `stack`.
-            unsafe { td.restore_slots(TRAMP) };
-            assert_eq!((get(7), get(5), get(3)), (70, 50, 30));
-            // caught in the frame whose callee used slot 5: frames at slots <= 5 are gone
-            assert_eq!(td.prune(|s| s <= slot(5)), 1);
-            // SAFETY: as above.
-            unsafe { td.rehijack_slots(TRAMP) };
-            assert_eq!((stack[7], stack[5], stack[3]), (TRAMP, 50, 30));
-        });
-        assert_eq!(
-            shape(&recs),
-            [
-                (N, 0, 7),
-                (N, 1, 5),
-                (N, 2, 3),
-                (N, 3, 9),
-                (X, 3, 9),
-                (X, 2, 3),
-                (X, 1, 5)
-            ]
-        );
-    }
-
-    #[test]
-    fn depth_limit() {
-        let recs = run(|td| {
-            td.set_depth_limit(2);
-            assert_eq!(td.enter(0x1000, 7, 1, TRAMP), Hook::Hijack);
-            assert_eq!(td.enter(0x0f00, 7, 2, TRAMP), Hook::Hijack);
-            assert_eq!(td.enter(0x0e00, 7, 3, TRAMP), Hook::None);
-            td.cyg_enter(4, 0);
-            td.cyg_enter(5, 0);
-            td.cyg_exit(5);
-            td.cyg_exit(4);
-            assert_eq!(td.rstack.depth(), 2);
-        });
-        assert_eq!(recs.len(), 2);
-    }
-
-    #[test]
-    fn full_stack_is_not_hooked() {
-        let recs = run(|td| {
-            for i in 0..4 {
-                assert_eq!(td.enter(0x1000 - i * 16, 7, i, TRAMP), Hook::Hijack);
-            }
-            assert_eq!(td.enter(0x100, 7, 9, TRAMP), Hook::None);
-            assert_eq!(td.rstack.len(), 4);
-        });
-        assert_eq!(recs.len(), 4);
-    }
-
-    #[test]
-    fn cyg_profile_pairs_and_overflow() {
-        use RecordKind::{Entry as N, Exit as X};
-        let recs = run(|td| {
-            for f in 1..=6 {
-                td.cyg_enter(f, 0);
-            }
-            assert_eq!(td.rstack.depth(), 6);
-            for f in (1..=6).rev() {
-                td.cyg_exit(f);
-            }
-            td.cyg_exit(1); // unbalanced: ignored
-            td.cyg_enter(7, 0);
-            td.cyg_enter(8, 0); // skipped by longjmp
-            td.cyg_exit(7);
-            assert!(td.rstack.is_empty());
-        });
-        let want: Vec<_> = (1..=4)
-            .map(|f| (N, f as u16 - 1, f))
-            .chain((1..=4).rev().map(|f| (X, f as u16 - 1, f)))
-            .chain([(N, 0, 7), (N, 1, 8), (X, 1, 8), (X, 0, 7)])
-            .collect();
-        assert_eq!(shape(&recs), want);
-    }
-}
+mod tests;

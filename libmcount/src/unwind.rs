@@ -16,7 +16,7 @@
 //! * `backtrace` (glibc, also a stack walker): restore the slots, walk, hijack them again.
 
 use crate::arch::exit_trampoline_addr;
-use crate::thread;
+use crate::lifecycle;
 use core::ffi::{c_void, CStr};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
@@ -28,7 +28,7 @@ fn real(cache: &AtomicUsize, name: &CStr) -> usize {
         // SAFETY: `name` is NUL-terminated; RTLD_NEXT is a valid pseudo-handle.
         f = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
         if f == 0 {
-            crate::fatal(b"cannot find the real C++ exception function");
+            crate::log::fatal(b"cannot find the real C++ exception function");
         }
         cache.store(f, Ordering::Relaxed);
     }
@@ -43,7 +43,7 @@ static CXA_BEGIN_CATCH: AtomicUsize = AtomicUsize::new(0);
 /// Restores the thread's return slots before unwinding starts or resumes. `sp` is the stack
 /// pointer of the thunk's caller: frames with slots below it are already gone.
 fn before_unwind(sp: usize) {
-    let Some(td) = thread::existing() else {
+    let Some(td) = lifecycle::existing() else {
         return;
     };
     if td.guard() {
@@ -83,7 +83,7 @@ pub extern "C" fn begin_catch(exc: *mut c_void, slot: usize) -> *mut c_void {
     // SAFETY: `f` is libstdc++'s __cxa_begin_catch, which has this signature.
     let f: extern "C" fn(*mut c_void) -> *mut c_void = unsafe { core::mem::transmute(f) };
     let ret = f(exc);
-    if let Some(td) = thread::existing() {
+    if let Some(td) = lifecycle::existing() {
         if !td.guard() && td.in_exception() {
             td.set_guard(true);
             td.set_in_exception(false);
@@ -106,7 +106,7 @@ pub extern "C" fn backtrace(buf: *mut *mut c_void, size: i32, sp: usize) -> i32 
     // SAFETY: `f` is glibc's backtrace, which has this signature.
     let f: extern "C" fn(*mut *mut c_void, i32) -> i32 = unsafe { core::mem::transmute(f) };
     let tramp = exit_trampoline_addr();
-    let td = thread::existing().filter(|td| !td.guard() && !td.in_exception());
+    let td = lifecycle::existing().filter(|td| !td.guard() && !td.in_exception());
     let Some(td) = td else {
         return drop_own_frame(buf, f(buf, size));
     };

@@ -5,7 +5,7 @@
 //! window refill would fail. Closing it is refused (reported as success), as uftrace does
 //! for its channel.
 
-use crate::{session, sys};
+use crate::{config, sys};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// glibc's `close`, resolved by the constructor (until then: the raw system call).
@@ -22,7 +22,7 @@ pub fn init() {
 /// Interposed `close(2)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn close(fd: libc::c_int) -> libc::c_int {
-    if fd >= 0 && session::is_own_fd(fd) {
+    if fd >= 0 && config::is_own_fd(fd) {
         return 0;
     }
     match REAL_CLOSE.load(Ordering::Relaxed) {

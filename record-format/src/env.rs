@@ -51,6 +51,11 @@ pub const LOGFD: &str = "UTRACE_LOGFD";
 /// recording (nothing would ever finish the data directory).
 pub const RECORDER: &str = "UTRACE_RECORDER";
 
+/// Set to `1` to send every hook through libmcount's Rust handlers, never the trampolines'
+/// fast paths (what record-time filters do anyway): for tests that compare both paths. The
+/// recorder passes it through from its own environment.
+pub const SLOW_PATH: &str = "UTRACE_SLOW_PATH";
+
 /// Default size of a thread's staging ring.
 pub const DEFAULT_BUFFER: usize = 128 * 1024;
 /// Default `max_stack`.

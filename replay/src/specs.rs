@@ -1,25 +1,19 @@
 //! Argument specs bound to functions: which items an ENTRY or EXIT payload holds, and the enum
 //! definitions its values are shown with.
 //!
-//! A function's items are gathered the way uftrace's reader does:
-//! 1. every entry of the recorded `-A`/`-R` lists (`argspec`/`retspec`) whose pattern matches
-//!    adds its items; an entry without items asks for the function's automatic spec;
-//! 2. with `auto-args:1`, a function that step 1 gave no arguments (or no return value) takes
-//!    its automatic arguments (or return value).
-//!
-//! The automatic spec is the `A:`/`R:` line of the function's block in its module's `.dbg`
-//! file, found by module-relative address (feature DEBUG_INFO), else the built-in
-//! `argauto`/`retauto` entry of the same name (feature AUTO_ARGS). Items keep the position of
-//! their first appearance; a later item for the same argument replaces the format, except that
-//! a regex match never overrides an exact one.
+//! The items are bound by `record_format::argbind`, the binder libmcount uses when it writes
+//! the payloads; this module keeps the storage: the recorded `-A`/`-R` lists
+//! (`argspec`/`retspec`) with their compiled patterns, and the automatic specs (with
+//! `auto-args:1`): the `A:`/`R:` line of the function's block in its module's `.dbg` file,
+//! found by module-relative address (feature DEBUG_INFO), else the built-in
+//! `argauto`/`retauto` entry of the same name (feature AUTO_ARGS).
 
 use crate::config::{Demangle, MatchType};
 use crate::filter::Pattern;
 use crate::symbols::demangle::demangle;
 use crate::symbols::{FuncId, FuncInfo};
-use record_format::argspec::{
-    items_of_kind as parse_items, ArgFormat, ArgItem, ArgSlot, ItemKind as Kind, ItemSet,
-};
+use record_format::argbind::{self, SpecEntry};
+use record_format::argspec::{ArgFormat, ArgItem, ArgSlot, ItemKind as Kind, ItemSet};
 use record_format::dbg::{parse_dbg, parse_enums, DbgFile, EnumDefs, EnumValues};
 use record_format::info::{feat, ArgSpecInfo};
 use record_format::task::TaskLine;
@@ -76,17 +70,11 @@ impl EnumScope {
     }
 }
 
-/// One `PATTERN@items` entry of a recorded list, read for one kind.
+/// One `PATTERN@items` entry of a recorded list, read for one kind, with its compiled pattern.
 #[derive(Debug)]
 struct Entry {
-    /// The entry as written (`fib@arg1/x`).
-    text: String,
-    /// The function pattern as written.
-    name: String,
+    spec: SpecEntry,
     pattern: Pattern,
-    /// A plain name (its items win over those of regex matches).
-    exact: bool,
-    items: Vec<ArgItem>,
 }
 
 /// Reads a `;`-separated list for one kind. Like uftrace, an entry with an item that does not
@@ -99,22 +87,14 @@ fn parse_entries(
     notices: &mut Vec<String>,
 ) -> Vec<Entry> {
     let mut out = Vec::new();
-    for entry in list.split(';').filter(|e| !e.trim().is_empty()) {
-        let (name, items) = entry.split_once('@').unwrap_or((entry, ""));
-        let (items, module) = match parse_items(items, kind, long) {
-            Ok(parsed) => parsed,
-            Err((_, e)) => {
-                notices.push(e.to_string());
-                continue;
-            }
-        };
-        out.push(Entry {
-            text: entry.to_string(),
-            name: name.to_string(),
-            pattern: Pattern::new(name, module, ty),
-            exact: record_format::pattern::is_literal(name),
-            items,
-        });
+    for parsed in argbind::parse_list(list, kind, long) {
+        match parsed {
+            Ok(spec) => out.push(Entry {
+                pattern: Pattern::new(&spec.name, spec.module.as_deref(), ty),
+                spec,
+            }),
+            Err(e) => notices.push(e.to_string()),
+        }
     }
     out
 }
@@ -288,9 +268,9 @@ impl Specs {
             let a = parse_entries(list, Kind::Args, self.long, ty, &mut self.notices);
             let r = parse_entries(list, Kind::Ret, self.long, ty, &mut self.notices);
             self.select_args
-                .extend(a.into_iter().filter(|e| !e.items.is_empty()));
+                .extend(a.into_iter().filter(|e| !e.spec.items.is_empty()));
             self.select_rets
-                .extend(r.into_iter().filter(|e| !e.items.is_empty()));
+                .extend(r.into_iter().filter(|e| !e.spec.items.is_empty()));
         }
         self.cache.clear();
     }
@@ -322,13 +302,13 @@ impl Specs {
                 if matched.is_empty() {
                     out.push(format!(
                         "{opt} {}: no function matches {}",
-                        e.text, e.pattern.text
+                        e.spec.text, e.pattern.text
                     ));
                     continue;
                 }
                 let recorded: Vec<(&FuncInfo, FuncSpec)> =
                     matched.iter().map(|f| (*f, self.recorded(f))).collect();
-                for want in &e.items {
+                for want in &e.spec.items {
                     let mut missing = Vec::new();
                     let mut unfit = Vec::new();
                     for (f, spec) in &recorded {
@@ -384,9 +364,9 @@ impl Specs {
         let mut out: HashMap<String, Builtin> = HashMap::new();
         for (list, kind) in [(&a.argauto, Kind::Args), (&a.retauto, Kind::Ret)] {
             for e in parse_entries(list, kind, long, MatchType::Regex, notices) {
-                let mut names = vec![e.name.clone()];
+                let mut names = vec![e.spec.name.clone()];
                 for mode in [Demangle::Simple, Demangle::Full] {
-                    names.push(demangle(&e.name, mode));
+                    names.push(demangle(&e.spec.name, mode));
                 }
                 names.dedup();
                 for n in names {
@@ -396,7 +376,7 @@ impl Specs {
                         Kind::Ret => &mut b.ret,
                     };
                     if slot.is_empty() {
-                        slot.clone_from(&e.items);
+                        slot.clone_from(&e.spec.items);
                     }
                 }
             }
@@ -468,8 +448,7 @@ impl Specs {
                 Kind::Ret => &m.rets,
             };
             if let Some(Some(text)) = table.get(&rel) {
-                // Items before one that does not parse still count, as in uftrace.
-                let (Ok((items, _)) | Err((items, _))) = parse_items(text, kind, self.long);
+                let items = argbind::auto_items(text, kind, self.long);
                 if !items.is_empty() {
                     return items;
                 }
@@ -494,28 +473,18 @@ impl Specs {
     /// The items recorded for `f` (what its payloads hold).
     fn recorded(&self, f: &FuncInfo) -> FuncSpec {
         let module = self.module_of(f);
-        let mut items = ItemSet::default();
-        for (entries, kind) in [
-            (&self.arg_entries, Kind::Args),
-            (&self.ret_entries, Kind::Ret),
-        ] {
-            let mut named = false;
-            for e in entries.iter().filter(|e| e.pattern.matches(f)) {
-                let auto;
-                let new = if e.items.is_empty() {
-                    auto = self.auto_items(f, module, kind);
-                    &auto
-                } else {
-                    &e.items
-                };
-                named |= !new.is_empty();
-                items.add(new, e.exact);
-            }
-            if self.all_auto && !named {
-                items.add(&self.auto_items(f, module, kind), false);
-            }
-        }
-        let (args, ret) = items.into_parts();
+        let (args, ret) = argbind::bind(
+            self.arg_entries
+                .iter()
+                .filter(|e| e.pattern.matches(f))
+                .map(|e| &e.spec),
+            self.ret_entries
+                .iter()
+                .filter(|e| e.pattern.matches(f))
+                .map(|e| &e.spec),
+            self.all_auto,
+            |kind| self.auto_items(f, module, kind),
+        );
         FuncSpec {
             args,
             ret,
@@ -586,7 +555,7 @@ fn name_list(names: &[&str]) -> String {
 fn view(entries: &[Entry], f: &FuncInfo, recorded: &[ArgItem], ret: bool) -> Option<Vec<Shown>> {
     let mut set = ItemSet::default();
     for e in entries.iter().filter(|e| e.pattern.matches(f)) {
-        set.add(&e.items, e.exact);
+        set.add(&e.spec.items, e.spec.exact);
     }
     if set.is_empty() {
         return None;
@@ -646,191 +615,4 @@ pub fn shown_item(rec: &ArgItem, want: &ArgItem) -> Option<ArgItem> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use record_format::argspec::ArgFormat;
-    use record_format::info::{ArgSpecInfo, Info, InfoHeader};
-    use record_format::maps::MapEntry;
-    use record_format::{RawRecord, RecordKind, TraceWriter};
-
-    const DBG: &str = "# path name: /x/prog\n# build-id: abcd1234\n\
-                       E: enum color {RED,GREEN=5,BLUE}\n\
-                       F: 100 paint\nL: 5 st.c\nA: @arg1/e:color\nR: @retval\n\
-                       F: 200 sum\nA: @arg1,arg2\nR: @retval\n\
-                       F: 300 main\nA: @arg1,arg2/p\n\
-                       F: 400 ctor\nA: @arg1/p\nF: 400 ctor2\nA: @arg1/p\n";
-
-    /// A data directory of `/x/prog` mapped at 0x10000 with `prog.dbg`.
-    fn trace(argspec: &str, retspec: &str, auto_args: bool) -> (tempfile::TempDir, TraceDir) {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let path = tmp.path().join("t.data");
-        let mut w = TraceWriter::create(&path).expect("create");
-        let sess = TaskLine::Sess {
-            time: 1,
-            pid: 7,
-            sid: "s1".into(),
-            exename: "/x/prog".into(),
-        };
-        w.task_line(&sess).expect("sess");
-        w.task_line(&TaskLine::Task {
-            time: 1,
-            tid: 7,
-            pid: 7,
-        })
-        .expect("task");
-        let map = MapEntry {
-            start: 0x10000,
-            end: 0x20000,
-            perms: "r-xp".into(),
-            path: "/x/prog".into(),
-            build_id: Some("abcd1234".into()),
-        };
-        w.session_map("s1", &[map]).expect("map");
-        std::fs::write(path.join("prog.dbg"), DBG).expect("dbg");
-        let rec = RawRecord {
-            time: 2,
-            kind: RecordKind::Entry,
-            more: false,
-            depth: 0,
-            addr: 0x10300,
-        };
-        w.func_record(7, rec, &[], &[]).expect("record");
-        let info = Info {
-            header: InfoHeader {
-                feat_mask: InfoHeader::default().feat_mask | feat::AUTO_ARGS | feat::DEBUG_INFO,
-                ..InfoHeader::default()
-            },
-            tids: vec![7],
-            argspec: Some(ArgSpecInfo {
-                argspec: Some(argspec.into()).filter(|s: &String| !s.is_empty()),
-                retspec: Some(retspec.into()).filter(|s: &String| !s.is_empty()),
-                argauto: "malloc@arg1/u;_Znwm@arg1/u".into(),
-                retauto: "malloc@retval/p".into(),
-                enumauto: "enum uft_prot {NONE, READ, WRITE, EXEC = 4}".into(),
-                auto_args,
-            }),
-            ..Info::default()
-        };
-        w.finish(&info).expect("finish");
-        let dir = TraceDir::open(&path).expect("open");
-        (tmp, dir)
-    }
-
-    fn func(name: &str, addr: u64) -> FuncInfo {
-        FuncInfo {
-            name: name.into(),
-            module: "prog".into(),
-            addr,
-            size: 16,
-            is_plt: false,
-            in_exe: true,
-            known: true,
-        }
-    }
-
-    fn texts(s: &FuncSpec) -> (Vec<&str>, Option<&str>) {
-        (
-            s.args.iter().map(|a| a.text.as_str()).collect(),
-            s.ret.as_ref().map(|r| r.text.as_str()),
-        )
-    }
-
-    #[test]
-    fn auto_args_take_the_dbg_spec_of_every_function() {
-        let (_tmp, dir) = trace("", "", true);
-        let mut specs = Specs::new(&dir);
-        let paint = specs.get(0, &func("paint", 0x10100)).clone();
-        assert_eq!(texts(&paint), (vec!["arg1/e:color"], Some("retval")));
-        assert_eq!(paint.args[0].format, ArgFormat::Enum("color".into()));
-        assert_eq!(paint.enums.get("color").map(Vec::len), Some(3));
-        assert_eq!(paint.enums.get("uft_prot").map(Vec::len), Some(4));
-        assert!(paint.enums.has_module());
-        // No dbg block at this address: the built-in list by name (demangled too).
-        let malloc = specs.get(1, &func("malloc", 0x10050)).clone();
-        assert_eq!(texts(&malloc), (vec!["arg1/u"], Some("retval/p")));
-        let new = specs.get(2, &func("operator new", 0x10060)).clone();
-        assert_eq!(texts(&new), (vec!["arg1/u"], None));
-        // Two blocks at one address: no usable spec.
-        assert!(specs.get(3, &func("ctor", 0x10400)).args.is_empty());
-        // Not in any map: no module.
-        let mut lost = func("paint", 0x100);
-        lost.module = "[unknown]".into();
-        lost.known = false;
-        let lost = specs.get(4, &lost);
-        assert!(lost.args.is_empty() && !lost.enums.has_module());
-        assert!(specs.binds_any(&[&func("paint", 0x10100)]));
-    }
-
-    #[test]
-    fn explicit_specs_override_auto_ones() {
-        let (_tmp, dir) = trace("sum@arg2/x;s.m@arg1/c,arg2/c", "paint@retval/x", true);
-        let mut specs = Specs::new(&dir);
-        // Explicit arguments replace the automatic ones; the return value stays automatic.
-        let sum = specs.get(0, &func("sum", 0x10200)).clone();
-        assert_eq!(texts(&sum), (vec!["arg2/x", "arg1/c"], Some("retval")));
-        let paint = specs.get(1, &func("paint", 0x10100)).clone();
-        assert_eq!(texts(&paint), (vec!["arg1/e:color"], Some("retval/x")));
-    }
-
-    #[test]
-    fn exact_patterns_win_over_regex_ones() {
-        let (_tmp, dir) = trace("sum@arg1/x;s.m@arg1/c,arg2/u;sum@arg2/i32", "", false);
-        let mut specs = Specs::new(&dir);
-        let sum = specs.get(0, &func("sum", 0x10200)).clone();
-        assert_eq!(texts(&sum), (vec!["arg1/x", "arg2/i32"], None));
-    }
-
-    #[test]
-    fn entries_without_items_ask_for_auto_specs() {
-        let (_tmp, dir) = trace("main;paint@arg1/q,arg2", "main;malloc", false);
-        let mut specs = Specs::new(&dir);
-        assert_eq!(specs.notices, ["unsupported argument type: arg1/q"]);
-        let main = specs.get(0, &func("main", 0x10300)).clone();
-        assert_eq!(texts(&main), (vec!["arg1", "arg2/p"], None));
-        let malloc = specs.get(1, &func("malloc", 0x10050)).clone();
-        assert_eq!(texts(&malloc), (vec![], Some("retval/p")));
-        // An entry with a bad item is dropped whole; without auto-args nothing else applies.
-        assert!(specs.get(2, &func("paint", 0x10100)).args.is_empty());
-        assert!(specs.get(3, &func("sum", 0x10200)).args.is_empty());
-    }
-
-    #[test]
-    fn replay_selection_maps_onto_recorded_items() {
-        let (_tmp, dir) = trace("sum@arg1,arg2/i32;paint@arg1/s", "sum@retval", false);
-        let mut specs = Specs::new(&dir);
-        let sel = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        specs.select(
-            &sel(&["sum@arg2/x16,arg1/c,arg3", "paint@arg1/x"]),
-            &sel(&["s.m@retval/u"]),
-            MatchType::Regex,
-        );
-        assert!(specs.has_selection());
-        let sum = specs.get(0, &func("sum", 0x10200)).clone();
-        // Recorded items stay (they lay out the payload); the view picks and reformats.
-        assert_eq!(texts(&sum), (vec!["arg1", "arg2/i32"], Some("retval")));
-        let shown: Vec<(usize, &str, usize)> = sum
-            .shown_args
-            .as_ref()
-            .unwrap()
-            .iter()
-            .map(|s| (s.index, s.item.text.as_str(), s.item.size))
-            .collect();
-        assert_eq!(shown, [(1, "arg2/x16", 2), (0, "arg1/c", 1)]);
-        let ret = sum.shown_ret.clone().unwrap().unwrap();
-        assert_eq!((ret.index, ret.item.format), (0, ArgFormat::Unsigned));
-        // A string cannot show as an integer; unnamed functions show what they recorded.
-        let paint = specs.get(1, &func("paint", 0x10100)).clone();
-        assert_eq!(paint.shown_args, Some(vec![]));
-        assert!(specs.get(2, &func("main", 0x10300)).shown_args.is_none());
-        let hints = specs.selection_hints(&[&func("sum", 0x10200), &func("paint", 0x10100)]);
-        assert_eq!(
-            hints,
-            [
-                "arg3 of sum was not recorded: record with -A sum@arg3 to see it",
-                "arg1 of paint was recorded as arg1/s, which cannot be shown as arg1/x: \
-                 record with -A paint@arg1/x to see it so",
-                // `s.m@retval` is satisfied by sum, which recorded its return value.
-            ]
-        );
-    }
-}
+mod tests;

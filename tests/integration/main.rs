@@ -20,6 +20,7 @@
 //! * `analysis_diff`, `analysis_golden`: `utrace report`, `graph` and `info` against uftrace
 //!   (fresh recordings of the test programs; goldens of the fixtures);
 //! * `replay_select`: replay-time `-A`/`-R` selection of recorded arguments;
+//! * `slow_path`: every test program recorded on libmcount's fast and slow paths, same trace;
 //! * `tui`: `utrace tui` driven in tmux (open, fold, search, report, info, quit);
 //! * `kernel_replay`, `kernel_record`: kernel data (`-k`) in the analysis commands (crafted
 //!   pages, against uftrace) and recorded from this kernel's system call events;
@@ -52,6 +53,7 @@ mod record_matrix;
 mod recorder_faults;
 mod replay_diff;
 mod replay_select;
+mod slow_path;
 mod special_files;
 mod survival;
 mod symbols;

@@ -1,0 +1,143 @@
+//! The session's settings and run state, as the hooks and threads read them: set once by the
+//! constructor (`session::init`, before it stores `STATE = ON` with Release), then only read,
+//! except the recorder check and the kept descriptors. Nothing here calls back into the
+//! modules that use it.
+
+use crate::{filter, sys};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use record_format::env;
+use std::ffi::{CStr, CString};
+use std::sync::OnceLock;
+
+pub(crate) const OFF: u8 = 0;
+pub(crate) const ON: u8 = 1;
+pub(crate) const FINISHED: u8 = 2;
+
+/// OFF until the constructor has set everything below (Release), ON while tracing, FINISHED
+/// after the destructor. Hooks load it with Acquire.
+pub(crate) static STATE: AtomicU8 = AtomicU8::new(OFF);
+pub(crate) static DIRFD: AtomicI32 = AtomicI32::new(-1);
+pub(crate) static WINDOW: AtomicUsize = AtomicUsize::new(env::DEFAULT_BUFFER);
+pub(crate) static MAX_STACK: AtomicUsize = AtomicUsize::new(env::DEFAULT_MAX_STACK);
+pub(crate) static DEPTH: AtomicUsize = AtomicUsize::new(usize::MAX);
+pub(crate) static KEY: AtomicUsize = AtomicUsize::new(usize::MAX);
+pub(crate) static SID: AtomicU64 = AtomicU64::new(0);
+/// A pidfd of the recorder (`UTRACE_RECORDER`), -1 without one.
+pub(crate) static RECORDER_FD: AtomicI32 = AtomicI32::new(-1);
+/// Set once the recorder was seen gone.
+pub(crate) static RECORDER_GONE: AtomicBool = AtomicBool::new(false);
+/// `UTRACE_SLOW_PATH=1`: every thread takes the Rust handlers (see [`Config::slow`]).
+pub(crate) static SLOW_PATH: AtomicBool = AtomicBool::new(false);
+
+/// Lowest descriptor number for libmcount's descriptors, out of the way of the program's.
+pub(crate) const HIGH_FD: i32 = 900;
+
+/// Descriptors of the threads' data files (one bit per descriptor number below
+/// `OWN_FDS * 64`), which the interposed `close` must not let the program close.
+const OWN_FDS: usize = 1024;
+static OWN_FD_BITS: [AtomicU64; OWN_FDS] = [const { AtomicU64::new(0) }; OWN_FDS];
+
+/// Moves `fd` above the program's usual range and marks it as libmcount's; `None` (and `fd`
+/// closed) when no number is free there: the caller then does without a kept descriptor.
+pub fn keep_fd(fd: i32) -> Option<i32> {
+    let high = sys::dup_cloexec_above(fd, HIGH_FD);
+    sys::close(fd);
+    let high = high.ok()?;
+    match OWN_FD_BITS.get(high as usize / 64) {
+        Some(word) => {
+            word.fetch_or(1 << (high % 64), Ordering::Relaxed);
+            Some(high)
+        }
+        None => {
+            sys::close(high);
+            None
+        }
+    }
+}
+
+/// Closes a descriptor of [`keep_fd`].
+pub fn release_fd(fd: i32) {
+    if let Some(word) = OWN_FD_BITS.get(fd as usize / 64) {
+        word.fetch_and(!(1 << (fd % 64)), Ordering::Relaxed);
+    }
+    sys::close(fd);
+}
+
+/// What a thread needs to set itself up.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    pub dirfd: i32,
+    pub window: usize,
+    pub max_stack: usize,
+    /// `-D`: functions this deep or deeper are not hooked.
+    pub depth: usize,
+    /// Entries and exits need the full handler (record-time filters, or forced by
+    /// `UTRACE_SLOW_PATH=1`).
+    pub slow: bool,
+}
+
+/// Whether hooks may start new functions.
+#[inline]
+pub fn tracing() -> bool {
+    STATE.load(Ordering::Acquire) == ON
+}
+
+/// The configuration while tracing.
+pub fn config() -> Option<Config> {
+    tracing().then(|| Config {
+        dirfd: DIRFD.load(Ordering::Relaxed),
+        window: WINDOW.load(Ordering::Relaxed),
+        max_stack: MAX_STACK.load(Ordering::Relaxed),
+        depth: DEPTH.load(Ordering::Relaxed),
+        slow: filter::get().is_some() || SLOW_PATH.load(Ordering::Relaxed),
+    })
+}
+
+/// Name prefix of the threads' shared rings (`UTRACE_RING`), if the recorder set one.
+pub(crate) static RING_PREFIX: OnceLock<CString> = OnceLock::new();
+
+/// The ring prefix for `DatWriter`s.
+pub fn ring_prefix() -> Option<&'static CStr> {
+    RING_PREFIX.get().map(|c| c.as_c_str())
+}
+
+/// The session id (in `SESS` lines and map names).
+pub fn sid() -> u64 {
+    SID.load(Ordering::Relaxed)
+}
+
+/// Whether `fd` is one of libmcount's descriptors (data directory, recorder pidfd, data files).
+pub fn is_own_fd(fd: i32) -> bool {
+    let kept = OWN_FD_BITS
+        .get(fd as usize / 64)
+        .is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (fd % 64)) != 0);
+    kept || (tracing()
+        && (DIRFD.load(Ordering::Relaxed) == fd || RECORDER_FD.load(Ordering::Relaxed) == fd))
+}
+
+/// Whether the recorder that started this session has ended (killed, most likely): then no
+/// one will move the rings into the data files or finish the directory, so every thread
+/// writes what it holds and records nothing more. Cold path: one `poll` per call until the
+/// recorder is seen gone.
+pub fn recorder_gone() -> bool {
+    if RECORDER_GONE.load(Ordering::Relaxed) {
+        return true;
+    }
+    let fd = RECORDER_FD.load(Ordering::Relaxed);
+    if fd >= 0 && sys::readable(fd) {
+        if !RECORDER_GONE.swap(true, Ordering::Relaxed) {
+            crate::log::error(b"the recorder has ended: recording stops", 0);
+        }
+        return true;
+    }
+    false
+}
+
+/// Hands the thread's state to the `pthread` key so its destructor runs at thread exit.
+pub fn register_thread(td: usize) {
+    let key = KEY.load(Ordering::Relaxed);
+    if key != usize::MAX {
+        // SAFETY: `key` was created by pthread_key_create in the constructor.
+        unsafe { libc::pthread_setspecific(key as libc::pthread_key_t, td as *const libc::c_void) };
+    }
+}

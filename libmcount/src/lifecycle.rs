@@ -1,0 +1,183 @@
+//! Each thread's life: its [`ThreadState`] is created by its first hook ([`current`]), found
+//! through the thread pointer slot afterwards, closed at thread exit (the `pthread` key
+//! destructor [`thread_exit`]) and at process end ([`finish_current`]), and taken over by the
+//! child after `fork` ([`fork_child`]).
+//!
+//! The state lives in its own anonymous `mmap`: header, shadow-stack frames, then (with
+//! filters) the limits each frame saved and (with filters and arguments) the pending argument
+//! payloads.
+
+use crate::arch::{tls_get, tls_set};
+use crate::buffer::DatWriter;
+use crate::filter::{self, FilterState, Saved};
+use crate::rstack::{Frame, ShadowStack};
+use crate::thread::{block, ThreadState, DEAD, PENDING_ARGS};
+use crate::{clock, config, sys, tasklog};
+
+/// The calling thread's state, created on first use; `None` if the thread is not traced.
+#[inline]
+pub fn current() -> Option<&'static mut ThreadState> {
+    let p = tls_get();
+    let p = match p {
+        0 => {
+            // Setting up calls the C library: the program's errno must survive it.
+            // SAFETY: __errno_location returns this thread's errno address.
+            let errno = unsafe { libc::__errno_location() };
+            // SAFETY: as above.
+            let saved = unsafe { *errno };
+            let p = init_current(true);
+            // SAFETY: as above.
+            unsafe { *errno = saved };
+            p
+        }
+        DEAD => return None,
+        p => p,
+    };
+    // SAFETY: a value other than 0/DEAD in the slot is a live ThreadState mapping that belongs
+    // to this thread only (each thread has its own slot).
+    (p > DEAD).then(|| unsafe { &mut *(p as *mut ThreadState) })
+}
+
+/// The calling thread's state if it has one (including a disabled thread with live frames).
+#[inline]
+pub fn existing() -> Option<&'static mut ThreadState> {
+    let p = tls_get();
+    // SAFETY: as in `current`.
+    (p > DEAD).then(|| unsafe { &mut *(p as *mut ThreadState) })
+}
+
+/// Creates the calling thread's state; `announce` writes its `TASK` line. Returns the value
+/// stored in the thread pointer slot.
+#[cold]
+#[inline(never)]
+pub fn init_current(announce: bool) -> usize {
+    // Hooks that fire while we set up (signals, interposed functions) see DEAD and return.
+    tls_set(DEAD);
+    let Some(cfg) = config::config() else {
+        return DEAD;
+    };
+    let tid = sys::gettid();
+    let header = size_of::<ThreadState>().next_multiple_of(align_of::<Frame>());
+    let frames_len = cfg.max_stack * size_of::<Frame>();
+    let saved_at = (header + frames_len).next_multiple_of(align_of::<Saved>());
+    let saved_len = if filter::get().is_some() {
+        cfg.max_stack * size_of::<Saved>()
+    } else {
+        0
+    };
+    let pending_at = saved_at + saved_len;
+    let pending_len = if filter::get().is_some() && crate::args::get().is_some() {
+        cfg.max_stack * PENDING_ARGS
+    } else {
+        0
+    };
+    let map_len = (pending_at + pending_len).next_multiple_of(sys::PAGE_SIZE);
+    let mem = match sys::mmap(
+        map_len,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+        -1,
+        0,
+    ) {
+        Ok(m) => m,
+        Err(e) => {
+            crate::log::error(b"cannot allocate thread state", e);
+            return DEAD;
+        }
+    };
+    // SAFETY: the frames follow the header inside the fresh mapping, which is large enough for
+    // `max_stack` of them and belongs to this thread only.
+    let rstack = unsafe { ShadowStack::from_raw(mem.add(header) as *mut Frame, cfg.max_stack) };
+    let writer = DatWriter::new(cfg.dirfd, tid, cfg.window, config::ring_prefix());
+    let mut state = ThreadState::new(rstack, writer, tid);
+    state.map_len = map_len;
+    if let Some(f) = filter::get() {
+        state.filt = FilterState::new(f);
+        // SAFETY: `saved_len` bytes for `max_stack` entries follow the frames in the mapping.
+        state.saved = unsafe { mem.add(saved_at) } as *mut Saved;
+    }
+    if pending_len != 0 {
+        // SAFETY: `pending_len` bytes follow the saved limits in the mapping.
+        state.pending = unsafe { mem.add(pending_at) };
+    }
+    // SAFETY: __errno_location has no preconditions; the address is this thread's for life.
+    state.errno = unsafe { libc::__errno_location() };
+    state.set_depth_limit(cfg.depth);
+    if cfg.slow {
+        state.block |= block::SLOW;
+    }
+    let td = mem as *mut ThreadState;
+    // SAFETY: the mapping is page-aligned, writable and large enough for the header.
+    unsafe { td.write(state) };
+    if announce {
+        let line = tasklog::task_line(clock::now(), tid, sys::getpid());
+        if let Err(e) = tasklog::append(cfg.dirfd, line.as_bytes()) {
+            crate::log::error(b"cannot append to task.txt", e);
+        }
+    }
+    config::register_thread(td as usize);
+    tls_set(td as usize);
+    td as usize
+}
+
+/// Thread exit (`pthread` key destructor): close the data file; free the state unless frames
+/// are still live (then only disable it: their returns still need it).
+///
+/// # Safety
+/// `p` must be the calling thread's state pointer (registered by `init_current`).
+pub unsafe extern "C" fn thread_exit(p: *mut libc::c_void) {
+    if p.is_null() || p as usize != tls_get() {
+        return;
+    }
+    // SAFETY: `p` is this thread's live state (checked against the slot above).
+    let td = unsafe { &mut *(p as *mut ThreadState) };
+    td.set_guard(true);
+    crate::dlopen::scan();
+    td.set_disabled(true);
+    td.writer.close();
+    if td.rstack.is_empty() {
+        tls_set(DEAD);
+        let len = td.map_len;
+        // SAFETY: the slot no longer points at the state and no frame can return through it.
+        unsafe { sys::munmap(p as *mut u8, len) };
+    } else {
+        td.set_guard(false);
+    }
+}
+
+/// Process end (library destructor) for the calling thread: close its data file. Frames stay
+/// on the shadow stack (replay shows them as unfinished) and can still return through it.
+pub fn finish_current() {
+    if let Some(td) = existing() {
+        td.set_guard(true);
+        td.set_disabled(true);
+        td.writer.close();
+        td.set_guard(false);
+    }
+}
+
+/// `pthread_atfork` child handler: the child keeps the parent's shadow stack (its hijacked
+/// frames return in the child too) but writes its own `<pid>.dat`; announce it with `FORK`.
+pub extern "C" fn fork_child() {
+    let Some(cfg) = config::config() else {
+        return;
+    };
+    let tid = sys::gettid();
+    let line = tasklog::fork_line(clock::now(), tid, sys::getppid());
+    if let Err(e) = tasklog::append(cfg.dirfd, line.as_bytes()) {
+        crate::log::error(b"cannot append to task.txt", e);
+    }
+    match tls_get() {
+        0 => {
+            init_current(false);
+        }
+        DEAD => {}
+        _ => {
+            if let Some(td) = existing() {
+                td.tid = tid;
+                td.writer.abandon(tid, config::ring_prefix());
+                config::register_thread(td as *mut ThreadState as usize);
+            }
+        }
+    }
+}
