@@ -6,6 +6,7 @@
 //! task and applies the filters of [`filter`]; an [`output`] module renders the result.
 #![forbid(unsafe_code)]
 
+pub mod callstack;
 pub mod config;
 pub mod filter;
 pub mod fstack;

@@ -13,9 +13,10 @@
 //! payloads; `--chrome` needs the argument payloads, and a context switch must be placed
 //! against the task's full stack (shown or hidden calls) at the switch's time.
 
-use super::dump_stack::{fixup, Closed, Fixup, TaskStack};
 use super::perf::{self, PerfEvent};
+use crate::callstack::{Closed, TaskStack, Verdict};
 use crate::config::{Config, TimePoint};
+use record_format::libcall::{stack_effect, StackEffect};
 
 use crate::merge::{Head, Merge};
 
@@ -157,8 +158,12 @@ pub struct Walk<'d> {
     /// The perf events (scheduling, task names, exits) of all tasks by time, and the next one.
     perf: Vec<(usize, PerfEvent)>,
     perf_next: usize,
-    /// Per function: its fix-up kind, once known.
-    fixups: Vec<Option<Option<Fixup>>>,
+    /// Per function: its stack effect, once known.
+    fixups: Vec<Option<Option<StackEffect>>>,
+    /// Per task: the stack level of its last setjmp.
+    setjmp: Vec<usize>,
+    /// Per task: the time of its last record read (shown or not).
+    last_time: Vec<u64>,
     /// Each task's last switch-out time.
     sched_out: Vec<Option<u64>>,
     /// Context switches are shown (not with `--no-event`, `--no-sched`).
@@ -191,6 +196,8 @@ impl<'d> Walk<'d> {
         let perf = perf::events_by_time(dir);
         Walk {
             fixups: Vec::new(),
+            setjmp: vec![0; dir.data.len()],
+            last_time: vec![0; dir.data.len()],
             show_sched: !(cfg.no_event || cfg.no_sched),
             sched_out: vec![None; dir.data.len()],
             range,
@@ -223,14 +230,24 @@ impl<'d> Walk<'d> {
                 continue;
             }
             self.perf_events(head.raw.time, sink)?;
-            self.stacks[ti].last_time = head.raw.time;
-            let closed = self.stacks[ti].consume(&head.raw);
+            self.last_time[ti] = head.raw.time;
+            let closed = self.stacks[ti].consume(&head.raw, head.func, head.payload);
             let shown = match head.raw.kind {
                 RecordKind::Entry => {
                     let ff = self.merge.decide(head.func);
-                    let shown = self.stacks[ti].enter(&ff, has_filter);
-                    if let Some(f) = self.fixup_of(head.func) {
-                        self.stacks[ti].fixup(f);
+                    let stack = &mut self.stacks[ti];
+                    let shown = stack.enter(&ff, has_filter, ff.hide, None, None) == Verdict::Shown;
+                    // dump applies the fix-ups whether the entry is shown or not.
+                    match self.fixup_of(head.func) {
+                        Some(StackEffect::Exec) => {
+                            self.stacks[ti].exec();
+                            self.stacks[ti].reset_filters();
+                        }
+                        Some(StackEffect::Setjmp) => self.setjmp[ti] = self.stacks[ti].open_calls(),
+                        Some(StackEffect::Longjmp) if self.setjmp[ti] > 0 => {
+                            self.stacks[ti].longjmp_to(self.setjmp[ti]);
+                        }
+                        _ => {}
                     }
                     shown
                 }
@@ -266,12 +283,12 @@ impl<'d> Walk<'d> {
     }
 
     /// The fix-up kind of a function (decided once per function).
-    fn fixup_of(&mut self, func: FuncId) -> Option<Fixup> {
+    fn fixup_of(&mut self, func: FuncId) -> Option<StackEffect> {
         let i = func as usize;
         if self.fixups.len() <= i {
             self.fixups.resize(i + 1, None);
         }
-        *self.fixups[i].get_or_insert_with(|| fixup(&self.merge.sym.func(func).name))
+        *self.fixups[i].get_or_insert_with(|| stack_effect(&self.merge.sym.func(func).name))
     }
 
     /// The perf events before `upto`. A context switch inside a function shows as a
@@ -289,8 +306,8 @@ impl<'d> Walk<'d> {
                 continue;
             }
             let stack = &mut self.stacks[ti];
-            let first = stack.last_time == 0;
-            stack.last_time = e.time;
+            let first = self.last_time[ti] == 0;
+            self.last_time[ti] = e.time;
             let mut total = 0;
             let exit = match e.id {
                 perf::SCHED_OUT | perf::SCHED_OUT_PREEMPT => {
@@ -336,7 +353,7 @@ impl<'d> Walk<'d> {
             if !self.allowed[ti] || self.stacks[ti].open_calls() == 0 {
                 continue;
             }
-            let mut last = self.stacks[ti].last_time;
+            let mut last = self.last_time[ti];
             if let Some(stop) = self.range_stop {
                 last = last.min(stop);
             }

@@ -8,8 +8,8 @@
 use super::args::push_value;
 use super::chrome::push_u64;
 use super::dump::{write_notices, DumpOptions};
-use super::dump_stack::TaskStack;
 use super::perf;
+use crate::callstack::{TaskStack, Verdict};
 use crate::config::{Config, TimePoint};
 use crate::filter::{Filters, FuncFilter};
 use crate::specs::{FuncSpec, Specs};
@@ -336,7 +336,7 @@ impl Raw<'_, '_> {
             if !allowed {
                 continue;
             }
-            stack.consume(&r);
+            stack.consume(&r, func, (0, 0));
             if r.time < range.0 || r.time > range.1 {
                 continue;
             }
@@ -348,7 +348,7 @@ impl Raw<'_, '_> {
             let shown = match r.kind {
                 RecordKind::Entry => {
                     let ff = self.decide(func);
-                    stack.enter(&ff, self.filters.has_filter)
+                    stack.enter(&ff, self.filters.has_filter, ff.hide, None, None) == Verdict::Shown
                 }
                 RecordKind::Exit => stack.exit(),
                 RecordKind::Event => !cfg.no_event,

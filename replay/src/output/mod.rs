@@ -5,7 +5,6 @@ pub mod calltree;
 pub mod chrome;
 pub mod dump;
 pub mod dump_raw;
-pub mod dump_stack;
 pub mod events;
 pub mod flame;
 pub mod graph;
