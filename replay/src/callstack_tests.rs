@@ -157,7 +157,7 @@ fn filter_with_depth_shows_its_own_subtree_to_the_depth() {
         filter: true,
         ..FuncFilter::default()
     };
-    let mut v = |s: &mut TaskStack, t, d, a, ff: &FuncFilter| {
+    let v = |s: &mut TaskStack, t, d, a, ff: &FuncFilter| {
         s.consume(&rec(ENTRY, t, d, a), a as FuncId, (0, 0));
         s.enter(ff, true, false, None, None)
     };
