@@ -9,17 +9,18 @@
 pub mod callstack;
 pub mod config;
 pub mod filter;
-pub mod fstack;
 pub mod gate;
 pub mod merge;
 pub mod output;
+pub mod payload;
+pub mod perf;
 pub mod specs;
 pub mod symbols;
 pub use record_format::timeval;
 pub mod walk;
 
 pub use config::{Config, Demangle, Field, MatchType, ReplayOptions, TimePoint, TimeRange};
-pub use output::dump::{dump, DumpFormat, DumpOptions};
+pub use output::dump::{DumpFormat, DumpOptions};
 
 use std::io::Write;
 
@@ -45,8 +46,30 @@ pub fn replay(
     out: &mut dyn Write,
     warn: &mut dyn FnMut(&str),
 ) -> Result<()> {
-    let engine = fstack::Engine::new(dir, cfg, opts, out)?;
+    let engine = output::replay::Engine::new(dir, cfg, opts, out)?;
     let warnings = engine.run()?;
+    for w in warnings {
+        warn(&w);
+    }
+    Ok(())
+}
+
+/// Dumps `dir` in the format of `opts` to `out`. `Usage:` notices go to `out` first (uftrace
+/// prints them on stdout); warnings go to `warn`.
+pub fn dump(
+    dir: &record_format::TraceDir,
+    cfg: &Config,
+    opts: &DumpOptions,
+    out: &mut dyn Write,
+    warn: &mut dyn FnMut(&str),
+) -> Result<()> {
+    let warnings = match opts.format {
+        DumpFormat::Raw => output::dump_raw::dump(dir, cfg, opts, out)?,
+        DumpFormat::Chrome => output::chrome::dump(dir, cfg, opts, out, warn)?,
+        DumpFormat::FlameGraph => output::flame::dump(dir, cfg, opts, out)?,
+        DumpFormat::Graphviz => output::graphviz::dump(dir, cfg, opts, out)?,
+        DumpFormat::Mermaid => output::mermaid::dump(dir, cfg, opts, out)?,
+    };
     for w in warnings {
         warn(&w);
     }

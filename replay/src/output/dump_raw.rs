@@ -5,13 +5,13 @@
 //!
 //! The filters (`-F -N -H -D --tid -r --no-libcall`) hide records; the file headings stay.
 
-use super::args::push_value;
 use super::chrome::push_u64;
 use super::dump::{write_notices, DumpOptions};
-use super::perf;
 use crate::callstack::{TaskStack, Verdict};
 use crate::config::{Config, TimePoint};
 use crate::filter::{Filters, FuncFilter};
+use crate::payload::args::push_value;
+use crate::perf;
 use crate::specs::{FuncSpec, Specs};
 use crate::symbols::{FuncId, Symbolizer};
 use crate::Result;

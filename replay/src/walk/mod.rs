@@ -38,6 +38,7 @@ use record_format::libcall::{stack_effect, StackEffect};
 use record_format::{RecordKind, TraceDir};
 
 mod fast;
+pub mod timed;
 
 /// A function entry that passed the filters.
 #[derive(Debug, Clone, Copy)]

@@ -1,20 +1,22 @@
-//! The replay engine. It keeps, per task, the same bookkeeping uftrace's reader keeps — a
-//! stack counter with reusable slots, a display-depth counter, and filter counters — because
-//! uftrace users compare outputs line by line, and the exact depth of a line after fork, exec,
+//! `replay`: the call graph as indented lines. Each task's pairing and filters are its
+//! [`TaskStack`]; beside it this module keeps what the tree layout needs and uftrace's reader
+//! keeps too — a display-depth counter, the depth a fork child starts at, the setjmp depth —
+//! because users compare outputs line by line, and the depth of a line after fork, exec,
 //! longjmp or a filter depends on that bookkeeping rather than on the call tree alone.
 //!
 //! Records come in time order from [`Merge`]; `-r`, `-t` and `-C` were already applied there
-//! (see [`gate`](crate::gate)). For each entry the engine decides whether it is shown, and
-//! looks at the next record of the whole trace: when that is the same task's matching exit
-//! (after skipping records that would not be shown), the call is printed as a leaf `f();`.
+//! (see [`gate`](crate::gate)). For each shown entry the walk looks at the next record of the
+//! whole trace: when that is the same task's matching exit (after consuming the records that
+//! would not be shown), the call is printed as a leaf `f();`. [`printer`] writes the lines.
 
 use crate::callstack::{TaskStack, Verdict};
 use crate::config::{Config, ReplayOptions};
 use crate::filter::FuncFilter;
 
 use crate::merge::{Head, Merge};
-use crate::output::events::EventState;
-use crate::output::replay::{Call, LineCtx, ReplayPrinter};
+use crate::payload::events::EventState;
+pub mod printer;
+use printer::{Call, LineCtx, ReplayPrinter};
 
 use crate::merge::open_merge;
 use crate::symbols::FuncId;
