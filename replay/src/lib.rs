@@ -1,9 +1,29 @@
 //! utrace's analysis engine. No unsafe code, no command-line parsing.
 //!
-//! Data flow: [`record_format::TraceDir`] maps the data directory; [`symbols`] resolves
-//! addresses through the session maps and `.sym` files (or the ELF files as a fallback);
-//! [`merge`] walks every task's records in time order; [`fstack`] pairs entries and exits per
-//! task and applies the filters of [`filter`]; an [`output`] module renders the result.
+//! Data flow, from the data directory to the text of a command:
+//!
+//! ```text
+//! TraceDir ──▶ merge::Merge ──▶ callstack::TaskStack (one per task) ──▶ visitor / sink / printer
+//!  (mmap)      time order,        pairing, durations, filters,          output::* renders
+//!              -r -t -C (gate),   triggers, -D, LOST resync,
+//!              symbols, payload   exec/setjmp/longjmp, unfinished
+//! ```
+//!
+//! - [`record_format::TraceDir`] maps the data directory; [`symbols`] resolves addresses through
+//!   the session maps and `.sym` files; [`filter`] compiles `-F -N -H -T -C` and triggers.
+//! - [`merge`] hands every task's records over in time order (kernel records nested in), after
+//!   the reader-level gates of [`gate`]; [`payload`] renders recorded arguments and events on
+//!   demand; [`perf`] reads the `perf-cpu*.dat` scheduling records.
+//! - [`callstack`] is the one per-task call stack: every walk pairs entries and exits, counts
+//!   durations and applies the filters and the stack fix-ups through it.
+//! - The walks that drive it: [`walk::Walker`] reports entries, finished calls and LOST to a
+//!   [`walk::Visitor`] (report, graph and its call-tree builder used by the tui, task graph,
+//!   histogram); it has fast paths (direct per-task reading, no filter bookkeeping) when
+//!   nothing needs them. [`walk::timed::Walk`] hands every shown entry and exit, with payloads
+//!   and perf scheduling, to a [`walk::timed::Sink`] (dump's chrome, flame graph, graphviz,
+//!   mermaid). `replay` ([`output::replay`]) walks the merge itself with one record of
+//!   lookahead to print leaves as `f();`.
+//! - [`output`] holds one module per format; the engine modules above never import it.
 #![forbid(unsafe_code)]
 
 pub mod callstack;
