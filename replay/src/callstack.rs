@@ -42,14 +42,11 @@ pub struct Frame {
     pub addr: u64,
     /// The function of the entry (`None` when never entered).
     pub func: Option<FuncId>,
-    /// Entry time while the call is open.
+    /// Entry time while the call is open; once closed by an exit, its duration (exit minus
+    /// entry time), as in uftrace's reader.
     pub start: u64,
     /// Time spent in direct children so far.
     pub child: u64,
-    /// Duration (exit minus entry time) of the last call closed in this slot.
-    pub total: u64,
-    /// (offset, length) of the entry's payload in the task's data.
-    pub payload: (usize, usize),
     valid: bool,
     flags: u8,
     /// `-D` depth to restore at the exit.
@@ -201,8 +198,8 @@ impl TaskStack {
 
     /// Aligns the stack counter with the depth of `r` at the task's first record (a fork child
     /// starts inside calls it never entered) and at the first record after LOST.
-    /// [`TaskStack::consume`] does it for entries and exits; replay and report also do it for
-    /// a LOST or event record, as uftrace's reader does.
+    /// [`TaskStack::consume`] does it for entries and exits; replay and the walker also do it
+    /// for a LOST record, as uftrace's reader does (dump does not).
     #[inline]
     pub fn align(&mut self, r: &RawRecord) {
         let is_exit = usize::from(r.kind == RecordKind::Exit);
@@ -227,14 +224,9 @@ impl TaskStack {
     }
 
     /// Time bookkeeping of one record, before any filter. Returns the closed call for an
-    /// exit. An entry's `func` and `payload` are kept in its slot.
+    /// exit. An entry's `func` is kept in its slot.
     #[inline]
-    pub fn consume(
-        &mut self,
-        r: &RawRecord,
-        func: FuncId,
-        payload: (usize, usize),
-    ) -> Option<Closed> {
+    pub fn consume(&mut self, r: &RawRecord, func: FuncId) -> Option<Closed> {
         match r.kind {
             RecordKind::Event => return None,
             RecordKind::Lost => {
@@ -252,7 +244,6 @@ impl TaskStack {
             f.start = r.time;
             f.child = 0;
             f.valid = true;
-            f.payload = payload;
             self.count += 1;
             return None;
         }
@@ -265,7 +256,7 @@ impl TaskStack {
             0
         };
         f.valid = false;
-        f.total = total;
+        f.start = total;
         let closed = Closed {
             addr: f.addr,
             total,

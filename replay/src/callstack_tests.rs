@@ -18,13 +18,13 @@ fn rec(kind: RecordKind, time: u64, depth: u16, addr: u64) -> RawRecord {
 
 /// Consumes an entry and applies the filters as replay does; returns whether it is shown.
 fn enter(s: &mut TaskStack, time: u64, depth: u16, addr: u64, ff: &FuncFilter) -> bool {
-    s.consume(&rec(ENTRY, time, depth, addr), addr as FuncId, (0, 0));
+    s.consume(&rec(ENTRY, time, depth, addr), addr as FuncId);
     s.enter(ff, false, false, None, None) == Verdict::Shown
 }
 
 /// Consumes an exit; returns the closed call and whether it is shown.
 fn leave(s: &mut TaskStack, time: u64, depth: u16, addr: u64) -> (Closed, bool) {
-    let c = s.consume(&rec(EXIT, time, depth, addr), 0, (0, 0)).unwrap();
+    let c = s.consume(&rec(EXIT, time, depth, addr), 0).unwrap();
     (c, s.exit())
 }
 
@@ -61,7 +61,7 @@ fn lost_in_the_middle_resynchronises_from_the_next_record() {
     enter(&mut s, 10, 0, 1, &ff);
     enter(&mut s, 11, 1, 2, &ff);
     enter(&mut s, 12, 2, 3, &ff);
-    s.consume(&rec(RecordKind::Lost, 13, 0, 99), 0, (0, 0));
+    s.consume(&rec(RecordKind::Lost, 13, 0, 99), 0);
     // The records of 3 and 2 are lost; the next one is main's child at depth 1.
     assert!(enter(&mut s, 20, 1, 4, &ff));
     assert_eq!(s.open_calls(), 2);
@@ -84,7 +84,7 @@ fn longjmp_over_three_frames_returns_to_the_setjmp_level() {
     enter(&mut s, 4, 1, 3, &ff); // a
     enter(&mut s, 5, 2, 4, &ff); // b
     enter(&mut s, 6, 3, 5, &ff); // c
-    s.consume(&rec(ENTRY, 7, 4, 6), 6, (0, 0));
+    s.consume(&rec(ENTRY, 7, 4, 6), 6);
     let v = s.enter(&ff, false, false, Some(StackEffect::Longjmp), None);
     assert_eq!(v, Verdict::Shown);
     let top = s.open_calls() - 1;
@@ -107,7 +107,7 @@ fn exec_empties_the_stack() {
     let mut s = TaskStack::new(None);
     let ff = FuncFilter::default();
     enter(&mut s, 1, 0, 1, &ff);
-    s.consume(&rec(ENTRY, 2, 1, 2), 2, (0, 0));
+    s.consume(&rec(ENTRY, 2, 1, 2), 2);
     assert_eq!(
         s.enter(&ff, false, false, Some(StackEffect::Exec), None),
         Verdict::Shown
@@ -158,7 +158,7 @@ fn filter_with_depth_shows_its_own_subtree_to_the_depth() {
         ..FuncFilter::default()
     };
     let v = |s: &mut TaskStack, t, d, a, ff: &FuncFilter| {
-        s.consume(&rec(ENTRY, t, d, a), a as FuncId, (0, 0));
+        s.consume(&rec(ENTRY, t, d, a), a as FuncId);
         s.enter(ff, true, false, None, None)
     };
     assert_eq!(v(&mut s, 1, 0, 1, &plain), Verdict::Outside);
@@ -195,7 +195,7 @@ fn notrace_hides_everything_below_and_triggers_switch_tracing() {
     assert!(!leave(&mut s, 4, 0, 1).1);
     assert!(!s.inside_notrace());
     let mut enabled = true;
-    s.consume(&rec(ENTRY, 5, 0, 3), 3, (0, 0));
+    s.consume(&rec(ENTRY, 5, 0, 3), 3);
     let v = s.enter(&off, false, false, None, Some(&mut enabled));
     assert_eq!(v, Verdict::Disabled);
     assert!(!enabled);

@@ -336,7 +336,7 @@ impl Raw<'_, '_> {
             if !allowed {
                 continue;
             }
-            stack.consume(&r, func, (0, 0));
+            stack.consume(&r, func);
             if r.time < range.0 || r.time > range.1 {
                 continue;
             }

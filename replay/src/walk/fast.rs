@@ -107,7 +107,7 @@ impl<'d> Walker<'d> {
         match r.kind {
             RecordKind::Entry => {
                 t.last_time = r.time;
-                t.stack.consume(r, h.func, h.payload);
+                t.stack.consume(r, h.func);
                 if v.wants_entries() {
                     let entry = Entry {
                         task: ti,
@@ -130,7 +130,7 @@ impl<'d> Walker<'d> {
                 }
                 t.last_time = r.time;
                 t.last_exit = r.time;
-                let Some(c) = t.stack.consume(r, h.func, h.payload) else {
+                let Some(c) = t.stack.consume(r, h.func) else {
                     return false;
                 };
                 self.exit_call(ti, h, c, v);

@@ -2,7 +2,8 @@
 //! `graph`, `dump`'s graph formats, histograms).
 //!
 //! Records come in time order from [`Merge`] (which already applied `-r`, `-t`, `time=` and
-//! `-C`). Per task the walker keeps uftrace's call-stack bookkeeping: one slot per open call
+//! `-C`). Per task the walker keeps a [`TaskStack`] (uftrace's call-stack bookkeeping, see
+//! [`crate::callstack`]): one slot per open call
 //! holding its address, entry time and the time spent in its direct children; an exit turns the
 //! slot into a finished call (total time, self time = total minus children). Every direct
 //! child counts for its parent's self time, even one the filters hide (`-N`, `-D`,
@@ -540,7 +541,7 @@ impl<'d> Walker<'d> {
         if h.raw.kind == RecordKind::Lost {
             stack.align(&h.raw);
         }
-        stack.consume(&h.raw, h.func, h.payload)
+        stack.consume(&h.raw, h.func)
     }
 
     /// The filters at a function entry; `false` when the entry is not reported.

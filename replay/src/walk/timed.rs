@@ -191,7 +191,7 @@ impl<'d> Walk<'d> {
             }
             self.perf_events(head.raw.time, sink)?;
             self.last_time[ti] = head.raw.time;
-            let closed = self.stacks[ti].consume(&head.raw, head.func, head.payload);
+            let closed = self.stacks[ti].consume(&head.raw, head.func);
             let shown = match head.raw.kind {
                 RecordKind::Entry => {
                     let ff = self.merge.decide(head.func);

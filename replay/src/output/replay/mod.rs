@@ -168,7 +168,7 @@ impl<'d, 'w> Engine<'d, 'w> {
             t.stack.align(r);
             t.display_depth_set = false;
         }
-        t.stack.consume(r, h.func, h.payload);
+        t.stack.consume(r, h.func);
     }
 
     /// Filter bookkeeping at a function entry; `false` when the entry is not shown.
@@ -413,7 +413,7 @@ impl<'d, 'w> Engine<'d, 'w> {
             let ctx = line_ctx(&self.merge, &self.tasks, ti, slot.addr, Some(h.func));
             self.printer.leaf(
                 &ctx,
-                slot.total,
+                slot.start,
                 depth,
                 &Call {
                     name: pick_name(own, &self.name, &self.merge, h.func),
@@ -455,7 +455,7 @@ impl<'d, 'w> Engine<'d, 'w> {
             let ctx = line_ctx(&self.merge, &self.tasks, ti, slot.addr, Some(h.func));
             self.printer.exit(
                 &ctx,
-                Some(slot.total),
+                Some(slot.start),
                 depth,
                 pick_name(own, &self.name, &self.merge, h.func),
                 ret.as_deref(),
@@ -585,7 +585,7 @@ impl<'d, 'w> Engine<'d, 'w> {
                             .stack
                             .slots()
                             .get(d as usize)
-                            .map_or(0, |s| s.total);
+                            .map_or(0, |s| s.start);
                         let _ = write!(
                             line,
                             "[{n}] <== {tid}/{d}: ip ({name}), time ({}:{total})",
