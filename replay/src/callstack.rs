@@ -269,6 +269,48 @@ impl TaskStack {
         Some(closed)
     }
 
+    /// [`TaskStack::consume`] of an entry for a stack [in sync](TaskStack::in_sync): the fast
+    /// path of walks that no filter can hide anything from. Returns the entry's slot.
+    #[inline]
+    pub fn push(&mut self, r: &RawRecord, func: FuncId) -> usize {
+        debug_assert!(self.in_sync() && r.kind == RecordKind::Entry);
+        let i = self.count;
+        let f = self.frame(i);
+        f.addr = r.addr;
+        f.func = Some(func);
+        f.start = r.time;
+        f.child = 0;
+        f.valid = true;
+        self.count = i + 1;
+        i
+    }
+
+    /// [`TaskStack::consume`] of an exit for a stack in sync with at least one open call.
+    #[inline]
+    pub fn pop(&mut self, r: &RawRecord) -> Closed {
+        debug_assert!(self.in_sync() && self.count > 0 && r.kind == RecordKind::Exit);
+        let i = self.count - 1;
+        self.count = i;
+        let f = &mut self.frames[i];
+        let total = if f.valid {
+            r.time.saturating_sub(f.start)
+        } else {
+            0
+        };
+        let closed = Closed {
+            addr: f.addr,
+            total,
+            child: f.child,
+        };
+        f.valid = false;
+        f.start = total;
+        if i > 0 {
+            let p = &mut self.frames[i - 1];
+            p.child = p.child.wrapping_add(total);
+        }
+        closed
+    }
+
     /// The filters at the entry just consumed (uftrace's order: `-N` and `-F` counters, the
     /// fix-up mark, then `hide` (`-H`, `--no-libcall`), `depth=` and `-D`, triggers).
     /// `effect`: the entry's stack effect, marked for [`TaskStack::take_jump`] when the

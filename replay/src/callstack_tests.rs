@@ -202,3 +202,21 @@ fn notrace_hides_everything_below_and_triggers_switch_tracing() {
     // Disabled is not marked hidden: the exit decides with the tracing state of its time.
     assert!(!s.hidden(0));
 }
+
+#[test]
+fn fast_path_pairs_like_consume() {
+    let mut a = TaskStack::new(None);
+    let mut b = TaskStack::new(None);
+    // Both start on main's entry (the fast path needs a started stack).
+    a.consume(&rec(ENTRY, 1, 0, 1), 1);
+    b.consume(&rec(ENTRY, 1, 0, 1), 1);
+    assert!(b.in_sync());
+    a.consume(&rec(ENTRY, 2, 1, 2), 2);
+    assert_eq!(b.push(&rec(ENTRY, 2, 1, 2), 2), 1);
+    let ca = a.consume(&rec(EXIT, 5, 1, 2), 2).unwrap();
+    let cb = b.pop(&rec(EXIT, 5, 1, 2));
+    assert_eq!(ca, cb);
+    let ca = a.consume(&rec(EXIT, 9, 0, 1), 1).unwrap();
+    let cb = b.pop(&rec(EXIT, 9, 0, 1));
+    assert_eq!((ca, cb.child), (cb, 3));
+}

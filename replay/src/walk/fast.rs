@@ -107,14 +107,14 @@ impl<'d> Walker<'d> {
         match r.kind {
             RecordKind::Entry => {
                 t.last_time = r.time;
-                t.stack.consume(r, h.func);
+                let depth = t.stack.push(r, h.func);
                 if v.wants_entries() {
                     let entry = Entry {
                         task: ti,
                         func: h.func,
                         addr: r.addr,
                         time: r.time,
-                        depth: t.stack.open_calls() - 1,
+                        depth,
                     };
                     let view = View {
                         merge: &self.merge,
@@ -130,9 +130,7 @@ impl<'d> Walker<'d> {
                 }
                 t.last_time = r.time;
                 t.last_exit = r.time;
-                let Some(c) = t.stack.consume(r, h.func) else {
-                    return false;
-                };
+                let c = t.stack.pop(r);
                 self.exit_call(ti, h, c, v);
                 true
             }
