@@ -175,6 +175,7 @@ impl TaskStack {
     }
 
     /// Marks the entry in slot `i` hidden.
+    #[inline]
     pub fn hide(&mut self, i: usize) {
         self.frame(i).flags |= NORECORD;
     }
@@ -316,6 +317,7 @@ impl TaskStack {
     /// `effect`: the entry's stack effect, marked for [`TaskStack::take_jump`] when the
     /// counters let it through. `enabled`: the global `trace_on`/`trace_off` state, `None`
     /// when triggers are ignored (dump).
+    #[inline]
     pub fn enter(
         &mut self,
         ff: &FuncFilter,
@@ -396,11 +398,13 @@ impl TaskStack {
     }
 
     /// Whether the shown entry in slot `i` is of the exec or longjmp family (not yet applied).
+    #[inline]
     pub fn jumps(&mut self, i: usize) -> bool {
         self.frame(i).flags & (EXEC | LONGJMP) != 0
     }
 
     /// Takes the exec/longjmp mark of the entry in slot `i`.
+    #[inline]
     pub fn take_jump(&mut self, i: usize) -> Option<StackEffect> {
         let f = self.frame(i);
         let e = if f.flags & EXEC != 0 {
@@ -416,6 +420,7 @@ impl TaskStack {
 
     /// After an exec: the new program starts with an empty stack (the calls open before are
     /// never closed).
+    #[inline]
     pub fn exec(&mut self) {
         self.count = 0;
     }
@@ -428,6 +433,7 @@ impl TaskStack {
     }
 
     /// After a longjmp: the stack goes back to `level` open calls (the level of the setjmp).
+    #[inline]
     pub fn longjmp_to(&mut self, level: usize) {
         self.count = level;
     }

@@ -49,6 +49,8 @@ pub struct Engine<'d, 'w> {
     enabled: bool,
     setjmp_depth: i64,
     setjmp_count: usize,
+    /// Per function: its stack effect, once known.
+    effects: Vec<Option<Option<StackEffect>>>,
     printer: ReplayPrinter<'w>,
     events: EventState,
     last_task: Option<usize>,
@@ -108,6 +110,7 @@ impl<'d, 'w> Engine<'d, 'w> {
             enabled: true,
             setjmp_depth: 0,
             setjmp_count: 0,
+            effects: Vec::new(),
             printer,
             events: EventState::default(),
             last_task: None,
@@ -174,9 +177,8 @@ impl<'d, 'w> Engine<'d, 'w> {
     /// Filter bookkeeping at a function entry; `false` when the entry is not shown.
     fn fstack_entry(&mut self, ti: usize, h: &Head, ff: &FuncFilter) -> bool {
         let has_filter = self.merge.filters.has_filter;
-        let fi = self.merge.sym.func(h.func);
-        let effect = stack_effect(&fi.name);
-        let no_libcall_plt = self.merge.filters.no_libcall && fi.is_plt;
+        let effect = self.effect(h.func);
+        let no_libcall_plt = self.merge.filters.no_libcall && self.merge.sym.func(h.func).is_plt;
         let t = &mut self.tasks[ti];
         // setjmp marks the point longjmp returns to, whatever the filters hide.
         if effect == Some(StackEffect::Setjmp) && !t.stack.inside_notrace() {
@@ -201,6 +203,16 @@ impl<'d, 'w> Engine<'d, 'w> {
             t.display_depth_set = true;
         }
         true
+    }
+
+    /// The stack effect of a function (cached per id).
+    #[inline]
+    fn effect(&mut self, func: FuncId) -> Option<StackEffect> {
+        let i = func as usize;
+        if self.effects.len() <= i {
+            self.effects.resize(i + 1, None);
+        }
+        *self.effects[i].get_or_insert_with(|| stack_effect(&self.merge.sym.func(func).name))
     }
 
     /// Filter bookkeeping at a function exit (the slot above the stack counter).
