@@ -8,8 +8,8 @@
 use crate::config::{Config, KernelView};
 use crate::filter::{Filters, FuncFilter};
 use crate::gate::Gate;
-use crate::output::args::push_recorded;
-use crate::output::events::EventState;
+use crate::payload::args::push_recorded;
+use crate::payload::events::EventState;
 use crate::specs::Specs;
 use crate::symbols::{FuncId, Symbolizer};
 use record_format::argspec::{decode_payload, payload_len, ArgItem};

@@ -1,10 +1,10 @@
 //! The merged call tree of `dump --flame-graph`, `--graphviz` and `--mermaid`: one node per
 //! distinct call path (all tasks merged, children in first-call order), with call counts and
-//! times, built from the calls of the dump walk ([`super::dump::Walk`]). Each task keeps a cursor on the node of its innermost shown call; an exit at the root
+//! times, built from the calls of the dump walk ([`crate::walk::timed::Walk`]). Each task keeps a cursor on the node of its innermost shown call; an exit at the root
 //! (a fork child returning from calls it never entered) leaves the cursor at the root, so the
 //! task's later calls start new top-level paths, as uftrace's graphs do.
 
-use super::dump::{Call, Sink};
+use crate::walk::timed::{Call, Sink};
 use std::collections::HashMap;
 use std::io;
 

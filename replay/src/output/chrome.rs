@@ -13,8 +13,9 @@
 //! Events are written as they come (nothing is kept in memory); strings are escaped by
 //! serde_json.
 
-use super::dump::{write_notices, Call, DumpOptions, Sink, Walk};
+use super::dump::{write_notices, DumpOptions};
 use crate::config::Config;
+use crate::walk::timed::{Call, Sink, Walk};
 use crate::Result;
 use record_format::TraceDir;
 use std::io::{self, Write};

@@ -5,13 +5,13 @@
 //!
 //! The filters (`-F -N -H -D --tid -r --no-libcall`) hide records; the file headings stay.
 
-use super::args::push_value;
 use super::chrome::push_u64;
 use super::dump::{write_notices, DumpOptions};
-use super::dump_stack::TaskStack;
-use super::perf;
+use crate::callstack::{TaskStack, Verdict};
 use crate::config::{Config, TimePoint};
 use crate::filter::{Filters, FuncFilter};
+use crate::payload::args::push_value;
+use crate::perf;
 use crate::specs::{FuncSpec, Specs};
 use crate::symbols::{FuncId, Symbolizer};
 use crate::Result;
@@ -346,7 +346,7 @@ impl Raw<'_, '_> {
             if !allowed {
                 continue;
             }
-            stack.consume(&r);
+            stack.consume(&r, func);
             if r.time < range.0 || r.time > range.1 {
                 continue;
             }
@@ -358,7 +358,7 @@ impl Raw<'_, '_> {
             let shown = match r.kind {
                 RecordKind::Entry => {
                     let ff = self.decide(func);
-                    stack.enter(&ff, self.filters.has_filter)
+                    stack.enter(&ff, self.filters.has_filter, ff.hide, None, None) == Verdict::Shown
                 }
                 RecordKind::Exit => stack.exit(),
                 RecordKind::Event => !cfg.no_event,

@@ -10,8 +10,9 @@
 //! With `--svg` the folded stacks are rendered to an SVG flame graph by `inferno`.
 
 use super::calltree::{CallTree, ROOT};
-use super::dump::{write_notices, DumpOptions, Walk};
+use super::dump::{write_notices, DumpOptions};
 use crate::config::Config;
+use crate::walk::timed::Walk;
 use crate::{ReplayError, Result};
 use record_format::TraceDir;
 use std::io::Write;

@@ -3,8 +3,9 @@
 //! executable's basename.
 
 use super::calltree::CallTree;
-use super::dump::{exe_basename, write_notices, DumpOptions, Walk};
+use super::dump::{exe_basename, write_notices, DumpOptions};
 use crate::config::Config;
+use crate::walk::timed::Walk;
 use crate::Result;
 use record_format::TraceDir;
 use std::io::Write;

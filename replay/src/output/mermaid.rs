@@ -4,8 +4,9 @@
 //! page around them is utrace's own.
 
 use super::calltree::CallTree;
-use super::dump::{exe_basename, write_notices, DumpOptions, Walk};
+use super::dump::{exe_basename, write_notices, DumpOptions};
 use crate::config::Config;
+use crate::walk::timed::Walk;
 use crate::Result;
 use record_format::TraceDir;
 use std::io::Write;

@@ -6,39 +6,22 @@ use super::*;
 use crate::merge::Head;
 
 impl<'d> Walker<'d> {
-    /// The stack fix-up kind of a function (cached per id).
-    #[inline]
-    pub(super) fn fixup(&mut self, func: FuncId) -> Option<Fixup> {
-        let i = func as usize;
-        if self.fixups.len() <= i {
-            self.fixups.resize(i + 1, 0);
-        }
-        if self.fixups[i] == 0 {
-            self.fixups[i] = match fixup_kind(&self.merge.sym.func(func).name) {
-                None => 1,
-                Some(Fixup::Exec) => 2,
-                Some(Fixup::Setjmp) => 3,
-                Some(Fixup::Longjmp) => 4,
-            };
-        }
-        match self.fixups[i] {
-            2 => Some(Fixup::Exec),
-            3 => Some(Fixup::Setjmp),
-            4 => Some(Fixup::Longjmp),
-            _ => None,
-        }
-    }
-
     /// [`Walker::step`] when nothing can hide a call: the filter bookkeeping would accept
     /// every entry and exit, so only the exec/setjmp/longjmp fix-ups are applied.
     #[inline]
-    pub(super) fn plain_step<V: Visitor + ?Sized>(&mut self, ti: usize, h: &Head, v: &mut V) {
+    pub(super) fn plain_step<V: Visitor + ?Sized>(
+        &mut self,
+        ti: usize,
+        h: &Head,
+        closed: Option<Closed>,
+        v: &mut V,
+    ) {
         match h.raw.kind {
             RecordKind::Entry => {
                 let fix = self.fixup(h.func);
-                let idx = self.tasks[ti].stack_count.saturating_sub(1);
-                if fix == Some(Fixup::Setjmp) {
-                    self.setjmp_count = self.tasks[ti].stack_count;
+                let idx = self.tasks[ti].stack.open_calls().saturating_sub(1);
+                if fix == Some(StackEffect::Setjmp) {
+                    self.setjmp_count = self.tasks[ti].stack.open_calls();
                 }
                 if v.wants_entries() {
                     let entry = Entry {
@@ -55,35 +38,16 @@ impl<'d> Walker<'d> {
                     v.entry(&view, &entry);
                 }
                 match fix {
-                    Some(Fixup::Exec) => self.tasks[ti].stack_count = 0,
-                    Some(Fixup::Longjmp) => self.tasks[ti].stack_count = self.setjmp_count,
+                    Some(StackEffect::Exec) => self.tasks[ti].stack.exec(),
+                    Some(StackEffect::Longjmp) => {
+                        self.tasks[ti].stack.longjmp_to(self.setjmp_count)
+                    }
                     _ => {}
                 }
             }
             RecordKind::Exit => {
-                let t = &mut self.tasks[ti];
-                let i = t.stack_count;
-                let Some(slot) = t.slots.get(i) else { return };
-                let (addr, total, child) = (slot.addr, slot.start, slot.child);
-                t.exits += 1;
-                let recursive = t.slots[..i].iter().any(|s| s.addr == addr);
-                let call = Call {
-                    task: ti,
-                    func: h.func,
-                    addr,
-                    exit_addr: h.raw.addr,
-                    total,
-                    child,
-                    time: h.raw.time,
-                    depth: i,
-                    recursive,
-                    unfinished: false,
-                };
-                let view = View {
-                    merge: &self.merge,
-                    tasks: &self.tasks,
-                };
-                v.exit(&view, &call);
+                let Some(c) = closed else { return };
+                self.exit_call(ti, h, c, v);
             }
             RecordKind::Lost => {
                 let view = View {
@@ -96,9 +60,34 @@ impl<'d> Walker<'d> {
         }
     }
 
+    /// Reports the call closed by the exit `h` (the plain walks: no filter can hide it).
+    #[inline]
+    fn exit_call<V: Visitor + ?Sized>(&mut self, ti: usize, h: &Head, c: Closed, v: &mut V) {
+        let t = &mut self.tasks[ti];
+        let i = t.stack.open_calls();
+        t.exits += 1;
+        let call = Call {
+            task: ti,
+            func: h.func,
+            addr: c.addr,
+            exit_addr: h.raw.addr,
+            total: c.total.max(c.child),
+            child: c.child,
+            time: h.raw.time,
+            depth: i,
+            recursive: t.recursive(i, c.addr),
+            unfinished: false,
+        };
+        let view = View {
+            merge: &self.merge,
+            tasks: &self.tasks,
+        };
+        v.exit(&view, &call);
+    }
+
     /// The direct reader's shortcut for plain walks: an entry or exit of a task whose stack
-    /// is in sync, handled in one go (what `consume` and `plain_step` do, without the
-    /// special cases). Returns `false` when the record needs the general path.
+    /// is in sync, handled in one go (what `step` and `plain_step` do, without the special
+    /// cases). Returns `false` when the record needs the general path.
     #[inline]
     pub(super) fn plain_record<V: Visitor + ?Sized>(
         &mut self,
@@ -112,27 +101,20 @@ impl<'d> Walker<'d> {
             return false;
         }
         let t = &mut self.tasks[ti];
-        if !t.fstack_set || t.lost_seen || t.first_time == 0 {
+        if !t.stack.in_sync() || t.first_time == 0 {
             return false;
         }
         match r.kind {
             RecordKind::Entry => {
                 t.last_time = r.time;
-                let i = t.stack_count;
-                let s = t.slot(i);
-                s.addr = r.addr;
-                s.func = Some(h.func);
-                s.start = r.time;
-                s.child = 0;
-                s.valid = true;
-                t.stack_count = i + 1;
+                let depth = t.stack.push(r, h.func);
                 if v.wants_entries() {
                     let entry = Entry {
                         task: ti,
                         func: h.func,
                         addr: r.addr,
                         time: r.time,
-                        depth: i,
+                        depth,
                     };
                     let view = View {
                         merge: &self.merge,
@@ -143,44 +125,13 @@ impl<'d> Walker<'d> {
                 true
             }
             RecordKind::Exit => {
-                let Some(i) = t.stack_count.checked_sub(1) else {
+                if t.stack.open_calls() == 0 {
                     return false;
-                };
+                }
                 t.last_time = r.time;
                 t.last_exit = r.time;
-                let s = &mut t.slots[i];
-                let delta = if s.valid {
-                    r.time.saturating_sub(s.start)
-                } else {
-                    0
-                };
-                let (addr, child) = (s.addr, s.child);
-                let total = delta.max(child);
-                s.start = total;
-                s.valid = false;
-                t.stack_count = i;
-                if i > 0 {
-                    t.slots[i - 1].child += delta;
-                }
-                t.exits += 1;
-                let recursive = t.slots[..i].iter().any(|s| s.addr == addr);
-                let call = Call {
-                    task: ti,
-                    func: h.func,
-                    addr,
-                    exit_addr: r.addr,
-                    total,
-                    child,
-                    time: r.time,
-                    depth: i,
-                    recursive,
-                    unfinished: false,
-                };
-                let view = View {
-                    merge: &self.merge,
-                    tasks: &self.tasks,
-                };
-                v.exit(&view, &call);
+                let c = t.stack.pop(r);
+                self.exit_call(ti, h, c, v);
                 true
             }
             _ => false,

@@ -2,7 +2,8 @@
 //! `graph`, `dump`'s graph formats, histograms).
 //!
 //! Records come in time order from [`Merge`] (which already applied `-r`, `-t`, `time=` and
-//! `-C`). Per task the walker keeps uftrace's call-stack bookkeeping: one slot per open call
+//! `-C`). Per task the walker keeps a [`TaskStack`] (uftrace's call-stack bookkeeping, see
+//! [`crate::callstack`]): one slot per open call
 //! holding its address, entry time and the time spent in its direct children; an exit turns the
 //! slot into a finished call (total time, self time = total minus children). Every direct
 //! child counts for its parent's self time, even one the filters hide (`-N`, `-D`,
@@ -27,38 +28,18 @@
 //! walker.run(&mut Count(0))?;
 //! ```
 
+pub use crate::callstack::Frame;
+use crate::callstack::{Closed, TaskStack, Verdict};
 use crate::config::{Config, TimePoint};
 use crate::filter::FuncFilter;
 use crate::merge::{Head, Merge};
 use crate::symbols::{FuncId, FuncInfo, Symbolizer};
 use crate::Result;
+use record_format::libcall::{stack_effect, StackEffect};
 use record_format::{RecordKind, TraceDir};
 
 mod fast;
-
-// Slot flags.
-const FILTERED: u8 = 1;
-const NOTRACE: u8 = 2;
-const NORECORD: u8 = 4;
-const EXEC: u8 = 8;
-const LONGJMP: u8 = 16;
-
-/// One open call of a task (a slot of its call stack).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Frame {
-    /// Recorded address of the entry; 0 for calls entered before the task's data starts
-    /// (a fork child inherits its parent's open calls).
-    pub addr: u64,
-    /// The function of the entry (`None` when never entered).
-    pub func: Option<FuncId>,
-    /// Entry time while open.
-    pub start: u64,
-    /// Time spent in direct children so far.
-    pub child: u64,
-    valid: bool,
-    flags: u8,
-    orig_depth: i64,
-}
+pub mod timed;
 
 /// A function entry that passed the filters.
 #[derive(Debug, Clone, Copy)]
@@ -134,8 +115,7 @@ impl View<'_, '_> {
     /// The open calls of the task, outermost first. During [`Visitor::exit`] the exiting
     /// call is no longer part of it.
     pub fn stack(&self, task: usize) -> &[Frame] {
-        let t = &self.tasks[task];
-        &t.slots[..t.stack_count.min(t.slots.len())]
+        self.tasks[task].stack.open()
     }
 
     /// The symbolizer (for names of frames, modules, session names).
@@ -178,13 +158,7 @@ pub trait Visitor {
 
 #[derive(Debug)]
 struct TaskState {
-    stack_count: usize,
-    slots: Vec<Frame>,
-    in_count: i64,
-    out_count: i64,
-    filter_depth: i64,
-    fstack_set: bool,
-    lost_seen: bool,
+    stack: TaskStack,
     allowed: bool,
     /// Times of the task's first and last records (non-LOST).
     first_time: u64,
@@ -197,39 +171,12 @@ struct TaskState {
     session: Option<usize>,
     sess_from: u64,
     sess_until: u64,
-    default_depth: i64,
 }
 
 impl TaskState {
-    #[inline]
-    fn slot(&mut self, i: usize) -> &mut Frame {
-        if self.slots.len() <= i {
-            let fresh = Frame {
-                orig_depth: self.default_depth,
-                ..Frame::default()
-            };
-            self.slots.resize(i + 1, fresh);
-        }
-        &mut self.slots[i]
-    }
-}
-
-/// Which stack-changing function a name is.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Fixup {
-    Exec,
-    Setjmp,
-    Longjmp,
-}
-
-fn fixup_kind(name: &str) -> Option<Fixup> {
-    match name {
-        "execl" | "execlp" | "execle" | "execv" | "execve" | "execvp" | "execvpe" => {
-            Some(Fixup::Exec)
-        }
-        "setjmp" | "_setjmp" | "sigsetjmp" | "__sigsetjmp" => Some(Fixup::Setjmp),
-        "longjmp" | "siglongjmp" | "__longjmp_chk" => Some(Fixup::Longjmp),
-        _ => None,
+    /// Whether some outer open call has the same address as slot `i`.
+    fn recursive(&self, i: usize, addr: u64) -> bool {
+        self.stack.slots()[..i].iter().any(|s| s.addr == addr)
     }
 }
 
@@ -240,7 +187,6 @@ pub struct Walker<'d> {
     tasks: Vec<TaskState>,
     enabled: bool,
     setjmp_count: usize,
-    default_depth: i64,
     /// End of `-r` (absolute ns), closing unfinished calls.
     range_stop: Option<u64>,
     no_libcall: bool,
@@ -256,8 +202,8 @@ pub struct Walker<'d> {
     /// Nothing can hide a call (no filter, trigger, `-D`, `--no-libcall`): every entry and
     /// exit is reported and only the stack fix-ups remain (see [`Walker::plain_step`]).
     plain: bool,
-    /// Per function: its stack fix-up kind (0 unknown, 1 none, else 2 + [`Fixup`]).
-    fixups: Vec<u8>,
+    /// Per function: its stack effect, once known.
+    fixups: Vec<Option<Option<StackEffect>>>,
     notices: Vec<String>,
 }
 
@@ -300,18 +246,11 @@ impl<'d> Walker<'d> {
             && cfg.time_range.is_none()
             && cfg.caller.is_empty()
             && cfg.triggers.is_empty();
-        let default_depth = cfg.depth.map_or(i64::from(u16::MAX), i64::from);
         let tasks = dir
             .data
             .iter()
             .map(|d| TaskState {
-                stack_count: 0,
-                slots: Vec::new(),
-                in_count: 0,
-                out_count: 0,
-                filter_depth: default_depth,
-                fstack_set: false,
-                lost_seen: false,
+                stack: TaskStack::new(cfg.depth),
                 allowed: cfg.tids.is_empty() || cfg.tids.contains(&d.tid),
                 first_time: 0,
                 last_time: 0,
@@ -320,7 +259,6 @@ impl<'d> Walker<'d> {
                 session: None,
                 sess_from: 1,
                 sess_until: 0,
-                default_depth,
             })
             .collect();
         Ok(Walker {
@@ -329,7 +267,6 @@ impl<'d> Walker<'d> {
             tasks,
             enabled: true,
             setjmp_count: 0,
-            default_depth,
             range_stop,
             no_libcall: cfg.no_libcall,
             exits_only: false,
@@ -350,26 +287,30 @@ impl<'d> Walker<'d> {
         self
     }
 
-    fn exit_only<V: Visitor + ?Sized>(&mut self, ti: usize, h: &Head, v: &mut V) {
-        if h.raw.kind != RecordKind::Exit {
+    fn exit_only<V: Visitor + ?Sized>(
+        &mut self,
+        ti: usize,
+        h: &Head,
+        closed: Option<Closed>,
+        v: &mut V,
+    ) {
+        let (RecordKind::Exit, Some(c)) = (h.raw.kind, closed) else {
             return;
-        }
-        let i = self.tasks[ti].stack_count;
-        let slot = *self.tasks[ti].slot(i);
+        };
         let t = &mut self.tasks[ti];
+        let i = t.stack.open_calls();
         t.last_exit = h.raw.time;
         t.exits += 1;
-        let recursive = t.slots[..i].iter().any(|s| s.addr == slot.addr);
         let call = Call {
             task: ti,
             func: h.func,
-            addr: slot.addr,
+            addr: c.addr,
             exit_addr: h.raw.addr,
-            total: slot.start,
-            child: slot.child,
+            total: c.total.max(c.child),
+            child: c.child,
             time: h.raw.time,
             depth: i,
-            recursive,
+            recursive: t.recursive(i, c.addr),
             unfinished: false,
         };
         let view = View {
@@ -455,144 +396,130 @@ impl<'d> Walker<'d> {
     /// One record of task `ti` (in time order within the task).
     #[inline]
     fn step<V: Visitor + ?Sized>(&mut self, ti: usize, h: Head, v: &mut V) {
-        {
-            if h.raw.kind == RecordKind::Event {
-                return;
+        if h.raw.kind == RecordKind::Event {
+            return;
+        }
+        if h.raw.kind != RecordKind::Lost {
+            let t = &mut self.tasks[ti];
+            if t.first_time == 0 {
+                t.first_time = h.raw.time;
             }
-            if h.raw.kind != RecordKind::Lost {
-                let t = &mut self.tasks[ti];
-                if t.first_time == 0 {
-                    t.first_time = h.raw.time;
+            t.last_time = h.raw.time;
+        }
+        let closed = self.consume(ti, &h);
+        if self.exits_only {
+            self.exit_only(ti, &h, closed, v);
+            return;
+        }
+        if self.plain {
+            self.plain_step(ti, &h, closed, v);
+            return;
+        }
+        match h.raw.kind {
+            RecordKind::Lost => {
+                let view = View {
+                    merge: &self.merge,
+                    tasks: &self.tasks,
+                };
+                v.lost(&view, ti, h.raw.addr);
+            }
+            RecordKind::Entry => {
+                let ff = if self.no_filters {
+                    FuncFilter::default()
+                } else {
+                    self.merge.decide(h.func)
+                };
+                let idx = self.tasks[ti].stack.open_calls().saturating_sub(1);
+                if !self.fstack_entry(ti, &h, &ff) {
+                    self.tasks[ti].stack.hide(idx);
+                    return;
                 }
-                t.last_time = h.raw.time;
-            }
-            self.consume(ti, &h);
-            if self.exits_only {
-                self.exit_only(ti, &h, v);
-                return;
-            }
-            if self.plain {
-                self.plain_step(ti, &h, v);
-                return;
-            }
-            match h.raw.kind {
-                RecordKind::Lost => {
-                    let view = View {
-                        merge: &self.merge,
-                        tasks: &self.tasks,
-                    };
-                    v.lost(&view, ti, h.raw.addr);
-                }
-                RecordKind::Entry => {
-                    let ff = if self.no_filters {
-                        FuncFilter::default()
-                    } else {
-                        self.merge.decide(h.func)
-                    };
-                    let idx = self.tasks[ti].stack_count.saturating_sub(1);
-                    if !self.fstack_entry(ti, &h, &ff) {
-                        self.tasks[ti].slot(idx).flags |= NORECORD;
-                        return;
-                    }
-                    let flags = self.tasks[ti].slot(idx).flags;
-                    // --no-libcall hides library calls only after the filters saw them: an
-                    // exec or longjmp still changes the stack (as in uftrace).
-                    let libcall = self.no_libcall && self.merge.sym.func(h.func).is_plt;
-                    if !libcall && v.wants_entries() {
-                        let entry = Entry {
-                            task: ti,
-                            func: h.func,
-                            addr: h.raw.addr,
-                            time: h.raw.time,
-                            depth: idx,
-                        };
-                        let view = View {
-                            merge: &self.merge,
-                            tasks: &self.tasks,
-                        };
-                        v.entry(&view, &entry);
-                    }
-                    let t = &mut self.tasks[ti];
-                    if flags & EXEC != 0 {
-                        t.stack_count = 0;
-                    } else if flags & LONGJMP != 0 {
-                        t.stack_count = self.setjmp_count;
-                    }
-                    t.slots[idx].flags &= !(EXEC | LONGJMP);
-                }
-                RecordKind::Exit => {
-                    let i = self.tasks[ti].stack_count;
-                    let slot = *self.tasks[ti].slot(i);
-                    self.fstack_exit(ti);
-                    if !self.enabled || slot.flags & NORECORD != 0 {
-                        return;
-                    }
-                    if self.no_libcall && self.merge.sym.func(h.func).is_plt {
-                        return;
-                    }
-                    self.tasks[ti].exits += 1;
-                    let t = &self.tasks[ti];
-                    let recursive = t.slots[..i].iter().any(|s| s.addr == slot.addr);
-                    let call = Call {
+                // --no-libcall hides library calls only after the filters saw them: an
+                // exec or longjmp still changes the stack (as in uftrace).
+                let libcall = self.no_libcall && self.merge.sym.func(h.func).is_plt;
+                if !libcall && v.wants_entries() {
+                    let entry = Entry {
                         task: ti,
                         func: h.func,
-                        addr: slot.addr,
-                        exit_addr: h.raw.addr,
-                        total: slot.start,
-                        child: slot.child,
+                        addr: h.raw.addr,
                         time: h.raw.time,
-                        depth: i,
-                        recursive,
-                        unfinished: false,
+                        depth: idx,
                     };
                     let view = View {
                         merge: &self.merge,
                         tasks: &self.tasks,
                     };
-                    v.exit(&view, &call);
+                    v.entry(&view, &entry);
                 }
-                RecordKind::Event => {}
+                let stack = &mut self.tasks[ti].stack;
+                match stack.take_jump(idx) {
+                    Some(StackEffect::Exec) => stack.exec(),
+                    Some(StackEffect::Longjmp) => stack.longjmp_to(self.setjmp_count),
+                    _ => {}
+                }
             }
+            RecordKind::Exit => {
+                let i = self.tasks[ti].stack.open_calls();
+                let shown = self.tasks[ti].stack.exit();
+                if !self.enabled || !shown {
+                    return;
+                }
+                if self.no_libcall && self.merge.sym.func(h.func).is_plt {
+                    return;
+                }
+                let c = closed.unwrap_or_default();
+                let t = &mut self.tasks[ti];
+                t.exits += 1;
+                let call = Call {
+                    task: ti,
+                    func: h.func,
+                    addr: c.addr,
+                    exit_addr: h.raw.addr,
+                    total: c.total.max(c.child),
+                    child: c.child,
+                    time: h.raw.time,
+                    depth: i,
+                    recursive: t.recursive(i, c.addr),
+                    unfinished: false,
+                };
+                let view = View {
+                    merge: &self.merge,
+                    tasks: &self.tasks,
+                };
+                v.exit(&view, &call);
+            }
+            RecordKind::Event => {}
         }
     }
 
     /// Closes the calls still open at the end of each task (uftrace's "remaining functions").
     fn finish_remaining<V: Visitor + ?Sized>(&mut self, v: &mut V) {
         for ti in 0..self.tasks.len() {
-            if !self.tasks[ti].allowed || self.tasks[ti].stack_count == 0 {
+            let t = &self.tasks[ti];
+            if !t.allowed || t.stack.open_calls() == 0 {
                 continue;
             }
-            let t = &self.tasks[ti];
             let task_last = if self.exits_only {
                 t.last_exit
             } else {
                 t.last_time
             };
             let last = self.range_stop.unwrap_or(task_last);
-            while self.tasks[ti].stack_count > 0 {
-                let t = &mut self.tasks[ti];
-                t.stack_count -= 1;
-                let i = t.stack_count;
-                let slot = *t.slot(i);
-                if slot.addr == 0 || slot.start > last {
-                    continue;
-                }
-                let total = (last - slot.start).max(slot.child);
-                if i > 0 {
-                    t.slots[i - 1].child += total;
-                }
-                let recursive = t.slots[..i].iter().any(|s| s.addr == slot.addr);
+            while let Some(closed) = self.tasks[ti].stack.close_open(last) {
+                let Some(c) = closed else { continue };
+                let t = &self.tasks[ti];
+                let i = t.stack.open_calls();
+                let recursive = t.recursive(i, c.addr);
                 // Named in the task's last session, like uftrace (an address from before an
                 // exec may no longer resolve).
-                let session = self.tasks[ti].session;
-                let func = self.merge.sym.resolve(session, last, slot.addr);
+                let func = self.merge.sym.resolve(t.session, last, c.addr);
                 let call = Call {
                     task: ti,
                     func,
-                    addr: slot.addr,
-                    exit_addr: slot.addr,
-                    total,
-                    child: slot.child,
+                    addr: c.addr,
+                    exit_addr: c.addr,
+                    total: c.total,
+                    child: c.child,
                     time: last,
                     depth: i,
                     recursive,
@@ -607,129 +534,35 @@ impl<'d> Walker<'d> {
         }
     }
 
-    /// Stack bookkeeping of every record (uftrace's "consume"). After an exit, the slot's
-    /// `start` holds the call's duration.
+    /// Pairing of every record (a LOST record, like uftrace's reader, also starts the task).
     #[inline]
-    fn consume(&mut self, ti: usize, h: &Head) {
-        let default_depth = self.default_depth;
-        let t = &mut self.tasks[ti];
-        let r = &h.raw;
-        if !t.fstack_set {
-            // A fork child or a task seen after LOST starts inside calls it never entered.
-            t.stack_count = r.depth as usize + usize::from(r.kind == RecordKind::Exit);
-            t.fstack_set = true;
-            for i in 0..t.stack_count {
-                let s = t.slot(i);
-                s.start = r.time;
-                s.child = 0;
-                s.valid = true;
-            }
-            t.filter_depth = default_depth;
+    fn consume(&mut self, ti: usize, h: &Head) -> Option<Closed> {
+        let stack = &mut self.tasks[ti].stack;
+        if h.raw.kind == RecordKind::Lost {
+            stack.align(&h.raw);
         }
-        if t.lost_seen && r.kind != RecordKind::Lost {
-            t.stack_count = r.depth as usize + usize::from(r.kind == RecordKind::Exit);
-            t.lost_seen = false;
-            for i in 0..=r.depth as usize {
-                let s = t.slot(i);
-                s.start = r.time.saturating_sub(1);
-            }
-        }
-        match r.kind {
-            RecordKind::Entry => {
-                let i = t.stack_count;
-                let s = t.slot(i);
-                s.addr = r.addr;
-                s.func = Some(h.func);
-                s.start = r.time;
-                s.child = 0;
-                s.valid = true;
-                t.stack_count += 1;
-            }
-            RecordKind::Exit => {
-                let i = t.stack_count.saturating_sub(1);
-                let s = t.slot(i);
-                let delta = if s.valid {
-                    r.time.saturating_sub(s.start)
-                } else {
-                    0
-                };
-                s.start = delta.max(s.child);
-                s.valid = false;
-                t.stack_count = t.stack_count.saturating_sub(1);
-                if i > 0 {
-                    t.slots[i - 1].child += delta;
-                }
-            }
-            RecordKind::Lost => t.lost_seen = true,
-            RecordKind::Event => {}
-        }
+        stack.consume(&h.raw, h.func)
     }
 
-    /// Filter bookkeeping at a function entry; `false` when the entry is not reported.
+    /// The filters at a function entry; `false` when the entry is not reported.
     fn fstack_entry(&mut self, ti: usize, h: &Head, ff: &FuncFilter) -> bool {
         let has_filter = self.merge.filters.has_filter;
-        let default_depth = self.default_depth;
-        let kind = self.fixup(h.func);
-        let t = &mut self.tasks[ti];
-        let idx = t.stack_count.saturating_sub(1);
-        let orig = t.filter_depth;
-        let slot = t.slot(idx);
-        slot.orig_depth = orig;
-        slot.flags = 0;
-        if t.out_count > 0 {
-            return false;
+        let effect = self.fixup(h.func);
+        let stack = &mut self.tasks[ti].stack;
+        // setjmp marks the level longjmp returns to, whatever the filters hide below -N.
+        if effect == Some(StackEffect::Setjmp) && !stack.inside_notrace() {
+            self.setjmp_count = stack.open_calls();
         }
-        if kind == Some(Fixup::Setjmp) {
-            self.setjmp_count = t.stack_count;
-        }
-        if ff.notrace {
-            t.out_count += 1;
-            t.slots[idx].flags |= NOTRACE;
-            return false;
-        }
-        if ff.filter {
-            t.in_count += 1;
-            t.slots[idx].flags |= FILTERED;
-            t.filter_depth = default_depth;
-        } else if has_filter && t.in_count == 0 {
-            return false;
-        }
-        match kind {
-            Some(Fixup::Exec) => t.slots[idx].flags |= EXEC,
-            Some(Fixup::Longjmp) => t.slots[idx].flags |= LONGJMP,
-            _ => {}
-        }
-        if ff.hide {
-            return false;
-        }
-        if let Some(d) = ff.actions.depth {
-            t.filter_depth = i64::from(d);
-        }
-        if ff.actions.trace_on {
-            self.enabled = true;
-        }
-        if ff.actions.trace_off {
-            self.enabled = false;
-        }
-        if !self.enabled || t.filter_depth <= 0 {
-            return false;
-        }
-        t.filter_depth -= 1;
-        true
+        stack.enter(ff, has_filter, ff.hide, effect, Some(&mut self.enabled)) == Verdict::Shown
     }
 
-    /// Filter bookkeeping at a function exit (the slot just above the stack counter).
+    /// The stack effect of a function (cached per id).
     #[inline]
-    fn fstack_exit(&mut self, ti: usize) {
-        let t = &mut self.tasks[ti];
-        let i = t.stack_count;
-        let s = *t.slot(i);
-        if s.flags & FILTERED != 0 {
-            t.in_count -= 1;
-        } else if s.flags & NOTRACE != 0 {
-            t.out_count -= 1;
+    fn fixup(&mut self, func: FuncId) -> Option<StackEffect> {
+        let i = func as usize;
+        if self.fixups.len() <= i {
+            self.fixups.resize(i + 1, None);
         }
-        t.slots[i].flags = 0;
-        t.filter_depth = s.orig_depth;
+        *self.fixups[i].get_or_insert_with(|| stack_effect(&self.merge.sym.func(func).name))
     }
 }

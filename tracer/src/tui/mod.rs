@@ -3,6 +3,7 @@
 //! runs the terminal.
 
 pub mod model;
+pub mod tree;
 
 use model::{App, Key, Mode, HELP};
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};

@@ -1,94 +1,43 @@
-//! The replay engine. It keeps, per task, the same bookkeeping uftrace's reader keeps — a
-//! stack counter with reusable slots, a display-depth counter, and filter counters — because
-//! uftrace users compare outputs line by line, and the exact depth of a line after fork, exec,
+//! `replay`: the call graph as indented lines. Each task's pairing and filters are its
+//! [`TaskStack`]; beside it this module keeps what the tree layout needs and uftrace's reader
+//! keeps too — a display-depth counter, the depth a fork child starts at, the setjmp depth —
+//! because users compare outputs line by line, and the depth of a line after fork, exec,
 //! longjmp or a filter depends on that bookkeeping rather than on the call tree alone.
 //!
 //! Records come in time order from [`Merge`]; `-r`, `-t` and `-C` were already applied there
-//! (see [`gate`](crate::gate)). For each entry the engine decides whether it is shown, and
-//! looks at the next record of the whole trace: when that is the same task's matching exit
-//! (after skipping records that would not be shown), the call is printed as a leaf `f();`.
+//! (see [`gate`](crate::gate)). For each shown entry the walk looks at the next record of the
+//! whole trace: when that is the same task's matching exit (after consuming the records that
+//! would not be shown), the call is printed as a leaf `f();`. [`printer`] writes the lines.
 
+use crate::callstack::{TaskStack, Verdict};
 use crate::config::{Config, ReplayOptions};
 use crate::filter::FuncFilter;
 
 use crate::merge::{Head, Merge};
-use crate::output::events::EventState;
-use crate::output::replay::{Call, LineCtx, ReplayPrinter};
+use crate::payload::events::EventState;
+pub mod printer;
+use printer::{Call, LineCtx, ReplayPrinter};
 
 use crate::merge::open_merge;
 use crate::symbols::FuncId;
 use crate::Result;
+use record_format::libcall::{stack_effect, StackEffect};
 use record_format::{RecordKind, TraceDir};
 use std::io::Write;
 
-// Slot flags.
-const FILTERED: u8 = 1;
-const NOTRACE: u8 = 2;
-const NORECORD: u8 = 4;
-const EXEC: u8 = 8;
-const LONGJMP: u8 = 16;
-
-/// One level of a task's call stack. Slots are reused by index, so a slot may still describe
-/// an older call when the data skips frames (longjmp), exactly as in uftrace.
-#[derive(Debug, Clone, Copy, Default)]
-struct Slot {
-    /// Recorded address of the entry (0: never entered in this data).
-    addr: u64,
-    func: Option<FuncId>,
-    /// Start time while the call is open, duration after its exit.
-    total: u64,
-    valid: bool,
-    /// Filter depth to restore at exit.
-    orig_depth: i64,
-    flags: u8,
-    payload: (usize, usize),
-}
-
+/// A task: its call stack and what the tree layout keeps beside it.
 #[derive(Debug)]
 struct TaskState {
-    stack_count: usize,
-    slots: Vec<Slot>,
+    stack: TaskStack,
     display_depth: i64,
     display_depth_set: bool,
-    in_count: i64,
-    out_count: i64,
-    filter_depth: i64,
     fork_display_depth: i64,
     fork_handled: bool,
-    fstack_set: bool,
-    lost_seen: bool,
     /// Time of the record being shown and of the one before (`time`, `delta` columns).
     timestamp: u64,
     timestamp_last: u64,
     allowed: bool,
     ppid_task: Option<usize>,
-    /// `-D` (or no limit): what a never-entered slot restores at exit.
-    default_depth: i64,
-}
-
-impl TaskState {
-    #[inline]
-    fn slot(&mut self, i: usize) -> &mut Slot {
-        if self.slots.len() <= i {
-            let fresh = Slot {
-                orig_depth: self.default_depth,
-                ..Slot::default()
-            };
-            self.slots.resize(i + 1, fresh);
-        }
-        &mut self.slots[i]
-    }
-}
-
-/// Names of functions whose semantics change the stack (uftrace's fix-up list).
-fn fixup_kind(name: &str) -> Option<u8> {
-    match name {
-        "execl" | "execlp" | "execle" | "execv" | "execve" | "execvp" | "execvpe" => Some(EXEC),
-        "setjmp" | "_setjmp" | "sigsetjmp" | "__sigsetjmp" => Some(0x40),
-        "longjmp" | "siglongjmp" | "__longjmp_chk" => Some(LONGJMP),
-        "fork" | "vfork" | "daemon" => Some(0x80),
-        _ => None,
-    }
 }
 
 /// The replay engine over one data directory.
@@ -100,7 +49,8 @@ pub struct Engine<'d, 'w> {
     enabled: bool,
     setjmp_depth: i64,
     setjmp_count: usize,
-    default_depth: i64,
+    /// Per function: its stack effect, once known.
+    effects: Vec<Option<Option<StackEffect>>>,
     printer: ReplayPrinter<'w>,
     events: EventState,
     last_task: Option<usize>,
@@ -136,29 +86,21 @@ impl<'d, 'w> Engine<'d, 'w> {
             merge.set_range(start, stop);
             merge.restart();
         }
-        let default_depth = cfg.depth.map_or(i64::from(u16::MAX), i64::from);
         let ppids = parent_tasks(dir);
         let tasks = dir
             .data
             .iter()
             .enumerate()
             .map(|(i, d)| TaskState {
-                stack_count: 0,
-                slots: Vec::new(),
+                stack: TaskStack::new(cfg.depth),
                 display_depth: 0,
                 display_depth_set: cfg.time_range.is_none_or(|r| r.start.is_none()),
-                in_count: 0,
-                out_count: 0,
-                filter_depth: default_depth,
                 fork_display_depth: 0,
                 fork_handled: false,
-                fstack_set: false,
-                lost_seen: false,
                 timestamp: 0,
                 timestamp_last: 0,
                 allowed: cfg.tids.is_empty() || cfg.tids.contains(&d.tid),
                 ppid_task: ppids[i],
-                default_depth,
             })
             .collect();
         Ok(Engine {
@@ -168,7 +110,7 @@ impl<'d, 'w> Engine<'d, 'w> {
             enabled: true,
             setjmp_depth: 0,
             setjmp_count: 0,
-            default_depth,
+            effects: Vec::new(),
             printer,
             events: EventState::default(),
             last_task: None,
@@ -209,7 +151,6 @@ impl<'d, 'w> Engine<'d, 'w> {
     /// Stack bookkeeping of a record taken from the stream (uftrace's "consume").
     #[inline]
     fn consume(&mut self, ti: usize, h: &Head) {
-        let default_depth = self.default_depth;
         let fork_depth = self.tasks[ti]
             .ppid_task
             .map_or(0, |p| self.tasks[p].fork_display_depth);
@@ -218,174 +159,88 @@ impl<'d, 'w> Engine<'d, 'w> {
         if r.kind == RecordKind::Event {
             return;
         }
-        if !t.fstack_set {
-            // A fork child or a task seen after LOST starts inside calls it never entered.
-            t.stack_count = r.depth as usize + usize::from(r.kind == RecordKind::Exit);
-            t.fstack_set = true;
-            if !t.fork_handled {
-                if fork_depth != 0 {
-                    t.display_depth = fork_depth;
-                    t.display_depth_set = true;
-                }
-                t.fork_handled = true;
+        if !t.stack.started() && !t.fork_handled {
+            // A fork child starts at the depth its parent's fork was shown at.
+            if fork_depth != 0 {
+                t.display_depth = fork_depth;
+                t.display_depth_set = true;
             }
-            for i in 0..t.stack_count {
-                let s = t.slot(i);
-                s.total = r.time;
-                s.valid = true;
-            }
-            t.filter_depth = default_depth;
+            t.fork_handled = true;
         }
-        if t.lost_seen && r.kind != RecordKind::Lost {
-            t.stack_count = r.depth as usize + usize::from(r.kind == RecordKind::Exit);
-            t.lost_seen = false;
-            for i in 0..=r.depth as usize {
-                let s = t.slot(i);
-                s.total = r.time.saturating_sub(1);
-            }
+        if r.kind == RecordKind::Lost {
+            t.stack.align(r);
+            t.display_depth_set = false;
         }
-        match r.kind {
-            RecordKind::Entry => {
-                let i = t.stack_count;
-                let s = t.slot(i);
-                s.addr = r.addr;
-                s.func = Some(h.func);
-                s.total = r.time;
-                s.valid = true;
-                s.payload = h.payload;
-                t.stack_count += 1;
-            }
-            RecordKind::Exit => {
-                let i = t.stack_count.saturating_sub(1);
-                let s = t.slot(i);
-                s.total = if s.valid {
-                    r.time.saturating_sub(s.total)
-                } else {
-                    0
-                };
-                s.valid = false;
-                t.stack_count = t.stack_count.saturating_sub(1);
-            }
-            RecordKind::Lost => {
-                t.lost_seen = true;
-                t.display_depth_set = false;
-            }
-            RecordKind::Event => {}
-        }
+        t.stack.consume(r, h.func);
     }
 
     /// Filter bookkeeping at a function entry; `false` when the entry is not shown.
     fn fstack_entry(&mut self, ti: usize, h: &Head, ff: &FuncFilter) -> bool {
         let has_filter = self.merge.filters.has_filter;
-        let default_depth = self.default_depth;
-        let fi = self.merge.sym.func(h.func);
-        let name_kind = fixup_kind(&fi.name);
-        let no_libcall_plt = self.merge.filters.no_libcall && fi.is_plt;
+        let effect = self.effect(h.func);
+        let no_libcall_plt = self.merge.filters.no_libcall && self.merge.sym.func(h.func).is_plt;
         let t = &mut self.tasks[ti];
-        let idx = t.stack_count.saturating_sub(1);
-        let orig = t.filter_depth;
-        let slot = t.slot(idx);
-        slot.orig_depth = orig;
-        slot.flags = 0;
-        if t.out_count > 0 {
-            t.slots[idx].flags |= NORECORD;
-            return false;
-        }
         // setjmp marks the point longjmp returns to, whatever the filters hide.
-        if name_kind == Some(0x40) {
+        if effect == Some(StackEffect::Setjmp) && !t.stack.inside_notrace() {
             self.setjmp_depth = t.display_depth + 1;
-            self.setjmp_count = t.stack_count;
+            self.setjmp_count = t.stack.open_calls();
         }
-        if ff.notrace {
-            t.out_count += 1;
-            t.slots[idx].flags |= NOTRACE | NORECORD;
-            return false;
+        let hide = ff.hide || no_libcall_plt;
+        let verdict = t
+            .stack
+            .enter(ff, has_filter, hide, effect, Some(&mut self.enabled));
+        if verdict != Verdict::Outside && effect == Some(StackEffect::Fork) {
+            t.fork_display_depth = t.display_depth + 1;
         }
-        if ff.filter {
-            t.in_count += 1;
-            t.slots[idx].flags |= FILTERED;
-            t.filter_depth = default_depth;
-        } else if has_filter && t.in_count == 0 {
-            t.slots[idx].flags |= NORECORD;
-            return false;
-        }
-        match name_kind {
-            Some(EXEC) => t.slots[idx].flags |= EXEC,
-            Some(LONGJMP) => t.slots[idx].flags |= LONGJMP,
-            Some(0x80) => t.fork_display_depth = t.display_depth + 1,
-            _ => {}
-        }
-        if no_libcall_plt {
-            t.slots[idx].flags |= NORECORD;
-            return false;
-        }
-        if ff.hide {
-            t.slots[idx].flags |= NORECORD;
-            return false;
-        }
-        if let Some(d) = ff.actions.depth {
-            t.filter_depth = i64::from(d);
-        }
-        if ff.actions.trace_on {
-            self.enabled = true;
-        }
-        if ff.actions.trace_off {
-            self.enabled = false;
+        if verdict == Verdict::Disabled && ff.actions.trace_off {
             t.display_depth_set = false;
         }
-        if !self.enabled {
+        if verdict != Verdict::Shown {
             return false;
         }
-        if t.filter_depth <= 0 {
-            t.slots[idx].flags |= NORECORD;
-            return false;
-        }
-        t.filter_depth -= 1;
         if !t.display_depth_set {
-            t.display_depth = t.stack_count as i64 - 1;
+            t.display_depth = (t.stack.open_calls() as i64 - 1).max(0);
             t.display_depth_set = true;
-            if t.display_depth < 0 {
-                t.display_depth = 0;
-            }
         }
         true
+    }
+
+    /// The stack effect of a function (cached per id).
+    #[inline]
+    fn effect(&mut self, func: FuncId) -> Option<StackEffect> {
+        let i = func as usize;
+        if self.effects.len() <= i {
+            self.effects.resize(i + 1, None);
+        }
+        *self.effects[i].get_or_insert_with(|| stack_effect(&self.merge.sym.func(func).name))
     }
 
     /// Filter bookkeeping at a function exit (the slot above the stack counter).
     #[inline]
     fn fstack_exit(&mut self, ti: usize) {
-        let t = &mut self.tasks[ti];
-        let i = t.stack_count;
-        let s = *t.slot(i);
-        if s.flags & FILTERED != 0 {
-            t.in_count -= 1;
-        } else if s.flags & NOTRACE != 0 {
-            t.out_count -= 1;
-        }
-        t.slots[i].flags = 0;
-        t.filter_depth = s.orig_depth;
+        self.tasks[ti].stack.exit();
     }
 
     /// Display-depth bookkeeping after a shown entry line or before a shown exit line.
     fn fstack_update_entry(&mut self, ti: usize, idx: usize) {
         let t = &mut self.tasks[ti];
-        let flags = t.slot(idx).flags;
-        if flags & EXEC != 0 {
-            t.display_depth = 0;
-            t.stack_count = 0;
-        } else if flags & LONGJMP != 0 {
-            t.display_depth = self.setjmp_depth;
-            t.stack_count = self.setjmp_count;
-        } else {
-            t.display_depth += 1;
+        match t.stack.take_jump(idx) {
+            Some(StackEffect::Exec) => {
+                t.display_depth = 0;
+                t.stack.exec();
+            }
+            Some(StackEffect::Longjmp) => {
+                t.display_depth = self.setjmp_depth;
+                t.stack.longjmp_to(self.setjmp_count);
+            }
+            _ => t.display_depth += 1,
         }
-        t.slots[idx].flags &= !(EXEC | LONGJMP);
     }
 
     fn fstack_update_exit(&mut self, ti: usize) -> i64 {
         let t = &mut self.tasks[ti];
         if !t.display_depth_set {
-            t.display_depth = t.stack_count as i64 + 1;
+            t.display_depth = t.stack.open_calls() as i64 + 1;
             t.display_depth_set = true;
         }
         t.display_depth = (t.display_depth - 1).max(0);
@@ -396,13 +251,13 @@ impl<'d, 'w> Engine<'d, 'w> {
     #[inline]
     fn would_skip(&mut self, ti: usize, h: &Head) -> bool {
         let has_filter = self.merge.filters.has_filter;
-        if self.tasks[ti].out_count > 0 {
+        if self.tasks[ti].stack.inside_notrace() {
             return true;
         }
         if h.raw.kind == RecordKind::Exit {
-            let t = &mut self.tasks[ti];
-            let i = t.stack_count.saturating_sub(1);
-            return t.slot(i).flags & NORECORD != 0;
+            let s = &mut self.tasks[ti].stack;
+            let i = s.open_calls().saturating_sub(1);
+            return s.hidden(i);
         }
         let ff = if h.raw.kind == RecordKind::Entry {
             self.merge.decide(h.func)
@@ -415,14 +270,14 @@ impl<'d, 'w> Engine<'d, 'w> {
         {
             return true;
         }
-        let t = &self.tasks[ti];
-        let mut depth = t.filter_depth;
+        let s = &self.tasks[ti].stack;
+        let mut depth = s.depth_left();
         if ff.notrace {
             return true;
         }
         if ff.filter {
-            depth = self.default_depth;
-        } else if has_filter && t.in_count == 0 {
+            depth = s.default_depth();
+        } else if has_filter && !s.inside_filter() {
             return true;
         }
         if ff.hide {
@@ -437,8 +292,9 @@ impl<'d, 'w> Engine<'d, 'w> {
     /// Consumes records that would not be shown and returns the task of the next record.
     #[inline]
     fn skip(&mut self, ti: usize, curr_depth: u16) -> Option<usize> {
-        let idx = self.tasks[ti].stack_count.saturating_sub(1);
-        if self.tasks[ti].slot(idx).flags & (EXEC | LONGJMP) != 0 {
+        let s = &mut self.tasks[ti].stack;
+        let idx = s.open_calls().saturating_sub(1);
+        if s.jumps(idx) {
             return None;
         }
         loop {
@@ -549,7 +405,7 @@ impl<'d, 'w> Engine<'d, 'w> {
         }
         let args = self.args_text(h.func, h, ti, false);
         let own = self.fill_name(ti, h.func);
-        let idx = self.tasks[ti].stack_count.saturating_sub(1);
+        let idx = self.tasks[ti].stack.open_calls().saturating_sub(1);
         let next = if self.printer.opts().no_merge {
             None
         } else {
@@ -565,11 +421,11 @@ impl<'d, 'w> Engine<'d, 'w> {
             let (_, exit) = self.merge.pop().expect("peeked above");
             self.consume(ti, &exit);
             let ret = Some(self.args_text(h.func, &exit, ti, true)).filter(|r| !r.is_empty());
-            let slot = self.tasks[ti].slots[idx];
+            let slot = self.tasks[ti].stack.slots()[idx];
             let ctx = line_ctx(&self.merge, &self.tasks, ti, slot.addr, Some(h.func));
             self.printer.leaf(
                 &ctx,
-                slot.total,
+                slot.start,
                 depth,
                 &Call {
                     name: pick_name(own, &self.name, &self.merge, h.func),
@@ -580,7 +436,7 @@ impl<'d, 'w> Engine<'d, 'w> {
             )?;
             self.fstack_exit(ti);
         } else {
-            let addr = self.tasks[ti].slots[idx].addr;
+            let addr = self.tasks[ti].stack.slots()[idx].addr;
             let ctx = line_ctx(&self.merge, &self.tasks, ti, addr, Some(h.func));
             self.printer.entry(
                 &ctx,
@@ -601,16 +457,17 @@ impl<'d, 'w> Engine<'d, 'w> {
     }
 
     fn exit(&mut self, ti: usize, h: &Head) -> Result<()> {
-        let i = self.tasks[ti].stack_count;
-        let slot = *self.tasks[ti].slot(i);
-        if self.enabled && slot.flags & NORECORD == 0 {
+        let stack = &mut self.tasks[ti].stack;
+        let i = stack.open_calls();
+        let slot = *stack.frame(i);
+        if self.enabled && !stack.hidden(i) {
             let depth = self.fstack_update_exit(ti) as u32;
             let ret = Some(self.args_text(h.func, h, ti, true)).filter(|r| !r.is_empty());
             let own = self.fill_name(ti, h.func);
             let ctx = line_ctx(&self.merge, &self.tasks, ti, slot.addr, Some(h.func));
             self.printer.exit(
                 &ctx,
-                Some(slot.total),
+                Some(slot.start),
                 depth,
                 pick_name(own, &self.name, &self.merge, h.func),
                 ret.as_deref(),
@@ -621,9 +478,9 @@ impl<'d, 'w> Engine<'d, 'w> {
     }
 
     fn backtrace(&mut self, ti: usize) -> Result<()> {
-        let n = self.tasks[ti].stack_count.saturating_sub(1);
+        let n = self.tasks[ti].stack.open_calls().saturating_sub(1);
         for i in 0..n {
-            let slot = *self.tasks[ti].slot(i);
+            let slot = *self.tasks[ti].stack.frame(i);
             let name = match slot.func {
                 Some(f) => self.merge.sym.func(f).name.clone(),
                 None => format!("<{:x}>", slot.addr),
@@ -636,14 +493,13 @@ impl<'d, 'w> Engine<'d, 'w> {
 
     fn event(&mut self, ti: usize, h: &Head) -> Result<()> {
         let depth = self.tasks[ti].display_depth as u32;
-        let i = self.tasks[ti].stack_count;
-        let flags = self.tasks[ti].slot(i).flags;
-        if !self.enabled || flags & NORECORD != 0 {
+        let s = &mut self.tasks[ti].stack;
+        let i = s.open_calls();
+        if !self.enabled || s.hidden(i) {
             return Ok(());
         }
         // Outside every `-F` function, or inside a `-N` one, as uftrace hides them.
-        let t = &self.tasks[ti];
-        if t.out_count > 0 || (self.merge.filters.has_filter && t.in_count == 0) {
+        if s.inside_notrace() || (self.merge.filters.has_filter && !s.inside_filter()) {
             return Ok(());
         }
         let Some(text) = self.merge.event_text(ti, h, &mut self.events) else {
@@ -679,15 +535,16 @@ impl<'d, 'w> Engine<'d, 'w> {
     fn remaining(&self) -> Vec<(u32, Vec<(u16, String)>)> {
         let mut out = Vec::new();
         for (ti, t) in self.tasks.iter().enumerate() {
-            if !t.allowed || t.stack_count == 0 {
+            let (count, slots) = (t.stack.open_calls(), t.stack.slots());
+            if !t.allowed || count == 0 {
                 continue;
             }
-            let zero = (0..t.stack_count)
-                .take_while(|&k| t.slots.get(k).is_none_or(|s| s.addr == 0))
+            let zero = (0..count)
+                .take_while(|&k| slots.get(k).is_none_or(|s| s.addr == 0))
                 .count();
             // Kernel calls (above every user one) are not listed, as uftrace.
-            let user = (zero..t.stack_count)
-                .take_while(|&k| t.slots.get(k).is_none_or(|s| s.addr >> 47 == 0))
+            let user = (zero..count)
+                .take_while(|&k| slots.get(k).is_none_or(|s| s.addr >> 47 == 0))
                 .count()
                 + zero;
             if zero == user {
@@ -695,7 +552,7 @@ impl<'d, 'w> Engine<'d, 'w> {
             }
             let frames = (zero..user)
                 .map(|k| {
-                    let s = t.slots.get(k).copied().unwrap_or_default();
+                    let s = slots.get(k).copied().unwrap_or_default();
                     let name = s.func.map_or_else(
                         || format!("<{:x}>", s.addr),
                         |f| self.merge.sym.func(f).name.clone(),
@@ -736,7 +593,11 @@ impl<'d, 'w> Engine<'d, 'w> {
                             h.raw.time
                         );
                     } else {
-                        let total = self.tasks[ti].slots.get(d as usize).map_or(0, |s| s.total);
+                        let total = self.tasks[ti]
+                            .stack
+                            .slots()
+                            .get(d as usize)
+                            .map_or(0, |s| s.start);
                         let _ = write!(
                             line,
                             "[{n}] <== {tid}/{d}: ip ({name}), time ({}:{total})",

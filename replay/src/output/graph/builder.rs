@@ -1,120 +1,27 @@
-//! `graph`: the call graph of each session (cli.md §6): the whole program, or the merged
-//! subtrees of one function with the call stacks that led to it (`graph FUNC`), and the task
-//! tree (`graph --task`).
-//!
-//! Each task keeps a cursor on the node of its innermost reported call. An entry moves the
-//! cursor to the child of that name (created on first call, so children keep first-call
-//! order); an exit adds the call's times to the cursor's node and moves it to the parent. The
-//! cursor does not follow stack fix-ups (longjmp), exactly like uftrace's graph. A forked
-//! child starts at its parent's cursor.
+//! Building the call graphs of `graph`: a [`Visitor`] of the walk that keeps, per session, a
+//! tree of calls merged by name (the whole program, or the subtrees of `graph FUNC` with the
+//! call stacks that led to them) and, per task, a cursor on its innermost reported call.
 
-use crate::symbols::FuncId;
-use crate::timeval::push_duration;
-use crate::walk::{Call, Entry, View, Visitor, Walker};
-use crate::{Config, Result};
-use record_format::task::TaskLine;
-use record_format::TraceDir;
-use std::collections::HashMap;
-use std::fmt::Write as _;
-use std::io::Write;
-
-/// Graph columns (`-f`), in the order they are printed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GraphField {
-    Total,
-    SelfTime,
-    Addr,
-    TotalAvg,
-    TotalMax,
-    TotalMin,
-    SelfAvg,
-    SelfMax,
-    SelfMin,
-}
-
-impl GraphField {
-    pub const ALL: [GraphField; 9] = [
-        GraphField::Total,
-        GraphField::SelfTime,
-        GraphField::Addr,
-        GraphField::TotalAvg,
-        GraphField::TotalMax,
-        GraphField::TotalMin,
-        GraphField::SelfAvg,
-        GraphField::SelfMax,
-        GraphField::SelfMin,
-    ];
-
-    /// The `-f` names (the first is the one listed in the error message).
-    pub fn names(self) -> &'static [&'static str] {
-        match self {
-            GraphField::Total => &["total-time", "total"],
-            GraphField::SelfTime => &["self-time", "self"],
-            GraphField::Addr => &["address", "addr"],
-            GraphField::TotalAvg => &["total-avg"],
-            GraphField::TotalMax => &["total-max"],
-            GraphField::TotalMin => &["total-min"],
-            GraphField::SelfAvg => &["self-avg"],
-            GraphField::SelfMax => &["self-max"],
-            GraphField::SelfMin => &["self-min"],
-        }
-    }
-
-    pub fn from_name(s: &str) -> Option<GraphField> {
-        GraphField::ALL.into_iter().find(|f| f.names().contains(&s))
-    }
-
-    fn header(self) -> &'static str {
-        match self {
-            GraphField::Total => "TOTAL TIME",
-            GraphField::SelfTime => " SELF TIME",
-            GraphField::Addr => "   ADDRESS  ",
-            GraphField::TotalAvg => " TOTAL AVG",
-            GraphField::TotalMax => " TOTAL MAX",
-            GraphField::TotalMin => " TOTAL MIN",
-            GraphField::SelfAvg => "  SELF AVG",
-            GraphField::SelfMax => "  SELF MAX",
-            GraphField::SelfMin => "  SELF MIN",
-        }
-    }
-
-    fn width(self) -> usize {
-        if self == GraphField::Addr {
-            12
-        } else {
-            10
-        }
-    }
-}
-
-/// How `graph` prints.
+use super::*;
 #[derive(Debug, Clone)]
-pub struct GraphOptions {
-    /// Columns; empty for `-f none`.
-    pub fields: Vec<GraphField>,
-    /// `graph FUNC`: the function whose calls are graphed.
-    pub func: Option<String>,
-}
-
-#[derive(Debug, Clone)]
-struct Node {
-    func: FuncId,
-    addr: u64,
-    calls: u64,
-    time: u64,
-    child_time: u64,
-    total_min: u64,
-    total_max: u64,
-    self_min: u64,
-    self_max: u64,
-    parent: Option<u32>,
-    children: Vec<u32>,
+pub(super) struct Node {
+    pub(super) func: FuncId,
+    pub(super) addr: u64,
+    pub(super) calls: u64,
+    pub(super) time: u64,
+    pub(super) child_time: u64,
+    pub(super) total_min: u64,
+    pub(super) total_max: u64,
+    pub(super) self_min: u64,
+    pub(super) self_max: u64,
+    pub(super) parent: Option<u32>,
+    pub(super) children: Vec<u32>,
     /// The child entered last (0: none; the root is never a child).
-    last_child: u32,
+    pub(super) last_child: u32,
 }
 
 impl Node {
-    fn new(func: FuncId, addr: u64, parent: Option<u32>) -> Node {
+    pub(super) fn new(func: FuncId, addr: u64, parent: Option<u32>) -> Node {
         Node {
             func,
             addr,
@@ -134,26 +41,26 @@ impl Node {
 
 /// One distinct call stack leading to FUNC.
 #[derive(Debug)]
-struct Backtrace {
+pub(super) struct Backtrace {
     /// (address, name) of each frame, outermost first.
-    frames: Vec<(u64, String)>,
-    hits: u64,
-    time: u64,
+    pub(super) frames: Vec<(u64, String)>,
+    pub(super) hits: u64,
+    pub(super) time: u64,
 }
 
 /// The graph of one session.
 #[derive(Debug)]
-struct SessionGraph {
-    session: Option<usize>,
-    nodes: Vec<Node>,
-    backtraces: Vec<Backtrace>,
+pub(super) struct SessionGraph {
+    pub(super) session: Option<usize>,
+    pub(super) nodes: Vec<Node>,
+    pub(super) backtraces: Vec<Backtrace>,
     /// Nodes of `fork` calls, newest last, with the pid of the calling process: a forked
     /// child's return from `fork` continues from there.
-    forks: Vec<(u32, u32)>,
+    pub(super) forks: Vec<(u32, u32)>,
 }
 
 impl SessionGraph {
-    fn new(session: Option<usize>) -> SessionGraph {
+    pub(super) fn new(session: Option<usize>) -> SessionGraph {
         SessionGraph {
             session,
             nodes: vec![Node::new(0, 0, None)],
@@ -164,38 +71,38 @@ impl SessionGraph {
 }
 
 #[derive(Debug, Clone, Copy, Default)]
-struct TaskCursor {
-    graph: Option<usize>,
+pub(super) struct TaskCursor {
+    pub(super) graph: Option<usize>,
     /// The session of the task's last record.
-    session: Option<usize>,
+    pub(super) session: Option<usize>,
     /// The next entry starts at the root of a new session's graph.
-    new_session: bool,
+    pub(super) new_session: bool,
     /// The node of the innermost graphed call: (graph, node).
-    node: Option<(usize, u32)>,
+    pub(super) node: Option<(usize, u32)>,
     /// Nesting of graphed calls (full graph: 1 once the task started).
-    enabled: u32,
+    pub(super) enabled: u32,
     /// The backtrace of the current FUNC call: (graph, index).
-    backtrace: Option<(usize, usize)>,
+    pub(super) backtrace: Option<(usize, usize)>,
 }
 
-struct Builder<'a> {
+pub(super) struct Builder<'a> {
     /// `graph FUNC`; `None` for the whole program.
-    func: Option<&'a str>,
-    graphs: Vec<SessionGraph>,
-    by_session: HashMap<Option<usize>, usize>,
-    tasks: Vec<TaskCursor>,
+    pub(super) func: Option<&'a str>,
+    pub(super) graphs: Vec<SessionGraph>,
+    pub(super) by_session: HashMap<Option<usize>, usize>,
+    pub(super) tasks: Vec<TaskCursor>,
     /// Per function: 0 unknown, 1 FUNC, 2 another function.
-    targets: Vec<u8>,
+    pub(super) targets: Vec<u8>,
     /// Minimum and maximum times are kept (a min/max column is shown).
-    minmax: bool,
+    pub(super) minmax: bool,
     /// `--no-libcall`: unfinished library calls are not graphed either.
-    no_libcall: bool,
+    pub(super) no_libcall: bool,
     /// Per task: its process id and its parent process id (0 if unknown).
-    pids: Vec<(u32, u32)>,
+    pub(super) pids: Vec<(u32, u32)>,
 }
 
 impl Builder<'_> {
-    fn graph_of(&mut self, session: Option<usize>) -> usize {
+    pub(super) fn graph_of(&mut self, session: Option<usize>) -> usize {
         if let Some(&g) = self.by_session.get(&session) {
             return g;
         }
@@ -206,7 +113,7 @@ impl Builder<'_> {
     }
 
     /// The task's cursor on the graph of its current session (uftrace's task graph).
-    fn cursor(&mut self, view: &View<'_, '_>, task: usize, addr: u64) -> TaskCursor {
+    pub(super) fn cursor(&mut self, view: &View<'_, '_>, task: usize, addr: u64) -> TaskCursor {
         let session = view.session(task);
         let mut c = self.tasks[task];
         let graph = match c.graph {
@@ -225,7 +132,7 @@ impl Builder<'_> {
     }
 
     /// Starts graphing a task (full graph) or a FUNC call: the cursor goes to the root.
-    fn start(
+    pub(super) fn start(
         &mut self,
         view: &View<'_, '_>,
         task: usize,
@@ -274,7 +181,13 @@ impl Builder<'_> {
         c
     }
 
-    fn add_entry(&mut self, view: &View<'_, '_>, task: usize, e: &Entry, c: &mut TaskCursor) {
+    pub(super) fn add_entry(
+        &mut self,
+        view: &View<'_, '_>,
+        task: usize,
+        e: &Entry,
+        c: &mut TaskCursor,
+    ) {
         let curr = if c.new_session {
             c.new_session = false;
             c.graph.map(|g| (g, 0))
@@ -289,7 +202,7 @@ impl Builder<'_> {
     /// The child of node `curr` of graph `g` for the call `e` (created on first call), with
     /// its call count raised.
     #[inline(always)]
-    fn enter_node(
+    pub(super) fn enter_node(
         &mut self,
         view: &View<'_, '_>,
         task: usize,
@@ -311,7 +224,7 @@ impl Builder<'_> {
 
     /// [`Builder::enter_node`] when the last child entered is not the one.
     #[inline(never)]
-    fn enter_new(
+    pub(super) fn enter_new(
         &mut self,
         view: &View<'_, '_>,
         task: usize,
@@ -353,7 +266,7 @@ impl Builder<'_> {
         id
     }
 
-    fn add_exit(&mut self, task: usize, call: &Call, c: &mut TaskCursor) {
+    pub(super) fn add_exit(&mut self, task: usize, call: &Call, c: &mut TaskCursor) {
         let Some((g, n)) = c.node else {
             return;
         };
@@ -363,7 +276,13 @@ impl Builder<'_> {
     /// Adds the call's times to node `n` of graph `g` (or to the `fork` a forked child
     /// returns from); returns the parent node.
     #[inline(always)]
-    fn exit_node(&mut self, task: usize, call: &Call, g: usize, mut n: u32) -> Option<u32> {
+    pub(super) fn exit_node(
+        &mut self,
+        task: usize,
+        call: &Call,
+        g: usize,
+        mut n: u32,
+    ) -> Option<u32> {
         let graph = &mut self.graphs[g];
         if graph.nodes[n as usize].addr != call.addr {
             // A forked child returning from the fork its parent called.
@@ -389,7 +308,7 @@ impl Builder<'_> {
 
     /// Whether `f` is the FUNC of `graph FUNC` (cached per function; never in a full graph).
     #[inline(always)]
-    fn is_target(&mut self, view: &View<'_, '_>, f: FuncId) -> bool {
+    pub(super) fn is_target(&mut self, view: &View<'_, '_>, f: FuncId) -> bool {
         let Some(func) = self.func else { return false };
         let i = f as usize;
         if self.targets.len() <= i {
@@ -404,7 +323,7 @@ impl Builder<'_> {
     /// The common case of a call that is not FUNC: the task is being graphed in the graph of
     /// its current session and has a node; returns it (no cursor copy needed).
     #[inline]
-    fn fast_node(&self, view: &View<'_, '_>, task: usize) -> Option<(usize, u32)> {
+    pub(super) fn fast_node(&self, view: &View<'_, '_>, task: usize) -> Option<(usize, u32)> {
         let c = &self.tasks[task];
         if c.new_session || c.enabled == 0 || c.graph.is_none() {
             return None;
@@ -491,7 +410,7 @@ impl Visitor for Builder<'_> {
 }
 
 /// For each task: its process id and the id of the process that forked it (task.txt).
-fn task_pids(dir: &TraceDir) -> Vec<(u32, u32)> {
+pub(super) fn task_pids(dir: &TraceDir) -> Vec<(u32, u32)> {
     dir.data
         .iter()
         .map(|d| {
@@ -516,147 +435,7 @@ fn task_pids(dir: &TraceDir) -> Vec<(u32, u32)> {
         .collect()
 }
 
-/// One line of the tree: the field columns (or their blank), ` : `, the prefix.
-struct Printer<'a> {
-    fields: &'a [GraphField],
-    mask: Vec<bool>,
-    s: String,
-}
-
-impl Printer<'_> {
-    fn fields_of(&mut self, node: Option<&Node>, root: bool) {
-        for f in self.fields {
-            self.s.push_str("  ");
-            let Some(n) = node else {
-                let _ = write!(self.s, "{:w$}", "", w = f.width());
-                continue;
-            };
-            let avg = |sum: u64| sum.checked_div(n.calls).unwrap_or(0);
-            let min = |m: u64| if m == u64::MAX { 0 } else { m };
-            let v = match f {
-                GraphField::Addr => {
-                    let _ = write!(self.s, "{:>12x}", n.addr);
-                    continue;
-                }
-                GraphField::Total => n.time,
-                GraphField::SelfTime => n.time.saturating_sub(n.child_time),
-                _ if root => 0,
-                GraphField::TotalAvg => avg(n.time),
-                GraphField::TotalMax => n.total_max,
-                GraphField::TotalMin => min(n.total_min),
-                GraphField::SelfAvg => avg(n.time.saturating_sub(n.child_time)),
-                GraphField::SelfMax => n.self_max,
-                GraphField::SelfMin => min(n.self_min),
-            };
-            push_duration(&mut self.s, v, false);
-        }
-        if !self.fields.is_empty() {
-            self.s.push_str(" : ");
-        }
-    }
-
-    fn indent(&mut self, indent: usize, line: bool) {
-        if self.mask.len() < indent {
-            self.mask.resize(indent, false);
-        }
-        let last = if line {
-            (0..indent).rev().find(|&i| self.mask[i]).unwrap_or(0)
-        } else {
-            0
-        };
-        for i in 0..indent {
-            let open = self.mask[i];
-            self.s.push_str(match (!line || i < last, open) {
-                (true, true) => " | ",
-                (true, false) => "   ",
-                (false, true) => " +-",
-                (false, false) => "---",
-            });
-        }
-    }
-}
-
-enum Work {
-    Node {
-        id: u32,
-        indent: usize,
-        line: bool,
-        /// Last child of a multi-child node: closes level `indent - 1` after its line.
-        last: bool,
-    },
-    Separator(usize),
-}
-
-/// Prints the tree of `g` (root first) into `p.s`.
-fn print_tree(
-    g: &SessionGraph,
-    root_name: &str,
-    view_name: &dyn Fn(FuncId) -> String,
-    p: &mut Printer<'_>,
-    out: &mut dyn Write,
-) -> std::io::Result<()> {
-    let mut work = vec![Work::Node {
-        id: 0,
-        indent: 0,
-        line: false,
-        last: false,
-    }];
-    while let Some(w) = work.pop() {
-        match w {
-            Work::Separator(indent) => {
-                p.fields_of(None, false);
-                p.indent(indent, false);
-                p.s.push('\n');
-            }
-            Work::Node {
-                id,
-                indent,
-                line,
-                last,
-            } => {
-                let n = &g.nodes[id as usize];
-                p.fields_of(Some(n), id == 0);
-                p.indent(indent, line);
-                let name = if id == 0 {
-                    root_name.to_string()
-                } else {
-                    view_name(n.func)
-                };
-                let _ = writeln!(p.s, "({}) {name}", n.calls);
-                if last && indent > 0 {
-                    p.mask[indent - 1] = false;
-                }
-                let multi = n.children.len() > 1;
-                let child_indent = if multi { indent + 1 } else { indent };
-                if multi {
-                    if p.mask.len() <= indent {
-                        p.mask.resize(indent + 1, false);
-                    }
-                    p.mask[indent] = true;
-                }
-                let k = n.children.len();
-                for (i, &c) in n.children.iter().enumerate().rev() {
-                    work.push(Work::Node {
-                        id: c,
-                        indent: child_indent,
-                        line: multi,
-                        last: multi && i + 1 == k,
-                    });
-                    if multi && i > 0 {
-                        work.push(Work::Separator(child_indent));
-                    }
-                }
-            }
-        }
-        if p.s.len() > 1 << 16 {
-            out.write_all(p.s.as_bytes())?;
-            p.s.clear();
-        }
-    }
-    Ok(())
-}
-
-fn has_filter(cfg: &Config) -> bool {
+pub(super) fn has_filter(cfg: &Config) -> bool {
     !(cfg.filters.is_empty()
         && cfg.notrace.is_empty()
         && cfg.hide.is_empty()
@@ -665,15 +444,15 @@ fn has_filter(cfg: &Config) -> bool {
 }
 
 /// The graphs of `dir`'s sessions, newest first, with nothing-to-show ones left out.
-struct Built<'d> {
-    graphs: Vec<SessionGraph>,
-    walker: Walker<'d>,
-    notices: Vec<String>,
-    warnings: Vec<String>,
+pub(super) struct Built<'d> {
+    pub(super) graphs: Vec<SessionGraph>,
+    pub(super) walker: Walker<'d>,
+    pub(super) notices: Vec<String>,
+    pub(super) warnings: Vec<String>,
 }
 
 /// Walks `dir` into one graph per session (`func`: the graphs of FUNC's calls).
-fn build<'d>(dir: &'d TraceDir, cfg: &Config, opts: &GraphOptions) -> Result<Built<'d>> {
+pub(super) fn build<'d>(dir: &'d TraceDir, cfg: &Config, opts: &GraphOptions) -> Result<Built<'d>> {
     // `-D` counts from FUNC (uftrace adds a depth trigger on FUNC).
     let mut cfg = cfg.clone();
     if let (Some(f), Some(d)) = (&opts.func, cfg.depth) {
@@ -742,149 +521,4 @@ fn build<'d>(dir: &'d TraceDir, cfg: &Config, opts: &GraphOptions) -> Result<Bui
         notices,
         warnings,
     })
-}
-
-/// One node of a [`CallGraph`]: a distinct call path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GraphNode {
-    pub name: String,
-    pub calls: u64,
-    /// Total time of its calls (ns).
-    pub total: u64,
-    /// Total time minus its callees' (ns).
-    pub self_time: u64,
-    pub parent: Option<u32>,
-    /// In first-call order.
-    pub children: Vec<u32>,
-}
-
-/// The whole-program call graph of one session, as `graph` prints it; node 0 is the
-/// program.
-#[derive(Debug, Clone)]
-pub struct CallGraph {
-    pub sid: String,
-    /// The session's executable.
-    pub exe: String,
-    pub nodes: Vec<GraphNode>,
-}
-
-/// The call graph of each session of `dir`, newest session first, and the `Usage:` notices
-/// and warnings met.
-pub fn call_graphs(dir: &TraceDir, cfg: &Config) -> Result<(Vec<CallGraph>, Vec<String>)> {
-    let opts = GraphOptions {
-        fields: Vec::new(),
-        func: None,
-    };
-    let built = build(dir, cfg, &opts)?;
-    let sym = built.walker.symbols();
-    let mut out = Vec::new();
-    for g in &built.graphs {
-        let sess = g.session.and_then(|s| dir.sessions.get(s));
-        let root = g
-            .session
-            .map_or_else(String::new, |s| sym.session_comm(s).to_string());
-        let nodes = g
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| GraphNode {
-                name: if i == 0 {
-                    root.clone()
-                } else {
-                    sym.func(n.func).name.clone()
-                },
-                calls: n.calls,
-                total: n.time,
-                self_time: n.time.saturating_sub(n.child_time),
-                parent: n.parent,
-                children: n.children.clone(),
-            })
-            .collect();
-        out.push(CallGraph {
-            sid: sess.map_or_else(String::new, |s| s.sid.clone()),
-            exe: sess.map_or_else(String::new, |s| s.exename.clone()),
-            nodes,
-        });
-    }
-    let mut messages = built.notices;
-    messages.extend(built.warnings);
-    Ok((out, messages))
-}
-
-/// Prints the call graph of `dir`; returns the warnings.
-pub fn graph(
-    dir: &TraceDir,
-    cfg: &Config,
-    opts: &GraphOptions,
-    out: &mut dyn Write,
-) -> Result<Vec<String>> {
-    let Built {
-        graphs,
-        walker,
-        notices,
-        warnings,
-    } = build(dir, cfg, opts)?;
-    for n in notices {
-        writeln!(out, "Usage: {n}")?;
-    }
-    if graphs.is_empty() {
-        let name = opts.func.as_deref().unwrap_or("_start");
-        writeln!(out, "utrace: cannot find graph for '{name}'")?;
-        if has_filter(cfg) {
-            writeln!(out, "\t please check your filter settings.")?;
-        }
-        return Ok(warnings);
-    }
-    let sym = walker.symbols();
-    let name_of = |f: FuncId| sym.func(f).name.clone();
-    let mut p = Printer {
-        fields: &opts.fields,
-        mask: Vec::new(),
-        s: String::new(),
-    };
-    for g in &graphs {
-        let sess = g.session.and_then(|s| dir.sessions.get(s));
-        let sid = sess.map_or("", |s| s.sid.as_str());
-        let root_name = match &opts.func {
-            Some(f) => f.clone(),
-            None => g
-                .session
-                .map_or_else(String::new, |s| sym.session_comm(s).to_string()),
-        };
-        let _ = writeln!(
-            p.s,
-            "# Function Call Graph for '{root_name}' (session: {sid})"
-        );
-        if opts.func.is_some() && !g.backtraces.is_empty() {
-            p.s.push_str("=============== BACKTRACE ===============\n");
-            for (i, bt) in g.backtraces.iter().rev().enumerate() {
-                let _ = write!(p.s, " backtrace #{i}: hit {}, time ", bt.hits);
-                push_duration(&mut p.s, bt.time, false);
-                p.s.push('\n');
-                for (k, (addr, name)) in bt.frames.iter().enumerate() {
-                    if *addr == 0 {
-                        let _ = writeln!(p.s, "   [{k}] {name} (0)");
-                    } else {
-                        let _ = writeln!(p.s, "   [{k}] {name} ({addr:#x})");
-                    }
-                }
-                p.s.push('\n');
-            }
-        }
-        if g.nodes[0].time == 0 && g.nodes[0].children.is_empty() {
-            continue;
-        }
-        p.s.push_str("========== FUNCTION CALL GRAPH ==========\n");
-        if !opts.fields.is_empty() {
-            p.s.push_str("# ");
-            let heads: Vec<&str> = opts.fields.iter().map(|f| f.header()).collect();
-            p.s.push_str(&heads.join("  "));
-            p.s.push_str("   FUNCTION\n");
-        }
-        p.mask.clear();
-        print_tree(g, &root_name, &name_of, &mut p, out)?;
-        p.s.push('\n');
-    }
-    out.write_all(p.s.as_bytes())?;
-    Ok(warnings)
 }
