@@ -226,7 +226,7 @@ impl TaskStack {
 
     /// Time bookkeeping of one record, before any filter. Returns the closed call for an
     /// exit. An entry's `func` is kept in its slot.
-    #[inline]
+    #[inline(always)]
     pub fn consume(&mut self, r: &RawRecord, func: FuncId) -> Option<Closed> {
         match r.kind {
             RecordKind::Event => return None,
@@ -317,7 +317,7 @@ impl TaskStack {
     /// `effect`: the entry's stack effect, marked for [`TaskStack::take_jump`] when the
     /// counters let it through. `enabled`: the global `trace_on`/`trace_off` state, `None`
     /// when triggers are ignored (dump).
-    #[inline]
+    #[inline(always)]
     pub fn enter(
         &mut self,
         ff: &FuncFilter,
@@ -383,7 +383,7 @@ impl TaskStack {
 
     /// The filters at the exit just consumed: restores the counters of its entry. `false`
     /// when the entry was hidden.
-    #[inline]
+    #[inline(always)]
     pub fn exit(&mut self) -> bool {
         let i = self.count;
         let f = *self.frame(i);
