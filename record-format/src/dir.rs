@@ -244,7 +244,7 @@ impl KernelData {
             }
         }
         let kallsyms = optional(dir, "kallsyms", warn)
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .map(file::into_text)
             .unwrap_or_default();
         Some(KernelData {
             header,
@@ -370,9 +370,7 @@ impl TraceDir {
                 warnings,
             });
         }
-        let mut text = |name: &str| {
-            optional(dir, name, &mut warn).map(|b| String::from_utf8_lossy(&b).into_owned())
-        };
+        let mut text = |name: &str| optional(dir, name, &mut warn).map(file::into_text);
         let default_opts = text("default.opts").filter(|s| !s.trim().is_empty());
         let extern_data = text("extern.dat");
         let kernel = if info.has_feature(feat::KERNEL) {
@@ -404,7 +402,7 @@ impl TraceDir {
     /// cannot be read is left out with a warning.
     pub fn read_text(&self, name: &str) -> Option<String> {
         let bytes = optional(&self.path, name, &mut |msg| self.warn(msg))?;
-        Some(String::from_utf8_lossy(&bytes).into_owned())
+        Some(file::into_text(bytes))
     }
 
     /// Adds a warning (once) about a file of the directory that was left out.

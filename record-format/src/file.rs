@@ -159,10 +159,15 @@ pub fn read_regular(path: &Path, max_len: u64) -> Result<Vec<u8>> {
 
 /// [`read_regular`] as text (invalid UTF-8 replaced).
 pub fn read_regular_text(path: &Path, max_len: u64) -> Result<String> {
-    read_regular(path, max_len).map(|b| match String::from_utf8(b) {
+    read_regular(path, max_len).map(into_text)
+}
+
+/// `bytes` as text, invalid UTF-8 replaced; valid text is not copied.
+pub fn into_text(bytes: Vec<u8>) -> String {
+    match String::from_utf8(bytes) {
         Ok(s) => s,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    })
+    }
 }
 
 /// A regular file mapped read-only (nothing mapped when it is empty).

@@ -3,7 +3,9 @@
 //! This crate is the only code shared by the runtime (libmcount), the recorder and the analysis
 //! commands. Data flow on the reading side: [`TraceDir::open`] parses `info`, `task.txt` and the
 //! session maps, and maps every `<tid>.dat`; the analysis engine then walks records in place with
-//! [`dat::read_header`], sizing payloads through [`argspec`].
+//! [`dat::read_header`], sizing payloads through [`argspec`]. Every file of the directory is
+//! opened through [`file`](mod@file): regular files only (a FIFO or a symlink to `/dev/zero` is
+//! refused without blocking), each kind read within its limit, record files mapped.
 //!
 //! | file | module | layout |
 //! |---|---|---|
