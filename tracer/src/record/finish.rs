@@ -84,10 +84,13 @@ pub fn data_file_tids(dir: &Path) -> anyhow::Result<Vec<u32>> {
         else {
             continue;
         };
-        // Setting the length it has releases the blocks libmcount reserved past it.
+        // Setting the length it has releases the blocks libmcount reserved past it. A chunk
+        // that could not be written (a full disk) leaves a hole before the chunks written
+        // after it: the file ends at the hole (reading a hole of a full tmpfs through a
+        // mapping faults, and records must follow each other).
         let len = record_format::create::open_existing(&entry.path())
             .and_then(|f| {
-                let len = f.metadata()?.len();
+                let len = f.metadata()?.len().min(first_hole(&f));
                 f.set_len(len)?;
                 Ok(len)
             })
@@ -97,6 +100,15 @@ pub fn data_file_tids(dir: &Path) -> anyhow::Result<Vec<u32>> {
         }
     }
     Ok(tids.into_iter().collect())
+}
+
+/// Offset of the first hole of `f` (its length when it has none, or when the file system
+/// cannot tell).
+fn first_hole(f: &fs::File) -> u64 {
+    use std::os::fd::AsRawFd;
+    // SAFETY: lseek on a descriptor we own; SEEK_HOLE only reports an offset.
+    let off = unsafe { libc::lseek(f.as_raw_fd(), 0, libc::SEEK_HOLE) };
+    u64::try_from(off).unwrap_or(u64::MAX)
 }
 
 fn build_info(s: &RecordSummary<'_>, tids: Vec<u32>) -> Info {
@@ -408,6 +420,20 @@ fn basename(path: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn data_files_end_at_their_first_hole() {
+        // tmpfs reports holes (SEEK_HOLE), as ext4 and xfs do.
+        let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+        let f = fs::File::create(dir.path().join("7.dat")).unwrap();
+        use std::os::unix::fs::FileExt;
+        f.write_all_at(&[1u8; 8192], 0).unwrap();
+        f.write_all_at(&[2u8; 4096], 16384).unwrap();
+        fs::write(dir.path().join("8.dat"), [3u8; 32]).unwrap();
+        assert_eq!(data_file_tids(dir.path()).unwrap(), [7, 8]);
+        assert_eq!(fs::metadata(dir.path().join("7.dat")).unwrap().len(), 8192);
+        assert_eq!(fs::metadata(dir.path().join("8.dat")).unwrap().len(), 32);
+    }
 
     #[test]
     fn memory_units() {
