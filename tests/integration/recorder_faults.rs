@@ -346,3 +346,47 @@ fn bad_record_options_leave_nothing_behind() {
         assert!(!tmp.path().join("uftrace.data").exists(), "{out}");
     }
 }
+
+/// `record -k` killed with SIGKILL: the guardian turns the kernel tracing of the recording off
+/// (its tracefs instance is removed, the traced pid no longer filtered in) and deletes the
+/// spooled pages.
+#[test]
+fn sigkill_of_a_kernel_recording_restores_tracefs() {
+    const TRACEFS: &str = "/sys/kernel/tracing";
+    if !is_root() || !Path::new(TRACEFS).join("events/raw_syscalls").exists() {
+        eprintln!("skipped: needs root and tracefs");
+        return;
+    }
+    let prog = util::testprog("spin", Mode::Pg);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut utrace = spawn_utrace(
+        tmp.path(),
+        &["record", "-k", prog.to_str().unwrap(), "3000"],
+    );
+    let dir = tmp.path().join("uftrace.data");
+    let pid = traced_pid(&dir);
+    std::thread::sleep(Duration::from_millis(300));
+    let recorder = utrace.child_mut().id();
+    let instance = Path::new(TRACEFS).join(format!("instances/utrace-{recorder}"));
+    let filtered = || {
+        std::fs::read_to_string(Path::new(TRACEFS).join("set_event_pid"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .any(|p| p == pid.to_string())
+    };
+    assert!(filtered(), "the traced pid is not in set_event_pid");
+    kill(recorder, libc::SIGKILL);
+    let _ = utrace.child_mut().wait();
+    wait_for(Duration::from_secs(10), "tracefs to be restored", || {
+        !instance.exists() && !filtered() && rings_of(recorder).is_empty()
+    });
+    let spooled: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".raw"))
+        .collect();
+    assert!(spooled.is_empty(), "{spooled:?}");
+    wait_for(Duration::from_secs(20), "the program to end", || {
+        !running(pid)
+    });
+}

@@ -6,18 +6,19 @@
 //! It is forked before the traced program starts, while the recorder has no other thread, and
 //! forked again so that it is no child of the recorder (whose `waitpid(-1)` waits for the
 //! traced process tree only). It leaves the terminal's session, so a Ctrl-C reaches the
-//! recorder and the program, not it. It waits on a pipe: the recorder writes one byte when
-//! the recording is complete, and the guardian exits; end of file without that byte means the
+//! recorder and the program, not it. It reads a pipe: lines the recorder [`Guardian::send`]s
+//! as the recording goes (what undoes the kernel tracing, `-k`), then a line `done` when the
+//! recording is complete, and the guardian exits; end of file without that line means the
 //! recorder is gone, and the guardian runs the clean-up it was given (with a copy of the
-//! recorder's memory as it was at the fork) and exits. The traced threads notice the
+//! recorder's memory as it was at the fork, and the lines it was sent) and exits. The traced threads notice the
 //! recorder's end themselves (libmcount polls a pidfd of it) and stop recording.
 
 use anyhow::Context;
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 
-/// The byte that says the recording was completed by the recorder.
-const DONE: u8 = b'D';
+/// The line that says the recording was completed by the recorder.
+const DONE: &str = "done";
 
 pub struct Guardian {
     /// The write end of the pipe the guardian waits on.
@@ -25,9 +26,9 @@ pub struct Guardian {
 }
 
 impl Guardian {
-    /// Forks the guardian, which runs `orphaned` if this process ends before
-    /// [`Guardian::done`]. Call it only while this process has a single thread.
-    pub fn start(orphaned: impl FnOnce()) -> anyhow::Result<Guardian> {
+    /// Forks the guardian, which runs `orphaned` with the text it was sent if this process
+    /// ends before [`Guardian::done`]. Call it only while this process has a single thread.
+    pub fn start(orphaned: impl FnOnce(&str)) -> anyhow::Result<Guardian> {
         let mut fds = [0; 2];
         // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -61,16 +62,22 @@ impl Guardian {
         }
     }
 
+    /// Hands the guardian whole lines of text for its clean-up.
+    pub fn send(&mut self, lines: &str) {
+        if let Some(pipe) = self.pipe.as_mut() {
+            let _ = pipe.write_all(lines.as_bytes());
+        }
+    }
+
     /// The recording is complete: the guardian exits without doing anything.
     pub fn done(mut self) {
-        if let Some(mut pipe) = self.pipe.take() {
-            let _ = pipe.write_all(&[DONE]);
-        }
+        self.send(&format!("{DONE}\n"));
+        self.pipe = None;
     }
 }
 
 /// The guardian process: waits for the recorder's word or its end.
-fn guardian_main(read: OwnedFd, orphaned: impl FnOnce()) -> ! {
+fn guardian_main(read: OwnedFd, orphaned: impl FnOnce(&str)) -> ! {
     // SAFETY: setsid and signal only change this process's session and dispositions; the
     // guardian runs no handler, so ignoring is all it needs.
     unsafe {
@@ -99,17 +106,12 @@ fn guardian_main(read: OwnedFd, orphaned: impl FnOnce()) -> ! {
         }
     }
     let mut pipe = std::fs::File::from(read);
-    let mut byte = [0u8; 1];
-    let done = loop {
-        match pipe.read(&mut byte) {
-            Ok(0) => break false,
-            Ok(_) => break byte[0] == DONE,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => break false,
-        }
-    };
-    if !done {
-        orphaned();
+    let mut text = Vec::new();
+    // Until end of file: the recorder's end (or its `done`) closes the pipe.
+    let _ = pipe.read_to_end(&mut text);
+    let text = String::from_utf8_lossy(&text);
+    if !text.lines().any(|l| l == DONE) {
+        orphaned(&text);
     }
     // SAFETY: _exit ends the process without running the recorder's exit handlers.
     unsafe { libc::_exit(0) }

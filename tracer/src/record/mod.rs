@@ -278,7 +278,11 @@ pub fn record(
     let temporary = matches!(target, Target::Existing(_));
     // A recorder killed from now on leaves the directory to the guardian. Forked while this
     // process has one thread: before the writer thread and the kernel readers start.
-    let guardian = guard::Guardian::start(|| {
+    let guardian = guard::Guardian::start(|sent: &str| {
+        // Kernel tracing (-k) off and tracefs as it was, first.
+        if let Some(undo) = kernel::Undo::from_text(sent) {
+            undo.apply();
+        }
         let _ = record_format::ring::salvage(&rings, &dir);
         record_format::ring::remove_ring_dir(&rings);
         if temporary {
@@ -288,14 +292,19 @@ pub fn record(
             let _ = write_info(finish::finish, &ended, false);
         }
     });
-    let guardian = match guardian {
+    let mut guardian = match guardian {
         Ok(g) => g,
         Err(e) => {
             record_format::ring::remove_ring_dir(&rings);
             return Err(e);
         }
     };
-    let recorded = run_recording(inv, &settings, &program, &dir, &rings, env, notices);
+    let run = Run {
+        dir: &dir,
+        rings: &rings,
+        env,
+    };
+    let recorded = run_recording(inv, &settings, &program, run, &mut guardian, notices);
     record_format::ring::remove_ring_dir(&rings);
     let Recorded {
         ended,
@@ -328,11 +337,11 @@ fn run_recording(
     inv: &Invocation,
     settings: &Settings,
     program: &program::Program,
-    dir: &Path,
-    rings: &str,
-    env: Vec<(String, OsString)>,
+    run: Run<'_>,
+    guardian: &mut guard::Guardian,
     notices: &mut Notices,
 ) -> anyhow::Result<Recorded> {
+    let Run { dir, rings, env } = run;
     let argv = &inv.program;
     let pump = pump::PumpThread::start(rings, dir)
         .with_context(|| "cannot start the recorder's writer thread".to_string())?;
@@ -351,6 +360,9 @@ fn run_recording(
         ),
         false => None,
     };
+    if let Some(k) = &kernel {
+        guardian.send(&k.undo().to_text());
+    }
     let ended = launch::run(&launch::Launch {
         // Absolute: a bare name found in the current directory must not be searched in $PATH.
         exe: &program.absolute,
@@ -399,6 +411,14 @@ fn run_recording(
         kernel,
         disk_full,
     })
+}
+
+/// Where [`run_recording`] records, and the program's environment.
+struct Run<'a> {
+    dir: &'a Path,
+    /// The ring prefix.
+    rings: &'a str,
+    env: Vec<(String, OsString)>,
 }
 
 /// What [`run_recording`] did.

@@ -20,6 +20,9 @@
 mod convert;
 mod reader;
 mod tracefs;
+mod undo;
+
+pub use undo::Undo;
 
 use anyhow::Context;
 use std::fs::OpenOptions;

@@ -7,6 +7,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use super::undo::Undo;
 use super::{Mode, Session};
 
 /// Settings written and restored in event mode, relative to tracefs (`tracing_on` last: it
@@ -34,9 +35,6 @@ pub(super) const SAVED_GRAPH: &[&str] = &[
     "options/function-fork",
     "tracing_on",
 ];
-
-/// Settings that hold a list, one item per line (restored an item at a time).
-pub(super) const LISTS: &[&str] = &["set_event", "set_ftrace_notrace", "set_graph_notrace"];
 
 /// Left out of the graphs (kernel.md §1.6, §5.2): the system call dispatcher, so that depth 0
 /// is the `__x64_sys_*` function, and the work around every system call.
@@ -339,20 +337,27 @@ impl Session {
     /// cannot change while a reader is open), and removes the instance.
     pub(super) fn restore(&mut self) {
         let _ = self.stop_reader();
-        for (name, value) in std::mem::take(&mut self.saved) {
-            // Lists take one item per write; an empty value clears them.
-            if LISTS.contains(&name) && !value.is_empty() {
-                let _ = write_file(&self.root, name, "");
-                for ev in value.lines() {
-                    if let Ok(mut f) = OpenOptions::new().append(true).open(self.root.join(name)) {
-                        let _ = f.write_all(ev.as_bytes());
-                    }
-                }
-                continue;
-            }
-            let _ = write_file(&self.root, name, &value);
+        let undo = Undo {
+            spool: Vec::new(),
+            ..self.undo()
+        };
+        self.saved.clear();
+        self.instance = None;
+        undo.apply();
+    }
+
+    /// What undoes this session now.
+    pub fn undo(&self) -> Undo {
+        Undo {
+            root: self.root.clone(),
+            saved: self
+                .saved
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.clone()))
+                .collect(),
+            instance: self.instance.clone(),
+            spool: self.spool.clone(),
         }
-        self.remove_instance();
     }
 }
 
