@@ -63,26 +63,8 @@ impl<'d> Walker<'d> {
     /// Reports the call closed by the exit `h` (the plain walks: no filter can hide it).
     #[inline]
     fn exit_call<V: Visitor + ?Sized>(&mut self, ti: usize, h: &Head, c: Closed, v: &mut V) {
-        let t = &mut self.tasks[ti];
-        let i = t.stack.open_calls();
-        t.exits += 1;
-        let call = Call {
-            task: ti,
-            func: h.func,
-            addr: c.addr,
-            exit_addr: h.raw.addr,
-            total: c.total.max(c.child),
-            child: c.child,
-            time: h.raw.time,
-            depth: i,
-            recursive: t.recursive(i, c.addr),
-            unfinished: false,
-        };
-        let view = View {
-            merge: &self.merge,
-            tasks: &self.tasks,
-        };
-        v.exit(&view, &call);
+        let i = self.tasks[ti].stack.open_calls();
+        self.report_exit(ti, h, c, i, v);
     }
 
     /// The direct reader's shortcut for plain walks: an entry or exit of a task whose stack

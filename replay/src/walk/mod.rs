@@ -300,6 +300,20 @@ impl<'d> Walker<'d> {
         let t = &mut self.tasks[ti];
         let i = t.stack.open_calls();
         t.last_exit = h.raw.time;
+        self.report_exit(ti, h, c, i, v);
+    }
+
+    /// Counts the exit `h` of task `ti` and reports its call `c`, closed at depth `depth`.
+    #[inline(always)]
+    fn report_exit<V: Visitor + ?Sized>(
+        &mut self,
+        ti: usize,
+        h: &Head,
+        c: Closed,
+        depth: usize,
+        v: &mut V,
+    ) {
+        let t = &mut self.tasks[ti];
         t.exits += 1;
         let call = Call {
             task: ti,
@@ -309,8 +323,8 @@ impl<'d> Walker<'d> {
             total: c.total.max(c.child),
             child: c.child,
             time: h.raw.time,
-            depth: i,
-            recursive: t.recursive(i, c.addr),
+            depth,
+            recursive: t.recursive(depth, c.addr),
             unfinished: false,
         };
         let view = View {
@@ -468,25 +482,7 @@ impl<'d> Walker<'d> {
                     return;
                 }
                 let c = closed.unwrap_or_default();
-                let t = &mut self.tasks[ti];
-                t.exits += 1;
-                let call = Call {
-                    task: ti,
-                    func: h.func,
-                    addr: c.addr,
-                    exit_addr: h.raw.addr,
-                    total: c.total.max(c.child),
-                    child: c.child,
-                    time: h.raw.time,
-                    depth: i,
-                    recursive: t.recursive(i, c.addr),
-                    unfinished: false,
-                };
-                let view = View {
-                    merge: &self.merge,
-                    tasks: &self.tasks,
-                };
-                v.exit(&view, &call);
+                self.report_exit(ti, &h, c, i, v);
             }
             RecordKind::Event => {}
         }
