@@ -238,14 +238,7 @@ impl TaskStack {
         }
         self.align(r);
         if r.kind == RecordKind::Entry {
-            let i = self.count;
-            let f = self.frame(i);
-            f.addr = r.addr;
-            f.func = Some(func);
-            f.start = r.time;
-            f.child = 0;
-            f.valid = true;
-            self.count += 1;
+            self.open_call(r, func);
             return None;
         }
         let i = self.count.saturating_sub(1);
@@ -275,6 +268,12 @@ impl TaskStack {
     #[inline]
     pub fn push(&mut self, r: &RawRecord, func: FuncId) -> usize {
         debug_assert!(self.in_sync() && r.kind == RecordKind::Entry);
+        self.open_call(r, func)
+    }
+
+    /// Opens a call for the entry `r` in the next slot; returns the slot.
+    #[inline(always)]
+    fn open_call(&mut self, r: &RawRecord, func: FuncId) -> usize {
         let i = self.count;
         let f = self.frame(i);
         f.addr = r.addr;

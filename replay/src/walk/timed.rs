@@ -63,19 +63,23 @@ pub struct TaskInfo {
     pub comm: String,
 }
 
+/// The process of task `tid` (its `TASK` line; the tid itself without one).
+pub fn task_pid(dir: &TraceDir, tid: u32) -> u32 {
+    dir.tasks
+        .iter()
+        .find_map(|t| match t {
+            TaskLine::Task { tid: t, pid, .. } if *t == tid => Some(*pid),
+            _ => None,
+        })
+        .unwrap_or(tid)
+}
+
 /// The tasks of `dir` in TASKINFO order.
 pub fn task_infos(dir: &TraceDir) -> Vec<TaskInfo> {
     dir.data
         .iter()
         .map(|d| {
-            let pid = dir
-                .tasks
-                .iter()
-                .find_map(|t| match t {
-                    TaskLine::Task { tid, pid, .. } if *tid == d.tid => Some(*pid),
-                    _ => None,
-                })
-                .unwrap_or(d.tid);
+            let pid = task_pid(dir, d.tid);
             let exe = dir
                 .tasks
                 .iter()

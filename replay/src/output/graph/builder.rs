@@ -414,14 +414,7 @@ pub(super) fn task_pids(dir: &TraceDir) -> Vec<(u32, u32)> {
     dir.data
         .iter()
         .map(|d| {
-            let pid = dir
-                .tasks
-                .iter()
-                .find_map(|t| match t {
-                    TaskLine::Task { tid, pid, .. } if *tid == d.tid => Some(*pid),
-                    _ => None,
-                })
-                .unwrap_or(d.tid);
+            let pid = crate::walk::timed::task_pid(dir, d.tid);
             let ppid = dir
                 .tasks
                 .iter()
