@@ -13,7 +13,7 @@
 //! is copied with `process_vm_readv`, so a bad pointer is recorded as `<0x…>` instead of
 //! faulting. Nothing here allocates after start-up.
 
-use crate::arch::{EntryRegs, ExitRegs};
+use crate::cpu::{EntryRegs, ExitRegs};
 use crate::frame_flags::{RETVAL, RET_FP, RET_INT};
 use core::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use record_format::argbind::{self, SpecEntry};

@@ -8,7 +8,7 @@
 //! (`SA_RESETHAND`), then re-raises the signal, which the kernel delivers with the default
 //! action as soon as the handler returns.
 
-use crate::arch::exit_trampoline_addr;
+use crate::cpu::exit_trampoline_addr;
 use crate::{lifecycle, sys, tasklog};
 
 const SIGNALS: [i32; 5] = [

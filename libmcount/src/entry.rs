@@ -3,7 +3,7 @@
 //!
 //! Nothing here allocates, locks or panics; nothing returns a `Result` across the FFI.
 
-use crate::arch::{exit_trampoline_addr, EntryRegs, ExitRegs};
+use crate::cpu::{exit_trampoline_addr, EntryRegs, ExitRegs};
 use crate::thread::{Hook, ThreadState};
 use crate::{config, lifecycle, plt};
 

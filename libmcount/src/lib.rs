@@ -17,11 +17,11 @@
 //! Every bit a frame carries ([`rstack::Frame::flags`]) is allocated in [`frame_flags`];
 //! `UTRACE_SLOW_PATH=1` sends every hook through the Rust handlers (for tests).
 //!
-//! Module layers (no cycles among them, apart from [`arch`], whose trampolines call the
-//! handlers of [`entry`], [`unwind`] and [`dlopen`] while those use its register areas,
-//! thread pointer and exit trampoline): `sys`, `log`, `frame_flags`, `rstack`, `clock` at the
+//! Module layers, each using only the ones before it (no cycles): `sys`, `log`, `frame_flags`,
+//! `rstack`, `clock`, [`cpu`] (register areas, thread pointer, trampoline addresses) at the
 //! bottom; `filter`, `config`, `args`, `buffer`, `plt`; `thread`; `dlopen`, `lifecycle`;
-//! `entry`, `crash`, `wrap`, `unwind`; `session` at the top.
+//! `entry`, `crash`, `wrap`, `unwind`; [`arch`] (the trampolines, which call the handlers of
+//! `entry`, `unwind` and `dlopen`) and `session` at the top.
 //!
 //! Process exit: the `.fini_array` destructor runs from `exit()` after the `atexit` handlers
 //! and the executable's destructors (which are therefore still traced); it closes the calling
@@ -39,6 +39,7 @@ pub mod args;
 pub mod buffer;
 pub mod clock;
 pub mod config;
+pub mod cpu;
 pub mod crash;
 pub mod dlopen;
 pub mod entry;

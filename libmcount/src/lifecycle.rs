@@ -7,8 +7,8 @@
 //! filters) the limits each frame saved and (with filters and arguments) the pending argument
 //! payloads.
 
-use crate::arch::{tls_get, tls_set};
 use crate::buffer::DatWriter;
+use crate::cpu::{tls_get, tls_set};
 use crate::filter::{self, FilterState, Saved};
 use crate::rstack::{Frame, ShadowStack};
 use crate::thread::{block, ThreadState, DEAD, PENDING_ARGS};

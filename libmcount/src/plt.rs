@@ -24,7 +24,6 @@
 //! (beyond uftrace) those `dlopen` loads later ([`after_dlopen`]): the slot table and the stub
 //! area are reserved up front and grow in place, each batch of stubs on pages of its own.
 
-use crate::arch;
 use core::sync::atomic::AtomicU8;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use record_format::libcall::{stack_effect, StackEffect};
@@ -359,7 +358,7 @@ pub fn install(nest: bool) {
     // SAFETY: `slots` is a fresh zeroed mapping of `MAX_SLOTS` slots, never unmapped; zero is
     // a valid value of every (atomic) field. `stubs` starts with the hook's address word.
     let slots = unsafe {
-        (stubs as *mut usize).write(arch::plt_hook as *const () as usize);
+        (stubs as *mut usize).write(crate::cpu::plt_hook_addr());
         core::slice::from_raw_parts(slots as *const Slot, MAX_SLOTS)
     };
     let plt = PLT.get_or_init(|| Plt {

@@ -7,10 +7,10 @@
 //! (see `arch`) holds its address, or [`DEAD`] for a thread that must not be traced
 //! (initialisation failed or in progress, or the thread has ended).
 
-use crate::arch::{EntryRegs, ExitRegs};
 use crate::args::{self, FuncArgs};
 use crate::buffer::DatWriter;
 use crate::clock::Clock;
+use crate::cpu::{EntryRegs, ExitRegs};
 use crate::filter::{self, Decision, FilterState, Filters, Saved};
 use crate::frame_flags::{self as flags, ARGS_SAVED};
 use crate::rstack::{Frame, ShadowStack, NO_SLOT};

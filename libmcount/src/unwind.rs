@@ -15,7 +15,7 @@
 //!   the same with its own slot as the boundary (see `entry`);
 //! * `backtrace` (glibc, also a stack walker): restore the slots, walk, hijack them again.
 
-use crate::arch::exit_trampoline_addr;
+use crate::cpu::exit_trampoline_addr;
 use crate::lifecycle;
 use core::ffi::{c_void, CStr};
 use core::sync::atomic::{AtomicUsize, Ordering};

@@ -31,22 +31,18 @@
 //! the slot, restores and `ret`s there. x87 `st0/st1` (`long double` returns) are left alone:
 //! Rust code never uses x87.
 //!
-//! Thread pointer: an 8-byte `.tbss` object accessed with the initial-exec model
-//! (`mov sym@gottpoff(%rip)`, then `%fs:`), two instructions and no call. Stable Rust has no
-//! `#[thread_local]` and `thread_local!` compiles to `__tls_get_addr` calls in a shared object;
-//! the initial-exec model needs static TLS space, which a library loaded at start-up by
-//! `LD_PRELOAD` always gets (it would fail only for `dlopen`). The object is hidden, so it is
-//! not exported.
+//! Thread pointer: the fast paths read `utrace_thread_state`, the initial-exec TLS word
+//! defined in [`crate::cpu`] (`mov sym@gottpoff(%rip)`, then `%fs:`).
 //!
-//! Every trampoline's code is here; the register areas and the field offsets its operands
-//! name are in `layout` (with `hook_asm!`, which binds them), the instruction runs that
+//! Every trampoline's code is here; the register areas are in [`crate::cpu`], the field
+//! offsets its operands name in `layout` (with `hook_asm!`, which binds them), the instruction runs that
 //! several trampolines share in `runs`, one macro per run.
 
+use crate::cpu::{EntryRegs, ExitRegs};
 use crate::entry::{cyg_enter_slow, cyg_exit_slow, mcount_entry, mcount_exit};
-use core::arch::{asm, global_asm, naked_asm};
+use core::arch::naked_asm;
 use core::mem::{offset_of, size_of};
 use layout::{off, ENTRY_SIZE, EXIT_SIZE, XMM};
-pub use layout::{EntryRegs, ExitRegs};
 
 #[macro_use]
 mod layout;
@@ -247,6 +243,7 @@ pub unsafe extern "C" fn _mcount() {
 /// # Safety
 /// Reached only through a return slot that the entry handler hijacked.
 #[unsafe(naked)]
+#[unsafe(export_name = "utrace_exit_trampoline")]
 pub unsafe extern "C" fn exit_trampoline() {
     hook_asm!(
         [
@@ -544,6 +541,7 @@ pub unsafe extern "C" fn backtrace() {
 /// # Safety
 /// Reached only through a `plt` stub.
 #[unsafe(naked)]
+#[unsafe(export_name = "utrace_plt_hook")]
 pub unsafe extern "C" fn plt_hook() {
     hook_asm!(
         [
@@ -635,55 +633,6 @@ pub unsafe extern "C" fn plt_hook() {
         s_fast = const offset_of!(crate::plt::Slot, fast),
         s_entry = const offset_of!(crate::plt::Slot, entry)
     )
-}
-
-/// Address written into hijacked return slots.
-#[inline]
-pub fn exit_trampoline_addr() -> usize {
-    exit_trampoline as *const () as usize
-}
-
-global_asm!(
-    ".pushsection .tbss,\"awT\",@nobits",
-    ".p2align 3",
-    ".globl utrace_thread_state",
-    ".hidden utrace_thread_state",
-    ".type utrace_thread_state,@object",
-    ".size utrace_thread_state, 8",
-    "utrace_thread_state:",
-    ".zero 8",
-    ".popsection",
-);
-
-/// The calling thread's state word (0 until set).
-#[inline(always)]
-pub fn tls_get() -> usize {
-    let v: usize;
-    // SAFETY: reads the calling thread's own 8-byte TLS object; no other memory is touched.
-    unsafe {
-        asm!(
-            "movq utrace_thread_state@gottpoff(%rip), {v}",
-            "movq %fs:({v}), {v}",
-            v = out(reg) v,
-            options(att_syntax, nostack, readonly, preserves_flags),
-        );
-    }
-    v
-}
-
-/// Sets the calling thread's state word.
-#[inline(always)]
-pub fn tls_set(v: usize) {
-    // SAFETY: writes the calling thread's own 8-byte TLS object only.
-    unsafe {
-        asm!(
-            "movq utrace_thread_state@gottpoff(%rip), {t}",
-            "movq {v}, %fs:({t})",
-            t = out(reg) _,
-            v = in(reg) v,
-            options(att_syntax, nostack, preserves_flags),
-        );
-    }
 }
 
 /// Interposed `dlopen`: lets [`crate::dlopen::prepare`] note the call, then jumps to the real

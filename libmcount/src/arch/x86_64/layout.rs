@@ -6,32 +6,7 @@
 
 use core::mem::{offset_of, size_of};
 
-/// Registers saved by the entry trampolines (the traced function's arguments).
-#[repr(C, align(16))]
-#[derive(Debug)]
-pub struct EntryRegs {
-    pub rdi: usize,
-    pub rsi: usize,
-    pub rdx: usize,
-    pub rcx: usize,
-    pub r8: usize,
-    pub r9: usize,
-    pub rax: usize,
-    pub r10: usize,
-    pub r11: usize,
-    _pad: usize,
-    pub xmm: [[u8; 16]; 8],
-}
-
-/// Registers saved by the exit trampoline (the return value).
-#[repr(C, align(16))]
-#[derive(Debug)]
-pub struct ExitRegs {
-    pub rax: usize,
-    pub rdx: usize,
-    pub xmm0: [u8; 16],
-    pub xmm1: [u8; 16],
-}
+use crate::cpu::{EntryRegs, ExitRegs};
 
 pub(super) const ENTRY_SIZE: usize = size_of::<EntryRegs>();
 pub(super) const EXIT_SIZE: usize = size_of::<ExitRegs>();

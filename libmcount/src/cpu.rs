@@ -1,0 +1,113 @@
+//! What the handlers need from the machine, below every other module: the register areas the
+//! trampolines save for them ([`EntryRegs`], [`ExitRegs`]), the thread pointer slot
+//! ([`tls_get`], [`tls_set`]), the address of the exit trampoline that hijacked return slots
+//! point to ([`exit_trampoline_addr`]) and that of the PLT hook ([`plt_hook_addr`]).
+//!
+//! The trampolines themselves are in [`crate::arch`], the top layer: they call the handlers of
+//! `entry`, `unwind` and `dlopen`, which use this module, so neither side imports the other's
+//! module in both directions. The two trampolines whose addresses the handlers store are
+//! reached through their symbol names.
+//!
+//! Thread pointer: an 8-byte `.tbss` object accessed with the initial-exec model
+//! (`mov sym@gottpoff(%rip)`, then `%fs:`), two instructions and no call. Stable Rust has no
+//! `#[thread_local]` and `thread_local!` compiles to `__tls_get_addr` calls in a shared object;
+//! the initial-exec model needs static TLS space, which a library loaded at start-up by
+//! `LD_PRELOAD` always gets (it would fail only for `dlopen`). The object is hidden, so it is
+//! not exported; the trampolines' fast paths read it by the same name.
+
+use core::arch::{asm, global_asm};
+
+/// Registers saved by the entry trampolines (the traced function's arguments).
+#[repr(C, align(16))]
+#[derive(Debug)]
+pub struct EntryRegs {
+    pub rdi: usize,
+    pub rsi: usize,
+    pub rdx: usize,
+    pub rcx: usize,
+    pub r8: usize,
+    pub r9: usize,
+    pub rax: usize,
+    pub r10: usize,
+    pub r11: usize,
+    _pad: usize,
+    pub xmm: [[u8; 16]; 8],
+}
+
+/// Registers saved by the exit trampoline (the return value).
+#[repr(C, align(16))]
+#[derive(Debug)]
+pub struct ExitRegs {
+    pub rax: usize,
+    pub rdx: usize,
+    pub xmm0: [u8; 16],
+    pub xmm1: [u8; 16],
+}
+
+/// Address written into hijacked return slots: arch's exit trampoline.
+#[inline]
+pub fn exit_trampoline_addr() -> usize {
+    utrace_exit_trampoline as *const () as usize
+}
+
+/// Address the PLT stubs jump to: arch's PLT hook.
+#[inline]
+pub fn plt_hook_addr() -> usize {
+    utrace_plt_hook as *const () as usize
+}
+
+unsafe extern "C" {
+    /// The exit trampoline (`arch::exit_trampoline`, defined under this name). Never called
+    /// from Rust: only its address is taken.
+    fn utrace_exit_trampoline();
+    /// The PLT hook (`arch::plt_hook`, defined under this name); address only, as above.
+    fn utrace_plt_hook();
+}
+
+// Hidden: the trampolines are found by address inside the library, never through the dynamic
+// symbol table, and the traced program must not see them (the definition's `.globl` and these
+// references merge to the most constraining visibility at link time).
+global_asm!(".hidden utrace_exit_trampoline", ".hidden utrace_plt_hook");
+
+global_asm!(
+    ".pushsection .tbss,\"awT\",@nobits",
+    ".p2align 3",
+    ".globl utrace_thread_state",
+    ".hidden utrace_thread_state",
+    ".type utrace_thread_state,@object",
+    ".size utrace_thread_state, 8",
+    "utrace_thread_state:",
+    ".zero 8",
+    ".popsection",
+);
+
+/// The calling thread's state word (0 until set).
+#[inline(always)]
+pub fn tls_get() -> usize {
+    let v: usize;
+    // SAFETY: reads the calling thread's own 8-byte TLS object; no other memory is touched.
+    unsafe {
+        asm!(
+            "movq utrace_thread_state@gottpoff(%rip), {v}",
+            "movq %fs:({v}), {v}",
+            v = out(reg) v,
+            options(att_syntax, nostack, readonly, preserves_flags),
+        );
+    }
+    v
+}
+
+/// Sets the calling thread's state word.
+#[inline(always)]
+pub fn tls_set(v: usize) {
+    // SAFETY: writes the calling thread's own 8-byte TLS object only.
+    unsafe {
+        asm!(
+            "movq utrace_thread_state@gottpoff(%rip), {t}",
+            "movq {v}, %fs:({t})",
+            t = out(reg) _,
+            v = in(reg) v,
+            options(att_syntax, nostack, preserves_flags),
+        );
+    }
+}
