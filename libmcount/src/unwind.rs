@@ -13,7 +13,8 @@
 //!   or below the thunk's own return slot — with EXIT records, and hijack the others again;
 //! * an entry hook that finds `in_exception` set (traced code called from a landing pad) does
 //!   the same with its own slot as the boundary (see `entry`);
-//! * `backtrace` (glibc, also a stack walker): restore the slots, walk, hijack them again.
+//! * `backtrace` (glibc) and `_Unwind_Backtrace` (libgcc), the stack walkers: restore the
+//!   slots, walk, hijack them again (the walker's own frame left out of what the program sees).
 
 use crate::cpu::exit_trampoline_addr;
 use crate::lifecycle;
@@ -28,7 +29,7 @@ fn real(cache: &AtomicUsize, name: &CStr) -> usize {
         // SAFETY: `name` is NUL-terminated; RTLD_NEXT is a valid pseudo-handle.
         f = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
         if f == 0 {
-            crate::log::fatal(b"cannot find the real C++ exception function");
+            crate::log::fatal(b"cannot find the real unwinder function");
         }
         cache.store(f, Ordering::Relaxed);
     }
@@ -105,20 +106,69 @@ pub extern "C" fn backtrace(buf: *mut *mut c_void, size: i32, sp: usize) -> i32 
     let f = real(&BACKTRACE, c"backtrace");
     // SAFETY: `f` is glibc's backtrace, which has this signature.
     let f: extern "C" fn(*mut *mut c_void, i32) -> i32 = unsafe { core::mem::transmute(f) };
+    drop_own_frame(buf, with_real_slots(sp, || f(buf, size)))
+}
+
+/// Runs the stack walk `walk` with the original return addresses in every hijacked slot of
+/// the calling thread, then hijacks them again. `sp` is the stack pointer of the walker's
+/// caller.
+fn with_real_slots<T>(sp: usize, walk: impl FnOnce() -> T) -> T {
     let tramp = exit_trampoline_addr();
     let td = lifecycle::existing().filter(|td| !td.guard() && !td.in_exception());
     let Some(td) = td else {
-        return drop_own_frame(buf, f(buf, size));
+        return walk();
     };
     td.set_guard(true);
-    td.prune(|slot| slot < sp);
-    // SAFETY: every frame left has its slot at or above the caller's stack pointer: live.
+    // `sp - 8` holds the return address of this very call: when the walker was called
+    // through a hooked PLT slot, its frame is the innermost and that slot is hijacked too; it
+    // is restored for the walk and hijacked again below, so the call returns through the exit
+    // trampoline and gets its EXIT record.
+    td.prune(|slot| slot < sp - 8);
+    // SAFETY: every frame left has its slot at or above the return slot of this call: live.
     unsafe { td.restore_slots(tramp) };
-    let n = f(buf, size);
-    // SAFETY: the same frames are still live (backtrace only reads the stack).
+    let result = walk();
+    // SAFETY: the same frames are still live (a stack walk only reads the stack).
     unsafe { td.rehijack_slots(tramp) };
     td.set_guard(false);
-    drop_own_frame(buf, n)
+    result
+}
+
+static UNWIND_BACKTRACE: AtomicUsize = AtomicUsize::new(0);
+
+/// `_Unwind_Trace_Fn`: called by the unwinder for each frame; returns a reason code.
+type TraceFn = extern "C" fn(ctx: *mut c_void, arg: *mut c_void) -> i32;
+
+/// The program's callback, with the first frame (this wrapper's) still to be skipped.
+struct Trace {
+    user: TraceFn,
+    arg: *mut c_void,
+    skip: bool,
+}
+
+/// Forwards every frame but the first (the wrapper's own) to the program's callback.
+extern "C" fn forward(ctx: *mut c_void, arg: *mut c_void) -> i32 {
+    // SAFETY: `arg` is the `Trace` on `unwind_backtrace`'s stack, live during the walk.
+    let t = unsafe { &mut *(arg as *mut Trace) };
+    if t.skip {
+        t.skip = false;
+        return 0; // _URC_NO_REASON: go on
+    }
+    (t.user)(ctx, t.arg)
+}
+
+/// Reached by a tail jump from the `_Unwind_Backtrace` thunk (so it returns straight to the
+/// caller); `sp` is the caller's stack pointer. The program's callback sees the frames it
+/// would see without libmcount.
+pub extern "C" fn unwind_backtrace(trace: TraceFn, arg: *mut c_void, sp: usize) -> i32 {
+    let f = real(&UNWIND_BACKTRACE, c"_Unwind_Backtrace");
+    // SAFETY: `f` is libgcc's _Unwind_Backtrace, which has this signature.
+    let f: extern "C" fn(TraceFn, *mut c_void) -> i32 = unsafe { core::mem::transmute(f) };
+    let mut t = Trace {
+        user: trace,
+        arg,
+        skip: true,
+    };
+    with_real_slots(sp, || f(forward, &mut t as *mut Trace as *mut c_void))
 }
 
 /// Removes the first entry (this wrapper's own frame) so the caller sees what it would have

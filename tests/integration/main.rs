@@ -25,6 +25,8 @@
 //! * `kernel_replay`, `kernel_record`: kernel data (`-k`) in the analysis commands (crafted
 //!   pages, against uftrace) and recorded from this kernel's system call events;
 //! * `analysis_histogram`: `report --histogram` on crafted data with known durations.
+//! * `stack_walks`: a traced program calling `backtrace()` and `_Unwind_Backtrace()` sees the
+//!   stack it sees untraced.
 //! * `special_files`: a symlink to `/dev/zero` or `/dev/urandom`, a FIFO or a directory in place
 //!   of each data file: every analysis command ends at once, stays small and names the file
 //!   (`bounded.rs` runs utrace with a time and an address-space limit and measures its peak RSS);
@@ -55,6 +57,7 @@ mod replay_diff;
 mod replay_select;
 mod slow_path;
 mod special_files;
+mod stack_walks;
 mod survival;
 mod symbols;
 mod tui;

@@ -529,6 +529,22 @@ pub unsafe extern "C" fn backtrace() {
     )
 }
 
+/// Interposed `_Unwind_Backtrace` (libgcc's stack walker, used directly by some programs):
+/// passes the caller's stack pointer to `unwind::unwind_backtrace` and tail-jumps there.
+///
+/// # Safety
+/// As libgcc's `_Unwind_Backtrace`.
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn _Unwind_Backtrace() {
+    naked_asm!(
+        "endbr64",
+        "lea rdx, [rsp + 8]",
+        "jmp {handler}",
+        handler = sym crate::unwind::unwind_backtrace,
+    )
+}
+
 /// Where the hooked PLT slots lead (through the stubs of `plt`, which push the slot index).
 ///
 /// Fast path (as in `mcount`'s): for a bound slot of an ordinary function (`Slot::fast`), when
