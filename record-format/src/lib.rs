@@ -7,6 +7,14 @@
 //! opened through [`file`](mod@file): regular files only (a FIFO or a symlink to `/dev/zero` is
 //! refused without blocking), each kind read within its limit, record files mapped.
 //!
+//! The models the three programs share, each written once: [`elf`] (load bias, PLT slots, symbol
+//! selection, used by libmcount to hook, by the recorder to write `.sym` files and by the
+//! analysis to read binaries without them), [`libcall`] (the exec/fork/setjmp/longjmp family the
+//! runtime hooks specially and the analysis fixes the stack up for), [`argbind`] (which `-A`/`-R`
+//! specs a function's payloads hold), [`env`] (the recorder-runtime environment contract) and
+//! [`ring`] (the per-thread staging rings). On the writing side [`create`] makes every file of a
+//! directory safely and [`writer::TraceWriter`] writes a whole directory (crafted tests, imports).
+//!
 //! | file | module | layout |
 //! |---|---|---|
 //! | `info` | [`info`] | 40-byte header (`Ftrace!\0`, version 4, endian, class, feat, info mask, max stack) + `key:value` sections in bit order |
