@@ -11,7 +11,7 @@
 //! selection, used by libmcount to hook, by the recorder to write `.sym` files and by the
 //! analysis to read binaries without them), [`libcall`] (the exec/fork/setjmp/longjmp family the
 //! runtime hooks specially and the analysis fixes the stack up for), [`argbind`] (which `-A`/`-R`
-//! specs a function's payloads hold), [`env`] (the recorder-runtime environment contract) and
+//! specs a function's payloads hold), [`env`](mod@env) (the recorder-runtime environment contract) and
 //! [`ring`] (the per-thread staging rings). On the writing side [`create`] makes every file of a
 //! directory safely and [`writer::TraceWriter`] writes a whole directory (crafted tests, imports).
 //!
