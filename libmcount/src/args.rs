@@ -21,7 +21,7 @@ use record_format::argspec::{ArgFormat, ArgItem, ItemKind, Location, MAX_STR};
 use record_format::dbg::DbgFile;
 use record_format::demangle::{demangle, Demangle};
 use record_format::maps::MapEntry;
-use record_format::pattern::{MatchType, NameMatcher};
+use record_format::pattern::{is_plt_module, MatchType, NameMatcher};
 use record_format::raw::align;
 use std::sync::OnceLock;
 
@@ -236,10 +236,14 @@ struct Entry {
 impl Entry {
     /// Whether the entry names the function `name` of module `module` (`plt`: a PLT entry).
     fn names(&self, name: &str, module: &str, plt: bool) -> bool {
-        self.spec.module.as_deref().is_none_or(|m| match m {
-            "PLT" => plt,
-            m => module.starts_with(m),
-        }) && self.matcher.matches(name)
+        self.spec
+            .module
+            .as_deref()
+            .is_none_or(|m| match is_plt_module(m) {
+                true => plt,
+                false => module.starts_with(m),
+            })
+            && self.matcher.matches(name)
     }
 }
 

@@ -181,6 +181,9 @@ impl Settings<'_> {
 /// Builds the session's filters (library constructor; `std` and allocation are fine there).
 /// `modules` are the session map's entries; `plt` the hooked library calls (PLT entry and
 /// name), which patterns without a module or with `@PLT` name too.
+/// The size of a PLT entry, the symbol of a library call.
+const PLT_ENTRY_SIZE: u64 = 16;
+
 pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
     let specs = parse_specs(set.triggers, set.match_type);
     let mut ranges = Vec::new();
@@ -195,11 +198,18 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
             }
         },
     };
-    if !specs.is_empty() {
+    if !specs.is_empty() || set.size > 0 {
         let wanted: Vec<&Spec> = specs
             .iter()
-            .filter(|s| s.module.as_deref().is_none_or(|m| m == "PLT"))
+            .filter(|s| {
+                s.module
+                    .as_deref()
+                    .is_none_or(record_format::pattern::is_plt_module)
+            })
             .collect();
+        // A library call's symbol is its PLT entry, 16 bytes: `-Z` above that drops library
+        // calls too, as uftrace does.
+        let small = PLT_ENTRY_SIZE < set.size;
         for &(entry, raw) in plt {
             let name = demangle(raw, Demangle::Simple);
             let mut merged: Option<Actions> = None;
@@ -208,12 +218,12 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
                     .get_or_insert_with(Actions::default)
                     .merge(&s.actions);
             }
-            if merged.is_some() {
+            if merged.is_some() || small {
                 ranges.push(Range {
                     start: entry as u64,
-                    end: entry as u64 + 16,
+                    end: entry as u64 + PLT_ENTRY_SIZE,
                     rule: rule_of(merged),
-                    small: false,
+                    small,
                 });
             }
         }

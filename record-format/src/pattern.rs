@@ -94,9 +94,21 @@ pub fn split_module(spec: &str) -> (&str, Option<&str>) {
     }
 }
 
+/// Whether a `@MODULE` restriction names the executable's PLT entries (library calls):
+/// `PLT`, in any case (`usleep@plt,arg1`, as uftrace accepts it).
+pub fn is_plt_module(module: &str) -> bool {
+    module.eq_ignore_ascii_case("PLT")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plt_module_in_any_case() {
+        assert!(is_plt_module("PLT") && is_plt_module("plt") && is_plt_module("Plt"));
+        assert!(!is_plt_module("libplt.so") && !is_plt_module(""));
+    }
 
     #[test]
     fn exact_regex_and_glob() {

@@ -42,7 +42,7 @@ impl Pattern {
     pub fn matches(&self, f: &FuncInfo) -> bool {
         if let Some(m) = &self.module {
             let ok = match m.as_str() {
-                "PLT" => f.is_plt && f.in_exe,
+                m if record_format::pattern::is_plt_module(m) => f.is_plt && f.in_exe,
                 "kernel" => f.module == "[kernel]",
                 m => f.module.starts_with(m),
             };

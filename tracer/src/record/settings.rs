@@ -78,14 +78,54 @@ fn spec_entries(lists: &[String], kind: ItemKind, notices: &mut Notices) -> Vec<
     out
 }
 
+/// The argument and return-value specs that `-T` values carry among their actions, as uftrace
+/// records them (`-T main@filter,arg1/x,retval` adds `main@arg1/x` to the `-A` list and
+/// `main@retval` to the `-R` list; `auto-args` adds `main` to both: the function's automatic
+/// specs).
+fn trigger_specs(triggers: &[String]) -> (Vec<String>, Vec<String>) {
+    let (mut args, mut rets) = (Vec::new(), Vec::new());
+    for t in triggers.iter().flat_map(|s| s.split(';')) {
+        let Some((name, words)) = t.split_once('@') else {
+            continue;
+        };
+        let words: Vec<&str> = words.split(',').map(str::trim).collect();
+        let lower = |w: &str| w.to_ascii_lowercase();
+        let arg_items: Vec<&str> = words
+            .iter()
+            .copied()
+            .filter(|w| lower(w).starts_with("arg") || lower(w).starts_with("fparg"))
+            .collect();
+        let ret_items: Vec<&str> = words
+            .iter()
+            .copied()
+            .filter(|w| lower(w).starts_with("retval"))
+            .collect();
+        if !arg_items.is_empty() {
+            args.push(format!("{name}@{}", arg_items.join(",")));
+        }
+        if !ret_items.is_empty() {
+            rets.push(format!("{name}@{}", ret_items.join(",")));
+        }
+        if words.iter().any(|w| lower(w) == "auto-args") {
+            args.push(name.to_string());
+            rets.push(name.to_string());
+        }
+    }
+    (args, rets)
+}
+
 /// The ARG_SPEC section and the runtime's variables for `-A`, `-R` and `-a`.
 fn arg_settings(
     f: &crate::cli::FilterArgs,
     set: &mut impl FnMut(&str, String),
     notices: &mut Notices,
 ) -> Option<ArgSpecInfo> {
-    let args = spec_entries(&f.argument, ItemKind::Args, notices);
-    let rets = spec_entries(&f.retval, ItemKind::Ret, notices);
+    let (trigger_args, trigger_rets) = trigger_specs(&f.trigger);
+    // The triggers' entries come first: a later `-A`/`-R` item for the same argument wins.
+    let mut args = spec_entries(&trigger_args, ItemKind::Args, notices);
+    args.extend(spec_entries(&f.argument, ItemKind::Args, notices));
+    let mut rets = spec_entries(&trigger_rets, ItemKind::Ret, notices);
+    rets.extend(spec_entries(&f.retval, ItemKind::Ret, notices));
     if args.is_empty() && rets.is_empty() && !f.auto_args {
         return None;
     }
@@ -351,6 +391,27 @@ mod tests {
                 "Usage: invalid size: x"
             ]
         );
+    }
+
+    #[test]
+    fn trigger_actions_carry_argument_specs() {
+        let t = |v: &[&str]| trigger_specs(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(
+            t(&["main@filter,depth=3,arg1"]),
+            (vec!["main@arg1".to_string()], vec![])
+        );
+        assert_eq!(
+            t(&["a@arg1/x,fparg2,retval/i32,depth=2;b@trace_on"]),
+            (
+                vec!["a@arg1/x,fparg2".to_string()],
+                vec!["a@retval/i32".to_string()]
+            )
+        );
+        assert_eq!(
+            t(&["printf@trace-on,auto-args"]),
+            (vec!["printf".to_string()], vec!["printf".to_string()])
+        );
+        assert_eq!(t(&["main@depth=1", "noat"]), (vec![], vec![]));
     }
 
     fn settings_of(words: &[&str]) -> (Settings, Notices) {
