@@ -169,21 +169,27 @@ pub struct Settings<'a> {
     pub size: u64,
     /// `--trace=off`: start with recording off.
     pub start_off: bool,
+    /// `--signal` triggers are installed (their actions are taken on the slow path).
+    pub signals: bool,
 }
 
 impl Settings<'_> {
     /// Whether anything needs the filters (otherwise the fast paths stay on).
     pub fn active(&self) -> bool {
-        !self.triggers.is_empty() || self.threshold > 0 || self.size > 0 || self.start_off
+        !self.triggers.is_empty()
+            || self.threshold > 0
+            || self.size > 0
+            || self.start_off
+            || self.signals
     }
 }
+
+/// The size of a PLT entry, the symbol of a library call.
+const PLT_ENTRY_SIZE: u64 = 16;
 
 /// Builds the session's filters (library constructor; `std` and allocation are fine there).
 /// `modules` are the session map's entries; `plt` the hooked library calls (PLT entry and
 /// name), which patterns without a module or with `@PLT` name too.
-/// The size of a PLT entry, the symbol of a library call.
-const PLT_ENTRY_SIZE: u64 = 16;
-
 pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
     let specs = parse_specs(set.triggers, set.match_type);
     let mut ranges = Vec::new();

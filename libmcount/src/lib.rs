@@ -50,6 +50,7 @@ pub mod log;
 pub mod plt;
 pub mod rstack;
 pub mod session;
+pub mod signals;
 pub mod sys;
 pub mod tasklog;
 pub mod thread;

@@ -191,6 +191,7 @@ pub extern "C" fn init() {
         threshold: env_usize(env::THRESHOLD).unwrap_or(0) as u64,
         size: env_usize(env::SIZE).unwrap_or(0) as u64,
         start_off: std::env::var_os(env::TRACE_OFF).is_some(),
+        signals: crate::signals::install(&std::env::var(env::SIGNAL).unwrap_or_default()),
     };
     let filtered = filter_set.active();
     if !filtered {

@@ -232,6 +232,11 @@ impl ThreadState {
         if self.disabled() || self.rstack.len() >= self.depth_limit {
             return Hook::None;
         }
+        let signalled = crate::signals::take();
+        if signalled != 0 {
+            filter::switch_before(signalled);
+            filter::switch_after(signalled);
+        }
         if self.rstack.is_full() {
             warn_stack_full(self.rstack.capacity());
             return Hook::None;
@@ -348,9 +353,12 @@ impl ThreadState {
     pub fn exit_with(&mut self, slot: usize, regs: Option<&ExitRegs>) -> Option<usize> {
         let k = self.rstack.find_slot(slot)?;
         let parent_ip = self.rstack.get(k)?.parent_ip;
+        let signalled = crate::signals::take();
+        filter::switch_before(signalled);
         self.writer.prepare();
         let now = self.clock.now();
         self.close_to_with(k, now, regs);
+        filter::switch_after(signalled);
         Some(parent_ip)
     }
 

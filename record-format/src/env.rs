@@ -22,6 +22,8 @@ pub const THRESHOLD: &str = "UTRACE_THRESHOLD";
 /// `-F`/`-N`/`-H`/`-C`/`-T` as `PATTERN@ACTION,...` items (`-F x` is `x@filter`, `-N x`
 /// `x@notrace`, `-H x` `x@hide`, `-C x` `x@caller`), `;`-separated, in command-line order.
 pub const TRIGGER: &str = "UTRACE_TRIGGER";
+/// `--signal SIG@ACTION` values (validated by the recorder), `;`-separated.
+pub const SIGNAL: &str = "UTRACE_SIGNAL";
 /// `-Z`: functions smaller than this many bytes are not recorded.
 pub const SIZE: &str = "UTRACE_SIZE";
 /// Set by `--trace=off` (`--disable`): recording starts off, for `trace_on` triggers.

@@ -150,9 +150,122 @@ pub fn parse_trigger<'a>(spec: &'a str, notices: &mut Vec<String>) -> Trigger<'a
     }
 }
 
+/// What a `--signal SIG@ACTION` trigger does when the signal arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignalAction {
+    TraceOn,
+    TraceOff,
+    Finish,
+}
+
+/// The signals `--signal` can name (Linux x86_64 numbers), without their `SIG` prefix.
+const SIGNALS: &[(&str, i32)] = &[
+    ("HUP", 1),
+    ("INT", 2),
+    ("QUIT", 3),
+    ("ILL", 4),
+    ("TRAP", 5),
+    ("ABRT", 6),
+    ("BUS", 7),
+    ("FPE", 8),
+    ("USR1", 10),
+    ("SEGV", 11),
+    ("USR2", 12),
+    ("PIPE", 13),
+    ("ALRM", 14),
+    ("TERM", 15),
+    ("STKFLT", 16),
+    ("CHLD", 17),
+    ("CONT", 18),
+    ("TSTP", 20),
+    ("TTIN", 21),
+    ("TTOU", 22),
+    ("URG", 23),
+    ("XCPU", 24),
+    ("XFSZ", 25),
+    ("VTALRM", 26),
+    ("PROF", 27),
+    ("WINCH", 28),
+    ("IO", 29),
+    ("POLL", 29),
+    ("PWR", 30),
+    ("SYS", 31),
+];
+
+/// The number of a signal named `SIGUSR1`, `USR1` (any case), `SIGRTMIN+2` or `10`. Signals
+/// that cannot be caught (`KILL`, `STOP`) are not accepted.
+pub fn signal_number(name: &str) -> Option<i32> {
+    let up = name.trim().to_ascii_uppercase();
+    let bare = up.strip_prefix("SIG").unwrap_or(&up);
+    if let Ok(n) = bare.parse::<i32>() {
+        return (1..=64)
+            .contains(&n)
+            .then_some(n)
+            .filter(|&n| n != 9 && n != 19);
+    }
+    if let Some(off) = bare.strip_prefix("RTMIN") {
+        let off = match off.strip_prefix('+') {
+            Some(n) => n.parse::<i32>().ok()?,
+            None if off.is_empty() => 0,
+            None => return None,
+        };
+        return Some(34 + off).filter(|&n| n <= 64);
+    }
+    SIGNALS.iter().find(|(s, _)| *s == bare).map(|&(_, n)| n)
+}
+
+/// Parses one `--signal` value, `SIG@ACTION[,ACTION...]`: the signal's number and its actions
+/// (`trace_on`, `trace_off`, `finish`, spelled as in `-T`). The error is one line.
+pub fn parse_signal_trigger(spec: &str) -> Result<(i32, Vec<SignalAction>), String> {
+    let (sig, words) = spec
+        .split_once('@')
+        .ok_or_else(|| format!("invalid signal trigger: {spec} (use SIG@ACTION)"))?;
+    let signo = signal_number(sig).ok_or_else(|| format!("unknown signal: {sig}"))?;
+    let mut actions = Vec::new();
+    for w in words.split(',').filter(|w| !w.is_empty()) {
+        let norm = w.to_ascii_lowercase().replace(['_', '-'], "");
+        actions.push(match norm.as_str() {
+            "traceon" => SignalAction::TraceOn,
+            "traceoff" => SignalAction::TraceOff,
+            "finish" => SignalAction::Finish,
+            _ => {
+                return Err(format!(
+                    "unsupported signal trigger action: {w} (trace_on, trace_off or finish)"
+                ))
+            }
+        });
+    }
+    if actions.is_empty() {
+        return Err(format!("no action in signal trigger: {spec}"));
+    }
+    Ok((signo, actions))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn signal_triggers() {
+        assert_eq!(signal_number("SIGUSR1"), Some(10));
+        assert_eq!(signal_number("usr2"), Some(12));
+        assert_eq!(signal_number("15"), Some(15));
+        assert_eq!(signal_number("SIGRTMIN+2"), Some(36));
+        assert_eq!(signal_number("SIGKILL"), None);
+        assert_eq!(signal_number("9"), None);
+        assert_eq!(signal_number("BOGUS"), None);
+        assert_eq!(
+            parse_signal_trigger("SIGUSR1@finish"),
+            Ok((10, vec![SignalAction::Finish]))
+        );
+        assert_eq!(
+            parse_signal_trigger("USR2@trace-off,Trace_On"),
+            Ok((12, vec![SignalAction::TraceOff, SignalAction::TraceOn]))
+        );
+        assert!(parse_signal_trigger("SIGUSR1@depth=2").is_err());
+        assert!(parse_signal_trigger("SIGUSR1").is_err());
+        assert!(parse_signal_trigger("SIGFOO@finish").is_err());
+    }
 
     #[test]
     fn actions_and_module() {

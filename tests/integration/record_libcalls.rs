@@ -129,6 +129,10 @@ const ACTIONS: &[&[&str]] = &[
     &["-T", "main@arg1/x,retval", "-A", "main@arg1/d"],
 ];
 
+/// `--signal SIG@finish`: the program raises the signal without a handler of its own; the
+/// recording ends after the call the signal interrupted returns, and the program runs on.
+const SIGNALLED: &[(&str, &[&str])] = &[("sigtrigger", &["--signal", "SIGUSR1@finish"])];
+
 #[test]
 fn library_calls_match_uftrace() {
     if !util::need_uftrace("library_calls_match_uftrace") {
@@ -150,6 +154,11 @@ fn library_calls_match_uftrace() {
     for opts in FILTERED.iter().chain(ACTIONS) {
         for mode in MODES {
             failures.extend(compare("libcall", &["hello"], false, mode, &[], opts));
+        }
+    }
+    for (prog, opts) in SIGNALLED {
+        for mode in MODES {
+            failures.extend(compare(prog, &[], false, mode, &[], opts));
         }
     }
     assert!(

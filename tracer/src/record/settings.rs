@@ -18,7 +18,7 @@ const PAGE_SIZE: u64 = 4096;
 
 /// Every variable of the env contract, removed from the program's environment before the
 /// recorder sets its own (a stale one could come from an outer recording).
-pub(super) const CONTRACT_VARS: [&str; 19] = [
+pub(super) const CONTRACT_VARS: [&str; 20] = [
     env::DIR,
     env::CLOCK,
     record_format::ring::ENV_PREFIX,
@@ -28,6 +28,7 @@ pub(super) const CONTRACT_VARS: [&str; 19] = [
     env::THRESHOLD,
     env::TRIGGER,
     env::SIZE,
+    env::SIGNAL,
     env::TRACE_OFF,
     env::PATTERN,
     env::PLTHOOK,
@@ -251,6 +252,19 @@ pub(super) fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
     }
     if !triggers.is_empty() {
         set(env::TRIGGER, triggers.join(";"));
+    }
+    let mut signals = Vec::new();
+    for spec in r
+        .signal
+        .iter()
+        .flat_map(|s| s.split(';'))
+        .filter(|s| !s.is_empty())
+    {
+        record_format::trigger::parse_signal_trigger(spec).map_err(anyhow::Error::msg)?;
+        signals.push(spec.to_string());
+    }
+    if !signals.is_empty() {
+        set(env::SIGNAL, signals.join(";"));
     }
     if let Some(size) = &f.size_filter {
         match size.trim().parse::<u64>() {
