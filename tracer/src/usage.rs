@@ -7,13 +7,15 @@ use std::fmt::Write as _;
 
 /// Optional features this build really supports, as listed by `--version`. uftrace's test
 /// suite skips tests whose feature word (`dwarf`, `perf`, `luajit`, `python`) is missing, so
-/// only add a word here once the feature works.
-pub const FEATURES: &[&str] = &[];
+/// only add a word here once the feature works: `tui` (`utrace tui`). Not yet: `dwarf` (`-A .`
+/// with DWARF types, `--srcline`), `perf` and `sched` (scheduler events recorded), `dynamic`
+/// (`-P`), `python3` and `luajit` (scripts).
+pub const FEATURES: &[&str] = &["tui"];
 
 /// Column where option descriptions start in `--help` (0-based).
 const HELP_COLUMN: usize = 29;
 
-/// `utrace v0.1.0 ( x86_64 )`.
+/// `utrace v0.1.0 ( x86_64 tui )`.
 pub fn version_line() -> String {
     let mut line = format!(
         "utrace v{} ( {}",
@@ -115,6 +117,14 @@ mod tests {
         let line = version_line();
         assert!(line.starts_with("utrace v0.1.0 ( "));
         assert!(line.ends_with(" )"));
+        // The words uftrace's test suite reads: only features that work.
+        let words: Vec<&str> = line
+            .split(['(', ')'])
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        assert_eq!(words, [std::env::consts::ARCH, "tui"]);
     }
 
     #[test]
