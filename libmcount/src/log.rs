@@ -7,6 +7,25 @@ use core::sync::atomic::{AtomicI32, Ordering};
 /// Where diagnostics go.
 pub(crate) static LOGFD: AtomicI32 = AtomicI32::new(2);
 
+/// The debug level (`UTRACE_DEBUG`, set by the recorder's `-v`): 0, no debug lines.
+pub(crate) static DEBUG: AtomicI32 = AtomicI32::new(0);
+
+/// Writes the debug line `<domain>: <parts...>` when the debug level is at least `level`
+/// (the recorder's `-v` count for the `mcount` domain), as uftrace's runtime prints its steps.
+pub(crate) fn debug(level: i32, domain: &[u8], parts: &[&[u8]]) {
+    if DEBUG.load(Ordering::Relaxed) < level {
+        return;
+    }
+    let mut line = tasklog::LineBuf::<512>::new();
+    line.push_bytes(domain);
+    line.push_bytes(b": ");
+    for p in parts {
+        line.push_bytes(p);
+    }
+    line.push(b'\n');
+    raw(line.as_bytes());
+}
+
 /// Writes `utrace: <msg> (errno N)` to the log descriptor (stderr unless `UTRACE_LOGFD`).
 pub(crate) fn error(msg: &[u8], errno: i32) {
     let mut line = tasklog::LineBuf::<256>::new();

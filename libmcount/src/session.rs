@@ -137,6 +137,10 @@ pub extern "C" fn init() {
     let Some(dir) = std::env::var_os(env::DIR) else {
         return;
     };
+    if let Some(level) = env_usize(env::DEBUG) {
+        crate::log::DEBUG.store(level.min(3) as i32, Ordering::Relaxed);
+    }
+    crate::log::debug(1, b"mcount", &[b"initializing mcount library"]);
     let dirfd = match open_dir(&dir) {
         Ok(fd) => fd,
         Err(e) => {
@@ -216,7 +220,10 @@ pub extern "C" fn init() {
     let pid = sys::getpid();
     let exename = std::fs::read_link("/proc/self/exe").unwrap_or_default();
     let maps = session_maps(&std::fs::read_to_string("/proc/self/maps").unwrap_or_default());
+    use std::os::unix::ffi::OsStrExt;
     if std::env::var_os(env::PLTHOOK).is_some() {
+        let exe = exename.as_os_str().as_bytes();
+        crate::log::debug(1, b"plthook", &[b"setup PLT hooking \"", exe, b"\""]);
         crate::plt::install(std::env::var_os(env::NEST_LIBCALL).is_some());
     }
     if filtered {
@@ -228,11 +235,23 @@ pub extern "C" fn init() {
     if let Err(e) = write_new_file(dirfd, &format!("sid-{sid:016x}.map"), maps.as_bytes()) {
         crate::log::error(b"cannot write the session map", e);
     }
-    use std::os::unix::ffi::OsStrExt;
     let line = tasklog::sess_line(clock::now(), pid, sid, exename.as_os_str().as_bytes());
     if let Err(e) = tasklog::append(dirfd, &line) {
         crate::log::error(b"cannot append to task.txt: tracing disabled", e);
         return;
+    }
+    crate::log::debug(1, b"mcount", &[b"mcount setup done"]);
+    if crate::log::DEBUG.load(Ordering::Relaxed) > 0 {
+        let sid_hex = format!("{sid:016x}");
+        let comm = exename
+            .file_name()
+            .map(|n| n.as_bytes())
+            .unwrap_or_default();
+        crate::log::debug(
+            1,
+            b"mcount",
+            &[b"new session started: ", sid_hex.as_bytes(), b": ", comm],
+        );
     }
     // Pairs with the Acquire loads in the hooks: everything above is visible to them.
     STATE.store(ON, Ordering::Release);
@@ -293,6 +312,8 @@ pub extern "C" fn fini() {
     }
     if STATE.swap(FINISHED, Ordering::AcqRel) == ON {
         lifecycle::finish_current();
+        crate::log::debug(1, b"mcount", &[b"mcount trace finished"]);
+        crate::log::debug(1, b"mcount", &[b"exit from libmcount"]);
     }
 }
 

@@ -49,6 +49,8 @@ pub const CLOCK: &str = "UTRACE_CLOCK";
 pub const NO_TSC: &str = "UTRACE_NO_TSC";
 /// File descriptor for libmcount's one-line diagnostics (default stderr).
 pub const LOGFD: &str = "UTRACE_LOGFD";
+/// The runtime's debug level (`-v`, `--debug-domain=mcount`): 1 to 3; unset: no debug lines.
+pub const DEBUG: &str = "UTRACE_DEBUG";
 /// The recorder's pid: when that process is gone, libmcount writes what it holds and stops
 /// recording (nothing would ever finish the data directory).
 pub const RECORDER: &str = "UTRACE_RECORDER";

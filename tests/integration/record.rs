@@ -441,3 +441,61 @@ fn other_record_options() {
     assert!(out.stdout.is_empty(), "{out}");
     assert!(std::fs::read_dir(nop.path()).unwrap().next().is_none());
 }
+
+/// `-v` prints the recorder's and the runtime's steps (`DOMAIN: message`, uftrace's domains);
+/// `--logfile` sends them, and the warnings, to a file instead of stderr; `--debug-domain`
+/// keeps the domains listed.
+#[test]
+fn verbose_steps_and_logfile() {
+    let exe = util::testprog("abc", Mode::Pg);
+    let exe = exe.to_str().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let steps = [
+        "uftrace: running utrace v",
+        "uftrace: checking binary ",
+        "uftrace: using ",
+        "mcount: initializing mcount library",
+        "mcount: mcount setup done",
+        "mcount: new session started: ",
+        "mcount: mcount trace finished",
+        "uftrace: child terminated with exit code: 0",
+    ];
+    let out = utrace_in(tmp.path(), &["record", "-v", "-d", "v.data", exe]);
+    assert_status(&out, 0);
+    for s in steps {
+        assert!(out.stderr.contains(s), "no `{s}`:\n{out}");
+    }
+    let quiet = utrace_in(tmp.path(), &["record", "-d", "q.data", exe]);
+    assert!(quiet.stderr.is_empty(), "{quiet}");
+
+    let log = tmp.path().join("log.txt");
+    let logfile = format!("--logfile={}", log.display());
+    let out = utrace_in(tmp.path(), &["record", "-v", &logfile, "-d", "l.data", exe]);
+    assert_status(&out, 0);
+    assert!(out.stderr.is_empty(), "{out}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    for s in steps {
+        assert!(text.contains(s), "no `{s}` in the log file:\n{text}");
+    }
+
+    let out = utrace_in(
+        tmp.path(),
+        &["record", "--debug-domain=mcount", "-d", "m.data", exe],
+    );
+    assert!(out.stderr.contains("mcount: mcount setup done"), "{out}");
+    assert!(!out.stderr.contains("uftrace: "), "{out}");
+
+    // A warning of an analysis command goes to the log file too.
+    let out = utrace_in(tmp.path(), &["replay", "-d", "none.data", &logfile]);
+    assert_status(&out, 255);
+    assert!(out.stderr.is_empty(), "{out}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.starts_with("WARN: cannot open record data: none.data"),
+        "{text}"
+    );
+
+    let out = utrace_in(tmp.path(), &["record", "--debug-domain=bogus", exe]);
+    assert_status(&out, 1);
+    assert!(out.stderr.contains("unknown debug domain: bogus"), "{out}");
+}

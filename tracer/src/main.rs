@@ -11,6 +11,7 @@
 mod cli;
 mod cmd;
 mod config;
+mod diag;
 mod error;
 mod invocation;
 mod notice;
@@ -64,6 +65,13 @@ fn run(argv: Vec<OsString>, subcommand: &mut Option<Subcommand>) -> anyhow::Resu
         std::io::stdout().write_all(usage::banner().as_bytes())?;
         return Ok(ExitCode::SUCCESS);
     }
+    let levels = diag::Levels::parse(
+        common.verbose.saturating_add(common.debug),
+        common.debug_domain.as_deref(),
+    )
+    .map_err(anyhow::Error::msg)?;
+    diag::init(levels, common.logfile.as_deref())?;
+    diag::debug("uftrace", 1, format!("running {}", usage::version_line()));
     cmd::run(&inv, &mut notices)
 }
 
@@ -95,13 +103,11 @@ fn report_error(err: &anyhow::Error, subcommand: Option<Subcommand>) -> ExitCode
         }
         return ExitCode::from(exit.code);
     }
-    let mut stderr = std::io::stderr().lock();
     if let Some(open) = err.chain().find_map(|e| e.downcast_ref::<OpenDataError>()) {
-        let _ = writeln!(stderr, "WARN: {open}");
+        diag::warn(open.to_string());
         return ExitCode::from(255);
     }
     let place = subcommand.map_or("command line", Subcommand::name);
-    let _ = writeln!(stderr, "utrace: {place}");
-    let _ = writeln!(stderr, " ERROR: {}", error_text(err));
+    diag::line(format!("utrace: {place}\n ERROR: {}", error_text(err)));
     ExitCode::from(1)
 }

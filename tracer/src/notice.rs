@@ -71,11 +71,8 @@ impl Notices {
             }
             let _ = out.flush();
         }
-        if !self.stderr.is_empty() {
-            let mut err = std::io::stderr().lock();
-            for line in self.stderr.drain(..) {
-                let _ = writeln!(err, "{line}");
-            }
+        for line in self.stderr.drain(..) {
+            crate::diag::line(line);
         }
     }
 }

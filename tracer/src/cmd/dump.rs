@@ -10,7 +10,6 @@ use crate::timefmt;
 use crate::usage;
 use anyhow::Context;
 use replay::{DumpFormat, DumpOptions};
-use std::io::Write;
 use std::process::ExitCode;
 
 pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> {
@@ -52,7 +51,7 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
 
     let mut out = Output::start(!common.no_pager);
     let mut warn = |msg: &str| {
-        let _ = writeln!(std::io::stderr(), "WARN: {msg}");
+        crate::diag::warn(msg);
     };
     replay::dump(&dir, &cfg, &opts, out.writer(), &mut warn)
         .with_context(|| format!("cannot dump {}", dir.path.display()))?;

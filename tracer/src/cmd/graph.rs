@@ -8,7 +8,6 @@ use crate::pager::Output;
 use anyhow::Context;
 use replay::output::graph::{GraphField, GraphOptions};
 use replay::output::task_graph::TaskField;
-use std::io::Write;
 use std::process::ExitCode;
 
 pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> {
@@ -31,7 +30,7 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
                 .with_context(|| format!("cannot read {}", dir.path.display()))?;
         out.finish()?;
         for w in warnings {
-            let _ = writeln!(std::io::stderr(), "WARN: {w}");
+            crate::diag::warn(w);
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -50,7 +49,7 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
             .with_context(|| format!("cannot read {}", dir.path.display()))?;
     out.finish()?;
     for w in warnings {
-        let _ = writeln!(std::io::stderr(), "WARN: {w}");
+        crate::diag::warn(w);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -46,9 +46,8 @@ pub struct Data(TraceDir);
 
 impl Data {
     fn print_warnings(&self) {
-        let mut err = std::io::stderr().lock();
         for w in self.0.take_warnings() {
-            let _ = writeln!(err, "WARN: {w}");
+            crate::diag::warn(w);
         }
     }
 }
@@ -84,9 +83,8 @@ pub fn open_data_at(dir: &std::path::Path) -> anyhow::Result<Data> {
             Ok(data)
         }
         Err(FormatError::NoData { path, warnings }) => {
-            let mut err = std::io::stderr().lock();
             for w in warnings {
-                let _ = writeln!(err, "WARN: {w}");
+                crate::diag::warn(w);
             }
             let e = FormatError::NoData {
                 path,

@@ -6,7 +6,6 @@ use crate::notice::Notices;
 use crate::pager::Output;
 use anyhow::Context;
 use record_format::TraceDir;
-use std::io::Write;
 use std::process::ExitCode;
 
 pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> {
@@ -24,7 +23,7 @@ pub fn show(dir: &TraceDir, inv: &Invocation, notices: &mut Notices) -> anyhow::
 
     let mut out = Output::start(!inv.args.common.no_pager);
     let mut warn = |msg: &str| {
-        let _ = writeln!(std::io::stderr(), "WARN: {msg}");
+        crate::diag::warn(msg);
     };
     replay::replay(dir, &cfg, &opts, out.writer(), &mut warn)
         .with_context(|| format!("cannot replay {}", dir.path.display()))?;

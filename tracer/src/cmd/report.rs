@@ -10,7 +10,6 @@ use anyhow::Context;
 use replay::output::report::{
     self, parse_sort_keys, DiffSide, ReportField, ReportOptions, SortKey, TaskKey,
 };
-use std::io::Write;
 use std::process::ExitCode;
 
 pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> {
@@ -143,7 +142,7 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
 
 fn warn_all(warnings: &[String]) {
     for w in warnings {
-        let _ = writeln!(std::io::stderr(), "WARN: {w}");
+        crate::diag::warn(w);
     }
 }
 

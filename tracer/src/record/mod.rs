@@ -76,6 +76,11 @@ impl Termination {
     }
 }
 
+/// A debug line of the recorder (`uftrace` domain, `-v`).
+fn debug(msg: String) {
+    crate::diag::debug("uftrace", 1, msg);
+}
+
 /// strsignal's text for `sig`.
 fn signal_name(sig: i32) -> String {
     // SAFETY: strsignal returns a pointer to a NUL-terminated string that stays valid until the
@@ -165,8 +170,10 @@ pub fn record(
 ) -> anyhow::Result<Termination> {
     let argv = &inv.program;
     let name = argv.first().context("no program to record")?;
+    debug(format!("checking binary {}", name.to_string_lossy()));
     let program = program::check_program(name, inv.args.record.force)?;
     let libmcount = launch::find_libmcount(inv.args.common.libmcount_path.as_deref())?;
+    debug(format!("using {} library for tracing", libmcount.display()));
     let settings = settings(inv, notices)?;
     notices.flush();
 
@@ -314,6 +321,12 @@ pub fn record(
     if inv.args.record.time {
         print_times(&ended);
     }
+    debug(match Termination::from_raw(ended.raw_status) {
+        _ if ended.stopped => "child stopped by the recorder".to_string(),
+        Termination::Exited(code) => format!("child terminated with exit code: {code}"),
+        Termination::Signaled(sig) => format!("child terminated by signal: {sig}"),
+        _ => format!("child terminated with status {:#x}", ended.raw_status),
+    });
     let finished = write_info(finish::finish, &ended, kernel);
     guardian.done();
     if disk_full || (finished.is_err() && no_room_left(&dir)) {
@@ -343,6 +356,7 @@ fn run_recording(
 ) -> anyhow::Result<Recorded> {
     let Run { dir, rings, env } = run;
     let argv = &inv.program;
+    debug("creating 1 thread(s) for recording".to_string());
     let pump = pump::PumpThread::start(rings, dir)
         .with_context(|| "cannot start the recorder's writer thread".to_string())?;
     // After the writer thread: the tasks this process starts from now on are traced.

@@ -18,7 +18,7 @@ const PAGE_SIZE: u64 = 4096;
 
 /// Every variable of the env contract, removed from the program's environment before the
 /// recorder sets its own (a stale one could come from an outer recording).
-pub(super) const CONTRACT_VARS: [&str; 20] = [
+pub(super) const CONTRACT_VARS: [&str; 21] = [
     env::DIR,
     env::CLOCK,
     record_format::ring::ENV_PREFIX,
@@ -33,6 +33,7 @@ pub(super) const CONTRACT_VARS: [&str; 20] = [
     env::PATTERN,
     env::PLTHOOK,
     env::LOGFD,
+    env::DEBUG,
     env::ARGSPEC,
     env::RETSPEC,
     env::AUTO_ARGS,
@@ -252,6 +253,14 @@ pub(super) fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
     }
     if !triggers.is_empty() {
         set(env::TRIGGER, triggers.join(";"));
+    }
+    // --logfile: the runtime writes its messages there too; -v: its debug lines.
+    if let Some(fd) = crate::diag::runtime_log_fd() {
+        set(env::LOGFD, fd.to_string());
+    }
+    let runtime_level = crate::diag::level("mcount");
+    if runtime_level > 0 {
+        set(env::DEBUG, runtime_level.to_string());
     }
     let mut signals = Vec::new();
     for spec in r
