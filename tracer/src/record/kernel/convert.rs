@@ -39,22 +39,53 @@ impl Session {
             .collect();
         let kallsyms = fs::read_to_string("/proc/kallsyms").unwrap_or_default();
         let (main, block) = self.spool.split_at(self.cpus.min(self.spool.len()));
-        let conv = Converter::new(&formats, &self.kept, &kallsyms)?;
-        let (tasks, stats) = conv.tasks(main, block, self.page_size).map_err(unspooled)?;
-        let fns = Functions {
-            entry: conv.fentry.id,
-            exit: conv.fexit.id,
-            addr_of: &conv.addr_of,
+        let spools = Spools {
+            main,
+            block,
+            cpus: self.cpus,
+            page_size: self.page_size,
         };
-        let layout = (self.cpus, self.page_size);
-        let mut graph = Grapher::create(dir, layout, &tasks, stats.lost, fns)?;
-        conv.convert(main, block, self.page_size, &mut graph)?;
-        graph.finish()?;
+        let stats = convert(dir, &spools, &formats, &self.kept, &kallsyms)?;
         let put = |name: &str, bytes: &[u8]| crate::record::write_file(dir, name, bytes);
         put("kernel_header", &self.header().to_bytes())?;
         put("kallsyms", kallsyms.as_bytes())?;
         Ok(stats)
     }
+}
+
+/// Event mode's spool files.
+struct Spools<'a> {
+    /// The main buffer's, a file per CPU.
+    main: &'a [PathBuf],
+    /// The block instance's, a file per CPU.
+    block: &'a [PathBuf],
+    /// CPUs of the kernel files written (those of the main buffer).
+    cpus: usize,
+    page_size: usize,
+}
+
+/// Converts the events of `spools` (of the `formats` given, the `kept` events kept) into the
+/// files `kernel-cpuN.dat` of `dir`, naming the kernel functions of `kallsyms`.
+fn convert(
+    dir: &Path,
+    spools: &Spools,
+    formats: &[EventFormat],
+    kept: &[String],
+    kallsyms: &str,
+) -> anyhow::Result<Stats> {
+    let conv = Converter::new(formats, kept, kallsyms)?;
+    let (main, block, page_size) = (spools.main, spools.block, spools.page_size);
+    let (tasks, stats) = conv.tasks(main, block, page_size).map_err(unspooled)?;
+    let fns = Functions {
+        entry: conv.fentry.id,
+        exit: conv.fexit.id,
+        addr_of: &conv.addr_of,
+    };
+    let layout = (spools.cpus, page_size);
+    let mut graph = Grapher::create(dir, layout, &tasks, stats.lost, fns)?;
+    conv.convert(main, block, page_size, &mut graph)?;
+    graph.finish()?;
+    Ok(stats)
 }
 
 /// The error of a spool that cannot be read back.
@@ -350,6 +381,10 @@ fn kernel_functions(kallsyms: &str) -> HashMap<&str, u64> {
     }
     out
 }
+
+#[cfg(test)]
+#[path = "convert_tests.rs"]
+mod stream_tests;
 
 #[cfg(test)]
 mod tests {
