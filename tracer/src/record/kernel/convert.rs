@@ -9,11 +9,11 @@
 
 use anyhow::{bail, Context};
 use record_format::kernel::{EventFormat, KernelHeader, Lost, Page};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::graph::{Functions, Grapher, Step};
+use super::graph::{Functions, Grapher, PidSet, Step};
 use super::spool::{each_event, each_page, Merge};
 use super::tracefs::{format_path, BLOCK_COMPLETE, BLOCK_ISSUE};
 use super::{Mode, Session, Stats};
@@ -239,13 +239,16 @@ impl<'a> Converter<'a> {
         main: &[PathBuf],
         block: &[PathBuf],
         page_size: usize,
-    ) -> std::io::Result<(HashSet<u32>, Stats)> {
+    ) -> std::io::Result<(PidSet, Stats)> {
         let mut stats = Stats::default();
-        let mut tasks = HashSet::new();
+        let mut tasks = PidSet::default();
+        // The task of the last system call seen (events come in runs of one task's).
+        let mut last = None;
         each_event(main, page_size, &mut stats, |_, _, p| {
             for (pid, step) in self.steps(p).into_iter().flatten() {
-                if matches!(step, Step::Enter(_) | Step::Exit) {
+                if matches!(step, Step::Enter(_) | Step::Exit) && last != Some(pid) {
                     tasks.insert(pid);
+                    last = Some(pid);
                 }
             }
         })?;

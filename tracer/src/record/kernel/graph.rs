@@ -8,6 +8,7 @@ use anyhow::Context;
 use record_format::kernel::{Lost, PageWriter};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
 
 use crate::record::syscalls;
@@ -93,6 +94,34 @@ impl Call {
     }
 }
 
+/// Hashes a task's id with a multiply: pids are few and the kernel's, a hash for hostile
+/// keys is not needed where every event looks its task up.
+#[derive(Default, Clone, Copy)]
+pub(super) struct PidHasher(u64);
+
+impl Hasher for PidHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(GOLDEN);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (self.0 ^ u64::from(n)).wrapping_mul(GOLDEN);
+    }
+}
+
+/// 2^64 / φ, odd: multiplying by it spreads consecutive pids over the high bits.
+const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// Sets and maps by pid.
+pub(super) type PidSet = HashSet<u32, BuildHasherDefault<PidHasher>>;
+type PidMap<V> = HashMap<u32, V, BuildHasherDefault<PidHasher>>;
+
 /// What is open in a traced task.
 #[derive(Default)]
 struct Task {
@@ -110,7 +139,7 @@ pub(super) struct Grapher<'a> {
     fns: Functions<'a>,
     schedule: Option<u64>,
     outputs: Vec<Output>,
-    tasks: HashMap<u32, Task>,
+    tasks: PidMap<Task>,
     /// The functions of system calls `0..NUMBERS`, once looked up.
     functions: Vec<Option<Option<u64>>>,
 }
@@ -125,7 +154,7 @@ impl<'a> Grapher<'a> {
     pub(super) fn create(
         dir: &Path,
         (cpus, page_size): (usize, usize),
-        tasks: &HashSet<u32>,
+        tasks: &PidSet,
         lost: u64,
         fns: Functions<'a>,
     ) -> anyhow::Result<Grapher<'a>> {

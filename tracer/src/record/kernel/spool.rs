@@ -242,7 +242,12 @@ impl Merge {
         if let Some(i) = self.last.take() {
             let spool = &mut self.spools[i];
             spool.step(&mut self.stats)?;
-            if let Some((time, _)) = spool.current() {
+            if let Some(time) = spool.current().map(|e| e.0) {
+                // Still first (the usual case: a CPU's events come in runs): no reordering.
+                if self.heap.peek().is_none_or(|&Reverse(top)| (time, i) < top) {
+                    self.last = Some(i);
+                    return Ok(self.spools[i].current().map(|(time, p)| (time, i, p)));
+                }
                 self.heap.push(Reverse((time, i)));
             }
         }
