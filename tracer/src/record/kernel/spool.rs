@@ -205,7 +205,8 @@ impl Spool {
 }
 
 /// The events of several spool files in time order: at equal times, those of the file
-/// given first. Each file's events must be in time order.
+/// given first. Each file's events must be in time order (the kernel's per-CPU buffers are);
+/// where one's are not, the stream keeps that file's order.
 pub(super) struct Merge {
     spools: Vec<Spool>,
     /// The spools with an event left, by the time of their current event.
