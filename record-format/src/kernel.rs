@@ -486,7 +486,19 @@ impl PageWriter {
         self.pages.append(&mut self.cur);
     }
 
-    /// The pages written, each `page_size` bytes.
+    /// Writes the pages filled so far (each `page_size` bytes) to `out` and forgets them:
+    /// called after each [`push`](Self::push), the writer holds one page however many events
+    /// it is given. [`finish`](Self::finish) then gives the pages not written yet.
+    pub fn write_sealed(&mut self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        if !self.pages.is_empty() {
+            out.write_all(&self.pages)?;
+            self.pages.clear();
+        }
+        Ok(())
+    }
+
+    /// The pages written (those not given to [`write_sealed`](Self::write_sealed)), each
+    /// `page_size` bytes.
     pub fn finish(mut self) -> Vec<u8> {
         self.seal();
         self.pages
@@ -677,5 +689,25 @@ mod tests {
         }
         assert_eq!(got.len(), want.len());
         assert!(got == want);
+    }
+
+    /// A writer whose full pages are written out after each event holds at most one page
+    /// and writes the same bytes as one that keeps them all, a lost mark on its first page.
+    #[test]
+    fn sealed_pages_written_as_filled() {
+        let (mut kept, mut streamed) = (PageWriter::new(4096), PageWriter::new(4096));
+        kept.lose(Lost::Count(9));
+        streamed.lose(Lost::Count(9));
+        let mut out = Vec::new();
+        for i in 0..2000u64 {
+            let payload = vec![i as u8; 24 + 16 * (i as usize % 2)];
+            kept.push(i * 1000, &payload);
+            streamed.push(i * 1000, &payload);
+            streamed.write_sealed(&mut out).unwrap();
+            assert!(streamed.pages.is_empty() && streamed.cur.len() <= 4096);
+        }
+        assert!(out.len() >= 10 * 4096);
+        out.extend_from_slice(&streamed.finish());
+        assert!(out == kept.finish());
     }
 }

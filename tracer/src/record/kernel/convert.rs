@@ -1,38 +1,30 @@
-//! Event mode's converter (kernel.md §5.3): reads the spooled pages back, turns the system
-//! call and scheduler events of the traced tasks into their steps, and the steps into
-//! function-graph records in uftrace's kernel files; block requests are paired with their
-//! completions and kept, like the other events kept, as events of the task that issued them.
-//! In graph mode the spooled pages are the kernel files already.
+//! Event mode's converter (kernel.md §5.3): reads the spooled pages back, [`Merge`]d in time
+//! order, and turns the system call and scheduler events of the traced tasks into their
+//! steps, which the [`graph`] writer turns into function-graph records in uftrace's kernel
+//! files as they come; block requests are paired with their completions and kept, like the
+//! other events kept, as events of the task that issued them. In graph mode the spooled pages
+//! are the kernel files already.
+//!
+//! [`graph`]: super::graph
 
 use anyhow::{bail, Context};
-use record_format::kernel::{EventFormat, KernelHeader, Lost, Page, PageWriter};
-use std::collections::{HashMap, HashSet};
+use record_format::kernel::{EventFormat, KernelHeader, Lost, Page};
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::reader::{each_event, each_page};
+use super::graph::{Functions, Grapher, PidSet, Step};
+use super::spool::{each_event, each_page, Merge};
 use super::tracefs::{format_path, BLOCK_COMPLETE, BLOCK_ISSUE};
 use super::{Mode, Session, Stats};
-use crate::record::syscalls;
-
-/// What a kernel event means for one traced task.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Step {
-    /// Enters system call `nr`.
-    Enter(u64),
-    /// Returns from its system call.
-    Exit,
-    /// Leaves the CPU.
-    Out,
-    /// Runs again.
-    In,
-    /// An event kept as it is: the record of this index.
-    Event(usize),
-}
 
 impl Session {
     /// Writes the kernel files: the function_graph tracer's pages as they are, or the system
     /// call and scheduler events turned into function-graph records, with the events kept.
+    ///
+    /// Event mode reads the spools twice, holding a page of each: first for the tasks traced
+    /// and the count of events lost (said on the first page written), then merged in time
+    /// order, each event converted and each page written as it fills.
     pub(super) fn write(&self, dir: &Path) -> anyhow::Result<Stats> {
         if self.mode == Mode::Graph {
             return self.write_graph(dir);
@@ -47,57 +39,102 @@ impl Session {
             .collect();
         let kallsyms = fs::read_to_string("/proc/kallsyms").unwrap_or_default();
         let (main, block) = self.spool.split_at(self.cpus.min(self.spool.len()));
-        let mut found = Found::default();
-        let conv = Converter::new(&formats, &self.kept, &kallsyms)?;
-        let unspool = |e: std::io::Error| {
-            anyhow::Error::new(e).context("cannot read the spooled kernel pages")
+        let spools = Spools {
+            main,
+            block,
+            cpus: self.cpus,
+            page_size: self.page_size,
         };
-        conv.scan(main, self.page_size, &mut found)
-            .map_err(unspool)?;
-        // Scheduler events name both tasks, traced or not; the traced ones are those whose
-        // own system calls were recorded (set_event_pid).
-        let tasks: HashSet<u32> = found
-            .steps
-            .iter()
-            .filter(|s| matches!(s.3, Step::Enter(_) | Step::Exit))
-            .map(|s| s.2)
-            .collect();
-        found.steps.retain(|s| tasks.contains(&s.2));
-        conv.pair_block(block, self.page_size, &tasks, &mut found)
-            .map_err(unspool)?;
-        found.steps.sort_by_key(|e| e.0);
-        let writers = conv.graph(&found, self.cpus.max(1), self.page_size);
-        let header = self.header();
+        let stats = convert(dir, &spools, &formats, &self.kept, &kallsyms)?;
         let put = |name: &str, bytes: &[u8]| crate::record::write_file(dir, name, bytes);
-        put("kernel_header", &header.to_bytes())?;
-        for (cpu, w) in writers.into_iter().enumerate() {
-            put(&format!("kernel-cpu{cpu}.dat"), &w.finish())?;
-        }
+        put("kernel_header", &self.header().to_bytes())?;
         put("kallsyms", kallsyms.as_bytes())?;
-        Ok(found.stats)
+        Ok(stats)
     }
 }
 
-/// What the event-mode buffers held for the traced tasks.
-#[derive(Default)]
-struct Found {
-    /// Every step of every traced task: (time, cpu, pid, step).
-    steps: Vec<(u64, usize, u32, Step)>,
-    /// The records of the events kept as they are ([`Step::Event`]).
-    events: Vec<Vec<u8>>,
-    stats: Stats,
+/// Event mode's spool files.
+struct Spools<'a> {
+    /// The main buffer's, a file per CPU.
+    main: &'a [PathBuf],
+    /// The block instance's, a file per CPU.
+    block: &'a [PathBuf],
+    /// CPUs of the kernel files written (those of the main buffer).
+    cpus: usize,
+    page_size: usize,
 }
 
-impl Found {
-    fn event(&mut self, time: u64, cpu: usize, pid: u32, record: Vec<u8>) {
-        self.events.push(record);
-        let i = self.events.len() - 1;
-        self.steps.push((time, cpu, pid, Step::Event(i)));
+/// Converts the events of `spools` (of the `formats` given, the `kept` events kept) into the
+/// files `kernel-cpuN.dat` of `dir`, naming the kernel functions of `kallsyms`.
+fn convert(
+    dir: &Path,
+    spools: &Spools,
+    formats: &[EventFormat],
+    kept: &[String],
+    kallsyms: &str,
+) -> anyhow::Result<Stats> {
+    let conv = Converter::new(formats, kept, kallsyms)?;
+    let (main, block, page_size) = (spools.main, spools.block, spools.page_size);
+    let (tasks, stats) = conv.tasks(main, block, page_size).map_err(unspooled)?;
+    let fns = Functions {
+        entry: conv.fentry.id,
+        exit: conv.fexit.id,
+        addr_of: &conv.addr_of,
+    };
+    let layout = (spools.cpus, page_size);
+    let mut graph = Grapher::create(dir, layout, &tasks, stats.lost, fns)?;
+    conv.convert(main, block, page_size, &mut graph)?;
+    graph.finish()?;
+    Ok(stats)
+}
+
+/// The error of a spool that cannot be read back.
+fn unspooled(e: std::io::Error) -> anyhow::Error {
+    anyhow::Error::new(e).context("cannot read the spooled kernel pages")
+}
+
+/// An integer field of a record, found in its format once (as [`EventFormat::value`] reads
+/// it).
+#[derive(Clone, Copy)]
+struct Int {
+    offset: usize,
+    size: usize,
+    signed: bool,
+}
+
+impl Int {
+    fn of(format: &EventFormat, name: &str) -> Option<Int> {
+        let f = format.field(name)?;
+        Some(Int {
+            offset: f.offset,
+            size: if f.array.is_some() { 8 } else { f.size },
+            signed: f.signed,
+        })
+    }
+
+    /// The field's value in `p` (sign-extended when signed); none when it lies outside `p`
+    /// or is wider than 8 bytes.
+    fn get(self, p: &[u8]) -> Option<u64> {
+        let bytes = p.get(self.offset..self.offset.checked_add(self.size)?)?;
+        let mut raw = [0u8; 8];
+        raw.get_mut(..self.size)?.copy_from_slice(bytes);
+        let v = u64::from_le_bytes(raw);
+        Some(match self.signed && self.size < 8 {
+            true => {
+                let shift = 64 - 8 * self.size as u32;
+                (((v << shift) as i64) >> shift) as u64
+            }
+            false => v,
+        })
+    }
+
+    /// The value of `field` in `p`, if it has one.
+    fn read(field: Option<Int>, p: &[u8]) -> Option<u64> {
+        field.and_then(|f| f.get(p))
     }
 }
 
-/// Turns event-mode records into the steps of the traced tasks, then into function-graph
-/// records (kernel.md §5.3).
+/// Turns event-mode records into the steps of the traced tasks (kernel.md §5.3).
 struct Converter<'a> {
     fentry: &'a EventFormat,
     fexit: &'a EventFormat,
@@ -106,9 +143,18 @@ struct Converter<'a> {
     switch: Option<&'a EventFormat>,
     /// The events kept as they are in the traced tasks' context.
     kept: Vec<&'a EventFormat>,
-    issue: Option<&'a EventFormat>,
-    complete: Option<&'a EventFormat>,
+    /// The block events, when both are kept (block requests are paired).
+    block: Option<(&'a EventFormat, &'a EventFormat)>,
     addr_of: HashMap<&'a str, u64>,
+    /// This process, whose own events are left out.
+    me: u32,
+    /// The fields read from every main-buffer record: type and task (at the same places in
+    /// every event), system call number, the tasks of a switch.
+    ty: Option<Int>,
+    pid: Option<Int>,
+    nr: Option<Int>,
+    prev: Option<Int>,
+    next: Option<Int>,
 }
 
 impl<'a> Converter<'a> {
@@ -138,186 +184,137 @@ impl<'a> Converter<'a> {
                 kept.contains(&name) && name != BLOCK_ISSUE && name != BLOCK_COMPLETE
             })
             .collect();
+        let switch = find("sched", "sched_switch");
         Ok(Converter {
+            ty: Int::of(enter, "common_type"),
+            pid: Int::of(enter, "common_pid"),
+            nr: Int::of(enter, "id"),
+            prev: switch.and_then(|f| Int::of(f, "prev_pid")),
+            next: switch.and_then(|f| Int::of(f, "next_pid")),
+            me: std::process::id(),
             fentry,
             fexit,
             enter,
             exit,
-            switch: find("sched", "sched_switch"),
+            switch,
             kept,
-            issue: block(BLOCK_ISSUE),
-            complete: block(BLOCK_COMPLETE),
+            block: block(BLOCK_ISSUE).zip(block(BLOCK_COMPLETE)),
             addr_of: kernel_functions(kallsyms),
         })
     }
 
-    /// The steps of the tasks other than this process in the main buffer's `cpus` pages.
-    fn scan(&self, cpus: &[PathBuf], page_size: usize, found: &mut Found) -> std::io::Result<()> {
-        let me = std::process::id();
-        let traced = |pid: u64| pid != 0 && pid != u64::from(me) && pid < u64::from(u32::MAX);
+    /// The steps a main-buffer record `p` makes, for tasks other than this process: at most
+    /// two (a switch from one task to another).
+    fn steps(&self, p: &[u8]) -> [Option<(u32, Step)>; 2] {
+        let me = u64::from(self.me);
+        let traced = |pid: u64| pid != 0 && pid != me && pid < u64::from(u32::MAX);
         let (enter, exit) = (self.enter, self.exit);
-        let mut stats = Stats::default();
-        each_event(cpus, page_size, &mut stats, |time, cpu, p| {
-            let ty = enter.value("common_type", p).unwrap_or(0) as u16;
-            let pid = enter.value("common_pid", p).unwrap_or(0);
-            let mut step = |pid: u64, step: Step| {
-                found.steps.push((time, cpu, pid as u32, step));
+        let ty = Int::read(self.ty, p).unwrap_or(0) as u16;
+        let pid = Int::read(self.pid, p).unwrap_or(0);
+        let one = |pid: u64, step: Step| traced(pid).then_some((pid as u32, step));
+        if ty == enter.id || ty == exit.id {
+            let step = match ty == enter.id {
+                true => Step::Enter(Int::read(self.nr, p).unwrap_or(u64::MAX)),
+                false => Step::Exit,
             };
-            if ty == enter.id || ty == exit.id {
-                if traced(pid) {
-                    step(
-                        pid,
-                        match ty == enter.id {
-                            true => Step::Enter(enter.value("id", p).unwrap_or(u64::MAX)),
-                            false => Step::Exit,
-                        },
-                    );
-                }
-            } else if let Some(sw) = self.switch.filter(|f| f.id == ty) {
-                // Recorded when either side is traced, in the context of the task
-                // that leaves the CPU.
-                let prev = sw.value("prev_pid", p).unwrap_or(0);
-                let next = sw.value("next_pid", p).unwrap_or(0);
-                if traced(prev) {
-                    step(prev, Step::Out);
-                }
-                if traced(next) {
-                    step(next, Step::In);
-                }
-            } else if self.kept.iter().any(|f| f.id == ty) && traced(pid) {
-                found.event(time, cpu, pid as u32, p.to_vec());
-            }
-        })?;
-        found.stats.events += stats.events;
-        found.stats.lost += stats.lost;
-        Ok(())
+            [one(pid, step), None]
+        } else if self.switch.is_some_and(|f| f.id == ty) {
+            // Recorded when either side is traced, in the context of the task that leaves
+            // the CPU.
+            let prev = Int::read(self.prev, p).unwrap_or(0);
+            let next = Int::read(self.next, p).unwrap_or(0);
+            [one(prev, Step::Out), one(next, Step::In)]
+        } else if self.kept.iter().any(|f| f.id == ty) {
+            [one(pid, Step::Event), None]
+        } else {
+            [None, None]
+        }
     }
 
-    /// The block requests that `tasks` issued, from the instance's `cpus` pages: the issue
-    /// and, paired by device and sector, the completion, rewritten as the issuer's.
-    fn pair_block(
+    /// First pass: the traced tasks, those whose own system calls were recorded
+    /// (set_event_pid; scheduler events name both tasks, traced or not), and what the
+    /// buffers held.
+    fn tasks(
         &self,
-        cpus: &[PathBuf],
+        main: &[PathBuf],
+        block: &[PathBuf],
         page_size: usize,
-        tasks: &HashSet<u32>,
-        found: &mut Found,
-    ) -> std::io::Result<()> {
-        let (Some(issue), Some(complete)) = (self.issue, self.complete) else {
-            return Ok(());
-        };
-        let mut all = Vec::new();
-        each_event(cpus, page_size, &mut found.stats, |time, cpu, p| {
-            all.push((time, cpu, p.to_vec()));
+    ) -> std::io::Result<(PidSet, Stats)> {
+        let mut stats = Stats::default();
+        let mut tasks = PidSet::default();
+        // The task of the last system call seen (events come in runs of one task's).
+        let mut last = None;
+        each_event(main, page_size, &mut stats, |_, _, p| {
+            for (pid, step) in self.steps(p).into_iter().flatten() {
+                if matches!(step, Step::Enter(_) | Step::Exit) && last != Some(pid) {
+                    tasks.insert(pid);
+                    last = Some(pid);
+                }
+            }
         })?;
-        all.sort_by_key(|e| e.0);
+        if self.block.is_some() {
+            each_event(block, page_size, &mut stats, |_, _, _| {})?;
+        }
+        Ok((tasks, stats))
+    }
+
+    /// Second pass: the events of all buffers in time order (at equal times, the main
+    /// buffer's first, then by CPU), each turned into the steps it makes, given to `graph`
+    /// (which keeps those of the traced tasks). Block requests that traced tasks issued are
+    /// kept: the issue
+    /// and, paired by device and sector, the completion, rewritten as the issuer's.
+    fn convert(
+        &self,
+        main: &[PathBuf],
+        block: &[PathBuf],
+        page_size: usize,
+        graph: &mut Grapher,
+    ) -> anyhow::Result<()> {
+        let spools: Vec<PathBuf> = match self.block {
+            Some(_) => main.iter().chain(block).cloned().collect(),
+            None => main.to_vec(),
+        };
+        let mut merge = Merge::open(&spools, page_size).map_err(unspooled)?;
         // Requests in flight: (dev, sector) → (issuer, its CPU).
         let mut issued: HashMap<(u64, u64), (u32, usize)> = HashMap::new();
-        for (time, cpu, rec) in all {
-            let p = &rec[..];
-            let ty = issue.value("common_type", p).unwrap_or(0) as u16;
-            let fmt = if ty == issue.id { issue } else { complete };
-            let key = (
-                fmt.value("dev", p).unwrap_or(0),
-                fmt.value("sector", p).unwrap_or(0),
-            );
-            if ty == issue.id {
-                let pid = issue.value("common_pid", p).unwrap_or(0) as u32;
-                if tasks.contains(&pid) {
-                    issued.insert(key, (pid, cpu));
-                    found.event(time, cpu, pid, p.to_vec());
-                }
-            } else if ty == complete.id {
-                if let Some((pid, cpu)) = issued.remove(&key) {
-                    let mut rec = p.to_vec();
-                    if let Some(f) = complete.field("common_pid") {
-                        if let Some(b) = rec.get_mut(f.offset..f.offset + 4) {
-                            b.copy_from_slice(&pid.to_le_bytes());
-                        }
+        let mut rewritten = Vec::new();
+        while let Some((time, i, p)) = merge.next().map_err(unspooled)? {
+            if let Some(cpu) = i.checked_sub(main.len()) {
+                let Some((issue, complete)) = self.block else {
+                    continue;
+                };
+                let ty = issue.value("common_type", p).unwrap_or(0) as u16;
+                let fmt = if ty == issue.id { issue } else { complete };
+                let key = (
+                    fmt.value("dev", p).unwrap_or(0),
+                    fmt.value("sector", p).unwrap_or(0),
+                );
+                if ty == issue.id {
+                    let pid = issue.value("common_pid", p).unwrap_or(0) as u32;
+                    if graph.traces(pid) {
+                        issued.insert(key, (pid, cpu));
+                        graph.step(time, cpu, pid, Step::Event, p)?;
                     }
-                    found.event(time, cpu, pid, rec);
+                } else if ty == complete.id {
+                    if let Some((pid, cpu)) = issued.remove(&key) {
+                        rewritten.clear();
+                        rewritten.extend_from_slice(p);
+                        if let Some(f) = complete.field("common_pid") {
+                            if let Some(b) = rewritten.get_mut(f.offset..f.offset.saturating_add(4))
+                            {
+                                b.copy_from_slice(&pid.to_le_bytes());
+                            }
+                        }
+                        graph.step(time, cpu, pid, Step::Event, &rewritten)?;
+                    }
                 }
+                continue;
+            }
+            for (pid, step) in self.steps(p).into_iter().flatten() {
+                graph.step(time, i, pid, step, p)?;
             }
         }
         Ok(())
-    }
-
-    /// The function-graph records (and kept events) of `found`'s steps, in time order, in
-    /// `cpus` page writers.
-    fn graph(&self, found: &Found, cpus: usize, page_size: usize) -> Vec<PageWriter> {
-        let schedule = self.addr_of.get("schedule").copied();
-        let mut writers: Vec<PageWriter> = (0..cpus).map(|_| PageWriter::new(page_size)).collect();
-        // The count of events the kernel dropped, on the first page (records are regrouped
-        // by task, so where they were dropped no longer says anything).
-        if found.stats.lost > 0 {
-            writers[0].lose(Lost::Count(found.stats.lost));
-        }
-        // Per task: the function of the system call it is in, and the kernel depth of the
-        // `schedule` it is off the CPU in.
-        let mut open: HashMap<u32, u64> = HashMap::new();
-        let mut off: HashMap<u32, u32> = HashMap::new();
-        // A task's records all go to the file of the CPU it was first seen on: uftrace's
-        // reader loses calls whose entry and exit lie in different CPU files (a task that
-        // migrated while off the CPU).
-        let mut home: HashMap<u32, usize> = HashMap::new();
-        for &(time, cpu, pid, step) in &found.steps {
-            let cpu = *home.entry(pid).or_insert(cpu);
-            let w = &mut writers[cpu];
-            let mut record = |id: u16, func: u64, depth: u32, exit: bool| {
-                let mut p = Vec::with_capacity(40);
-                p.extend_from_slice(&id.to_le_bytes());
-                p.extend_from_slice(&[0, 0]);
-                p.extend_from_slice(&pid.to_le_bytes());
-                p.extend_from_slice(&func.to_le_bytes());
-                p.extend_from_slice(&depth.to_le_bytes());
-                p.extend_from_slice(&0u32.to_le_bytes());
-                if exit {
-                    p.extend_from_slice(&0u64.to_le_bytes());
-                    p.extend_from_slice(&0u64.to_le_bytes());
-                }
-                w.push(time, &p);
-            };
-            let (fentry, fexit) = (self.fentry.id, self.fexit.id);
-            match step {
-                Step::Enter(nr) => {
-                    let name = syscalls::name(nr).map_or_else(
-                        || "__x64_sys_ni_syscall".to_string(),
-                        |n| format!("__x64_sys_{n}"),
-                    );
-                    let Some(&func) = self.addr_of.get(name.as_str()) else {
-                        continue;
-                    };
-                    if let Some(prev) = open.insert(pid, func) {
-                        // An enter without an exit (a lost event): close the old call first.
-                        record(fexit, prev, 0, true);
-                    }
-                    record(fentry, func, 0, false);
-                }
-                Step::Exit => {
-                    if let (Some(depth), Some(s)) = (off.remove(&pid), schedule) {
-                        record(fexit, s, depth, true);
-                    }
-                    // Exits of calls entered before the task was traced (a new thread
-                    // returning from clone) have no enter and are left out.
-                    if let Some(func) = open.remove(&pid) {
-                        record(fexit, func, 0, true);
-                    }
-                }
-                Step::Out => {
-                    if let Some(s) = schedule.filter(|_| !off.contains_key(&pid)) {
-                        let depth = u32::from(open.contains_key(&pid));
-                        off.insert(pid, depth);
-                        record(fentry, s, depth, false);
-                    }
-                }
-                Step::In => {
-                    if let (Some(depth), Some(s)) = (off.remove(&pid), schedule) {
-                        record(fexit, s, depth, true);
-                    }
-                }
-                Step::Event(i) => w.push(time, &found.events[i]),
-            }
-        }
-        writers
     }
 }
 
@@ -389,8 +386,13 @@ fn kernel_functions(kallsyms: &str) -> HashMap<&str, u64> {
 }
 
 #[cfg(test)]
+#[path = "convert_tests.rs"]
+mod stream_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::syscalls;
 
     #[test]
     fn kallsyms_functions() {

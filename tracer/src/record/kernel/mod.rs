@@ -4,13 +4,14 @@
 //! Data flow: [`tracefs`] saves every setting it touches and sets tracing up for the traced
 //! process tree, in one of two modes: the function_graph tracer, whose pages are saved as
 //! they are, or (event mode, kernel.md §3, §5.3) the `raw_syscalls` and scheduler trace
-//! events. While the program runs, the [`reader`] thread appends each CPU's raw pages to a
-//! spool file in the data directory as it reads them, so that the recorder's memory stays flat
-//! however long the program runs (the converter then holds the traced tasks' steps and their
-//! function-graph pages, not the raw pages). At the end [`Session::finish`] puts tracefs back and either renames the
-//! spool files into `kernel-cpuN.dat` (graph mode) or has the [`convert`]er read them back and
-//! turn the events into function-graph records (`__x64_sys_write() { ... }` under the user
-//! function that made the call).
+//! events. While the program runs, a [`spool`] reader thread appends each CPU's raw pages to a
+//! spool file in the data directory as it reads them. At the end [`Session::finish`] puts
+//! tracefs back and either renames the spool files into `kernel-cpuN.dat` (graph mode) or has
+//! the [`convert`]er read them back, merged in time order, and turn the events into
+//! function-graph records (`__x64_sys_write() { ... }` under the user function that made the
+//! call), each page written as it fills ([`graph`]). The recorder's memory stays flat however
+//! long the program runs: a page per CPU buffer, a page per output file, and what is open in
+//! each traced task (its system call, its time off the CPU, its block requests in flight).
 //!
 //! Every tracefs setting touched is read first and written back when the session ends, also
 //! when the recorder fails half-way ([`Session`]'s drop). Only the recorder's main thread and
@@ -18,7 +19,8 @@
 //! system calls are left out when converting.
 
 mod convert;
-mod reader;
+mod graph;
+mod spool;
 mod tracefs;
 mod undo;
 
@@ -200,7 +202,7 @@ impl Session {
             for cpu in 0..self.cpus {
                 let spool = dir.join(format!("{name}{cpu}.raw"));
                 spools.push(
-                    reader::create_spool(&spool)
+                    spool::create_spool(&spool)
                         .with_context(|| format!("cannot create {}", spool.display()))?,
                 );
                 self.spool.push(spool);
@@ -216,7 +218,7 @@ impl Session {
         let stop = self.stop.clone();
         let size = self.page_size;
         self.reader = Some(std::thread::spawn(move || {
-            reader::read_cpus(files, spools, size, &stop)
+            spool::read_cpus(files, spools, size, &stop)
         }));
         Ok(())
     }
