@@ -89,8 +89,17 @@ fn system_calls_nest_under_their_functions() {
         .arg(&dir)
         .arg(&exe)
         .arg(&scratch);
-    util::run(cmd).assert_success();
+    let recorded = util::run(cmd);
+    recorded.assert_success();
     assert_eq!(tracefs_state(), before, "tracefs was not restored");
+    // Without the function_graph tracer, one line says what -k records instead.
+    let graph = std::fs::read_to_string(Path::new(TRACEFS).join("available_tracers"))
+        .is_ok_and(|t| t.split_whitespace().any(|t| t == "function_graph"));
+    let said = recorded
+        .stderr
+        .matches("-k records system calls, time off the CPU, page faults and block requests")
+        .count();
+    assert_eq!(said, usize::from(!graph), "{recorded}");
 
     let out = util::utrace_replay(&dir, &["-f", "none"]);
     out.assert_success();

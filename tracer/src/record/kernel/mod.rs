@@ -97,19 +97,26 @@ impl Session {
     pub fn start(req: &Request, dir: &Path) -> anyhow::Result<Session> {
         let root = tracefs::root()?;
         let tracers = read_file(&root, "available_tracers").unwrap_or_default();
+        // What event mode records, said once when the kernel's call graph is not available.
+        const EVENT_MODE: &str =
+            "-k records system calls, time off the CPU, page faults and block requests as events";
         if tracers.split_whitespace().any(|t| t == "function_graph") {
             match Self::open(&root, Mode::Graph, req, dir) {
                 Ok(s) => return Ok(s),
-                Err(e) => eprintln!(
-                    "utrace: function_graph cannot be used ({e:#}): recording system call events"
-                ),
+                Err(e) => crate::diag::line(format!(
+                    "utrace: the function_graph tracer cannot be used ({e:#}): {EVENT_MODE}"
+                )),
             }
+        } else {
+            crate::diag::line(format!(
+                "utrace: this kernel has no function_graph tracer: {EVENT_MODE}"
+            ));
         }
         if req.depth > 1 {
-            eprintln!(
-                "utrace: without function_graph, -k records system calls only: -K {} shows no deeper kernel functions",
+            crate::diag::line(format!(
+                "utrace: without function_graph, -K {} shows no deeper kernel functions",
                 req.depth
-            );
+            ));
         }
         Self::open(&root, Mode::Events, req, dir)
     }
