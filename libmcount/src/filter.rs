@@ -100,6 +100,11 @@ pub fn switch_after(fl: u16) {
 }
 
 impl Filters {
+    /// The `read=` counters of the function containing `addr` (`trigger::read` bits).
+    pub fn read_of(&self, addr: u64) -> u8 {
+        self.lookup(addr).0.map_or(0, |a| a.read)
+    }
+
     /// The actions of the function containing `addr` and whether it is smaller than `-Z`.
     #[inline]
     fn lookup(&self, addr: u64) -> (Option<&Actions>, bool) {
@@ -365,6 +370,9 @@ impl FilterState {
         }
         if a.finish {
             fl |= flags::FINISH;
+        }
+        if a.read != 0 {
+            fl |= flags::READ;
         }
         if !record {
             if fl == 0 {

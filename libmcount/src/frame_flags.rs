@@ -37,6 +37,9 @@ pub const TRACE_OFF: u16 = 0x0080;
 pub const FINISH: u16 = 0x0100;
 /// The frame's pending ENTRY has its argument payload saved (`ThreadState::save_args`).
 pub const ARGS_SAVED: u16 = 0x0200;
+/// `read=`: counters are read at the entry and their differences recorded before the exit
+/// (`counters`).
+pub const READ: u16 = 0x0400;
 /// With [`RETVAL`]: the return value is the 8 bytes of `rax`.
 pub const RET_INT_KIND: u16 = 0x1000;
 /// With [`RETVAL`]: the return value is the 8 low bytes of `xmm0`.
@@ -55,7 +58,7 @@ pub const RET_INT: u16 = RETVAL | RET_INT_KIND;
 pub const RET_FP: u16 = RETVAL | RET_FP_KIND;
 
 /// Every single bit of the table, once.
-const ALL: [u16; 14] = [
+const ALL: [u16; 15] = [
     NORECORD,
     IN,
     OUT,
@@ -66,6 +69,7 @@ const ALL: [u16; 14] = [
     TRACE_OFF,
     FINISH,
     ARGS_SAVED,
+    READ,
     RET_INT_KIND,
     RET_FP_KIND,
     RETVAL,

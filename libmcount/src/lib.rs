@@ -39,6 +39,7 @@ pub mod args;
 pub mod buffer;
 pub mod clock;
 pub mod config;
+pub mod counters;
 pub mod cpu;
 pub mod crash;
 pub mod dlopen;

@@ -135,6 +135,7 @@ pub unsafe extern "C" fn thread_exit(p: *mut libc::c_void) {
     crate::dlopen::scan();
     td.set_disabled(true);
     td.writer.close();
+    td.reads.close();
     if td.rstack.is_empty() {
         tls_set(DEAD);
         let len = td.map_len;
@@ -176,6 +177,8 @@ pub extern "C" fn fork_child() {
             if let Some(td) = existing() {
                 td.tid = tid;
                 td.writer.abandon(tid, config::ring_prefix());
+                // The parent thread's hardware counters: the child opens its own.
+                td.reads.close();
                 config::register_thread(td as *mut ThreadState as usize);
             }
         }

@@ -8,6 +8,7 @@ use core::ffi::CStr;
 
 pub const PAGE_SIZE: usize = 4096;
 
+const SYS_READ: usize = 0;
 const SYS_WRITE: usize = 1;
 const SYS_CLOSE: usize = 3;
 const SYS_FSTAT: usize = 5;
@@ -28,6 +29,8 @@ const SYS_FALLOCATE: usize = 285;
 const SYS_GETRANDOM: usize = 318;
 const SYS_PROCESS_VM_READV: usize = 310;
 const SYS_PIDFD_OPEN: usize = 434;
+const SYS_GETRUSAGE: usize = 98;
+const SYS_PERF_EVENT_OPEN: usize = 298;
 
 pub type SysResult<T> = Result<T, i32>;
 
@@ -87,6 +90,71 @@ pub fn openat(dirfd: i32, path: &CStr, flags: i32, mode: u32) -> SysResult<i32> 
 pub fn close(fd: i32) {
     // SAFETY: close takes no pointers; closing a bad fd only returns EBADF.
     unsafe { syscall6(SYS_CLOSE, [fd as usize, 0, 0, 0, 0, 0]) };
+}
+
+/// One `read(2)`; returns the number of bytes read.
+pub fn read(fd: i32, buf: &mut [u8]) -> SysResult<usize> {
+    // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`.
+    check(unsafe {
+        syscall6(
+            SYS_READ,
+            [fd as usize, buf.as_mut_ptr() as usize, buf.len(), 0, 0, 0],
+        )
+    })
+}
+
+/// `getrusage(who)`.
+pub fn getrusage(who: i32) -> SysResult<libc::rusage> {
+    // SAFETY: all-zero is a valid rusage; the kernel fills at most its size.
+    let mut usage: libc::rusage = unsafe { core::mem::zeroed() };
+    // SAFETY: `usage` is a valid out-pointer for the call.
+    check(unsafe {
+        syscall6(
+            SYS_GETRUSAGE,
+            [who as usize, &mut usage as *mut _ as usize, 0, 0, 0, 0],
+        )
+    })
+    .map(|_| usage)
+}
+
+/// The first 64 bytes of the kernel's `struct perf_event_attr` (`PERF_ATTR_SIZE_VER0`), all
+/// a counting event needs.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PerfAttr {
+    pub kind: u32,
+    pub size: u32,
+    pub config: u64,
+    pub sample_period: u64,
+    pub sample_type: u64,
+    pub read_format: u64,
+    /// Bit 0 disabled, 5 exclude_kernel, 6 exclude_hv, ...
+    pub flags: u64,
+    pub wakeup_events: u32,
+    pub bp_type: u32,
+    pub config1: u64,
+}
+
+const _: () = assert!(core::mem::size_of::<PerfAttr>() == 64);
+
+/// `perf_event_open(attr, 0 (this thread), -1 (any CPU), group_fd, PERF_FLAG_FD_CLOEXEC)`.
+pub fn perf_event_open(attr: &PerfAttr, group_fd: i32) -> SysResult<i32> {
+    const PERF_FLAG_FD_CLOEXEC: usize = 8;
+    // SAFETY: `attr` is a valid perf_event_attr whose `size` field says its size.
+    check(unsafe {
+        syscall6(
+            SYS_PERF_EVENT_OPEN,
+            [
+                attr as *const _ as usize,
+                0,
+                usize::MAX, // cpu -1
+                group_fd as usize,
+                PERF_FLAG_FD_CLOEXEC,
+                0,
+            ],
+        )
+    })
+    .map(|fd| fd as i32)
 }
 
 /// One `write(2)`; returns the number of bytes written.

@@ -89,6 +89,8 @@ pub struct ThreadState {
     jumps: [JumpPoint; JUMP_POINTS],
     /// Where the next [`JumpPoint`] goes.
     next_jump: usize,
+    /// `read=` counters of the open frames.
+    pub(crate) reads: reads::Reads,
 }
 
 /// The shadow stack when `setjmp(env)` was called (through the PLT).
@@ -141,6 +143,7 @@ impl ThreadState {
             errno: core::ptr::null_mut(),
             jumps: [JumpPoint::default(); JUMP_POINTS],
             next_jump: 0,
+            reads: reads::Reads::default(),
         }
     }
 
@@ -583,6 +586,9 @@ impl ThreadState {
         }
         if record {
             self.write_entry(frame.start, frame, capture);
+            if frame.flags & flags::READ != 0 {
+                self.read_at_entry(self.rstack.len() - 1, frame.child_ip as u64);
+            }
         }
         filter::switch_after(frame.flags);
     }
@@ -720,6 +726,9 @@ impl ThreadState {
                 continue;
             };
             if f.flags & flags::NORECORD == 0 && filter::tracing() {
+                if f.flags & flags::READ != 0 {
+                    self.read_at_exit(i, now);
+                }
                 if f.flags & flags::PENDING == 0 {
                     self.write_exit(now, &f, ret);
                 } else if !filters.has_caller && now.saturating_sub(f.start) >= self.filt.time {
@@ -781,3 +790,5 @@ fn exit_word(f: &Frame) -> u64 {
 
 #[cfg(test)]
 mod tests;
+
+mod reads;

@@ -28,8 +28,8 @@ pub struct Actions {
     pub backtrace: bool,
     pub finish: bool,
     pub recover: bool,
-    /// `read=...`: counters read at entry and exit (not supported).
-    pub read: bool,
+    /// `read=...`: the counters read at entry and exit ([`read`] bits).
+    pub read: u8,
     /// `color=NAME`: the ANSI code of the colour.
     pub color: Option<&'static str>,
 }
@@ -116,8 +116,11 @@ pub fn parse_trigger<'a>(spec: &'a str, notices: &mut Vec<String>) -> Trigger<'a
                 Some(c) => a.color = Some(c),
                 None => notices.push(format!("ignoring invalid color: {v}")),
             }
-        } else if lw.starts_with("read=") {
-            a.read = true;
+        } else if let Some(v) = lw.strip_prefix("read=") {
+            match read::of(v) {
+                Some(bit) => a.read |= bit,
+                None => notices.push(format!("unknown read trigger: {v} (ignoring..)")),
+            }
         } else if norm == "traceon" {
             a.trace_on = true;
         } else if norm == "traceoff" {
@@ -147,6 +150,34 @@ pub fn parse_trigger<'a>(spec: &'a str, notices: &mut Vec<String>) -> Trigger<'a
         name,
         module,
         actions: a,
+    }
+}
+
+/// The counters of `read=` trigger actions, one bit each, and the event ids of their records
+/// (data-format §3.6: the `read:` event at entry, the `diff:` one before the exit).
+pub mod read {
+    pub const PROC_STATM: u8 = 1;
+    pub const PAGE_FAULT: u8 = 2;
+    pub const PMU_CYCLE: u8 = 4;
+    pub const PMU_CACHE: u8 = 8;
+    pub const PMU_BRANCH: u8 = 16;
+
+    /// Every counter: (bit, name after `read=`, id of the `read:` event, of the `diff:` one,
+    /// number of u64 values).
+    pub const COUNTERS: [(u8, &str, u32, u32, usize); 5] = [
+        (PROC_STATM, "proc/statm", 100001, 100003, 3),
+        (PAGE_FAULT, "page-fault", 100002, 100004, 2),
+        (PMU_CYCLE, "pmu-cycle", 100005, 100006, 2),
+        (PMU_CACHE, "pmu-cache", 100007, 100008, 2),
+        (PMU_BRANCH, "pmu-branch", 100009, 100010, 2),
+    ];
+
+    /// The bit of the counter named `name` (`proc/statm`, `page-fault`, `pmu-cycle`, ...).
+    pub fn of(name: &str) -> Option<u8> {
+        COUNTERS
+            .iter()
+            .find(|c| c.1.eq_ignore_ascii_case(name))
+            .map(|c| c.0)
     }
 }
 

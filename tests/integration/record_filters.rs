@@ -218,3 +218,73 @@ fn record_time_filters() {
         failures.join("\n\n")
     );
 }
+
+/// The counters' values with their digits masked (they differ from run to run).
+fn mask_counters(text: &str) -> String {
+    text.lines()
+        .map(|l| match l.find("/* ") {
+            Some(at) => {
+                let (head, tail) = l.split_at(at);
+                // Each run of digits becomes one `N`.
+                let mut masked = String::new();
+                for c in tail.chars() {
+                    if !c.is_ascii_digit() {
+                        masked.push(c);
+                    } else if !masked.ends_with('N') {
+                        masked.push('N');
+                    }
+                }
+                let tail = masked;
+                format!("{head}{tail}\n")
+            }
+            None => format!("{l}\n"),
+        })
+        .collect()
+}
+
+/// `-T FUNC@read=proc/statm` and `read=page-fault`: the counters at FUNC's entry and their
+/// differences before its exit, as events inside the call; uftrace 0.13 and utrace show
+/// utrace's recording as uftrace's own (values masked). `read=pmu-cycle` on a machine without
+/// a PMU: uftrace's one warning, nothing recorded.
+#[test]
+fn read_triggers_record_counters() {
+    if !util::need_uftrace("read_triggers_record_counters") {
+        return;
+    }
+    let opts = ["-T", "b@read=proc/statm", "-T", "c@read=page-fault"];
+    for mode in MODES {
+        let exe = util::testprog("abc", mode);
+        let tmp = tempfile::tempdir().unwrap();
+        let (theirs, ours) = (
+            tmp.path().join("uftrace.data"),
+            tmp.path().join("utrace.data"),
+        );
+        record(true, &theirs, &opts, &exe, &[]).assert_success();
+        record(false, &ours, &opts, &exe, &[]).assert_success();
+        let reduce = |out: &str| mask_counters(&normalize::by_task(out, Anchor::Start));
+        let want = reduce(&util::uftrace_replay(&theirs, &[]).stdout);
+        assert!(
+            want.contains("/* read:proc/statm (vmsize=NKB vmrss=NKB shared=NKB) */")
+                && want.contains("/* diff:page-fault (major=+N minor=+N) */"),
+            "{want}"
+        );
+        let failures = util::compare_replays(&format!("{mode:?}"), &want, &ours, reduce);
+        assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+        // uftrace's data as utrace reads it: a `diff:` event holds the differences.
+        let theirs_by_us = reduce(&util::utrace_replay(&theirs, &[]).stdout);
+        assert_eq!(theirs_by_us, want, "{mode:?}: utrace replay of uftrace's data");
+    }
+    let exe = util::testprog("abc", Mode::Pg);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("utrace.data");
+    let out = record(false, &dir, &["-T", "b@read=pmu-cycle"], &exe, &[]);
+    out.assert_success();
+    let pmu = std::path::Path::new("/sys/bus/event_source/devices/cpu/events/cpu-cycles").exists();
+    if !pmu {
+        assert_eq!(
+            warnings(&out),
+            ["WARN: failed to open 'cycles' perf event: No such file or directory"],
+            "{out}"
+        );
+    }
+}

@@ -4,23 +4,31 @@
 use record_format::event::builtin;
 use std::collections::HashMap;
 
+/// `a / b`, 0 when `b` is 0.
+fn ratio(a: i64, b: i64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
 fn u64s(data: &[u8]) -> Vec<u64> {
     data.chunks_exact(8)
         .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
         .collect()
 }
 
-/// Remembers the last `read:` values per task so `diff:` events show differences.
+/// State kept across the events of a replay (none is needed today: a `diff:` event stores its
+/// differences itself, as uftrace writes them).
 #[derive(Debug, Default)]
-pub struct EventState {
-    last_read: HashMap<(u32, u64), Vec<u64>>,
-}
+pub struct EventState {}
 
 impl EventState {
     /// The comment text for event `id` with `data`, or `None` for unknown ids.
     pub fn text(
         &mut self,
-        tid: u32,
+        _tid: u32,
         id: u64,
         data: &[u8],
         names: &HashMap<u64, String>,
@@ -41,20 +49,8 @@ impl EventState {
                     100007 | 100008 => 3,
                     _ => 4,
                 };
-                let vals = if is_read {
-                    self.last_read.insert((tid, kind), v.clone());
-                    v.iter().map(|x| *x as i64).collect::<Vec<i64>>()
-                } else {
-                    let base = self
-                        .last_read
-                        .get(&(tid, kind))
-                        .cloned()
-                        .unwrap_or_default();
-                    v.iter()
-                        .enumerate()
-                        .map(|(i, x)| *x as i64 - base.get(i).copied().unwrap_or(0) as i64)
-                        .collect()
-                };
+                // `read:` events hold the counters, `diff:` ones their differences (signed).
+                let vals: Vec<i64> = v.iter().map(|x| *x as i64).collect();
                 let sign = |x: i64| {
                     if is_read {
                         x.to_string()
@@ -71,8 +67,26 @@ impl EventState {
                         sign(g(2))
                     ),
                     1 => format!("major={} minor={}", sign(g(0)), sign(g(1))),
+                    2 if !is_read => format!(
+                        "cycles={} instructions={} IPC={:.2}",
+                        sign(g(0)),
+                        sign(g(1)),
+                        ratio(g(1), g(0))
+                    ),
                     2 => format!("cycles={} instructions={}", sign(g(0)), sign(g(1))),
+                    3 if !is_read => format!(
+                        "refers={} misses={} hit={:.2}%",
+                        sign(g(0)),
+                        sign(g(1)),
+                        100.0 * ratio(g(0) - g(1), g(0))
+                    ),
                     3 => format!("refers={} misses={}", sign(g(0)), sign(g(1))),
+                    _ if !is_read => format!(
+                        "branch={} misses={} predict={:.2}%",
+                        sign(g(0)),
+                        sign(g(1)),
+                        100.0 * ratio(g(0) - g(1), g(0))
+                    ),
                     _ => format!("branch={} misses={}", sign(g(0)), sign(g(1))),
                 }
             }

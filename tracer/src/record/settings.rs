@@ -244,11 +244,6 @@ pub(super) fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
         if t.is_empty() {
             continue;
         }
-        let mut ignored = Vec::new();
-        let parsed = record_format::trigger::parse_trigger(t, &mut ignored);
-        if parsed.actions.read {
-            anyhow::bail!("the read= trigger action (performance counters) is not supported: {t}");
-        }
         triggers.push(t.to_string());
     }
     if !triggers.is_empty() {
