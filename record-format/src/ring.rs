@@ -368,14 +368,23 @@ pub struct Pump {
     prefix: String,
     dir: PathBuf,
     rings: Vec<Followed>,
+    /// This pump follows the rings whose `tid % share.1 == share.0` (several pumps split the
+    /// threads between them).
+    share: (u32, u32),
 }
 
 impl Pump {
     pub fn new(prefix: &str, dir: &Path) -> Pump {
+        Pump::shared(prefix, dir, 0, 1)
+    }
+
+    /// A pump for the `index`-th of `count` shares of the rings.
+    pub fn shared(prefix: &str, dir: &Path, index: u32, count: u32) -> Pump {
         Pump {
             prefix: prefix.to_string(),
             dir: dir.to_path_buf(),
             rings: Vec::new(),
+            share: (index, count.max(1)),
         }
     }
 
@@ -383,7 +392,9 @@ impl Pump {
     /// gone (their threads wrote everything and removed them).
     pub fn rescan(&mut self) -> std::io::Result<()> {
         use std::os::unix::fs::MetadataExt;
-        let files = ring_files(&self.prefix)?;
+        let (index, count) = self.share;
+        let mut files = ring_files(&self.prefix)?;
+        files.retain(|(tid, _)| tid % count == index);
         self.rings.retain(|r| {
             files.iter().any(|(tid, _)| *tid == r.tid)
                 && std::fs::metadata(&r.path).is_ok_and(|m| m.ino() == r.ino)

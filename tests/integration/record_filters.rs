@@ -272,7 +272,10 @@ fn read_triggers_record_counters() {
         assert!(failures.is_empty(), "{}", failures.join("\n\n"));
         // uftrace's data as utrace reads it: a `diff:` event holds the differences.
         let theirs_by_us = reduce(&util::utrace_replay(&theirs, &[]).stdout);
-        assert_eq!(theirs_by_us, want, "{mode:?}: utrace replay of uftrace's data");
+        assert_eq!(
+            theirs_by_us, want,
+            "{mode:?}: utrace replay of uftrace's data"
+        );
     }
     let exe = util::testprog("abc", Mode::Pg);
     let tmp = tempfile::tempdir().unwrap();

@@ -129,6 +129,11 @@ const ACTIONS: &[&[&str]] = &[
     &["-T", "main@arg1/x,retval", "-A", "main@arg1/d"],
 ];
 
+/// Options of the recorder's own threads, which must not change what is recorded: several
+/// writer threads sharing the traced threads, and a real-time priority (a warning where the
+/// system refuses it).
+const RECORDER_OPTIONS: &[&[&str]] = &[&["--num-thread=3"], &["--rt-prio=5"]];
+
 /// `--signal SIG@finish`: the program raises the signal without a handler of its own; the
 /// recording ends after the call the signal interrupted returns, and the program runs on.
 const SIGNALLED: &[(&str, &[&str])] = &[("sigtrigger", &["--signal", "SIGUSR1@finish"])];
@@ -155,6 +160,9 @@ fn library_calls_match_uftrace() {
         for mode in MODES {
             failures.extend(compare("libcall", &["hello"], false, mode, &[], opts));
         }
+    }
+    for opts in RECORDER_OPTIONS {
+        failures.extend(compare("thread", &[], true, Mode::Pg, &[], opts));
     }
     for (prog, opts) in SIGNALLED {
         for mode in MODES {

@@ -376,14 +376,14 @@ pub struct RecordArgs {
     /// Deepest nesting recorded (default: 1024)
     #[arg(long, value_name = "DEPTH")]
     pub max_stack: Option<String>,
-    /// Number of recorder threads
+    /// Number of recorder threads (default: CPUs / 4)
     #[arg(long, value_name = "N")]
     pub num_thread: Option<String>,
     /// Print the elapsed time of the program
     #[arg(long)]
     pub time: bool,
-    /// Keep the process id of the traced program
-    #[arg(long)]
+    /// Keep the process id of the traced program (not supported: refused with an error)
+    #[arg(long, hide = true)]
     pub keep_pid: bool,
     /// Clock source: mono, mono_raw or boot
     #[arg(long, value_name = "CLOCK")]
@@ -391,7 +391,7 @@ pub struct RecordArgs {
     /// Run with a runtime that records nothing
     #[arg(long)]
     pub nop: bool,
-    /// Use the single-thread runtime
+    /// Single-thread runtime (accepted: the runtime takes no locks already)
     #[arg(long)]
     pub libmcount_single: bool,
     /// Trace even if the checks fail
@@ -400,7 +400,7 @@ pub struct RecordArgs {
     /// Disable address space randomization
     #[arg(long)]
     pub no_randomize_addr: bool,
-    /// Real-time priority of the recorder threads
+    /// Real-time (FIFO) priority of the recorder threads
     #[arg(long, value_name = "PRIO")]
     pub rt_prio: Option<String>,
     /// Send the data to a `recv` server on HOST

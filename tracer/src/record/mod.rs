@@ -356,8 +356,11 @@ fn run_recording(
 ) -> anyhow::Result<Recorded> {
     let Run { dir, rings, env } = run;
     let argv = &inv.program;
-    debug("creating 1 thread(s) for recording".to_string());
-    let pump = pump::PumpThread::start(rings, dir)
+    debug(format!(
+        "creating {} thread(s) for recording",
+        settings.threads
+    ));
+    let pump = pump::PumpThread::start(rings, dir, settings.threads, settings.rt_prio)
         .with_context(|| "cannot start the recorder's writer thread".to_string())?;
     // After the writer thread: the tasks this process starts from now on are traced.
     let kernel = match settings.kernel {
@@ -367,6 +370,7 @@ fn run_recording(
                     buffer: settings.kernel_buffer,
                     depth: settings.kernel_depth,
                     events: settings.kernel_events.clone(),
+                    rt_prio: settings.rt_prio,
                 },
                 dir,
             )

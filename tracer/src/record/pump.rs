@@ -1,7 +1,9 @@
-//! The recorder's pump thread: while the traced process tree runs, it writes the chunks the
+//! The recorder's pump threads: while the traced process tree runs, they write the chunks the
 //! traced threads sealed in their rings to the data files (`record_format::ring`), so the
-//! traced threads do not pay for the file system. It polls: quickly while there is data,
+//! traced threads do not pay for the file system. Each polls: quickly while there is data,
 //! backing off to a millisecond when there is none, and looks for new rings every millisecond.
+//! With several threads (`--num-thread`) each follows the rings of its share of the traced
+//! threads (by thread id); `--rt-prio` runs them at a real-time (SCHED_FIFO) priority.
 
 use record_format::ring::Pump;
 use std::path::Path;
@@ -18,43 +20,90 @@ const RESCAN: Duration = Duration::from_millis(1);
 
 pub struct PumpThread {
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<std::io::Result<()>>,
+    handles: Vec<JoinHandle<std::io::Result<()>>>,
 }
 
 impl PumpThread {
-    /// Starts pumping the rings of `prefix` into `dir`.
-    pub fn start(prefix: &str, dir: &Path) -> std::io::Result<PumpThread> {
+    /// Starts `threads` pumps of the rings of `prefix` into `dir`, at real-time priority
+    /// `rt_prio` when given (a warning when the system refuses it).
+    pub fn start(
+        prefix: &str,
+        dir: &Path,
+        threads: usize,
+        rt_prio: Option<i32>,
+    ) -> std::io::Result<PumpThread> {
         let stop = Arc::new(AtomicBool::new(false));
-        let mut pump = Pump::new(prefix, dir);
-        let flag = Arc::clone(&stop);
-        let handle = std::thread::Builder::new()
-            .name("utrace-pump".into())
-            .spawn(move || {
-                let mut pause = MIN_PAUSE;
-                let mut scanned = Instant::now() - RESCAN;
-                while !flag.load(Ordering::Relaxed) {
-                    if scanned.elapsed() >= RESCAN {
-                        pump.rescan()?;
-                        scanned = Instant::now();
+        let count = threads.max(1) as u32;
+        let mut handles = Vec::new();
+        for index in 0..count {
+            let mut pump = Pump::shared(prefix, dir, index, count);
+            let flag = Arc::clone(&stop);
+            let spawned = std::thread::Builder::new()
+                .name(format!("utrace-pump-{index}"))
+                .spawn(move || {
+                    if let Some(prio) = rt_prio {
+                        set_rt_priority(prio, index == 0);
                     }
-                    pause = if pump.pump()? > 0 {
-                        MIN_PAUSE
-                    } else {
-                        (pause * 2).min(MAX_PAUSE)
-                    };
-                    std::thread::sleep(pause);
+                    let mut pause = MIN_PAUSE;
+                    let mut scanned = Instant::now() - RESCAN;
+                    while !flag.load(Ordering::Relaxed) {
+                        if scanned.elapsed() >= RESCAN {
+                            pump.rescan()?;
+                            scanned = Instant::now();
+                        }
+                        pause = if pump.pump()? > 0 {
+                            MIN_PAUSE
+                        } else {
+                            (pause * 2).min(MAX_PAUSE)
+                        };
+                        std::thread::sleep(pause);
+                    }
+                    Ok(())
+                });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    PumpThread { stop, handles }.stop_quietly();
+                    return Err(e);
                 }
-                Ok(())
-            })?;
-        Ok(PumpThread { stop, handle })
+            }
+        }
+        Ok(PumpThread { stop, handles })
     }
 
-    /// Stops the pump (what is left in the rings is for the salvage) and reports its error.
+    /// Stops the pumps (what is left in the rings is for the salvage) and reports the first
+    /// error.
     pub fn stop(self) -> std::io::Result<()> {
         self.stop.store(true, Ordering::Relaxed);
-        match self.handle.join() {
-            Ok(r) => r,
-            Err(_) => Err(std::io::Error::other("the pump thread panicked")),
+        let mut result = Ok(());
+        for h in self.handles {
+            let r = match h.join() {
+                Ok(r) => r,
+                Err(_) => Err(std::io::Error::other("a pump thread panicked")),
+            };
+            if result.is_ok() {
+                result = r;
+            }
         }
+        result
+    }
+
+    fn stop_quietly(self) {
+        let _ = self.stop();
+    }
+}
+
+/// Puts the calling thread in the SCHED_FIFO class at `prio`; `warn`: say so when refused.
+pub fn set_rt_priority(prio: i32, warn: bool) {
+    let param = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: `param` is a valid sched_param; pid 0 is the calling thread.
+    let ok = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } == 0;
+    if !ok && warn {
+        crate::diag::warn(format!(
+            "cannot run the recorder at real-time priority {prio}: {}",
+            std::io::Error::last_os_error()
+        ));
     }
 }

@@ -59,6 +59,10 @@ pub(super) struct Settings {
     pub(super) kernel_buffer: Option<u64>,
     /// `-K`: kernel graph depth (function_graph mode).
     pub(super) kernel_depth: u32,
+    /// `--num-thread`: writer threads (default: a quarter of the online CPUs, at least one).
+    pub(super) threads: usize,
+    /// `--rt-prio`: SCHED_FIFO priority of the recorder's threads.
+    pub(super) rt_prio: Option<i32>,
     /// `-E SYSTEM:EVENT@kernel`: kernel tracepoints kept as events.
     pub(super) kernel_events: Vec<String>,
 }
@@ -345,7 +349,31 @@ pub(super) fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
         set("LD_BIND_NOT", "1".to_string());
     }
     let args = arg_settings(f, &mut set, notices);
+    if r.keep_pid {
+        anyhow::bail!(
+            "--keep-pid is not supported: the program runs as a child of utrace, with a new pid"
+        );
+    }
+    let threads = match r.num_thread.as_deref().map(str::trim) {
+        None => {
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+            (cpus / 4).max(1)
+        }
+        Some(t) => match t.parse::<usize>() {
+            Ok(n @ 1..=256) => n,
+            _ => anyhow::bail!("invalid --num-thread value: {t} (1 to 256 threads)"),
+        },
+    };
+    let rt_prio = match r.rt_prio.as_deref().map(str::trim) {
+        None => None,
+        Some(p) => match p.parse::<i32>() {
+            Ok(n @ 1..=99) => Some(n),
+            _ => anyhow::bail!("invalid --rt-prio value: {p} (a SCHED_FIFO priority, 1 to 99)"),
+        },
+    };
     Ok(Settings {
+        threads,
+        rt_prio,
         args,
         kernel,
         kernel_buffer,

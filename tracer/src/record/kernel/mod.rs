@@ -65,6 +65,8 @@ pub struct Request {
     pub depth: u32,
     /// `-E SYSTEM:EVENT@kernel`: tracepoints kept as events (globs allowed).
     pub events: Vec<String>,
+    /// `--rt-prio`: SCHED_FIFO priority of the reader thread.
+    pub rt_prio: Option<i32>,
 }
 
 /// A recording session: tracefs set up for the traced tree and a reader thread per run.
@@ -188,7 +190,7 @@ impl Session {
         s.enable_kept(kept)?;
         // The reader thread starts before the pid lists are written: it is not traced
         // (function-fork and event-fork add only the tasks forked later).
-        s.start_reader(dir)?;
+        s.start_reader(dir, req.rt_prio)?;
         let me = std::process::id().to_string();
         if mode == Mode::Graph {
             write_file(&s.root, "set_ftrace_pid", &me)?;
@@ -199,7 +201,7 @@ impl Session {
     }
 
     /// Starts the reader before this process is traced: its reads are not recorded.
-    fn start_reader(&mut self, dir: &Path) -> anyhow::Result<()> {
+    fn start_reader(&mut self, dir: &Path, rt_prio: Option<i32>) -> anyhow::Result<()> {
         let mut files = Vec::new();
         let mut spools = Vec::new();
         self.cpus = cpus(&self.root);
@@ -225,6 +227,9 @@ impl Session {
         let stop = self.stop.clone();
         let size = self.page_size;
         self.reader = Some(std::thread::spawn(move || {
+            if let Some(prio) = rt_prio {
+                super::pump::set_rt_priority(prio, false);
+            }
             spool::read_cpus(files, spools, size, &stop)
         }));
         Ok(())
