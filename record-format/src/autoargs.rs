@@ -88,10 +88,15 @@ pub const RETAUTO: &str = concat!(
 /// Enum definitions for the `e:` items above.
 pub const ENUMAUTO: &str = concat!(
     "enum utrace_prot {PROT_NONE,PROT_READ,PROT_WRITE,PROT_EXEC=4};",
-    "enum utrace_map {MAP_SHARED=1,MAP_PRIVATE=2,MAP_FIXED=16,MAP_ANONYMOUS=32};",
+    // Flag names as uftrace 0.13 prints them (`MAP_ANON`, glibc's short spelling).
+    "enum utrace_map {MAP_SHARED=1,MAP_PRIVATE=2,MAP_FIXED=16,MAP_ANON=32,MAP_GROWSDOWN=256,",
+    "MAP_DENYWRITE=2048,MAP_EXECUTABLE=4096,MAP_LOCKED=8192,MAP_NORESERVE=16384,",
+    "MAP_POPULATE=32768,MAP_NONBLOCK=65536,MAP_STACK=131072,MAP_HUGETLB=262144};",
     "enum utrace_whence {SEEK_SET,SEEK_CUR,SEEK_END,SEEK_DATA,SEEK_HOLE};",
-    "enum utrace_open {O_RDONLY,O_WRONLY,O_RDWR,O_CREAT=64,O_EXCL=128,O_TRUNC=512,",
-    "O_APPEND=1024,O_NONBLOCK=2048,O_DIRECT=16384,O_DIRECTORY=65536,O_CLOEXEC=524288};",
+    "enum utrace_open {O_RDONLY,O_WRONLY,O_RDWR,O_CREAT=64,O_EXCL=128,O_NOCTTY=256,",
+    "O_TRUNC=512,O_APPEND=1024,O_NONBLOCK=2048,O_DSYNC=4096,O_ASYNC=8192,O_DIRECT=16384,",
+    "O_LARGEFILE=32768,O_DIRECTORY=65536,O_NOFOLLOW=131072,O_NOATIME=262144,",
+    "O_CLOEXEC=524288,O_SYNC=1052672,O_PATH=2097152};",
     "enum utrace_signal {SIGHUP=1,SIGINT,SIGQUIT,SIGILL,SIGTRAP,SIGABRT,SIGBUS,SIGFPE,",
     "SIGKILL,SIGUSR1,SIGSEGV,SIGUSR2,SIGPIPE,SIGALRM,SIGTERM,SIGSTKFLT,SIGCHLD,SIGCONT,",
     "SIGSTOP,SIGTSTP,SIGTTIN,SIGTTOU,SIGURG,SIGXCPU,SIGXFSZ,SIGVTALRM,SIGPROF,SIGWINCH,",
@@ -119,6 +124,8 @@ mod tests {
             }
         }
         let enums = parse_enums(ENUMAUTO).expect("enums parse");
+        // uftrace 0.13's spelling.
+        assert!(ENUMAUTO.contains("MAP_ANON=32") && !ENUMAUTO.contains("MAP_ANONYMOUS"));
         for entry in ARGAUTO.split(';') {
             if let Some((_, e)) = entry.split_once("/e:") {
                 let name = e.split(',').next().unwrap();
