@@ -104,6 +104,9 @@ pub struct Merge<'d> {
     /// The kernel files' events (and their formats), which kernel EVENT heads point into.
     kernel_events: KernelRecords,
     kernel_view: KernelView,
+    /// No reader-level filter is in effect (see [`Merge::update_plain`]): records go from the
+    /// data straight to the heads.
+    plain: bool,
     first_time: u64,
     /// Problems met while decoding (printed as warnings by the caller).
     pub warnings: Vec<String>,
@@ -213,10 +216,12 @@ impl<'d> Merge<'d> {
             event_names,
             kernel_events,
             kernel_view,
+            plain: false,
             first_time: u64::MAX,
             warnings,
         };
         m.gate.init(n);
+        m.update_plain();
         for i in 0..n {
             m.load(i);
         }
@@ -232,24 +237,38 @@ impl<'d> Merge<'d> {
     }
 
     /// Filter decisions for a function (computed once).
+    #[inline]
     pub fn decide(&mut self, id: FuncId) -> FuncFilter {
+        match self.decided.get(id as usize) {
+            Some(Some(d)) => *d,
+            _ => self.decide_first(id),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn decide_first(&mut self, id: FuncId) -> FuncFilter {
         let i = id as usize;
         if self.decided.len() <= i {
             self.decided.resize(i + 1, None);
         }
-        match self.decided[i] {
-            Some(d) => d,
-            None => {
-                let d = self.filters.decide(self.sym.func(id));
-                self.decided[i] = Some(d);
-                d
-            }
-        }
+        let d = self.filters.decide(self.sym.func(id));
+        self.decided[i] = Some(d);
+        d
     }
 
     /// Sets the time range once the first timestamp is known.
     pub fn set_range(&mut self, start: u64, stop: u64) {
         self.gate.range = (start, stop);
+        self.update_plain();
+    }
+
+    /// Whether every record passes the reader-level filters untouched: no time range, `-t`,
+    /// `time=` trigger, `-C` or `--kernel-only`.
+    fn update_plain(&mut self) {
+        let g = &self.gate;
+        self.plain =
+            g.range == (0, u64::MAX) && !g.time_active() && !g.caller && !self.kernel_view.only;
     }
 
     /// Drops all heads and reloads them through the gate (after its settings changed).
@@ -267,6 +286,7 @@ impl<'d> Merge<'d> {
             *h = None;
         }
         self.gate.init(self.cursors.len());
+        self.update_plain();
         for i in 0..self.cursors.len() {
             self.load(i);
         }
@@ -398,7 +418,10 @@ impl<'d> Merge<'d> {
     ///
     /// The task that supplied the previous record is kept out of the heap while its next record
     /// is still the earliest, so a single busy task costs no heap operations.
-    #[inline]
+    ///
+    /// Inlined: the caller reads the record right away, and a returned copy written piecewise
+    /// would stall those reads.
+    #[inline(always)]
     pub fn pop(&mut self) -> Option<(usize, Head)> {
         let ti = match self.current.take() {
             Some(c) => match (self.heads[c].as_ref(), self.heap.peek()) {
@@ -527,6 +550,9 @@ impl<'d> Merge<'d> {
     /// queues it.
     #[inline]
     fn load(&mut self, ti: usize) {
+        if self.plain && self.load_plain(ti) {
+            return;
+        }
         let head = if self.gate.time_active() {
             if self.gate.buffer_empty(ti) {
                 self.fill_time_buffer(ti);
@@ -541,6 +567,58 @@ impl<'d> Merge<'d> {
         if self.current != Some(ti) {
             self.heap.push(Reverse((time, ti)));
         }
+    }
+
+    /// [`Merge::load`] in the common case without reader-level filters: an entry or exit
+    /// without payload, and no kernel record of the task pending. `false` (with nothing
+    /// consumed) leaves every other case to [`Merge::read_raw`].
+    ///
+    /// The head is written in place: returning it through the stack makes the copy read
+    /// bytes just stored piecewise, which stalls.
+    #[inline(always)]
+    fn load_plain(&mut self, ti: usize) -> bool {
+        let c = &self.cursors[ti];
+        if c.kpos < c.kernel.len() {
+            return false;
+        }
+        let pos = c.pos;
+        let Some(rec) = c.bytes.get(pos..pos + RECORD_SIZE) else {
+            return false;
+        };
+        let Some(raw) = rec.try_into().ok().and_then(RawRecord::decode) else {
+            return false;
+        };
+        if raw.more || !matches!(raw.kind, RecordKind::Entry | RecordKind::Exit) {
+            return false;
+        }
+        let session = self.resolve_session(ti, raw.time);
+        let c = &self.cursors[ti];
+        let func = if c.memo.0 == raw.addr && c.memo.1 == session && raw.addr != 0 {
+            c.memo.2
+        } else {
+            let f = self.sym.resolve(session, raw.time, raw.addr);
+            self.cursors[ti].memo = (raw.addr, session, f);
+            f
+        };
+        let next = pos + RECORD_SIZE;
+        let c = &mut self.cursors[ti];
+        c.last_time = c.last_time.max(raw.time);
+        c.pos = next;
+        c.user_depth = u32::from(raw.depth) + u32::from(raw.kind == RecordKind::Entry);
+        if c.pos > c.released + 2 * RELEASE_WINDOW {
+            c.released = c.pos - RELEASE_WINDOW;
+            c.file.release(c.released);
+        }
+        self.heads[ti] = Some(Head {
+            raw,
+            func,
+            payload: (next, 0),
+            kernel_event: None,
+        });
+        if self.current != Some(ti) {
+            self.heap.push(Reverse((raw.time, ti)));
+        }
+        true
     }
 
     /// The next record of the task inside the time range and, with `-C`, on a path to a target.
@@ -589,10 +667,8 @@ impl<'d> Merge<'d> {
                 RecordKind::Exit => c.user_depth = u32::from(head.raw.depth),
                 _ => {}
             }
-            // Keep resident memory flat on large traces: drop what was read long ago.
-            const WINDOW: usize = 4 << 20;
-            if c.pos > c.released + 2 * WINDOW {
-                c.released = c.pos - WINDOW;
+            if c.pos > c.released + 2 * RELEASE_WINDOW {
+                c.released = c.pos - RELEASE_WINDOW;
                 c.file.release(c.released);
             }
             if head.raw.kind != RecordKind::Lost && !self.gate.in_range(head.raw.time) {
@@ -726,6 +802,10 @@ impl<'d> Merge<'d> {
         (None, found)
     }
 }
+
+/// Resident memory stays flat on large traces: data read more than twice this many bytes ago
+/// is handed back to the kernel.
+const RELEASE_WINDOW: usize = 4 << 20;
 
 /// Why decoding stopped.
 enum Stop {
