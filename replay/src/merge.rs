@@ -455,12 +455,19 @@ impl<'d> Merge<'d> {
         self.cursors[ti].pos = self.cursors[ti].bytes.len();
     }
 
+    /// The session of task `ti` at `time` (the last one found while `time` stays in its span).
+    #[inline(always)]
     fn resolve_session(&mut self, ti: usize, time: u64) -> Option<usize> {
         let c = &self.cursors[ti];
         if time >= c.sess_from && time < c.sess_until {
             return c.session;
         }
-        let tid = c.tid;
+        self.find_session(ti, time)
+    }
+
+    #[inline(never)]
+    fn find_session(&mut self, ti: usize, time: u64) -> Option<usize> {
+        let tid = self.cursors[ti].tid;
         let (s, from, until) = match self.sym.session_at(tid, time) {
             Some((s, until)) => (Some(s), time, until),
             None => (None, time, time + 1),
