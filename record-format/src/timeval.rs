@@ -1,8 +1,6 @@
 //! Time values as the command line writes them (`1.5us`, `10ms`, `2s`) and as output shows
 //! them (10-character durations).
 
-use std::fmt::Write as _;
-
 const NSEC_PER_SEC: u64 = 1_000_000_000;
 
 /// A time value whose integer part has more digits than allowed. uftrace treats this as fatal
@@ -87,25 +85,9 @@ pub fn parse_timestamp(text: &str) -> u64 {
     sec.saturating_mul(NSEC_PER_SEC).saturating_add(nsec)
 }
 
-/// Appends `v` right-aligned in at least 3 columns.
-fn push_int3(out: &mut String, v: u64) {
-    if v >= 1000 {
-        let _ = write!(out, "{v}");
-        return;
-    }
-    let v = v as u32;
-    let (h, t, o) = (v / 100, v / 10 % 10, v % 10);
-    out.push(if h > 0 { (b'0' + h as u8) as char } else { ' ' });
-    out.push(if h > 0 || t > 0 {
-        (b'0' + t as u8) as char
-    } else {
-        ' '
-    });
-    out.push((b'0' + o as u8) as char);
-}
-
 /// Appends a 10-character duration (`  1.234 us`, ` 10.130 ms`, `  1.200  s`, blank for 0).
 /// Digits are truncated, not rounded. With `color`, the unit is wrapped in ANSI codes.
+#[inline]
 pub fn push_duration(out: &mut String, ns: u64, color: bool) {
     if ns == 0 {
         out.push_str("          ");
@@ -134,18 +116,45 @@ pub fn push_duration(out: &mut String, ns: u64, color: bool) {
             Some("\x1b[31m"),
         )
     };
-    push_int3(out, int);
+    // Every branch above keeps `int` below 1000: three columns, right-aligned.
+    let (i, f) = (int.min(999) as usize * 3, frac.min(999) as usize * 3);
+    out.push_str(&INT3[i..i + 3]);
     out.push('.');
-    let f = frac.min(999) as u32;
-    out.push((b'0' + (f / 100) as u8) as char);
-    out.push((b'0' + (f / 10 % 10) as u8) as char);
-    out.push((b'0' + (f % 10) as u8) as char);
+    out.push_str(&FRAC3[f..f + 3]);
     out.push(' ');
     match (color, code) {
         (true, Some(c)) => {
-            let _ = write!(out, "{c}{unit}\x1b[0m");
+            out.push_str(c);
+            out.push_str(unit);
+            out.push_str("\x1b[0m");
         }
         _ => out.push_str(unit),
+    }
+}
+
+/// `0` to `999` as three characters each: right-aligned (`INT3`) or zero-padded (`FRAC3`).
+const INT3: &str = digits3(&INT3_BYTES);
+const FRAC3: &str = digits3(&FRAC3_BYTES);
+const INT3_BYTES: [u8; 3000] = table3(b' ');
+const FRAC3_BYTES: [u8; 3000] = table3(b'0');
+
+const fn table3(pad: u8) -> [u8; 3000] {
+    let mut t = [0u8; 3000];
+    let mut v = 0;
+    while v < 1000 {
+        let (h, d, o) = (v / 100, v / 10 % 10, v % 10);
+        t[v * 3] = if h > 0 { b'0' + h as u8 } else { pad };
+        t[v * 3 + 1] = if h > 0 || d > 0 { b'0' + d as u8 } else { pad };
+        t[v * 3 + 2] = b'0' + o as u8;
+        v += 1;
+    }
+    t
+}
+
+const fn digits3(t: &'static [u8; 3000]) -> &'static str {
+    match std::str::from_utf8(t) {
+        Ok(s) => s,
+        Err(_) => panic!("digit tables are ASCII"),
     }
 }
 
@@ -168,6 +177,14 @@ mod tests {
         assert_eq!(d(10_130_000), " 10.130 ms");
         assert_eq!(d(1_200_000_000), "  1.200  s");
         assert_eq!(d(301_800_000_000), "  5.001  m");
+        assert_eq!(d(90_061_000_000_000), " 25.001  h");
+        assert_eq!(d(u64::MAX), "999.034  h");
+        let mut s = String::new();
+        push_duration(&mut s, 1_234_567, true);
+        assert_eq!(s, "  1.234 \x1b[32mms\x1b[0m");
+        s.clear();
+        push_duration(&mut s, 921, true);
+        assert_eq!(s, "  0.921 us");
     }
 
     #[test]

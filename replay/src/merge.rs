@@ -20,6 +20,9 @@ use record_format::{RawRecord, RecordKind, TraceDir};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
+mod plain;
+pub use plain::parse_extern;
+
 /// One decoded record.
 #[derive(Debug, Clone, Copy)]
 pub struct Head {
@@ -104,42 +107,12 @@ pub struct Merge<'d> {
     /// The kernel files' events (and their formats), which kernel EVENT heads point into.
     kernel_events: KernelRecords,
     kernel_view: KernelView,
+    /// No reader-level filter is in effect (see [`Merge::update_plain`]): records go from the
+    /// data straight to the heads.
+    plain: bool,
     first_time: u64,
     /// Problems met while decoding (printed as warnings by the caller).
     pub warnings: Vec<String>,
-}
-
-/// Parses `extern.dat`: `<sec>[.<frac>] <message>` lines.
-pub fn parse_extern(text: &str) -> Vec<(u64, String)> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let line = line.trim_start();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (ts, msg) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-        let (sec, frac) = ts.split_once('.').unwrap_or((ts, ""));
-        let Ok(sec) = sec.parse::<u64>() else {
-            continue;
-        };
-        let frac: String = frac.chars().take(9).collect();
-        let nsec = if frac.is_empty() {
-            0
-        } else {
-            format!("{frac:0<9}").parse::<u64>().unwrap_or(0)
-        };
-        let mut msg = msg.trim().to_string();
-        if msg.len() > 1023 {
-            let mut cut = 1023;
-            while !msg.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            msg.truncate(cut);
-        }
-        out.push((sec * 1_000_000_000 + nsec, msg));
-    }
-    out.sort_by_key(|e| e.0);
-    out
 }
 
 impl<'d> Merge<'d> {
@@ -213,10 +186,12 @@ impl<'d> Merge<'d> {
             event_names,
             kernel_events,
             kernel_view,
+            plain: false,
             first_time: u64::MAX,
             warnings,
         };
         m.gate.init(n);
+        m.update_plain();
         for i in 0..n {
             m.load(i);
         }
@@ -232,24 +207,30 @@ impl<'d> Merge<'d> {
     }
 
     /// Filter decisions for a function (computed once).
+    #[inline]
     pub fn decide(&mut self, id: FuncId) -> FuncFilter {
+        match self.decided.get(id as usize) {
+            Some(Some(d)) => *d,
+            _ => self.decide_first(id),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn decide_first(&mut self, id: FuncId) -> FuncFilter {
         let i = id as usize;
         if self.decided.len() <= i {
             self.decided.resize(i + 1, None);
         }
-        match self.decided[i] {
-            Some(d) => d,
-            None => {
-                let d = self.filters.decide(self.sym.func(id));
-                self.decided[i] = Some(d);
-                d
-            }
-        }
+        let d = self.filters.decide(self.sym.func(id));
+        self.decided[i] = Some(d);
+        d
     }
 
     /// Sets the time range once the first timestamp is known.
     pub fn set_range(&mut self, start: u64, stop: u64) {
         self.gate.range = (start, stop);
+        self.update_plain();
     }
 
     /// Drops all heads and reloads them through the gate (after its settings changed).
@@ -267,6 +248,7 @@ impl<'d> Merge<'d> {
             *h = None;
         }
         self.gate.init(self.cursors.len());
+        self.update_plain();
         for i in 0..self.cursors.len() {
             self.load(i);
         }
@@ -398,7 +380,10 @@ impl<'d> Merge<'d> {
     ///
     /// The task that supplied the previous record is kept out of the heap while its next record
     /// is still the earliest, so a single busy task costs no heap operations.
-    #[inline]
+    ///
+    /// Inlined: the caller reads the record right away, and a returned copy written piecewise
+    /// would stall those reads.
+    #[inline(always)]
     pub fn pop(&mut self) -> Option<(usize, Head)> {
         let ti = match self.current.take() {
             Some(c) => match (self.heads[c].as_ref(), self.heap.peek()) {
@@ -432,12 +417,19 @@ impl<'d> Merge<'d> {
         self.cursors[ti].pos = self.cursors[ti].bytes.len();
     }
 
+    /// The session of task `ti` at `time` (the last one found while `time` stays in its span).
+    #[inline(always)]
     fn resolve_session(&mut self, ti: usize, time: u64) -> Option<usize> {
         let c = &self.cursors[ti];
         if time >= c.sess_from && time < c.sess_until {
             return c.session;
         }
-        let tid = c.tid;
+        self.find_session(ti, time)
+    }
+
+    #[inline(never)]
+    fn find_session(&mut self, ti: usize, time: u64) -> Option<usize> {
+        let tid = self.cursors[ti].tid;
         let (s, from, until) = match self.sym.session_at(tid, time) {
             Some((s, until)) => (Some(s), time, until),
             None => (None, time, time + 1),
@@ -527,6 +519,9 @@ impl<'d> Merge<'d> {
     /// queues it.
     #[inline]
     fn load(&mut self, ti: usize) {
+        if self.plain && self.load_plain(ti) {
+            return;
+        }
         let head = if self.gate.time_active() {
             if self.gate.buffer_empty(ti) {
                 self.fill_time_buffer(ti);
@@ -589,10 +584,8 @@ impl<'d> Merge<'d> {
                 RecordKind::Exit => c.user_depth = u32::from(head.raw.depth),
                 _ => {}
             }
-            // Keep resident memory flat on large traces: drop what was read long ago.
-            const WINDOW: usize = 4 << 20;
-            if c.pos > c.released + 2 * WINDOW {
-                c.released = c.pos - WINDOW;
+            if c.pos > c.released + 2 * RELEASE_WINDOW {
+                c.released = c.pos - RELEASE_WINDOW;
                 c.file.release(c.released);
             }
             if head.raw.kind != RecordKind::Lost && !self.gate.in_range(head.raw.time) {
@@ -726,6 +719,10 @@ impl<'d> Merge<'d> {
         (None, found)
     }
 }
+
+/// Resident memory stays flat on large traces: data read more than twice this many bytes ago
+/// is handed back to the kernel.
+const RELEASE_WINDOW: usize = 4 << 20;
 
 /// Why decoding stopped.
 enum Stop {

@@ -39,6 +39,9 @@ pub enum DurCol<'a> {
     Word(&'a str),
 }
 
+/// Spaces cached after ` [  tid] | ` for the indentation (64 levels).
+const TAIL_SPACES: usize = 128;
+
 const GRAY: &str = "\x1b[90m";
 const RED: &str = "\x1b[91m";
 const RESET: &str = "\x1b[0m";
@@ -53,6 +56,11 @@ pub struct ReplayPrinter<'w> {
     last_tid: Option<u32>,
     columns: HashMap<u32, usize>,
     tid_cache: (u32, String),
+    /// The fields are the default `duration,tid`: see [`ReplayPrinter::push_default_fields`].
+    default_fields: bool,
+    /// For the default fields: ` [  tid] | ` of the last task printed, then
+    /// [`TAIL_SPACES`] spaces.
+    tid_tail: (u32, String),
 }
 
 fn header_text(f: Field, tid_width: usize) -> &'static str {
@@ -78,6 +86,7 @@ fn field_width(f: Field, tid_width: usize) -> usize {
 
 impl<'w> ReplayPrinter<'w> {
     pub fn new(out: &'w mut dyn Write, opts: ReplayOptions, first_time: u64) -> Self {
+        let default_fields = opts.fields == [Field::Duration, Field::Tid];
         ReplayPrinter {
             out,
             opts,
@@ -87,6 +96,8 @@ impl<'w> ReplayPrinter<'w> {
             last_tid: None,
             columns: HashMap::new(),
             tid_cache: (0, String::new()),
+            default_fields,
+            tid_tail: (0, String::new()),
         }
     }
 
@@ -118,6 +129,11 @@ impl<'w> ReplayPrinter<'w> {
         if self.header_done {
             return Ok(());
         }
+        self.write_header()
+    }
+
+    #[cold]
+    fn write_header(&mut self) -> io::Result<()> {
         self.header_done = true;
         self.flush_lines()?;
         if self.opts.flat {
@@ -161,6 +177,60 @@ impl<'w> ReplayPrinter<'w> {
             self.buf.push('\n');
         }
         self.last_tid = Some(ctx.tid);
+        if self.default_fields && self.opts.column_offset.is_none() {
+            self.push_default_fields(ctx.tid, dur, depth as usize);
+            return Ok(());
+        }
+        self.push_fields(ctx, dur);
+        let mut indent = depth as usize;
+        if let Some(off) = self.opts.column_offset {
+            let n = self.columns.len();
+            let col = *self.columns.entry(ctx.tid).or_insert(n);
+            indent += col * off as usize;
+        }
+        const SPACES: &str = "                                                                ";
+        let mut n = indent * 2;
+        while n > 0 {
+            let k = n.min(SPACES.len());
+            self.buf.push_str(&SPACES[..k]);
+            n -= k;
+        }
+        Ok(())
+    }
+
+    /// The columns of the default `-f duration,tid`, ` | ` and the indentation, without
+    /// walking the field list: the tid column, the bar and the indentation are one slice of
+    /// the task's cached ` [  tid] | ` followed by spaces.
+    #[inline]
+    fn push_default_fields(&mut self, tid: u32, dur: DurCol<'_>, indent: usize) {
+        self.buf.push(' ');
+        match dur {
+            DurCol::Blank => self.buf.push_str("          "),
+            DurCol::Time(ns) => push_duration(&mut self.buf, ns, self.opts.color),
+            DurCol::Word(w) => {
+                let _ = write!(self.buf, "{w:>10}");
+            }
+        }
+        if self.tid_tail.0 != tid || self.tid_tail.1.is_empty() {
+            let tw = self.opts.tid_width;
+            let mut s = format!(" [{tid:>tw$}] | ");
+            s.extend(std::iter::repeat_n(' ', TAIL_SPACES));
+            self.tid_tail = (tid, s);
+        }
+        let tail = &self.tid_tail.1;
+        let bar = tail.len() - TAIL_SPACES;
+        match tail.get(..bar + indent * 2) {
+            Some(t) => self.buf.push_str(t),
+            None => {
+                self.buf.push_str(tail);
+                let rest = bar + indent * 2 - tail.len();
+                self.buf.extend(std::iter::repeat_n(' ', rest));
+            }
+        }
+    }
+
+    /// The columns of `-f` and ` | `.
+    fn push_fields(&mut self, ctx: &LineCtx<'_>, dur: DurCol<'_>) {
         let color = self.opts.color;
         let tw = self.opts.tid_width;
         for f in &self.opts.fields {
@@ -212,20 +282,6 @@ impl<'w> ReplayPrinter<'w> {
         if !self.opts.fields.is_empty() {
             self.buf.push_str(" | ");
         }
-        let mut indent = depth as usize;
-        if let Some(off) = self.opts.column_offset {
-            let n = self.columns.len();
-            let col = *self.columns.entry(ctx.tid).or_insert(n);
-            indent += col * off as usize;
-        }
-        const SPACES: &str = "                                                                ";
-        let mut n = indent * 2;
-        while n > 0 {
-            let k = n.min(SPACES.len());
-            self.buf.push_str(&SPACES[..k]);
-            n -= k;
-        }
-        Ok(())
     }
 
     fn end(&mut self) -> io::Result<()> {
@@ -246,11 +302,12 @@ impl<'w> ReplayPrinter<'w> {
     }
 
     fn parens(&mut self, name: &str, args: &str) {
-        let bare = name.ends_with(')') && !name.ends_with("operator()");
-        if !args.is_empty() || !bare {
+        if !args.is_empty() {
             self.buf.push('(');
             self.buf.push_str(args);
             self.buf.push(')');
+        } else if !name.ends_with(')') || name.ends_with("operator()") {
+            self.buf.push_str("()");
         }
     }
 
