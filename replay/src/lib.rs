@@ -12,7 +12,7 @@
 //! - [`record_format::TraceDir`] maps the data directory; [`symbols`] resolves addresses through
 //!   the session maps and `.sym` files; [`filter`] compiles `-F -N -H -T -C` and triggers.
 //! - [`merge`] hands every task's records over in time order (kernel records nested in), after
-//!   the reader-level gates of [`gate`]; [`payload`] renders recorded arguments and events on
+//!   the reader-level gates of its `gate` submodule; [`payload`] renders recorded arguments and events on
 //!   demand; [`perf`] reads the `perf-cpu*.dat` scheduling records.
 //! - [`callstack`] is the one per-task call stack: every walk pairs entries and exits, counts
 //!   durations and applies the filters and the stack fix-ups through it.
@@ -29,7 +29,6 @@
 pub mod callstack;
 pub mod config;
 pub mod filter;
-pub mod gate;
 pub mod merge;
 pub mod output;
 pub mod payload;

@@ -7,11 +7,11 @@
 
 use crate::config::{Config, KernelView};
 use crate::filter::{Filters, FuncFilter};
-use crate::gate::Gate;
 use crate::payload::args::push_recorded;
 use crate::payload::events::EventState;
 use crate::specs::Specs;
 use crate::symbols::{FuncId, Symbolizer};
+use gate::Gate;
 use record_format::argspec::{decode_payload, payload_len, ArgItem};
 use record_format::dat::{event_payload_len, read_header, BadRecord};
 use record_format::dir::{GraphRecord, KernelRecords};
@@ -20,6 +20,7 @@ use record_format::{RawRecord, RecordKind, TraceDir};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
+mod gate;
 mod plain;
 pub use plain::parse_extern;
 

@@ -5,7 +5,7 @@
 //! longjmp or a filter depends on that bookkeeping rather than on the call tree alone.
 //!
 //! Records come in time order from [`Merge`]; `-r`, `-t` and `-C` were already applied there
-//! (see [`gate`](crate::gate)). For each shown entry the walk looks at the next record of the
+//! (see the merge's `gate`). For each shown entry the walk looks at the next record of the
 //! whole trace: when that is the same task's matching exit (after consuming the records that
 //! would not be shown), the call is printed as a leaf `f();`. [`printer`] writes the lines.
 

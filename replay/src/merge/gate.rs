@@ -3,7 +3,7 @@
 //! no target are dropped with their subtree; with `-t` (and `time=` triggers) entries wait in a
 //! per-task buffer until an exit tells whether they were long enough.
 
-use crate::merge::Head;
+use super::Head;
 use std::collections::VecDeque;
 
 /// Per-task state of the gate.
