@@ -1,5 +1,5 @@
 //! Function patterns, filters (`-F -N -H -C`), and triggers (`-T FUNC@ACTION,...`), compiled
-//! once and then decided per [`FuncId`].
+//! once and then decided per [`FuncId`](crate::symbols::FuncId).
 
 use crate::config::{Config, MatchType};
 use crate::symbols::FuncInfo;
