@@ -499,3 +499,42 @@ fn verbose_steps_and_logfile() {
     assert_status(&out, 1);
     assert!(out.stderr.contains("unknown debug domain: bogus"), "{out}");
 }
+
+/// uftrace options utrace does not implement yet are refused with one line naming what is
+/// missing, never silently ignored, and are not listed by `--help`.
+#[test]
+fn unsupported_options_are_refused() {
+    let exe = util::testprog("abc", Mode::Pg);
+    let exe = exe.to_str().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let help = utrace_in(tmp.path(), &["--help"]);
+    for (opt, listed) in [
+        (&["-P", "main"][..], "--patch"),
+        (&["-U", "main"], "--unpatch"),
+        (&["-e"], "--estimate-return"),
+        (&["-W", "cpu"], "--watch"),
+        (&["-g"], "--agent"),
+        (&["--with-syms=."], "--with-syms"),
+        (&["--srcline"], "--srcline"),
+        (&["-L", "a.c"], "--loc-filter"),
+        (&["--host=localhost"], "--host"),
+        (&["--format=html"], "--format"),
+        (&["-E", "uftrace:*"], ""),
+    ] {
+        let mut args = vec!["record", "-d", "x.data"];
+        args.extend_from_slice(opt);
+        args.push(exe);
+        let out = utrace_in(tmp.path(), &args);
+        assert_status(&out, 1);
+        assert!(
+            out.stderr.starts_with("utrace: record\n ERROR: ")
+                && out.stderr.contains(" is not supported yet: ")
+                && out.stderr.lines().count() == 2,
+            "{out}"
+        );
+        assert!(!tmp.path().join("x.data").exists(), "{out}");
+        if !listed.is_empty() {
+            assert!(!help.stdout.contains(listed), "{listed} in --help");
+        }
+    }
+}

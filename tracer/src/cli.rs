@@ -127,7 +127,7 @@ pub struct CommonArgs {
     #[arg(long = "match", value_name = "TYPE")]
     pub match_type: Option<String>,
     /// Output format: normal or html (default: normal)
-    #[arg(long, value_name = "FORMAT")]
+    #[arg(hide = true, long, value_name = "FORMAT")]
     pub format: Option<String>,
     /// Directory holding the runtime library
     #[arg(long, value_name = "PATH")]
@@ -218,7 +218,7 @@ pub struct FilterArgs {
     #[arg(short = 'Z', long, value_name = "SIZE")]
     pub size_filter: Option<String>,
     /// Only show functions from source location LOC
-    #[arg(short = 'L', long, value_name = "LOC")]
+    #[arg(hide = true, short = 'L', long, value_name = "LOC")]
     pub loc_filter: Vec<String>,
     /// Do not show library calls
     #[arg(long)]
@@ -277,7 +277,7 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "N", hide = true)]
     pub tid_width: Option<String>,
     /// Show source locations
-    #[arg(long)]
+    #[arg(hide = true, long)]
     pub srcline: bool,
 }
 
@@ -356,16 +356,16 @@ pub struct RecordArgs {
     #[arg(short = 'E', long, value_name = "EVENT")]
     pub event: Vec<String>,
     /// Report changes of POINT (cpu, var:NAME)
-    #[arg(short = 'W', long, value_name = "POINT")]
+    #[arg(hide = true, short = 'W', long, value_name = "POINT")]
     pub watch: Vec<String>,
     /// Patch FUNC at run time
-    #[arg(short = 'P', long, value_name = "FUNC")]
+    #[arg(hide = true, short = 'P', long, value_name = "FUNC")]
     pub patch: Vec<String>,
     /// Do not patch FUNC
-    #[arg(short = 'U', long, value_name = "FUNC")]
+    #[arg(hide = true, short = 'U', long, value_name = "FUNC")]
     pub unpatch: Vec<String>,
     /// Record entries only and estimate the returns
-    #[arg(short = 'e', long)]
+    #[arg(hide = true, short = 'e', long)]
     pub estimate_return: bool,
     /// Also trace calls between libraries
     #[arg(short = 'l', long)]
@@ -404,25 +404,25 @@ pub struct RecordArgs {
     #[arg(long, value_name = "PRIO")]
     pub rt_prio: Option<String>,
     /// Send the data to a `recv` server on HOST
-    #[arg(long, value_name = "HOST")]
+    #[arg(hide = true, long, value_name = "HOST")]
     pub host: Option<String>,
     /// Network port (default: 8090)
-    #[arg(long, value_name = "PORT")]
+    #[arg(hide = true, long, value_name = "PORT")]
     pub port: Option<String>,
     /// Command run by `recv` for each received data
-    #[arg(long, value_name = "CMD")]
+    #[arg(hide = true, long, value_name = "CMD")]
     pub run_cmd: Option<String>,
     /// Run SCRIPT on every function entry and exit
     #[arg(short = 'S', long, value_name = "SCRIPT")]
     pub script: Option<String>,
     /// Start an agent in the traced program
-    #[arg(short = 'g', long)]
+    #[arg(hide = true, short = 'g', long)]
     pub agent: bool,
     /// Connect to the agent of process PID
-    #[arg(short = 'p', long, value_name = "PID")]
+    #[arg(hide = true, short = 'p', long, value_name = "PID")]
     pub pid: Option<String>,
     /// Read symbols from DIR
-    #[arg(long, value_name = "DIR")]
+    #[arg(hide = true, long, value_name = "DIR")]
     pub with_syms: Option<String>,
     /// Act when SIG arrives: SIG@trace_on, trace_off or finish
     #[arg(long, value_name = "SIG@ACT")]

@@ -19,6 +19,7 @@ mod pager;
 mod record;
 mod timefmt;
 mod tui;
+mod unsupported;
 mod usage;
 
 use cli::Subcommand;

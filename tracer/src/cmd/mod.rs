@@ -23,6 +23,7 @@ use std::process::ExitCode;
 
 /// Runs the subcommand of `inv`.
 pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> {
+    crate::unsupported::check(inv)?;
     match inv.subcommand {
         Subcommand::Record => record::run(inv, notices),
         Subcommand::Replay => replay::run(inv, notices),

@@ -289,9 +289,6 @@ pub(super) fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
     if trace_off {
         set(env::TRACE_OFF, "1".to_string());
     }
-    if !f.loc_filter.is_empty() {
-        anyhow::bail!("-L/--loc-filter needs source lines (--srcline), which are not recorded yet");
-    }
     let pattern_type = match inv.args.common.match_type.as_deref() {
         Some(m) => match config::parse_match(m, notices) {
             replay::MatchType::Glob => "glob",
@@ -329,21 +326,15 @@ pub(super) fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
             }
         },
     };
-    if !r.patch.is_empty() {
-        notices.warn("dynamic patching (-P) is not supported yet: ignoring it");
-    }
     let mut kernel_events = Vec::new();
     for ev in r.event.iter().flat_map(|e| e.split(',')) {
         match ev.strip_suffix("@kernel").or_else(|| ev.strip_suffix("@k")) {
             Some(k) if kernel => kernel_events.push(k.to_string()),
             Some(_) => anyhow::bail!("kernel events (-E {ev}) are recorded with -k"),
-            None => notices.warn(format!(
-                "-E {ev}: only kernel tracepoints (SYSTEM:EVENT@kernel) are supported: ignoring it"
-            )),
+            None => anyhow::bail!(
+                "-E {ev} is not supported yet: user SDT events (only kernel tracepoints, SYSTEM:EVENT@kernel with -k)"
+            ),
         }
-    }
-    if !r.watch.is_empty() {
-        notices.warn("watch points (-W) are not supported yet: ignoring them");
     }
     if r.no_pltbind {
         set("LD_BIND_NOT", "1".to_string());

@@ -1,0 +1,78 @@
+//! uftrace options that utrace parses (so that a uftrace command line, `--opt-file` or a data
+//! directory's `default.opts` reads the same) but does not implement yet. They are hidden from
+//! `--help` (in `cli`), and using one stops the command with a one-line error naming what is
+//! missing, rather than being ignored: a user must never get a trace that silently lacks what
+//! they asked for.
+
+use crate::cli::Subcommand;
+use crate::invocation::Invocation;
+
+/// The first unsupported option of `inv`, as an error.
+pub fn check(inv: &Invocation) -> anyhow::Result<()> {
+    match first(inv) {
+        Some((option, why)) => anyhow::bail!("{option} is not supported yet: {why}"),
+        None => Ok(()),
+    }
+}
+
+/// The first unsupported option given: its spelling and what is missing.
+fn first(inv: &Invocation) -> Option<(&'static str, &'static str)> {
+    let a = &inv.args;
+    let r = &a.record;
+    let records = matches!(inv.subcommand, Subcommand::Record | Subcommand::Live);
+    let checks: [(bool, &str, &str); 13] = [
+        (
+            !r.patch.is_empty(),
+            "-P/--patch",
+            "dynamic patching of functions built without instrumentation",
+        ),
+        (!r.unpatch.is_empty(), "-U/--unpatch", "dynamic patching"),
+        (
+            r.estimate_return,
+            "-e/--estimate-return",
+            "recording entries only and estimating the returns",
+        ),
+        (!r.watch.is_empty(), "-W/--watch", "watch points"),
+        (r.agent, "-g/--agent", "the agent in the traced program"),
+        (
+            r.pid.is_some(),
+            "-p/--pid",
+            "the agent in the traced program",
+        ),
+        (
+            r.with_syms.is_some(),
+            "--with-syms",
+            "reading symbols from another directory",
+        ),
+        (
+            a.replay.srcline,
+            "--srcline",
+            "source lines are not recorded (DWARF line tables)",
+        ),
+        (
+            !a.filter.loc_filter.is_empty(),
+            "-L/--loc-filter",
+            "source lines are not recorded (DWARF line tables)",
+        ),
+        (
+            records && r.host.is_some(),
+            "--host",
+            "sending the data to a `recv` server",
+        ),
+        (
+            records && r.port.is_some(),
+            "--port",
+            "sending the data to a `recv` server",
+        ),
+        (r.run_cmd.is_some(), "--run-cmd", "the `recv` server"),
+        (
+            a.common.format.as_deref().is_some_and(|f| f != "normal"),
+            "--format=html",
+            "HTML output",
+        ),
+    ];
+    checks
+        .into_iter()
+        .find(|c| c.0)
+        .map(|(_, option, why)| (option, why))
+}
