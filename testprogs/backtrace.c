@@ -6,6 +6,9 @@
  *
  * Under a tracer the return addresses of traced functions point into its exit trampoline;
  * a walk that saw them would stop early or name frames in the tracer's library.
+ *
+ * `backtrace glibc-only`: only glibc's walk, printing just whether it found the frames
+ * (the call graph is then the same under any tracer that keeps the program working).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -52,12 +55,17 @@ static _Unwind_Reason_Code step(struct _Unwind_Context *ctx, void *arg)
 	return _URC_NO_REASON;
 }
 
+static int quiet;
+
 int walk_glibc(void)
 {
 	void *frames[64];
 	int n = backtrace(frames, 64);
 
-	show("backtrace", frames, n);
+	if (quiet)
+		printf("backtrace: %s\n", n >= 5 ? "ok" : "too short");
+	else
+		show("backtrace", frames, n);
 	return n;
 }
 
@@ -72,7 +80,7 @@ int walk_libgcc(void)
 
 int inner(void)
 {
-	return walk_glibc() + walk_libgcc();
+	return walk_glibc() + (quiet ? 0 : walk_libgcc());
 }
 
 int middle(void)
@@ -85,9 +93,10 @@ int outer(void)
 	return middle() + 1;
 }
 
-int main(void)
+int main(int argc, char *argv[])
 {
+	quiet = argc > 1 && strcmp(argv[1], "glibc-only") == 0;
 	/* Twice: the first backtrace() loads libgcc_s, the second runs on a warm path. */
 	outer();
-	return outer() > 10 ? 0 : 1;
+	return outer() > 5 ? 0 : 1;
 }

@@ -136,7 +136,8 @@ const RECORDER_OPTIONS: &[&[&str]] = &[&["--num-thread=3"], &["--rt-prio=5"]];
 
 /// `--signal SIG@finish`: the program raises the signal without a handler of its own; the
 /// recording ends after the call the signal interrupted returns, and the program runs on.
-const SIGNALLED: &[(&str, &[&str])] = &[("sigtrigger", &["--signal", "SIGUSR1@finish"])];
+const SIGNALLED: &[(&str, &[&str], &[&str])] =
+    &[("sigtrigger", &["raise"], &["--signal", "SIGUSR1@finish"])];
 
 #[test]
 fn library_calls_match_uftrace() {
@@ -164,9 +165,9 @@ fn library_calls_match_uftrace() {
     for opts in RECORDER_OPTIONS {
         failures.extend(compare("thread", &[], true, Mode::Pg, &[], opts));
     }
-    for (prog, opts) in SIGNALLED {
+    for (prog, args, opts) in SIGNALLED {
         for mode in MODES {
-            failures.extend(compare(prog, &[], false, mode, &[], opts));
+            failures.extend(compare(prog, args, false, mode, &[], opts));
         }
     }
     assert!(

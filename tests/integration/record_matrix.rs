@@ -113,6 +113,8 @@ impl Case {
 const MATRIX: &[Case] = &[
     Case::new("abc", &[]),
     Case::new("args", &[]),
+    // glibc's backtrace() through hijacked return addresses (stack_walks.rs checks the frames).
+    Case::new("backtrace", &["glibc-only"]),
     Case::new("cxx", &[]),
     // 10,000 levels, far past the 1024 entries of the default shadow stack: deeper calls are
     // not recorded, and `exit()` from below the limit leaves 1024 functions open.
@@ -128,6 +130,7 @@ const MATRIX: &[Case] = &[
     Case::new("libcall", &["hello"]),
     Case::new("longjmp", &[]).norm(Norm::Entries),
     Case::new("signal", &[]),
+    Case::new("sigtrigger", &[]),
     Case::new("sigaltstack", &[]),
     // A signal handler that siglongjmps out: like longjmp.
     Case::new("sigjmp", &[]).norm(Norm::Entries),
@@ -479,6 +482,7 @@ macro_rules! matrix {
 matrix! {
     abc: "abc";
     args: "args";
+    backtrace: "backtrace";
     cxx: "cxx";
     exception: "exception";
     exec: "exec";
@@ -490,6 +494,7 @@ matrix! {
     libcall: "libcall";
     longjmp: "longjmp";
     signal: "signal";
+    sigtrigger: "sigtrigger";
     sigaltstack: "sigaltstack";
     sigjmp: "sigjmp";
     sleep: "sleep";

@@ -66,6 +66,7 @@ const FOLD: Reduce = Reduce::Matrix(Norm::FoldLeaves);
 const PROGS: &[Prog] = &[
     prog("abc", &[], EXACT),
     prog("args", &[], EXACT),
+    prog("backtrace", &[], EXACT),
     // Arguments and return values: the fast path records them from its plan cache.
     Prog {
         name: "args",
@@ -97,6 +98,7 @@ const PROGS: &[Prog] = &[
     prog("sigaltstack", &[], EXACT),
     prog("sigjmp", &[], EXACT),
     prog("signal", &[], EXACT),
+    prog("sigtrigger", &[], EXACT),
     prog("sleep", &[], EXACT),
     prog("spin", &["100"], Reduce::Distinct),
     tasks("thread", FOLD),
