@@ -44,6 +44,7 @@ mod bounded;
 mod crafted;
 mod fixtures;
 mod fuzz_dirs;
+mod install;
 mod kernel_record;
 mod kernel_replay;
 mod normalize;

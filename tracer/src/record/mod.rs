@@ -12,6 +12,7 @@
 
 mod dir;
 pub mod dwarf;
+mod embedded;
 pub mod finish;
 mod guard;
 mod kernel;
