@@ -102,7 +102,10 @@ fn main() {
         .env_remove("CARGO_BUILD_TARGET_DIR");
     // The copy embedded keeps its symbols but not its debug information (which would double
     // the size of `utrace`), unless the environment says otherwise.
-    let strip = format!("CARGO_PROFILE_{}_STRIP", if release { "RELEASE" } else { "DEV" });
+    let strip = format!(
+        "CARGO_PROFILE_{}_STRIP",
+        if release { "RELEASE" } else { "DEV" }
+    );
     if env::var_os(&strip).is_none() {
         cmd.env(strip, "debuginfo");
     }
@@ -130,7 +133,6 @@ fn copy(from: &Path, to: &Path) {
     let bytes = std::fs::read(from)
         .unwrap_or_else(|e| panic!("cannot read libmcount at {}: {e}", from.display()));
     if std::fs::read(to).ok().as_deref() != Some(&bytes[..]) {
-        std::fs::write(to, &bytes)
-            .unwrap_or_else(|e| panic!("cannot write {}: {e}", to.display()));
+        std::fs::write(to, &bytes).unwrap_or_else(|e| panic!("cannot write {}: {e}", to.display()));
     }
 }

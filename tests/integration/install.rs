@@ -146,11 +146,7 @@ fn unsafe_cache_directories_are_passed_over() {
     let alone = Alone::new();
     // XDG_CACHE_HOME writable by everyone, $HOME/.cache a link: the private temporary
     // directory is used.
-    std::fs::set_permissions(
-        alone.path("cache"),
-        std::fs::Permissions::from_mode(0o777),
-    )
-    .unwrap();
+    std::fs::set_permissions(alone.path("cache"), std::fs::Permissions::from_mode(0o777)).unwrap();
     std::os::unix::fs::symlink(alone.path("cache"), alone.path("home/.cache")).unwrap();
     alone.record_and_replay("tmp", &[]);
     assert!(alone.libs("cache/utrace").is_empty());

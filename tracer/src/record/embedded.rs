@@ -244,17 +244,18 @@ mod tests {
     #[test]
     fn candidate_order() {
         let tmp = PathBuf::from("/t");
-        let dirs = candidates(
-            1000,
-            Some("/x".into()),
-            Some("/h".into()),
-            tmp.clone(),
-        );
+        let dirs = candidates(1000, Some("/x".into()), Some("/h".into()), tmp.clone());
         let paths: Vec<_> = dirs.iter().map(|(p, _)| p.to_str().unwrap()).collect();
         assert_eq!(paths, ["/x/utrace", "/h/.cache/utrace", "/t/utrace-1000"]);
         let dirs = candidates(0, Some("rel".into()), None, tmp);
-        let paths: Vec<_> = dirs.iter().map(|(p, m)| (p.to_str().unwrap(), *m)).collect();
-        assert_eq!(paths, [("/var/cache/utrace", 0o755), ("/t/utrace-0", 0o700)]);
+        let paths: Vec<_> = dirs
+            .iter()
+            .map(|(p, m)| (p.to_str().unwrap(), *m))
+            .collect();
+        assert_eq!(
+            paths,
+            [("/var/cache/utrace", 0o755), ("/t/utrace-0", 0o700)]
+        );
     }
 
     #[test]
