@@ -47,25 +47,57 @@ fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// The cache directories to try, in order, each with the mode it is made with.
+/// A cache directory to try: `dir`, made with `mode`, when `base` (a directory above it) exists:
+/// utrace makes no home directory.
+#[derive(Debug, PartialEq)]
+struct Candidate {
+    dir: PathBuf,
+    mode: u32,
+    base: PathBuf,
+}
+
+/// The cache directories to try, in order.
 fn candidates(
     euid: u32,
     xdg: Option<OsString>,
     home: Option<OsString>,
     tmp: PathBuf,
-) -> Vec<(PathBuf, u32)> {
+) -> Vec<Candidate> {
     let absolute = |v: Option<OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
     let mut dirs = Vec::new();
     if let Some(xdg) = absolute(xdg) {
-        dirs.push((xdg.join("utrace"), 0o700));
+        // $XDG_CACHE_HOME itself is made when missing (as the XDG rules say), not above it.
+        let base = xdg.parent().unwrap_or(&xdg).to_path_buf();
+        let dir = xdg.join("utrace");
+        dirs.push(Candidate {
+            dir,
+            mode: 0o700,
+            base,
+        });
     }
     if let Some(home) = absolute(home) {
-        dirs.push((home.join(".cache/utrace"), 0o700));
+        let dir = home.join(".cache/utrace");
+        dirs.push(Candidate {
+            dir,
+            mode: 0o700,
+            base: home,
+        });
     }
     if euid == 0 {
-        dirs.push((PathBuf::from("/var/cache/utrace"), 0o755));
+        let dir = PathBuf::from("/var/cache/utrace");
+        let base = PathBuf::from("/var/cache");
+        dirs.push(Candidate {
+            dir,
+            mode: 0o755,
+            base,
+        });
     }
-    dirs.push((tmp.join(format!("utrace-{euid}")), 0o700));
+    let dir = tmp.join(format!("utrace-{euid}"));
+    dirs.push(Candidate {
+        dir,
+        mode: 0o700,
+        base: tmp,
+    });
     dirs
 }
 
@@ -79,10 +111,15 @@ pub fn install() -> anyhow::Result<PathBuf> {
         std::env::temp_dir(),
     );
     let mut errors = Vec::new();
-    for (dir, mode) in &dirs {
-        match install_in(dir, *mode, LIBMCOUNT_SO) {
+    for c in &dirs {
+        let installed = if c.base.is_dir() {
+            install_in(&c.dir, c.mode, LIBMCOUNT_SO)
+        } else {
+            Err(err(format!("{} is not a directory", c.base.display())))
+        };
+        match installed {
             Ok(path) => return Ok(path),
-            Err(e) => errors.push(format!("{}: {e}", dir.display())),
+            Err(e) => errors.push(format!("{}: {e}", c.dir.display())),
         }
     }
     bail!(
@@ -245,12 +282,22 @@ mod tests {
     fn candidate_order() {
         let tmp = PathBuf::from("/t");
         let dirs = candidates(1000, Some("/x".into()), Some("/h".into()), tmp.clone());
-        let paths: Vec<_> = dirs.iter().map(|(p, _)| p.to_str().unwrap()).collect();
-        assert_eq!(paths, ["/x/utrace", "/h/.cache/utrace", "/t/utrace-1000"]);
+        let paths: Vec<_> = dirs
+            .iter()
+            .map(|c| (c.dir.to_str().unwrap(), c.base.to_str().unwrap()))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                ("/x/utrace", "/"),
+                ("/h/.cache/utrace", "/h"),
+                ("/t/utrace-1000", "/t")
+            ]
+        );
         let dirs = candidates(0, Some("rel".into()), None, tmp);
         let paths: Vec<_> = dirs
             .iter()
-            .map(|(p, m)| (p.to_str().unwrap(), *m))
+            .map(|c| (c.dir.to_str().unwrap(), c.mode))
             .collect();
         assert_eq!(
             paths,
