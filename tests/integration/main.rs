@@ -31,6 +31,8 @@
 //!   of each data file: every analysis command ends at once, stays small and names the file
 //!   (`bounded.rs` runs utrace with a time and an address-space limit and measures its peak RSS);
 //!   `fuzz_dirs` (ignored: minutes) sends many damaged directories through every command.
+//! * `install`: `utrace` copied alone records with the libmcount.so built into it, written out
+//!   to a private cache directory (planted links and files replaced, `--libmcount-path` first).
 //!
 //! Build the binary first: `cargo build --release && cargo test --release -p utrace-tests`.
 
@@ -44,6 +46,7 @@ mod bounded;
 mod crafted;
 mod fixtures;
 mod fuzz_dirs;
+mod install;
 mod kernel_record;
 mod kernel_replay;
 mod normalize;

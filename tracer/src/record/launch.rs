@@ -13,21 +13,24 @@ use std::time::Instant;
 /// The runtime library's file name.
 pub const LIBMCOUNT: &str = "libmcount.so";
 
-/// Where libmcount is: `PATH/libmcount.so` with `--libmcount-path=PATH`, otherwise next to the
-/// `utrace` executable.
+/// Where libmcount is: `DIR/libmcount.so` with `--libmcount-path=DIR` (an error if it is not
+/// there), else `libmcount.so` next to the `utrace` executable (a build tree), else the copy
+/// built into `utrace`, written out on first use ([`super::embedded`]).
 pub fn find_libmcount(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
-    let dir = match dir {
-        Some(d) => d.to_path_buf(),
-        None => std::env::current_exe()
-            .ok()
-            .and_then(|exe| exe.parent().map(Path::to_path_buf))
-            .unwrap_or_default(),
-    };
-    let lib = dir.join(LIBMCOUNT);
-    if !lib.is_file() {
-        bail!("utrace could not find libmcount.so for record-tracing");
+    if let Some(dir) = dir {
+        let lib = dir.join(LIBMCOUNT);
+        if !lib.is_file() {
+            bail!("utrace could not find libmcount.so for record-tracing");
+        }
+        return Ok(std::fs::canonicalize(&lib).unwrap_or(lib));
     }
-    Ok(std::fs::canonicalize(&lib).unwrap_or(lib))
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join(LIBMCOUNT)));
+    if let Some(lib) = beside.filter(|lib| lib.is_file()) {
+        return Ok(std::fs::canonicalize(&lib).unwrap_or(lib));
+    }
+    super::embedded::install()
 }
 
 /// What to run.

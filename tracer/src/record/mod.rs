@@ -4,14 +4,16 @@
 //! the environment contract (`record_format::env`); [`dir`] creates the data directory
 //! ([`prepare_dir`]), where `task.txt`, `default.opts` and a first `info` are written; a
 //! [`guard`]ian process stands ready to finish the directory should the recorder be killed;
-//! [`launch`] runs the program with libmcount preloaded and the settings in the environment,
-//! while the [`pump`] thread moves the threads' rings into the data files and, with `-k`, the
+//! [`launch`] runs the program with libmcount preloaded (found by [`launch::find_libmcount`];
+//! the copy built into `utrace` is written out by [`embedded`]) and the settings in the
+//! environment, while the [`pump`] thread moves the threads' rings into the data files and, with `-k`, the
 //! [`kernel`] session reads the kernel's trace; it waits for the whole process tree while libmcount writes
 //! `<tid>.dat`, `task.txt` and `sid-*.map`; [`finish`] then trims the data files and writes
 //! `.sym` files and `info`.
 
 mod dir;
 pub mod dwarf;
+mod embedded;
 pub mod finish;
 mod guard;
 mod kernel;
