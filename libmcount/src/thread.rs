@@ -13,8 +13,8 @@ use crate::clock::Clock;
 use crate::cpu::{EntryRegs, ExitRegs};
 use crate::filter::{self, Decision, FilterState, Filters, Saved};
 use crate::frame_flags::{self as flags, ARGS_SAVED};
+use crate::plt;
 use crate::rstack::{Frame, ShadowStack, NO_SLOT};
-use crate::{plt, sys};
 use core::sync::atomic::{AtomicBool, Ordering};
 use record_format::raw::{header_word, RecordKind, RECORD_SIZE};
 
@@ -52,6 +52,9 @@ pub mod block {
     pub const SLOW: u32 = 8;
     /// A `vfork` child may be running on this state (see `ThreadState::vfork_child`).
     pub const VFORK: u32 = 16;
+    /// A PLT slot called unbound with its return not hooked (`longjmp`, `setjmp`…) waits to
+    /// be re-armed: the next hook does it (no PLT call may come before the slot's next use).
+    pub const REARM: u32 = 32;
 }
 
 /// One thread's runtime state. `#[repr(C)]`: the trampolines' fast paths read `block`,
@@ -81,8 +84,12 @@ pub struct ThreadState {
     pub depth_limit: usize,
     /// Size of the mapping holding this state.
     pub(crate) map_len: usize,
-    /// The process that called `vfork` (while `block::VFORK` is set).
+    /// The process that called `vfork` (while `block::VFORK` is set); in a `vfork` child's
+    /// own state, the child's pid.
     vfork_pid: i32,
+    /// In a `vfork` child's own state: the parent's state, put back in the thread pointer
+    /// slot when the parent runs again (null otherwise). See `vfork`.
+    vfork_parent: *mut ThreadState,
     /// This thread's `errno` (null until known).
     pub(crate) errno: *mut i32,
     /// The last `setjmp` calls, for the `longjmp` that lands in one of them.
@@ -138,6 +145,7 @@ impl ThreadState {
             depth_limit: usize::MAX,
             map_len: 0,
             vfork_pid: 0,
+            vfork_parent: core::ptr::null_mut(),
             errno: core::ptr::null_mut(),
             jumps: [JumpPoint::default(); JUMP_POINTS],
             next_jump: 0,
@@ -174,6 +182,19 @@ impl ThreadState {
 
     pub fn set_disabled(&mut self, on: bool) {
         self.set_flag(block::DISABLED, on);
+    }
+
+    /// Takes the [`block::REARM`] request.
+    #[inline]
+    pub fn take_rearm(&mut self) -> bool {
+        let due = self.flag(block::REARM);
+        self.set_flag(block::REARM, false);
+        due
+    }
+
+    /// Asks the next hook to re-arm the PLT slot left unbound (see [`block::REARM`]).
+    pub fn want_rearm(&mut self) {
+        self.set_flag(block::REARM, true);
     }
 
     pub fn in_exception(&self) -> bool {
@@ -487,32 +508,6 @@ impl ThreadState {
         Some(depth)
     }
 
-    /// `vfork` was called: until the parent runs again, hooks must leave the shared state
-    /// alone (the child runs on the parent's memory).
-    pub fn start_vfork(&mut self) {
-        self.vfork_pid = sys::getpid();
-        self.set_flag(block::VFORK, true);
-    }
-
-    /// Whether this is a `vfork` child running on its parent's state. The parent's first
-    /// hook after the child exec'd or exited ends the `vfork`.
-    pub fn vfork_child(&mut self) -> bool {
-        if !self.flag(block::VFORK) {
-            return false;
-        }
-        if sys::getpid() == self.vfork_pid {
-            self.set_flag(block::VFORK, false);
-            return false;
-        }
-        true
-    }
-
-    /// Where the frame owning `slot` returns to, without popping it (a `vfork` child).
-    pub fn peek_exit(&self, slot: usize) -> Option<usize> {
-        let k = self.rstack.find_slot(slot)?;
-        Some(self.rstack.get(k)?.parent_ip)
-    }
-
     /// `__cyg_profile_func_enter`: push without hijacking.
     pub fn cyg_enter(&mut self, this_fn: usize, call_site: usize) {
         if self.disabled() {
@@ -781,3 +776,5 @@ fn exit_word(f: &Frame) -> u64 {
 
 #[cfg(test)]
 mod tests;
+mod vfork;
+pub use vfork::VforkStep;
