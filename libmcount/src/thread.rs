@@ -98,22 +98,6 @@ pub struct ThreadState {
     next_jump: usize,
 }
 
-/// The shadow stack when `setjmp(env)` was called (through the PLT).
-#[repr(C)]
-#[derive(Debug, Default, Clone, Copy)]
-struct JumpPoint {
-    /// The `jmp_buf` address (0: unused).
-    env: usize,
-    /// Frames on the shadow stack.
-    len: usize,
-    /// The depth `setjmp` was recorded at, and its address.
-    depth: u32,
-    ip: usize,
-}
-
-/// `setjmp` points remembered per thread.
-const JUMP_POINTS: usize = 8;
-
 static STACK_FULL_WARNED: AtomicBool = AtomicBool::new(false);
 
 /// Tells once per process, in uftrace's words, that calls deeper than the shadow stack
@@ -389,89 +373,14 @@ impl ThreadState {
         self.instant_parts(child_ip, regs, true);
     }
 
-    /// `setjmp(env)`: an [`ThreadState::instant`] call, and the shadow stack's state kept for
-    /// the `longjmp(env)` that may come.
-    pub fn setjmp(&mut self, child_ip: usize, regs: Option<&EntryRegs>) {
-        let Some(depth) = self.instant_parts(child_ip, regs, true) else {
-            return;
-        };
-        let Some(env) = regs.map(|r| r.rdi).filter(|&e| e != 0) else {
-            return;
-        };
-        let at = match self.jumps.iter().position(|j| j.env == env) {
-            Some(i) => i,
-            None => {
-                let i = self.next_jump % JUMP_POINTS;
-                self.next_jump = self.next_jump.wrapping_add(1);
-                i
-            }
-        };
-        self.jumps[at] = JumpPoint {
-            env,
-            len: self.rstack.len(),
-            depth,
-            ip: child_ip,
-        };
-    }
-
-    /// `longjmp(env)`: its ENTRY; then, if `env` is a known `setjmp` point below, the frames
-    /// jumped over are dropped without records and `setjmp` returns again (its EXIT), which
-    /// is what uftrace records.
-    pub fn longjmp(&mut self, child_ip: usize, regs: Option<&EntryRegs>) {
-        if self.instant_parts(child_ip, regs, false).is_none() {
-            return;
-        }
-        let Some(env) = regs.map(|r| r.rdi) else {
-            return;
-        };
-        let Some(point) = self
-            .jumps
-            .iter()
-            .copied()
-            .find(|j| j.env == env && j.env != 0 && j.len <= self.rstack.len())
-        else {
-            return;
-        };
-        let filters = filter::get();
-        while let Some(i) = self.rstack.len().checked_sub(1).filter(|&i| i >= point.len) {
-            let Some(f) = self.rstack.get(i).copied() else {
-                break;
-            };
-            if f.flags & flags::REARM != 0 {
-                if let Some(p) = plt::get() {
-                    p.rearm(f.child_ip);
-                }
-            }
-            if filters.is_some() {
-                let saved = match f.flags & flags::LIMITS {
-                    0 => Saved::default(),
-                    _ => self.saved_slot(i).copied().unwrap_or_default(),
-                };
-                self.filt.pop(f.flags, &saved);
-            }
-            self.rstack.truncate(i);
-        }
-        self.writer.prepare();
-        let now = self.clock.now();
-        let frame = Frame {
-            parent_loc: NO_SLOT,
-            parent_ip: 0,
-            child_ip: point.ip,
-            depth: point.depth,
-            flags: 0,
-            start: now,
-        };
-        self.writer.record(now, exit_word(&frame));
-    }
-
     /// Writes the ENTRY (and with `exit`, the EXIT) record of a call that is not hooked at
-    /// its return; returns the depth used, `None` when it is not recorded.
+    /// its return; returns the depth and time used, `None` when it is not recorded.
     fn instant_parts(
         &mut self,
         child_ip: usize,
         regs: Option<&EntryRegs>,
         exit: bool,
-    ) -> Option<u32> {
+    ) -> Option<(u32, u64)> {
         if self.disabled() || self.rstack.len() >= self.depth_limit || self.rstack.is_full() {
             return None;
         }
@@ -505,7 +414,7 @@ impl ThreadState {
         if exit {
             self.writer.record(now, exit_word(&frame));
         }
-        Some(depth)
+        Some((depth, now))
     }
 
     /// `__cyg_profile_func_enter`: push without hijacking.
@@ -774,7 +683,9 @@ fn exit_word(f: &Frame) -> u64 {
     header_word(RecordKind::Exit, false, f.depth as u16, f.child_ip as u64)
 }
 
+mod jump;
 #[cfg(test)]
 mod tests;
 mod vfork;
+use jump::{JumpPoint, JUMP_POINTS};
 pub use vfork::VforkStep;

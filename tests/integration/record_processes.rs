@@ -1,5 +1,6 @@
 //! Processes and control flow (issue 17): `vfork` children that work and exec, `fork` with
-//! allocations in both processes, `longjmp` from several depths and in a loop, `pthread_exit`
+//! allocations in both processes, `longjmp` from several depths and in a loop (with the values
+//! `setjmp` returns, under a return value spec), `pthread_exit`
 //! and `daemon`, recorded with library calls by `utrace record` and `uftrace record
 //! --no-event`, in every build mode, lazily bound and with `-z now`.
 //! `uftrace replay` and `utrace replay` of utrace's data (with the case's replay options) must
@@ -61,6 +62,20 @@ const CASES: &[Case] = &[
     Case {
         record: &["-a"],
         ..case("longjmp_loop")
+    },
+    // `_setjmp() = 0;`, `longjmp(1) {` and `} = 1; /* _setjmp */`, with return value specs
+    // on the jump point (and `-a` for the program's own functions).
+    Case {
+        record: &["-a", "-A", "longjmp@arg2", "-R", "_setjmp@retval"],
+        ..case("longjmp_loop")
+    },
+    Case {
+        record: &["-A", "longjmp@arg2/d", "-R", "_setjmp@retval/x"],
+        ..case("longjmp")
+    },
+    Case {
+        record: &["-A", "siglongjmp@arg2", "-R", "__sigsetjmp@retval"],
+        ..case("sigjmp")
     },
     case("longjmp"),
     Case {
