@@ -50,7 +50,8 @@ pub mod block {
     pub const EXCEPTION: u32 = 4;
     /// The session needs the full entry handler (filters, arguments…).
     pub const SLOW: u32 = 8;
-    /// A `vfork` child may be running on this state (see `ThreadState::vfork_child`).
+    /// A `vfork` child may be running on this state, or this is a `vfork` child's own state
+    /// (see `thread::vfork`): hooks settle which first (`lifecycle`).
     pub const VFORK: u32 = 16;
     /// A PLT slot called unbound with its return not hooked (`longjmp`, `setjmp`…) waits to
     /// be re-armed: the next hook does it (no PLT call may come before the slot's next use).
@@ -367,8 +368,7 @@ impl ThreadState {
         Some(parent_ip)
     }
 
-    /// A call recorded as having no duration (its return is not hooked: `setjmp`, `vfork`,
-    /// `dlopen`…): ENTRY and EXIT at the same time, at the depth it would have.
+    /// A call recorded as having no duration (its return is not hooked: `dlopen`…): ENTRY and EXIT at the same time, at the depth it would have.
     pub fn instant(&mut self, child_ip: usize, regs: Option<&EntryRegs>) {
         self.instant_parts(child_ip, regs, true);
     }
