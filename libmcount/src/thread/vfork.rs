@@ -120,3 +120,62 @@ impl ThreadState {
         (self as *mut ThreadState as *mut u8, self.map_len)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buffer::DatWriter;
+    use crate::rstack::{Frame, ShadowStack};
+    use std::os::fd::AsRawFd;
+
+    fn state(frames: &mut [Frame], dirfd: i32, tid: i32) -> ThreadState {
+        // SAFETY: `frames` outlives the state in each test.
+        let rs = unsafe { ShadowStack::from_raw(frames.as_mut_ptr(), frames.len()) };
+        ThreadState::new(rs, DatWriter::new(dirfd, tid, 0, None), tid)
+    }
+
+    #[test]
+    fn child_copies_the_parent_and_the_parent_gets_its_state_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = std::fs::File::open(dir.path()).unwrap();
+        let blank = Frame {
+            parent_loc: 0,
+            parent_ip: 0,
+            child_ip: 0,
+            depth: 0,
+            flags: 0,
+            start: 0,
+        };
+        let (mut pf, mut cf) = (vec![blank; 4], vec![blank; 4]);
+        let mut parent = state(&mut pf, d.as_raw_fd(), 1);
+        parent.enter(0x1000, 0x10, 1, 0xdead);
+        parent.enter(0x0f00, 0x11, 2, 0xdead); // vfork
+        parent.start_vfork();
+        assert!(parent.vfork_marked());
+        // Same pid: the parent itself (its child gone without a hook) unmarks its state.
+        assert_eq!(parent.vfork_step(), VforkStep::Same);
+        assert!(!parent.vfork_marked());
+        parent.start_vfork();
+        // Another pid on the parent's state: a child starting.
+        parent.vfork_pid += 1;
+        assert_eq!(parent.vfork_step(), VforkStep::ChildStarts);
+        // Without a state of its own, its hooks would stay off.
+        assert!(parent.vfork_child());
+        let mut child = state(&mut cf, d.as_raw_fd(), 2);
+        child.inherit_vfork(&mut parent);
+        assert_eq!(child.rstack.len(), 2);
+        assert_eq!(child.rstack.get(1).map(|f| f.child_ip), Some(2));
+        assert!(child.vfork_marked() && !child.vfork_child());
+        // The child returns from vfork on its own state; the parent's is untouched.
+        assert_eq!(child.exit(0x0f00), Some(0x11));
+        assert_eq!((child.rstack.len(), parent.rstack.len()), (1, 2));
+        assert_eq!(child.vfork_step(), VforkStep::Same);
+        // Another pid on the child's state: the parent resumed.
+        child.vfork_pid += 1;
+        let me: *mut ThreadState = &mut parent;
+        assert_eq!(child.vfork_step(), VforkStep::ParentResumes(me));
+        child.end_vfork_child();
+        assert!(!parent.vfork_marked());
+        assert_eq!(parent.exit(0x0f00), Some(0x11));
+    }
+}
