@@ -64,7 +64,14 @@ fn vfork_settle(td: &'static mut ThreadState) -> &'static mut ThreadState {
     }
     match td.vfork_step() {
         VforkStep::Same => td,
-        VforkStep::ChildStarts => vfork_child_state(td).unwrap_or(td),
+        VforkStep::ChildStarts => {
+            // Hooks that fire while the child's state is set up (signals) return at once; the
+            // parent's guard is put back as it was before the parent runs again.
+            td.set_guard(true);
+            let child = vfork_child_state(td);
+            td.set_guard(false);
+            child.unwrap_or(td)
+        }
         VforkStep::ParentResumes(parent) => {
             let (map, len) = td.end_vfork_child();
             tls_set(parent as usize);
