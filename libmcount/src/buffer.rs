@@ -545,6 +545,19 @@ impl DatWriter {
         self.buf = Buffer::empty();
     }
 
+    /// Lets go of a writer a `vfork` child set up in this (shared) memory, once the child has
+    /// exec'd or exited: its ring is unmapped here but stays for the exec'd image (same tid)
+    /// or the recorder's salvage; its descriptor, in the child's table, is forgotten, not
+    /// closed. Later records are dropped.
+    pub fn detach(&mut self) {
+        self.unmap();
+        if self.fd >= 0 {
+            crate::config::forget_fd(self.fd);
+            self.fd = -1;
+        }
+        self.state = State::Closed;
+    }
+
     /// Writes everything and removes the ring; later records are dropped.
     pub fn close(&mut self) {
         if self.state == State::Open {

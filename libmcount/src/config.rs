@@ -55,6 +55,14 @@ pub fn keep_fd(fd: i32) -> Option<i32> {
     }
 }
 
+/// Forgets a descriptor of [`keep_fd`] without closing it: one a `vfork` child opened in its
+/// own descriptor table (while its bookkeeping, in the shared memory, marked it here).
+pub fn forget_fd(fd: i32) {
+    if let Some(word) = OWN_FD_BITS.get(fd as usize / 64) {
+        word.fetch_and(!(1 << (fd % 64)), Ordering::Relaxed);
+    }
+}
+
 /// Closes a descriptor of [`keep_fd`].
 pub fn release_fd(fd: i32) {
     if let Some(word) = OWN_FD_BITS.get(fd as usize / 64) {

@@ -42,6 +42,11 @@ fn guarded<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
     if td.guard() {
         return None;
     }
+    if td.take_rearm() {
+        if let Some(p) = plt::get() {
+            p.rearm_now();
+        }
+    }
     td.set_guard(true);
     let errno = Errno::save(td);
     let r = f(td);
@@ -174,7 +179,7 @@ pub unsafe extern "C" fn plt_entry(
             return;
         }
         match slot.kind() {
-            plt::Kind::Hook | plt::Kind::Unwind => {
+            plt::Kind::Hook | plt::Kind::Unwind | plt::Kind::Vfork => {
                 // SAFETY: the caller guarantees `parent_loc` is a live, aligned stack slot.
                 let parent_ip = unsafe { parent_loc.read() };
                 let extra = if unbound {
@@ -191,22 +196,25 @@ pub unsafe extern "C" fn plt_entry(
                     regs,
                     None,
                 );
-                if hook == Hook::Hijack && slot.kind() == plt::Kind::Hook {
+                if hook == Hook::Hijack && slot.kind() != plt::Kind::Unwind {
                     // SAFETY: as above; the frame was pushed first.
                     unsafe { parent_loc.write(tramp) };
                 }
+                if slot.kind() == plt::Kind::Vfork {
+                    // Both processes return through the trampoline (see `thread::vfork`).
+                    td.start_vfork();
+                }
             }
             plt::Kind::Instant => td.instant(slot.entry(), regs),
-            plt::Kind::Vfork => {
-                td.instant(slot.entry(), regs);
-                td.start_vfork();
-            }
             plt::Kind::Setjmp => td.setjmp(slot.entry(), regs),
             plt::Kind::Longjmp => td.longjmp(slot.entry(), regs),
         }
     });
-    if unbound && slot.kind() != plt::Kind::Hook {
+    if unbound && !matches!(slot.kind(), plt::Kind::Hook | plt::Kind::Vfork) {
         p.rearm_later(index);
+        if let Some(td) = crate::lifecycle::existing() {
+            td.want_rearm();
+        }
     }
     target
 }

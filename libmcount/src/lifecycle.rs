@@ -11,7 +11,7 @@ use crate::buffer::DatWriter;
 use crate::cpu::{tls_get, tls_set};
 use crate::filter::{self, FilterState, Saved};
 use crate::rstack::{Frame, ShadowStack};
-use crate::thread::{block, ThreadState, DEAD, PENDING_ARGS};
+use crate::thread::{block, ThreadState, VforkStep, DEAD, PENDING_ARGS};
 use crate::{clock, config, sys, tasklog};
 
 /// The calling thread's state, created on first use; `None` if the thread is not traced.
@@ -35,7 +35,11 @@ pub fn current() -> Option<&'static mut ThreadState> {
     };
     // SAFETY: a value other than 0/DEAD in the slot is a live ThreadState mapping that belongs
     // to this thread only (each thread has its own slot).
-    (p > DEAD).then(|| unsafe { &mut *(p as *mut ThreadState) })
+    let td = (p > DEAD).then(|| unsafe { &mut *(p as *mut ThreadState) })?;
+    if td.vfork_marked() {
+        return Some(vfork_settle(td));
+    }
+    Some(td)
 }
 
 /// The calling thread's state if it has one (including a disabled thread with live frames).
@@ -43,7 +47,60 @@ pub fn current() -> Option<&'static mut ThreadState> {
 pub fn existing() -> Option<&'static mut ThreadState> {
     let p = tls_get();
     // SAFETY: as in `current`.
-    (p > DEAD).then(|| unsafe { &mut *(p as *mut ThreadState) })
+    let td = (p > DEAD).then(|| unsafe { &mut *(p as *mut ThreadState) })?;
+    if td.vfork_marked() {
+        return Some(vfork_settle(td));
+    }
+    Some(td)
+}
+
+/// A hook found a state marked by `vfork` (see `thread::vfork`): the state of the process
+/// that runs, switched in the thread pointer slot if needed.
+#[cold]
+#[inline(never)]
+fn vfork_settle(td: &'static mut ThreadState) -> &'static mut ThreadState {
+    if td.guard() {
+        return td;
+    }
+    match td.vfork_step() {
+        VforkStep::Same => td,
+        VforkStep::ChildStarts => {
+            // Hooks that fire while the child's state is set up (signals) return at once; the
+            // parent's guard is put back as it was before the parent runs again.
+            td.set_guard(true);
+            let child = vfork_child_state(td);
+            td.set_guard(false);
+            child.unwrap_or(td)
+        }
+        VforkStep::ParentResumes(parent) => {
+            let (map, len) = td.end_vfork_child();
+            tls_set(parent as usize);
+            // SAFETY: the child's mapping is no longer in the slot, and the child (exec'd or
+            // exited) runs no more hooks on it.
+            unsafe { sys::munmap(map, len) };
+            // SAFETY: `parent` is this thread's own state, put back in its slot above.
+            unsafe { &mut *parent }
+        }
+    }
+}
+
+/// The calling `vfork` child's own state, a copy of its parent's (see `thread::vfork`),
+/// announced with `FORK` and put in the (shared) thread pointer slot; `None` if it cannot be
+/// set up (the child's hooks then stay off).
+fn vfork_child_state(parent: &mut ThreadState) -> Option<&'static mut ThreadState> {
+    let cfg = config::config()?;
+    let tid = sys::gettid();
+    let td = alloc_state(&cfg, tid)?;
+    // SAFETY: a fresh mapping holding an initialised state, owned by this child only.
+    let child = unsafe { &mut *td };
+    child.inherit_vfork(parent);
+    let line = tasklog::fork_line(clock::now(), tid, sys::getppid());
+    if let Err(e) = tasklog::append(cfg.dirfd, line.as_bytes()) {
+        crate::log::error(b"cannot append to task.txt", e);
+    }
+    // Not registered with the thread-exit key: that lives in the parent's memory.
+    tls_set(td as usize);
+    Some(child)
 }
 
 /// Creates the calling thread's state; `announce` writes its `TASK` line. Returns the value
@@ -57,6 +114,22 @@ pub fn init_current(announce: bool) -> usize {
         return DEAD;
     };
     let tid = sys::gettid();
+    let Some(td) = alloc_state(&cfg, tid) else {
+        return DEAD;
+    };
+    if announce {
+        let line = tasklog::task_line(clock::now(), tid, sys::getpid());
+        if let Err(e) = tasklog::append(cfg.dirfd, line.as_bytes()) {
+            crate::log::error(b"cannot append to task.txt", e);
+        }
+    }
+    config::register_thread(td as usize);
+    tls_set(td as usize);
+    td as usize
+}
+
+/// A new state for thread `tid` in a mapping of its own; `None` if it cannot be mapped.
+fn alloc_state(cfg: &config::Config, tid: i32) -> Option<*mut ThreadState> {
     let header = size_of::<ThreadState>().next_multiple_of(align_of::<Frame>());
     let frames_len = cfg.max_stack * size_of::<Frame>();
     let saved_at = (header + frames_len).next_multiple_of(align_of::<Saved>());
@@ -82,7 +155,7 @@ pub fn init_current(announce: bool) -> usize {
         Ok(m) => m,
         Err(e) => {
             crate::log::error(b"cannot allocate thread state", e);
-            return DEAD;
+            return None;
         }
     };
     // SAFETY: the frames follow the header inside the fresh mapping, which is large enough for
@@ -109,15 +182,7 @@ pub fn init_current(announce: bool) -> usize {
     let td = mem as *mut ThreadState;
     // SAFETY: the mapping is page-aligned, writable and large enough for the header.
     unsafe { td.write(state) };
-    if announce {
-        let line = tasklog::task_line(clock::now(), tid, sys::getpid());
-        if let Err(e) = tasklog::append(cfg.dirfd, line.as_bytes()) {
-            crate::log::error(b"cannot append to task.txt", e);
-        }
-    }
-    config::register_thread(td as usize);
-    tls_set(td as usize);
-    td as usize
+    Some(td)
 }
 
 /// Thread exit (`pthread` key destructor): close the data file; free the state unless frames
@@ -157,6 +222,15 @@ pub fn finish_current() {
     }
 }
 
+/// The process that is forking (see [`fork_prepare`]).
+static FORKING_PID: core::sync::atomic::AtomicI32 = core::sync::atomic::AtomicI32::new(0);
+
+/// `pthread_atfork` prepare handler: remembers the forking process, the child's `FORK` line's
+/// `ppid` (the child's `getppid` names another process once the parent has exited).
+pub extern "C" fn fork_prepare() {
+    FORKING_PID.store(sys::getpid(), core::sync::atomic::Ordering::Relaxed);
+}
+
 /// `pthread_atfork` child handler: the child keeps the parent's shadow stack (its hijacked
 /// frames return in the child too) but writes its own `<pid>.dat`; announce it with `FORK`.
 pub extern "C" fn fork_child() {
@@ -164,7 +238,11 @@ pub extern "C" fn fork_child() {
         return;
     };
     let tid = sys::gettid();
-    let line = tasklog::fork_line(clock::now(), tid, sys::getppid());
+    let ppid = match FORKING_PID.load(core::sync::atomic::Ordering::Relaxed) {
+        0 => sys::getppid(),
+        pid => pid,
+    };
+    let line = tasklog::fork_line(clock::now(), tid, ppid);
     if let Err(e) = tasklog::append(cfg.dirfd, line.as_bytes()) {
         crate::log::error(b"cannot append to task.txt", e);
     }

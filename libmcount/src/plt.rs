@@ -15,10 +15,10 @@
 //! at the stub.
 //!
 //! Special functions (runtime.md §6.15): the hooks themselves and the unwinder's helpers are
-//! not hooked; functions that return twice (`setjmp`, `vfork`) or that look at their caller
-//! (`dlopen`, `dlsym`) are recorded as a call of no duration without touching their return;
-//! `vfork` also blocks the hooks in the child, which shares the parent's memory until it execs
-//! or exits (§6.6).
+//! not hooked; functions that return twice (`setjmp`) or that look at their caller (`dlopen`,
+//! `dlsym`) are recorded as a call of no duration without touching their return; `vfork` is
+//! hooked as usual, and its child gets a state of its own while it shares the parent's memory
+//! (see `thread::vfork`). A slot of those called unbound is re-armed by the thread's next hook.
 //!
 //! With `--nest-libcall` the libraries' PLTs are hooked too: those loaded at start-up, and
 //! (beyond uftrace) those `dlopen` loads later ([`after_dlopen`]): the slot table and the stub
@@ -37,7 +37,8 @@ pub enum Kind {
     Hook,
     /// Recorded as a call of no duration; the return is left alone.
     Instant,
-    /// As `Instant`, and the hooks stay off in the child until it execs or exits.
+    /// As `Hook` (both processes return through the trampoline), and the state is marked so
+    /// that the child's hooks get a state of their own (see `thread::vfork`).
     Vfork,
     /// `setjmp` family: as `Instant`, and the shadow stack's state is kept by `jmp_buf`.
     Setjmp,
@@ -171,9 +172,17 @@ impl Plt {
         (t, lazy != 0 && t == lazy)
     }
 
-    /// Slot `i` was called unbound and its return is not hooked: re-arm it at the next call.
+    /// Slot `i` was called unbound and its return is not hooked: re-arm it at the next call
+    /// through a hooked slot or [`Plt::rearm_now`] (the calling thread's next hook).
     pub fn rearm_later(&self, i: usize) {
         self.later.store(i + 1, Ordering::Relaxed);
+    }
+
+    /// Re-arms the slot left by [`Plt::rearm_later`], if any (a hook after the call).
+    pub fn rearm_now(&self) {
+        if self.later.load(Ordering::Relaxed) != 0 {
+            self.rearm_pending();
+        }
     }
 
     /// Re-arms the slot left by [`Plt::rearm_later`], if any.
@@ -234,8 +243,8 @@ fn kind_of(name: &str) -> Option<Kind> {
         | "_Unwind_Resume" => None,
         "_Unwind_RaiseException" => Some(Kind::Unwind),
         "dlopen" | "dlmopen" | "dlsym" | "dlvsym" => Some(Kind::Instant),
-        // `vfork`'s child shares the parent's memory: the hooks must stay off in it. (`fork`
-        // and `daemon` return in two tasks with memories of their own: hooked as usual.)
+        // `vfork`'s child shares the parent's memory: it must not write on the parent's
+        // state. (`fork` and `daemon` return in two tasks with memories of their own.)
         "vfork" => Some(Kind::Vfork),
         // The dynamic loader's internals (reached from libraries' PLTs).
         n if n.starts_with("_dl_") => None,

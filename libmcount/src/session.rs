@@ -209,8 +209,14 @@ pub extern "C" fn init() {
     if unsafe { libc::pthread_key_create(&mut key, Some(lifecycle::thread_exit)) } == 0 {
         KEY.store(key as usize, Ordering::Relaxed);
     }
-    // SAFETY: fork_child is a plain extern "C" fn without arguments.
-    unsafe { libc::pthread_atfork(None, None, Some(lifecycle::fork_child)) };
+    // SAFETY: fork_prepare and fork_child are plain extern "C" fns without arguments.
+    unsafe {
+        libc::pthread_atfork(
+            Some(lifecycle::fork_prepare),
+            None,
+            Some(lifecycle::fork_child),
+        )
+    };
 
     crate::wrap::init();
     crate::crash::install();

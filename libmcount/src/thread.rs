@@ -13,8 +13,8 @@ use crate::clock::Clock;
 use crate::cpu::{EntryRegs, ExitRegs};
 use crate::filter::{self, Decision, FilterState, Filters, Saved};
 use crate::frame_flags::{self as flags, ARGS_SAVED};
+use crate::plt;
 use crate::rstack::{Frame, ShadowStack, NO_SLOT};
-use crate::{plt, sys};
 use core::sync::atomic::{AtomicBool, Ordering};
 use record_format::raw::{header_word, RecordKind, RECORD_SIZE};
 
@@ -50,8 +50,12 @@ pub mod block {
     pub const EXCEPTION: u32 = 4;
     /// The session needs the full entry handler (filters, arguments…).
     pub const SLOW: u32 = 8;
-    /// A `vfork` child may be running on this state (see `ThreadState::vfork_child`).
+    /// A `vfork` child may be running on this state, or this is a `vfork` child's own state
+    /// (see `thread::vfork`): hooks settle which first (`lifecycle`).
     pub const VFORK: u32 = 16;
+    /// A PLT slot called unbound with its return not hooked (`longjmp`, `setjmp`…) waits to
+    /// be re-armed: the next hook does it (no PLT call may come before the slot's next use).
+    pub const REARM: u32 = 32;
 }
 
 /// One thread's runtime state. `#[repr(C)]`: the trampolines' fast paths read `block`,
@@ -81,8 +85,12 @@ pub struct ThreadState {
     pub depth_limit: usize,
     /// Size of the mapping holding this state.
     pub(crate) map_len: usize,
-    /// The process that called `vfork` (while `block::VFORK` is set).
+    /// The process that called `vfork` (while `block::VFORK` is set); in a `vfork` child's
+    /// own state, the child's pid.
     vfork_pid: i32,
+    /// In a `vfork` child's own state: the parent's state, put back in the thread pointer
+    /// slot when the parent runs again (null otherwise). See `vfork`.
+    vfork_parent: *mut ThreadState,
     /// This thread's `errno` (null until known).
     pub(crate) errno: *mut i32,
     /// The last `setjmp` calls, for the `longjmp` that lands in one of them.
@@ -92,22 +100,6 @@ pub struct ThreadState {
     /// `read=` counters of the open frames.
     pub(crate) reads: reads::Reads,
 }
-
-/// The shadow stack when `setjmp(env)` was called (through the PLT).
-#[repr(C)]
-#[derive(Debug, Default, Clone, Copy)]
-struct JumpPoint {
-    /// The `jmp_buf` address (0: unused).
-    env: usize,
-    /// Frames on the shadow stack.
-    len: usize,
-    /// The depth `setjmp` was recorded at, and its address.
-    depth: u32,
-    ip: usize,
-}
-
-/// `setjmp` points remembered per thread.
-const JUMP_POINTS: usize = 8;
 
 static STACK_FULL_WARNED: AtomicBool = AtomicBool::new(false);
 
@@ -140,6 +132,7 @@ impl ThreadState {
             depth_limit: usize::MAX,
             map_len: 0,
             vfork_pid: 0,
+            vfork_parent: core::ptr::null_mut(),
             errno: core::ptr::null_mut(),
             jumps: [JumpPoint::default(); JUMP_POINTS],
             next_jump: 0,
@@ -177,6 +170,19 @@ impl ThreadState {
 
     pub fn set_disabled(&mut self, on: bool) {
         self.set_flag(block::DISABLED, on);
+    }
+
+    /// Takes the [`block::REARM`] request.
+    #[inline]
+    pub fn take_rearm(&mut self) -> bool {
+        let due = self.flag(block::REARM);
+        self.set_flag(block::REARM, false);
+        due
+    }
+
+    /// Asks the next hook to re-arm the PLT slot left unbound (see [`block::REARM`]).
+    pub fn want_rearm(&mut self) {
+        self.set_flag(block::REARM, true);
     }
 
     pub fn in_exception(&self) -> bool {
@@ -365,95 +371,19 @@ impl ThreadState {
         Some(parent_ip)
     }
 
-    /// A call recorded as having no duration (its return is not hooked: `setjmp`, `vfork`,
-    /// `dlopen`…): ENTRY and EXIT at the same time, at the depth it would have.
+    /// A call recorded as having no duration (its return is not hooked: `dlopen`…): ENTRY and EXIT at the same time, at the depth it would have.
     pub fn instant(&mut self, child_ip: usize, regs: Option<&EntryRegs>) {
         self.instant_parts(child_ip, regs, true);
     }
 
-    /// `setjmp(env)`: an [`ThreadState::instant`] call, and the shadow stack's state kept for
-    /// the `longjmp(env)` that may come.
-    pub fn setjmp(&mut self, child_ip: usize, regs: Option<&EntryRegs>) {
-        let Some(depth) = self.instant_parts(child_ip, regs, true) else {
-            return;
-        };
-        let Some(env) = regs.map(|r| r.rdi).filter(|&e| e != 0) else {
-            return;
-        };
-        let at = match self.jumps.iter().position(|j| j.env == env) {
-            Some(i) => i,
-            None => {
-                let i = self.next_jump % JUMP_POINTS;
-                self.next_jump = self.next_jump.wrapping_add(1);
-                i
-            }
-        };
-        self.jumps[at] = JumpPoint {
-            env,
-            len: self.rstack.len(),
-            depth,
-            ip: child_ip,
-        };
-    }
-
-    /// `longjmp(env)`: its ENTRY; then, if `env` is a known `setjmp` point below, the frames
-    /// jumped over are dropped without records and `setjmp` returns again (its EXIT), which
-    /// is what uftrace records.
-    pub fn longjmp(&mut self, child_ip: usize, regs: Option<&EntryRegs>) {
-        if self.instant_parts(child_ip, regs, false).is_none() {
-            return;
-        }
-        let Some(env) = regs.map(|r| r.rdi) else {
-            return;
-        };
-        let Some(point) = self
-            .jumps
-            .iter()
-            .copied()
-            .find(|j| j.env == env && j.env != 0 && j.len <= self.rstack.len())
-        else {
-            return;
-        };
-        let filters = filter::get();
-        while let Some(i) = self.rstack.len().checked_sub(1).filter(|&i| i >= point.len) {
-            let Some(f) = self.rstack.get(i).copied() else {
-                break;
-            };
-            if f.flags & flags::REARM != 0 {
-                if let Some(p) = plt::get() {
-                    p.rearm(f.child_ip);
-                }
-            }
-            if filters.is_some() {
-                let saved = match f.flags & flags::LIMITS {
-                    0 => Saved::default(),
-                    _ => self.saved_slot(i).copied().unwrap_or_default(),
-                };
-                self.filt.pop(f.flags, &saved);
-            }
-            self.rstack.truncate(i);
-        }
-        self.writer.prepare();
-        let now = self.clock.now();
-        let frame = Frame {
-            parent_loc: NO_SLOT,
-            parent_ip: 0,
-            child_ip: point.ip,
-            depth: point.depth,
-            flags: 0,
-            start: now,
-        };
-        self.writer.record(now, exit_word(&frame));
-    }
-
     /// Writes the ENTRY (and with `exit`, the EXIT) record of a call that is not hooked at
-    /// its return; returns the depth used, `None` when it is not recorded.
+    /// its return; returns the depth and time used, `None` when it is not recorded.
     fn instant_parts(
         &mut self,
         child_ip: usize,
         regs: Option<&EntryRegs>,
         exit: bool,
-    ) -> Option<u32> {
+    ) -> Option<(u32, u64)> {
         if self.disabled() || self.rstack.len() >= self.depth_limit || self.rstack.is_full() {
             return None;
         }
@@ -487,33 +417,7 @@ impl ThreadState {
         if exit {
             self.writer.record(now, exit_word(&frame));
         }
-        Some(depth)
-    }
-
-    /// `vfork` was called: until the parent runs again, hooks must leave the shared state
-    /// alone (the child runs on the parent's memory).
-    pub fn start_vfork(&mut self) {
-        self.vfork_pid = sys::getpid();
-        self.set_flag(block::VFORK, true);
-    }
-
-    /// Whether this is a `vfork` child running on its parent's state. The parent's first
-    /// hook after the child exec'd or exited ends the `vfork`.
-    pub fn vfork_child(&mut self) -> bool {
-        if !self.flag(block::VFORK) {
-            return false;
-        }
-        if sys::getpid() == self.vfork_pid {
-            self.set_flag(block::VFORK, false);
-            return false;
-        }
-        true
-    }
-
-    /// Where the frame owning `slot` returns to, without popping it (a `vfork` child).
-    pub fn peek_exit(&self, slot: usize) -> Option<usize> {
-        let k = self.rstack.find_slot(slot)?;
-        Some(self.rstack.get(k)?.parent_ip)
+        Some((depth, now))
     }
 
     /// `__cyg_profile_func_enter`: push without hijacking.
@@ -788,7 +692,10 @@ fn exit_word(f: &Frame) -> u64 {
     header_word(RecordKind::Exit, false, f.depth as u16, f.child_ip as u64)
 }
 
+mod jump;
 #[cfg(test)]
 mod tests;
-
 mod reads;
+mod vfork;
+use jump::{JumpPoint, JUMP_POINTS};
+pub use vfork::VforkStep;

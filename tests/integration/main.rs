@@ -11,6 +11,8 @@
 //! * `record`: the recorder's checks, messages and statuses, `live`;
 //! * `record_filters`: record-time filters and depth limits, applied while recording;
 //! * `record_libcalls`: library calls through the PLT hooks, lazy and `-z now` builds;
+//! * `record_processes`: vfork children that work and exec, fork with allocations, longjmp from
+//!   several depths and in a loop, pthread_exit and daemon, with library calls, against uftrace;
 //! * `record_matrix`: every test program in every build mode recorded by utrace and by
 //!   uftrace, both replays of utrace's data against uftrace's;
 //! * `survival`: programs that crash, are killed or exit with threads running still leave a
@@ -55,6 +57,7 @@ mod record_args;
 mod record_filters;
 mod record_libcalls;
 mod record_matrix;
+mod record_processes;
 mod recorder_faults;
 mod replay_diff;
 mod replay_select;

@@ -106,6 +106,20 @@ const PROGS: &[Prog] = &[
     tasks("thread_kill", Reduce::Tasks(Norm::FoldLeaves)),
     tasks("thread_quit", FOLD),
     tasks("vfork", FOLD),
+    tasks("vfork_work", FOLD),
+    tasks("thread_exec", FOLD),
+    tasks("fork_alloc", FOLD),
+    prog("longjmp_loop", &[], EXACT),
+    tasks("pthread_exit", FOLD),
+    tasks("daemon", FOLD),
+    prog("backtrace", &[], EXACT),
+    Prog {
+        name: "sigtrigger",
+        args: &[],
+        record: &["--signal", "SIGUSR1@finish"],
+        replay: &[],
+        reduce: EXACT,
+    },
 ];
 
 /// `utrace record OPTS -d DIR PROG ARGS`, on the slow path when `slow` (any exit status).
