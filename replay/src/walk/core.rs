@@ -428,6 +428,16 @@ impl<'d> Core<'d> {
         Some(e)
     }
 
+    /// Forgets the pending exec or longjmp (the look-ahead's skipped entries).
+    pub(super) fn drop_pending(&mut self) {
+        self.pending = None;
+    }
+
+    /// `--no-libcall`.
+    pub fn no_libcall(&self) -> bool {
+        self.no_libcall
+    }
+
     /// Whether the entry just stepped has a pending exec or longjmp.
     pub fn jump_pending(&self) -> bool {
         self.pending.is_some()

@@ -6,7 +6,7 @@
 //! compare utrace's outputs with uftrace's line by line, so each difference is kept, but as
 //! a setting of the one walk rather than as another loop:
 //!
-//! | setting                       | replay            | report, graph, tui | report --task | dump (chrome, flame, dot, mermaid) |
+//! | setting                       | replay (`--flat`: no filters, no fix-ups) | report, graph, tui | report --task | dump (chrome, flame, dot, mermaid) |
 //! |-------------------------------|-------------------|--------------------|---------------|------------------------------------|
 //! | [`Policy::fixups`]            | shown entries     | shown entries      | none          | every entry                        |
 //! | [`Policy::exec_resets_filters`] | no              | no                 | no            | yes                                |
@@ -111,6 +111,15 @@ impl Policy {
         unfinished: Unfinished::Open,
         unfinished_shown_only: false,
         sched: false,
+    };
+
+    /// `replay --flat`: the records as they are (pairing only, no filter, no fix-up).
+    pub const FLAT: Policy = Policy {
+        fixups: Fixups::Off,
+        libcall: Libcall::Ignored,
+        triggers: false,
+        filters: false,
+        ..Policy::REPLAY
     };
 
     /// uftrace's `report`, `graph` and the tui (calls with durations).
