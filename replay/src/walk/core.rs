@@ -508,3 +508,7 @@ impl<'d> Core<'d> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "core_tests.rs"]
+mod tests;
