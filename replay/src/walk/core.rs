@@ -9,7 +9,7 @@
 //!
 //! The core owns the [`Merge`], one [`TaskCore`] per task (its [`TaskStack`], `--tid`
 //! verdict and times), the `trace_on`/`trace_off` state, the setjmp levels, the per-function
-//! fix-up table and the `-r` stop. [`Core::next`] hands over one [`Step`] at a time;
+//! fix-up table and the `-r` stop. [`Core::next_step`] hands over one [`Step`] at a time;
 //! [`Core::step`] is the same for a record read by someone else (the walker's direct reader).
 //! The calls left open at the end are closed by [`Core::close_next`]. Where uftrace's readers
 //! differ, the [`Policy`] says which one to follow. The printer's look-ahead (an entry and
@@ -250,7 +250,7 @@ impl<'d> Core<'d> {
     /// The next step in time order (records of tasks `--tid` leaves out are skipped), or
     /// `None` at the end of the data. Context switches come before the record they precede.
     #[inline]
-    pub fn next(&mut self) -> Option<Step> {
+    pub fn next_step(&mut self) -> Option<Step> {
         loop {
             if self.policy.sched {
                 let upto = self

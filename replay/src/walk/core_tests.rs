@@ -91,7 +91,7 @@ fn trace(records: &[Rec]) -> (tempfile::TempDir, TraceDir) {
 fn walk(dir: &TraceDir, cfg: &Config, policy: Policy) -> Vec<String> {
     let mut core = Core::new(dir, cfg, policy);
     let mut out = Vec::new();
-    while let Some(step) = core.next() {
+    while let Some(step) = core.next_step() {
         match step {
             Step::Entry(e) if e.reported => {
                 out.push(format!(
@@ -290,7 +290,7 @@ fn replay_look_ahead_merges_an_entry_with_its_exit_over_hidden_calls() {
     let mut core = Core::new(&dir, &cfg, Policy::REPLAY);
     let mut leaves = Vec::new();
     let mut skipped = 0;
-    while let Some(step) = core.next() {
+    while let Some(step) = core.next_step() {
         let Step::Entry(e) = step else { continue };
         if !e.reported {
             continue;

@@ -1,20 +1,40 @@
-//! A streaming walk over the calls of a trace, for the commands that aggregate (`report`,
-//! `graph`, `dump`'s graph formats, histograms).
+//! The one time-ordered walk of the analysis and its drivers.
 //!
-//! Records come in time order from [`Merge`] (which already applied `-r`, `-t`, `time=` and
-//! `-C`). Per task the walker keeps a [`TaskStack`] (uftrace's call-stack bookkeeping, see
-//! [`crate::callstack`]): one slot per open call
-//! holding its address, entry time and the time spent in its direct children; an exit turns the
-//! slot into a finished call (total time, self time = total minus children). Every direct
-//! child counts for its parent's self time, even one the filters hide (`-N`, `-D`,
-//! `--no-libcall`), as in uftrace. The filters (`-F -N -H -D -T`, `--no-libcall`, `--tid`)
-//! then decide which entries and exits are *reported* to the [`Visitor`].
+//! ```text
+//!             ┌── core::Core (Merge, per-task TaskStack, --tid, -r, triggers, fix-ups,
+//! TraceDir ──▶│    LOST resync, unfinished calls, perf scheduling) ── Step ──┐
+//!             └── fast.rs: direct per-task reader ──▶ Core::step ──────────┤
+//!                                                                           ▼
+//!   Walker (Visitor: report, graph + tui, task graph, histogram)   timed::Walk (Sink: chrome,
+//!   output::replay (lines, with leaf::Core::leaf look-ahead)       flame, graphviz, mermaid)
+//! ```
 //!
-//! Special cases follow uftrace's reader: a fork child starts inside its parent's calls (slots
-//! it never entered have address 0); `exec*` empties the stack; `longjmp` returns to the depth
-//! of the last `setjmp`; after LOST records the stack is re-synchronised from the next record's
-//! depth. Calls still open when a task's data ends are finished at the task's last timestamp
-//! (or the end of `-r`) and reported with [`Call::unfinished`] set, innermost first.
+//! - [`core`]: the walk itself. [`core::Core::next_step`] hands over one [`core::Step`] (Entry /
+//!   Exit / Event / Lost / Sched) at a time, in time order, after the call stack
+//!   ([`crate::callstack`]) paired the record and the filters decided whether it is shown.
+//! - [`policy`]: where uftrace's readers differ (fix-ups of hidden entries, exec and the
+//!   filters, setjmp per task or global, `--no-libcall`, closing unfinished calls), one named
+//!   setting each; the walk's consumers pick [`policy::Policy::REPLAY`], `ANALYSIS`,
+//!   `TASK_REPORT`, `DUMP` or `FLAT`.
+//! - [`leaf`]: replay's one-record look-ahead (an entry and its exit printed as `f();`).
+//! - `sched`: the perf context switches merged in by time (dump).
+//! - [`Walker`] (this module): the analysis consumer, handing entries, finished calls and
+//!   LOST to a [`Visitor`]; `fast.rs` holds its fast paths (a task's file read directly when
+//!   the visitor does not depend on the order across tasks, and entries/exits paired in one
+//!   go when no filter can hide a call).
+//! - [`timed`]: the dump consumer, handing shown entries and exits with their payloads to a
+//!   [`timed::Sink`].
+//!
+//! For the [`Walker`]: per task the [`TaskStack`](crate::callstack::TaskStack) keeps one
+//! slot per open call holding its address, entry time and the time spent in its direct
+//! children; an exit turns the slot into a finished call (total time, self time = total
+//! minus children). Every direct child counts for its parent's self time, even one the
+//! filters hide (`-N`, `-D`, `--no-libcall`), as in uftrace. Special cases follow uftrace's
+//! reader: a fork child starts inside its parent's calls (slots it never entered have
+//! address 0); `exec*` empties the stack; `longjmp` returns to the depth of the last
+//! `setjmp`; after LOST records the stack is re-synchronised from the next record's depth.
+//! Calls still open when a task's data ends are finished at the task's last timestamp (or
+//! the end of `-r`) and reported with [`Call::unfinished`] set, innermost first.
 //!
 //! Memory stays flat: nothing but the open slots of each task is kept.
 //!
@@ -266,7 +286,7 @@ impl<'d> Walker<'d> {
         if self.direct {
             self.run_direct(v);
         } else {
-            while let Some(step) = self.core.next() {
+            while let Some(step) = self.core.next_step() {
                 self.visit(step, v);
             }
         }

@@ -1,18 +1,12 @@
-//! The time-ordered walk that shows records rather than a tree: `dump`'s `--chrome`,
-//! `--flame-graph`, `--graphviz` and `--mermaid` are its [`Sink`]s.
+//! The dump formats' consumer of the walk: `dump`'s `--chrome`, `--flame-graph`,
+//! `--graphviz` and `--mermaid` are its [`Sink`]s.
 //!
-//! It takes the records of every task in time order from [`Merge`] (which applies `-r`, `-t`
-//! and `-C`), keeps each task's [`TaskStack`] (durations and the `-F -N -H -D --no-libcall`
-//! counters) and hands every shown entry and exit to a [`Sink`], with its rendered arguments
-//! when the sink wants them. Calls still open at the end of the data are closed at the task's
-//! last timestamp, innermost first, task by task, as uftrace does. The tasks' perf events
-//! (`perf-cpu*.dat`) are merged in by time: context switches inside functions become
-//! `linux:schedule` calls.
-//!
-//! Why not [`Walker`](super::Walker): it reports only the calls the filters show, without
-//! their payloads; `--chrome` needs the argument payloads, a context switch must be placed
-//! against the task's full stack (shown or hidden calls) at the switch's time, and uftrace's
-//! dump applies the exec/setjmp/longjmp fix-ups to hidden entries too.
+//! It reads the trace through [`Core`] with [`Policy::DUMP`] (uftrace's dump reader: fix-ups
+//! applied to hidden entries too, exec forgetting the filters, a setjmp level per task,
+//! unfinished calls closed at the task's last record) and hands every shown entry and exit
+//! to a [`Sink`], with its rendered arguments when the sink wants them, and the context
+//! switches the core merges in from `perf-cpu*.dat` as `linux:schedule` calls. Calls still
+//! open at the end of the data are closed innermost first, task by task, as uftrace does.
 
 use super::core::{Core, Step};
 use super::policy::Policy;
@@ -132,7 +126,7 @@ impl<'d> Walk<'d> {
     /// Feeds every shown entry and exit to `sink`; returns the warnings met while reading.
     pub fn run(mut self, sink: &mut dyn Sink) -> Result<Vec<String>> {
         let mut args = String::new();
-        while let Some(step) = self.core.next() {
+        while let Some(step) = self.core.next_step() {
             let (ti, head, exit, closed) = match step {
                 Step::Entry(e) if e.reported => (e.task, e.head, false, Closed::default()),
                 Step::Exit(x) if x.reported => (x.task, x.head, true, x.closed),

@@ -149,7 +149,7 @@ impl<'d, 'w> Engine<'d, 'w> {
             self.run_flat()?;
             return Ok(self.core.merge.warnings);
         }
-        while let Some(step) = self.core.next() {
+        while let Some(step) = self.core.next_step() {
             if self.core.merge.has_extern() {
                 self.flush_extern(step_time(&step))?;
             }
@@ -443,7 +443,7 @@ impl<'d, 'w> Engine<'d, 'w> {
         use std::fmt::Write as _;
         let mut n = 0usize;
         let mut line = String::new();
-        while let Some(step) = self.core.next() {
+        while let Some(step) = self.core.next_step() {
             let (ti, h) = match step {
                 Step::Entry(e) => (e.task, e.head),
                 Step::Exit(x) => (x.task, x.head),
