@@ -169,6 +169,8 @@ pub struct NameTree {
     /// The name of each key, and the key of each name.
     names: Vec<String>,
     keys: HashMap<String, FuncId>,
+    /// The key of each function id seen (`FuncId::MAX`: not yet).
+    by_func: Vec<FuncId>,
     cursor: Vec<u32>,
     /// Flame-graph sampling period (0: none): a child's time counts in its parent's children
     /// only in whole periods.
@@ -181,6 +183,7 @@ impl NameTree {
             tree: Tree::new(0),
             names: Vec::new(),
             keys: HashMap::new(),
+            by_func: Vec::new(),
             cursor: vec![ROOT; tasks],
             sample_time,
         };
@@ -209,6 +212,28 @@ impl NameTree {
 
     pub fn enter(&mut self, task: usize, name: &str) {
         let key = self.key(name);
+        self.enter_key(task, key);
+    }
+
+    /// [`NameTree::enter`] of a call of function `func` named `name` (the name's key is
+    /// kept per function).
+    pub fn enter_func(&mut self, task: usize, func: FuncId, name: &str) {
+        let i = func as usize;
+        if self.by_func.len() <= i {
+            self.by_func.resize(i + 1, FuncId::MAX);
+        }
+        let key = match self.by_func[i] {
+            FuncId::MAX => {
+                let k = self.key(name);
+                self.by_func[i] = k;
+                k
+            }
+            k => k,
+        };
+        self.enter_key(task, key);
+    }
+
+    fn enter_key(&mut self, task: usize, key: FuncId) {
         let (node, _) = self.tree.enter(self.cursor[task], key, 0, |a, b| a == b);
         self.cursor[task] = node;
     }
@@ -232,10 +257,10 @@ impl NameTree {
 
 impl Sink for NameTree {
     fn call(&mut self, call: &Call<'_>) -> io::Result<()> {
-        if call.exit {
-            self.exit(call.task, call.total, call.child);
-        } else {
-            self.enter(call.task, call.name);
+        match (call.exit, call.func) {
+            (true, _) => self.exit(call.task, call.total, call.child),
+            (false, Some(f)) => self.enter_func(call.task, f, call.name),
+            (false, None) => self.enter(call.task, call.name),
         }
         Ok(())
     }

@@ -40,13 +40,23 @@ pub struct EntryStep {
     pub verdict: Verdict,
     /// Shown, and not a library call kept from the output ([`Libcall::NotReported`]).
     pub reported: bool,
-    pub ff: FuncFilter,
+    /// What the function's triggers ask of the consumer.
+    pub actions: EntryActions,
     /// The function's stack effect (exec, fork, setjmp, longjmp families).
     pub effect: Option<StackEffect>,
     /// A setjmp that marked the level longjmp returns to.
     pub setjmp: bool,
     /// The record is the first of its task (a fork child starts here).
     pub first: bool,
+}
+
+/// The triggers of an entry that its consumer acts on (replay's lines).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EntryActions {
+    pub trace_off: bool,
+    pub backtrace: bool,
+    pub finish: bool,
+    pub color: Option<&'static str>,
 }
 
 /// An exit record and the call it closed.
@@ -252,7 +262,7 @@ impl<'d> Core<'d> {
     #[inline]
     pub fn next_step(&mut self) -> Option<Step> {
         loop {
-            if self.policy.sched {
+            if self.perf_next < self.perf.len() {
                 let upto = self
                     .merge
                     .peek()
@@ -324,7 +334,7 @@ impl<'d> Core<'d> {
             slot,
             verdict: Verdict::Shown,
             reported: true,
-            ff: FuncFilter::default(),
+            actions: EntryActions::default(),
             effect,
             setjmp: false,
             first,
@@ -344,9 +354,18 @@ impl<'d> Core<'d> {
             }
             return step;
         }
-        if !self.no_filters {
-            step.ff = self.merge.decide(h.func);
-        }
+        let ff = if self.no_filters {
+            FuncFilter::default()
+        } else {
+            self.merge.decide(h.func)
+        };
+        let a = &ff.actions;
+        step.actions = EntryActions {
+            trace_off: a.trace_off,
+            backtrace: a.backtrace,
+            finish: a.finish,
+            color: a.color,
+        };
         let has_filter = self.merge.filters.has_filter;
         let every = self.policy.fixups == Fixups::Every;
         let stack = &mut self.tasks[ti].stack;
@@ -360,7 +379,7 @@ impl<'d> Core<'d> {
         }
         let marks = if every { None } else { effect };
         let enabled = self.policy.triggers.then_some(&mut self.enabled);
-        step.verdict = stack.enter(&step.ff, has_filter, step.ff.hide, marks, enabled);
+        step.verdict = stack.enter(&ff, has_filter, ff.hide, marks, enabled);
         let shown = step.verdict == Verdict::Shown;
         if !shown && self.policy.disabled_hides_exit {
             stack.hide(slot);
@@ -422,9 +441,8 @@ impl<'d> Core<'d> {
     /// Takes the pending exec or longjmp of the entry just stepped and applies it; returns
     /// it (replay moves its display depth along).
     pub fn take_jump(&mut self) -> Option<StackEffect> {
-        let (ti, e) = self.pending?;
+        let (_, e) = self.pending?;
         self.apply_pending();
-        let _ = ti;
         Some(e)
     }
 

@@ -6,19 +6,22 @@
 //! compare utrace's outputs with uftrace's line by line, so each difference is kept, but as
 //! a setting of the one walk rather than as another loop:
 //!
-//! | setting                       | replay (`--flat`: no filters, no fix-ups) | report, graph, tui | report --task | dump (chrome, flame, dot, mermaid) |
-//! |-------------------------------|-------------------|--------------------|---------------|------------------------------------|
-//! | [`Policy::fixups`]            | shown entries     | shown entries      | none          | every entry                        |
-//! | [`Policy::exec_resets_filters`] | no              | no                 | no            | yes                                |
-//! | [`Policy::setjmp`]            | global            | global             | global        | per task                           |
-//! | [`Policy::libcall`]           | hidden, exit dropped | reported-later  | ignored       | hidden                             |
-//! | [`Policy::triggers`]          | yes               | yes                | no            | no                                 |
-//! | [`Policy::disabled_hides_exit`] | no              | yes                | no            | no                                 |
-//! | [`Policy::lost_aligns`]       | yes               | yes                | yes           | no                                 |
-//! | [`Policy::filters`]           | yes               | yes                | no            | yes                                |
-//! | [`Policy::unfinished`]        | not closed (listed) | -r stop, else last record | last exit | last record, capped by -r stop |
-//! | [`Policy::unfinished_shown_only`] | —             | no                 | no            | yes                                |
-//! | [`Policy::sched`]             | no (events)       | no                 | no            | yes                                |
+//! | setting                           | replay               | report, graph, tui     | report --task | dump (chrome, flame, dot, mermaid) |
+//! |-----------------------------------|----------------------|------------------------|---------------|------------------------------------|
+//! | [`Policy::fixups`]                | shown entries        | shown entries          | none          | every entry                        |
+//! | [`Policy::exec_resets_filters`]   | no                   | no                     | no            | yes                                |
+//! | [`Policy::setjmp`]                | global               | global                 | global        | per task                           |
+//! | [`Policy::libcall`]               | hidden, exit dropped | seen by filters, not reported | ignored | hidden                           |
+//! | [`Policy::triggers`]              | yes                  | yes                    | no            | no                                 |
+//! | [`Policy::disabled_hides_exit`]   | no                   | yes                    | no            | no                                 |
+//! | [`Policy::lost_aligns`]           | yes                  | yes                    | yes           | no                                 |
+//! | [`Policy::filters`]               | yes                  | yes                    | no            | yes                                |
+//! | [`Policy::unfinished`]            | not closed (listed)  | -r stop, else last entry/exit | last exit | last record, capped by -r stop |
+//! | [`Policy::unfinished_shown_only`] | —                    | no                     | no            | yes                                |
+//! | [`Policy::sched`]                 | no                   | no                     | no            | yes                                |
+//!
+//! `replay --flat` ([`Policy::FLAT`]) prints the records as they are: replay's settings
+//! without filters and without fix-ups.
 
 /// Which entries of the exec, setjmp and longjmp families change the stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,6 +13,7 @@ use super::policy::Policy;
 use crate::callstack::Closed;
 use crate::config::Config;
 use crate::merge::Head;
+use crate::symbols::FuncId;
 use crate::Result;
 use record_format::task::TaskLine;
 use record_format::TraceDir;
@@ -27,6 +28,8 @@ pub struct Call<'a> {
     pub pid: u32,
     pub time: u64,
     pub exit: bool,
+    /// The function (`None` for `linux:schedule`).
+    pub func: Option<FuncId>,
     pub name: &'a str,
     /// Rendered arguments (`(1, "a")`) or return value; `None` when none was recorded (or
     /// the sink does not want them).
@@ -142,6 +145,7 @@ impl<'d> Walk<'d> {
                             pid: self.tasks[s.task].pid,
                             time: s.time,
                             exit: s.exit,
+                            func: None,
                             name: "linux:schedule",
                             args: None,
                             total: s.total,
@@ -159,6 +163,7 @@ impl<'d> Walk<'d> {
                 pid: self.tasks[ti].pid,
                 time: head.raw.time,
                 exit,
+                func: Some(head.func),
                 name: &self.core.merge.sym.func(head.func).name,
                 args: has_args.then_some(args.as_str()),
                 total: closed.total,
@@ -183,6 +188,7 @@ impl<'d> Walk<'d> {
                     pid: self.tasks[ti].pid,
                     time: u.time,
                     exit: true,
+                    func: Some(func),
                     name: &merge.sym.func(func).name,
                     args: None,
                     total: u.closed.total,

@@ -79,7 +79,7 @@ impl Layouts {
         if e.verdict != Verdict::Outside && e.effect == Some(StackEffect::Fork) {
             t.fork_display_depth = t.display_depth + 1;
         }
-        if e.verdict == Verdict::Disabled && e.ff.actions.trace_off {
+        if e.verdict == Verdict::Disabled && e.actions.trace_off {
             t.display_depth_set = false;
         }
         if e.verdict == Verdict::Shown && !t.display_depth_set {
@@ -164,8 +164,9 @@ impl<'d, 'w> Engine<'d, 'w> {
                 }
                 Step::Exit(x) => {
                     // uftrace drops library-call exits before any bookkeeping.
-                    let f = self.core.merge.sym.func(x.head.func);
-                    if !(self.core.no_libcall() && f.is_plt) {
+                    let plt =
+                        self.core.no_libcall() && self.core.merge.sym.func(x.head.func).is_plt;
+                    if !plt {
                         self.stamp(x.task, x.head.raw.time);
                         if x.reported {
                             self.exit(x.task, x.slot, &x.head)?;
@@ -264,7 +265,7 @@ impl<'d, 'w> Engine<'d, 'w> {
         }
         let (ti, h) = (e.task, &e.head);
         let depth = self.layout.tasks[ti].display_depth as u32;
-        if e.ff.actions.backtrace {
+        if e.actions.backtrace {
             self.backtrace(ti)?;
         }
         let args = self.args_text(h.func, h, ti, false);
@@ -277,7 +278,7 @@ impl<'d, 'w> Engine<'d, 'w> {
             self.core
                 .leaf(e, self.cfg.no_event, &mut |step| layout.step(step))
         };
-        let color = e.ff.actions.color;
+        let color = e.actions.color;
         if let Some(exit) = exit {
             let ret = Some(self.args_text(h.func, &exit, ti, true)).filter(|r| !r.is_empty());
             let slot = self.core.tasks[ti].stack.slots()[idx];
@@ -314,7 +315,7 @@ impl<'d, 'w> Engine<'d, 'w> {
             )?;
             self.update_entry(ti);
         }
-        if e.ff.actions.finish {
+        if e.actions.finish {
             self.finished = true;
         }
         Ok(())
