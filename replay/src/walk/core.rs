@@ -259,7 +259,7 @@ impl<'d> Core<'d> {
 
     /// The next step in time order (records of tasks `--tid` leaves out are skipped), or
     /// `None` at the end of the data. Context switches come before the record they precede.
-    #[inline]
+    #[inline(always)]
     pub fn next_step(&mut self) -> Option<Step> {
         loop {
             if self.perf_next < self.perf.len() {
@@ -280,7 +280,7 @@ impl<'d> Core<'d> {
     }
 
     /// The step of record `h` of task `ti` (records of a task must come in order).
-    #[inline]
+    #[inline(always)]
     pub fn step(&mut self, ti: usize, h: Head) -> Step {
         self.apply_pending();
         let t = &mut self.tasks[ti];
@@ -354,7 +354,8 @@ impl<'d> Core<'d> {
             }
             return step;
         }
-        let ff = if self.no_filters {
+        // Inside a -N function every entry is hidden before its own filters are looked at.
+        let ff = if self.no_filters || self.tasks[ti].stack.inside_notrace() {
             FuncFilter::default()
         } else {
             self.merge.decide(h.func)
@@ -405,7 +406,7 @@ impl<'d> Core<'d> {
     }
 
     /// The filters at the exit `h` just consumed.
-    #[inline]
+    #[inline(always)]
     fn exit(&mut self, ti: usize, h: Head, closed: Closed, first: bool) -> ExitStep {
         let stack = &mut self.tasks[ti].stack;
         let mut step = ExitStep {
@@ -431,7 +432,7 @@ impl<'d> Core<'d> {
     }
 
     /// Applies the pending exec or longjmp, if any.
-    #[inline]
+    #[inline(always)]
     pub(super) fn apply_pending(&mut self) {
         if let Some((ti, e)) = self.pending.take() {
             self.apply(ti, e);
