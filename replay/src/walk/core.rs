@@ -259,7 +259,7 @@ impl<'d> Core<'d> {
 
     /// The next step in time order (records of tasks `--tid` leaves out are skipped), or
     /// `None` at the end of the data. Context switches come before the record they precede.
-    #[inline(always)]
+    #[inline]
     pub fn next_step(&mut self) -> Option<Step> {
         loop {
             if self.perf_next < self.perf.len() {
@@ -280,7 +280,7 @@ impl<'d> Core<'d> {
     }
 
     /// The step of record `h` of task `ti` (records of a task must come in order).
-    #[inline(always)]
+    #[inline]
     pub fn step(&mut self, ti: usize, h: Head) -> Step {
         self.apply_pending();
         let t = &mut self.tasks[ti];
@@ -406,7 +406,7 @@ impl<'d> Core<'d> {
     }
 
     /// The filters at the exit `h` just consumed.
-    #[inline(always)]
+    #[inline]
     fn exit(&mut self, ti: usize, h: Head, closed: Closed, first: bool) -> ExitStep {
         let stack = &mut self.tasks[ti].stack;
         let mut step = ExitStep {
@@ -432,7 +432,7 @@ impl<'d> Core<'d> {
     }
 
     /// Applies the pending exec or longjmp, if any.
-    #[inline(always)]
+    #[inline]
     pub(super) fn apply_pending(&mut self) {
         if let Some((ti, e)) = self.pending.take() {
             self.apply(ti, e);
