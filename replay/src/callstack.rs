@@ -7,7 +7,7 @@
 //! counter over reusable slots (a slot may still describe an older call when the data skips
 //! frames), an "inside `-F`" counter, an "inside `-N`" counter and the remaining `-D` depth.
 //!
-//! Every walk of the crate drives it the same way, record by record:
+//! The one walk ([`crate::walk::core`]) drives it, record by record:
 //!
 //! 1. [`TaskStack::consume`] pairs the record (time bookkeeping, before any filter); a task's
 //!    first record, or the first after LOST, re-synchronises the counter from the record's depth.

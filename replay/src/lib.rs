@@ -3,10 +3,14 @@
 //! Data flow, from the data directory to the text of a command:
 //!
 //! ```text
-//! TraceDir ──▶ merge::Merge ──▶ callstack::TaskStack (one per task) ──▶ visitor / sink / printer
-//!  (mmap)      time order,        pairing, durations, filters,          output::* renders
-//!              -r -t -C (gate),   triggers, -D, LOST resync,
-//!              symbols, payload   exec/setjmp/longjmp, unfinished
+//! TraceDir ──▶ merge::Merge ──▶ walk::core::Core ───────────────── Step ──▶ consumers ──▶ output::*
+//!  (mmap)      time order,      per task: callstack::TaskStack      Entry    replay printer (+ leaf
+//!              -r -t -C (gate), (pairing, durations, filters,       Exit      look-ahead), Walker →
+//!              symbols, payload  triggers, -D, LOST resync,         Event     Visitor (report, graph,
+//!  perf-cpu*.dat ─────────────▶  exec/setjmp/longjmp, unfinished)   Lost      tui, histogram, task
+//!                                 one Policy per uftrace reader     Sched     graph), timed → Sink
+//!                                                                             (chrome, flame, dot,
+//!                                                                              mermaid)
 //! ```
 //!
 //! - [`record_format::TraceDir`] maps the data directory; [`symbols`] resolves addresses through
@@ -14,16 +18,20 @@
 //! - [`merge`] hands every task's records over in time order (kernel records nested in), after
 //!   the reader-level gates of its `gate` submodule; [`payload`] renders recorded arguments and events on
 //!   demand; [`perf`] reads the `perf-cpu*.dat` scheduling records.
-//! - [`callstack`] is the one per-task call stack: every walk pairs entries and exits, counts
-//!   durations and applies the filters and the stack fix-ups through it.
-//! - The walks that drive it: [`walk::Walker`] reports entries, finished calls and LOST to a
-//!   [`walk::Visitor`] (report, graph and its call-tree builder used by the tui, task graph,
-//!   histogram); it has fast paths (direct per-task reading, no filter bookkeeping) when
-//!   nothing needs them. [`walk::timed::Walk`] hands every shown entry and exit, with payloads
-//!   and perf scheduling, to a [`walk::timed::Sink`] (dump's chrome, flame graph, graphviz,
-//!   mermaid). `replay` ([`output::replay`]) walks the merge itself with one record of
-//!   lookahead to print leaves as `f();`.
-//! - [`output`] holds one module per format; the engine modules above never import it.
+//! - [`callstack`] is the one per-task call stack: it pairs entries and exits, counts
+//!   durations and applies the filters and the stack fix-ups.
+//! - [`walk`] is the one time-ordered walk: [`walk::core::Core`] owns the merge and the
+//!   tasks' stacks and hands over one [`walk::core::Step`] at a time. Where uftrace's
+//!   readers (replay, report/graph, dump) differ, a [`walk::policy::Policy`] names the
+//!   choice. Its consumers: `replay` ([`output::replay`], with the walk's look-ahead
+//!   [`walk::leaf`] printing leaves as `f();`), the [`walk::Walker`] and its
+//!   [`walk::Visitor`]s (report, graph and the tui, task graph, histogram; with fast paths
+//!   reading each task's file directly when the order across tasks does not matter), and
+//!   [`walk::timed::Walk`] with its [`walk::timed::Sink`]s (dump's chrome, flame graph,
+//!   graphviz, mermaid). The raw dump reads the task files in file order itself.
+//! - [`output`] holds one module per format and the one call-tree builder
+//!   ([`output::calltree`]) of graph, the tui, flame graph, graphviz and mermaid; the engine
+//!   modules above never import it.
 #![forbid(unsafe_code)]
 
 pub mod callstack;

@@ -1,203 +1,271 @@
-//! The merged call tree of `dump --flame-graph`, `--graphviz` and `--mermaid`: one node per
-//! distinct call path (all tasks merged, children in first-call order), with call counts and
-//! times, built from the calls of the dump walk ([`crate::walk::timed::Walk`]). Each task keeps a cursor on the node of its innermost shown call; an exit at the root
-//! (a fork child returning from calls it never entered) leaves the cursor at the root, so the
-//! task's later calls start new top-level paths, as uftrace's graphs do.
+//! The one call-tree builder: a tree of calls merged by function (one node per distinct call
+//! path, children in first-call order) with call counts and times. `graph` and the tui
+//! build one [`Tree`] per session from the analysis walk (see `output/graph/builder.rs`,
+//! which adds the FUNC subtrees, backtraces and forks on top); `dump --flame-graph`,
+//! `--graphviz` and `--mermaid` build one [`NameTree`] of all tasks from the dump walk.
+//!
+//! A node is keyed by a function id; two ids of the same name (the same function in two
+//! modules, or resolved in two sessions) are one node, as uftrace merges by name. Entering
+//! a call moves a cursor to the child (created on first call, with the child entered last
+//! from there tried first: loops and recursion); its exit adds the call's times and moves
+//! the cursor back to the parent.
 
+use crate::symbols::FuncId;
 use crate::walk::timed::{Call, Sink};
 use std::collections::HashMap;
 use std::io;
 
 /// Index of the root node.
-pub const ROOT: usize = 0;
+pub const ROOT: u32 = 0;
 
-/// Up to this many children are found by scanning; more get a name index.
-const SCAN: usize = 8;
-
+/// One distinct call path.
 #[derive(Debug, Clone)]
 pub struct Node {
-    pub name: String,
-    pub parent: Option<usize>,
-    pub children: Vec<usize>,
-    /// Creation order: 0 for the root, then 1, 2, ... (mermaid node ids).
-    pub id: u32,
+    /// The function (for a [`NameTree`], the id of its name).
+    pub func: FuncId,
+    /// Address of the first call's entry (the root: of the call that started the tree).
+    pub addr: u64,
     pub calls: u64,
     pub time: u64,
     /// Time of callees (minus what the flame graph's sampling leaves to this node).
     pub child_time: u64,
+    pub total_min: u64,
+    pub total_max: u64,
+    pub self_min: u64,
+    pub self_max: u64,
+    pub parent: Option<u32>,
+    pub children: Vec<u32>,
+    /// The child entered last (0: none; the root is never a child).
+    pub last_child: u32,
 }
 
-/// The tree, fed by the dump walk.
-#[derive(Debug)]
-pub struct CallTree {
-    pub nodes: Vec<Node>,
-    /// Per parent with many children: name -> child (few children are scanned instead).
-    index: HashMap<usize, HashMap<String, usize>>,
-    cursor: Vec<usize>,
-    /// Flame-graph sampling period (0: none): a child's time counts in its parent's children
-    /// only in whole periods.
-    sample_time: u64,
-}
-
-impl CallTree {
-    pub fn new(root_name: &str, tasks: usize, sample_time: u64) -> CallTree {
-        CallTree {
-            nodes: vec![Node {
-                name: root_name.to_string(),
-                parent: None,
-                children: Vec::new(),
-                id: 0,
-                calls: 0,
-                time: 0,
-                child_time: 0,
-            }],
-            index: HashMap::new(),
-            cursor: vec![ROOT; tasks],
-            sample_time,
-        }
-    }
-
-    pub fn enter(&mut self, task: usize, name: &str) {
-        let cur = self.cursor[task];
-        let children = &self.nodes[cur].children;
-        let found = if children.len() <= SCAN {
-            children
-                .iter()
-                .copied()
-                .find(|&c| self.nodes[c].name == name)
-        } else {
-            self.index.get(&cur).and_then(|m| m.get(name)).copied()
-        };
-        let node = match found {
-            Some(n) => n,
-            None => self.add_child(cur, name),
-        };
-        self.nodes[node].calls += 1;
-        self.cursor[task] = node;
-    }
-
-    fn add_child(&mut self, parent: usize, name: &str) -> usize {
-        let n = self.nodes.len();
-        self.nodes.push(Node {
-            name: name.to_string(),
-            parent: Some(parent),
-            children: Vec::new(),
-            id: n as u32,
+impl Node {
+    pub fn new(func: FuncId, addr: u64, parent: Option<u32>) -> Node {
+        Node {
+            func,
+            addr,
             calls: 0,
             time: 0,
             child_time: 0,
-        });
-        let children = &mut self.nodes[parent].children;
-        children.push(n);
-        if children.len() > SCAN {
-            let map = self.index.entry(parent).or_default();
-            if map.is_empty() {
-                for &c in &self.nodes[parent].children {
-                    map.insert(self.nodes[c].name.clone(), c);
-                }
-            } else {
-                map.insert(name.to_string(), n);
-            }
+            total_min: u64::MAX,
+            total_max: 0,
+            self_min: u64::MAX,
+            self_max: 0,
+            parent,
+            children: Vec::new(),
+            last_child: 0,
         }
-        n
+    }
+}
+
+/// A call tree; node 0 is the root, the others are numbered in creation order.
+#[derive(Debug, Clone)]
+pub struct Tree {
+    pub nodes: Vec<Node>,
+}
+
+impl Tree {
+    pub fn new(root: FuncId) -> Tree {
+        Tree {
+            nodes: vec![Node::new(root, 0, None)],
+        }
     }
 
-    pub fn exit(&mut self, task: usize, total: u64, child: u64) {
-        let node = self.cursor[task];
-        let n = &mut self.nodes[node];
-        n.time = n.time.wrapping_add(total);
-        n.child_time = n.child_time.wrapping_add(child);
-        let parent = n.parent;
-        if let (Some(p), true) = (parent, self.sample_time > 0) {
-            let accounted = total / self.sample_time * self.sample_time;
-            let p = &mut self.nodes[p];
-            p.child_time = p.child_time.wrapping_sub(total).wrapping_add(accounted);
+    /// The child of node `cur` for a call of `func` at `addr` (created on first call), with
+    /// its call count raised; whether it was created. `same`: whether two function ids have
+    /// the same name (children are matched by name).
+    #[inline(always)]
+    pub fn enter(
+        &mut self,
+        cur: u32,
+        func: FuncId,
+        addr: u64,
+        same: impl Fn(FuncId, FuncId) -> bool,
+    ) -> (u32, bool) {
+        // The child entered last from this node is the usual one (loops, recursion).
+        let last = self.nodes[cur as usize].last_child;
+        if last != 0 {
+            if let Some(n) = self.nodes.get_mut(last as usize).filter(|n| n.func == func) {
+                n.calls += 1;
+                return (last, false);
+            }
         }
-        self.cursor[task] = parent.unwrap_or(ROOT);
+        self.enter_new(cur, func, addr, same)
+    }
+
+    /// [`Tree::enter`] when the last child entered is not the one.
+    #[inline(never)]
+    fn enter_new(
+        &mut self,
+        cur: u32,
+        func: FuncId,
+        addr: u64,
+        same: impl Fn(FuncId, FuncId) -> bool,
+    ) -> (u32, bool) {
+        let nodes = &self.nodes;
+        let children = &nodes[cur as usize].children;
+        // The function id is a shortcut for the same name.
+        let found = children
+            .iter()
+            .copied()
+            .find(|&k| nodes[k as usize].func == func)
+            .or_else(|| {
+                children
+                    .iter()
+                    .copied()
+                    .find(|&k| same(nodes[k as usize].func, func))
+            });
+        let (id, created) = match found {
+            Some(k) => (k, false),
+            None => {
+                self.nodes.push(Node::new(func, addr, Some(cur)));
+                let id = (self.nodes.len() - 1) as u32;
+                self.nodes[cur as usize].children.push(id);
+                (id, true)
+            }
+        };
+        self.nodes[cur as usize].last_child = id;
+        self.nodes[id as usize].calls += 1;
+        (id, created)
+    }
+
+    /// Adds a finished call's times to node `n` (and its minimum and maximum times with
+    /// `minmax`); returns the parent.
+    #[inline(always)]
+    pub fn exit(&mut self, n: u32, total: u64, child: u64, minmax: bool) -> Option<u32> {
+        let node = &mut self.nodes[n as usize];
+        node.time = node.time.wrapping_add(total);
+        node.child_time = node.child_time.wrapping_add(child);
+        if minmax {
+            let selft = total.saturating_sub(child);
+            node.total_min = node.total_min.min(total);
+            node.total_max = node.total_max.max(total);
+            node.self_min = node.self_min.min(selft);
+            node.self_max = node.self_max.max(selft);
+        }
+        node.parent
     }
 
     /// Visits the nodes depth first (children in first-call order) with their depth; the
     /// root is visited first at depth 0.
-    pub fn walk(&self, mut visit: impl FnMut(usize, usize)) {
+    pub fn walk(&self, mut visit: impl FnMut(u32, usize)) {
         let mut stack = vec![(ROOT, 0usize)];
         while let Some((n, depth)) = stack.pop() {
             visit(n, depth);
-            for &c in self.nodes[n].children.iter().rev() {
+            for &c in self.nodes[n as usize].children.iter().rev() {
                 stack.push((c, depth + 1));
             }
         }
     }
 }
 
-impl Sink for CallTree {
+/// The merged call tree of the dump formats: all tasks in one [`Tree`], nodes keyed by
+/// name, a cursor per task on the node of its innermost shown call. An exit at the root (a
+/// fork child returning from calls it never entered) leaves the cursor at the root, so the
+/// task's later calls start new top-level paths, as uftrace's graphs do.
+#[derive(Debug)]
+pub struct NameTree {
+    pub tree: Tree,
+    /// The name of each key, and the key of each name.
+    names: Vec<String>,
+    keys: HashMap<String, FuncId>,
+    /// The key of each function id seen (`FuncId::MAX`: not yet).
+    by_func: Vec<FuncId>,
+    cursor: Vec<u32>,
+    /// Flame-graph sampling period (0: none): a child's time counts in its parent's children
+    /// only in whole periods.
+    sample_time: u64,
+}
+
+impl NameTree {
+    pub fn new(root_name: &str, tasks: usize, sample_time: u64) -> NameTree {
+        let mut t = NameTree {
+            tree: Tree::new(0),
+            names: Vec::new(),
+            keys: HashMap::new(),
+            by_func: Vec::new(),
+            cursor: vec![ROOT; tasks],
+            sample_time,
+        };
+        t.key(root_name);
+        t
+    }
+
+    fn key(&mut self, name: &str) -> FuncId {
+        if let Some(&k) = self.keys.get(name) {
+            return k;
+        }
+        let k = self.names.len() as FuncId;
+        self.names.push(name.to_string());
+        self.keys.insert(name.to_string(), k);
+        k
+    }
+
+    /// The name of node `n`.
+    pub fn name(&self, n: u32) -> &str {
+        &self.names[self.tree.nodes[n as usize].func as usize]
+    }
+
+    pub fn node(&self, n: u32) -> &Node {
+        &self.tree.nodes[n as usize]
+    }
+
+    pub fn enter(&mut self, task: usize, name: &str) {
+        let key = self.key(name);
+        self.enter_key(task, key);
+    }
+
+    /// [`NameTree::enter`] of a call of function `func` named `name` (the name's key is
+    /// kept per function).
+    pub fn enter_func(&mut self, task: usize, func: FuncId, name: &str) {
+        let i = func as usize;
+        if self.by_func.len() <= i {
+            self.by_func.resize(i + 1, FuncId::MAX);
+        }
+        let key = match self.by_func[i] {
+            FuncId::MAX => {
+                let k = self.key(name);
+                self.by_func[i] = k;
+                k
+            }
+            k => k,
+        };
+        self.enter_key(task, key);
+    }
+
+    fn enter_key(&mut self, task: usize, key: FuncId) {
+        let (node, _) = self.tree.enter(self.cursor[task], key, 0, |a, b| a == b);
+        self.cursor[task] = node;
+    }
+
+    pub fn exit(&mut self, task: usize, total: u64, child: u64) {
+        let node = self.cursor[task];
+        let parent = self.tree.exit(node, total, child, false);
+        if let (Some(p), true) = (parent, self.sample_time > 0) {
+            let accounted = total / self.sample_time * self.sample_time;
+            let p = &mut self.tree.nodes[p as usize];
+            p.child_time = p.child_time.wrapping_sub(total).wrapping_add(accounted);
+        }
+        self.cursor[task] = parent.unwrap_or(ROOT);
+    }
+
+    /// See [`Tree::walk`].
+    pub fn walk(&self, visit: impl FnMut(u32, usize)) {
+        self.tree.walk(visit);
+    }
+}
+
+impl Sink for NameTree {
     fn call(&mut self, call: &Call<'_>) -> io::Result<()> {
-        if call.exit {
-            self.exit(call.task, call.total, call.child);
-        } else {
-            self.enter(call.task, call.name);
+        match (call.exit, call.func) {
+            (true, _) => self.exit(call.task, call.total, call.child),
+            (false, Some(f)) => self.enter_func(call.task, f, call.name),
+            (false, None) => self.enter(call.task, call.name),
         }
         Ok(())
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn merges_paths_and_counts_calls() {
-        let mut t = CallTree::new("prog", 2, 0);
-        for task in 0..2 {
-            t.enter(task, "main");
-            t.enter(task, "f");
-            t.exit(task, 5, 0);
-            t.exit(task, 10, 5);
-        }
-        let mut seen = Vec::new();
-        t.walk(|n, d| seen.push((t.nodes[n].name.clone(), d, t.nodes[n].calls)));
-        assert_eq!(
-            seen,
-            vec![
-                ("prog".to_string(), 0, 0),
-                ("main".to_string(), 1, 2),
-                ("f".to_string(), 2, 2)
-            ]
-        );
-    }
-
-    #[test]
-    fn many_children_are_indexed() {
-        let mut t = CallTree::new("prog", 1, 0);
-        let names: Vec<String> = (0..20).map(|i| format!("f{i}")).collect();
-        for _ in 0..2 {
-            for n in &names {
-                t.enter(0, n);
-                t.exit(0, 1, 0);
-            }
-        }
-        assert_eq!(t.nodes.len(), 21);
-        assert!(t.nodes[1..].iter().all(|n| n.calls == 2));
-    }
-
-    #[test]
-    fn exit_at_the_root_stays_at_the_root() {
-        let mut t = CallTree::new("prog", 1, 0);
-        t.exit(0, 7, 0);
-        t.enter(0, "child_work");
-        assert_eq!(t.nodes[1].parent, Some(ROOT));
-    }
-
-    #[test]
-    fn sampling_leaves_remainders_to_the_parent() {
-        let mut t = CallTree::new("", 1, 1000);
-        t.enter(0, "main");
-        t.enter(0, "foo");
-        t.exit(0, 4789, 0);
-        t.enter(0, "bar");
-        t.exit(0, 4987, 0);
-        t.exit(0, 10567, 4789 + 4987);
-        let main = &t.nodes[1];
-        // 10567 - (4000 + 4000) = 2567: two periods stay with main.
-        assert_eq!(main.time.wrapping_sub(main.child_time) / 1000, 2);
-    }
-}
+#[path = "calltree_tests.rs"]
+mod tests;

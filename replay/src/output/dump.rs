@@ -1,6 +1,7 @@
 //! `dump` (cli.md §8): its options and the helpers its formats share. The raw format reads
-//! the task files itself ([`super::dump_raw`]); the others are sinks of the time-ordered walk
-//! ([`crate::walk::timed`]). [`crate::dump`] picks the format.
+//! the task files itself, in file order ([`super::dump_raw`]); the others are sinks of the
+//! one walk ([`crate::walk::timed`]), the graph formats through the one call-tree builder
+//! ([`super::calltree`]). [`crate::dump`] picks the format.
 
 use record_format::TraceDir;
 use std::io::{self, Write};

@@ -9,7 +9,7 @@
 //!
 //! With `--svg` the folded stacks are rendered to an SVG flame graph by `inferno`.
 
-use super::calltree::{CallTree, ROOT};
+use super::calltree::{NameTree, ROOT};
 use super::dump::{write_notices, DumpOptions};
 use crate::config::Config;
 use crate::walk::timed::Walk;
@@ -33,7 +33,7 @@ pub fn default_sample_time(elapsed: &str) -> Option<u64> {
 }
 
 /// The folded lines of the call tree.
-pub fn folded(tree: &CallTree, sample_time: u64) -> Vec<String> {
+pub fn folded(tree: &NameTree, sample_time: u64) -> Vec<String> {
     let mut lines = Vec::new();
     // The path of the node being visited, by depth (the root has no name in the path).
     let mut path: Vec<&str> = Vec::new();
@@ -41,9 +41,9 @@ pub fn folded(tree: &CallTree, sample_time: u64) -> Vec<String> {
         if n == ROOT {
             return;
         }
-        let node = &tree.nodes[n];
+        let node = tree.node(n);
         path.truncate(depth - 1);
-        path.push(&node.name);
+        path.push(tree.name(n));
         let mut weight = node.calls;
         if weight > 0 && sample_time > 0 {
             weight = node.time.wrapping_sub(node.child_time) / sample_time;
@@ -72,7 +72,7 @@ pub fn dump(
             default_sample_time(elapsed)
         })
         .unwrap_or(0);
-    let mut tree = CallTree::new("", dir.data.len(), sample_time);
+    let mut tree = NameTree::new("", dir.data.len(), sample_time);
     let warnings = walk.run(&mut tree)?;
     let lines = folded(&tree, sample_time);
     if opts.svg {

@@ -2,7 +2,7 @@
 //! path (depth first, in first-call order) labelled with its call count. The root is the
 //! executable's basename.
 
-use super::calltree::CallTree;
+use super::calltree::NameTree;
 use super::dump::{exe_basename, write_notices, DumpOptions};
 use crate::config::Config;
 use crate::walk::timed::Walk;
@@ -26,22 +26,28 @@ pub fn dump(
         writeln!(out, "# command_line \"{cmd}\"")?;
     }
     write!(out, "\ndigraph \"{exe}\" {{ \n")?;
-    let mut tree = CallTree::new(&exe, dir.data.len(), 0);
+    let mut tree = NameTree::new(&exe, dir.data.len(), 0);
     let warnings = walk.run(&mut tree)?;
     let mut err = Ok(());
     tree.walk(|n, _| {
-        let node = &tree.nodes[n];
+        let node = tree.node(n);
         if node.calls == 0 || err.is_err() {
             return;
         }
-        let parent = node.parent.map(|p| tree.nodes[p].name.as_str());
+        let parent = node.parent.map(|p| tree.name(p));
         err = match parent {
             Some(p) => writeln!(
                 out,
                 "    \"{p}\" -> \"{}\" [xlabel = \"{}\"]",
-                node.name, node.calls
+                tree.name(n),
+                node.calls
             ),
-            None => writeln!(out, "    \"{}\" [xlabel = \"{}\"]", node.name, node.calls),
+            None => writeln!(
+                out,
+                "    \"{}\" [xlabel = \"{}\"]",
+                tree.name(n),
+                node.calls
+            ),
         };
     });
     err?;

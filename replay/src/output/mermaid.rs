@@ -3,7 +3,7 @@
 //! depth first, ids in creation order from 0 at the root, the executable's basename); the
 //! page around them is utrace's own.
 
-use super::calltree::CallTree;
+use super::calltree::NameTree;
 use super::dump::{exe_basename, write_notices, DumpOptions};
 use crate::config::Config;
 use crate::walk::timed::Walk;
@@ -41,9 +41,9 @@ pub fn dump(
     write_notices(out, &walk.notices)?;
     let exe = exe_basename(dir);
     write!(out, "<html>\n<body>\n")?;
-    let mut tree = CallTree::new(&exe, dir.data.len(), 0);
+    let mut tree = NameTree::new(&exe, dir.data.len(), 0);
     let warnings = walk.run(&mut tree)?;
-    let root = &tree.nodes[0];
+    let root = tree.node(0);
     if root.time == 0 && root.children.is_empty() {
         // Nothing was called: uftrace stops after the opening tags.
         return Ok(warnings);
@@ -57,21 +57,20 @@ pub fn dump(
     let mut err = Ok(());
     // Each edge is printed when its callee is visited: depth first, in first-call order.
     tree.walk(|n, depth| {
-        let node = &tree.nodes[n];
+        let node = tree.node(n);
         let Some(p) = node.parent else { return };
         if err.is_err() {
             return;
         }
-        let parent = &tree.nodes[p];
         err = writeln!(
             out,
             "  {}_{}[\"{}\"] -->|{}| {depth}_{}[\"{}\"];",
             depth - 1,
-            parent.id,
-            parent.name,
+            p,
+            tree.name(p),
             node.calls,
-            node.id,
-            node.name
+            n,
+            tree.name(n)
         );
     });
     err?;

@@ -1,4 +1,6 @@
-//! Output formats. Each module renders one format.
+//! Output formats: each module renders one format from the steps of the one walk
+//! ([`crate::walk`]); [`calltree`] is the one call-tree builder of `graph`, the tui and the
+//! dump graph formats. The walk never imports this module.
 
 pub mod calltree;
 pub mod chrome;

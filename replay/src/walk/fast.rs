@@ -1,75 +1,16 @@
 //! The walker's fast paths: the direct reader, which decodes one task's file on its own
 //! (no time-ordered merge) when the visitor does not depend on the order of records across
-//! tasks, and the plain step, for walks in which no filter can hide a call.
+//! tasks and feeds its records to [`Core::step`], and the plain record, which pairs an entry
+//! or exit in one go when no filter can hide a call and the task's stack is in sync.
 
 use super::*;
 use crate::merge::Head;
+use record_format::RecordKind;
 
 impl<'d> Walker<'d> {
-    /// [`Walker::step`] when nothing can hide a call: the filter bookkeeping would accept
-    /// every entry and exit, so only the exec/setjmp/longjmp fix-ups are applied.
-    #[inline]
-    pub(super) fn plain_step<V: Visitor + ?Sized>(
-        &mut self,
-        ti: usize,
-        h: &Head,
-        closed: Option<Closed>,
-        v: &mut V,
-    ) {
-        match h.raw.kind {
-            RecordKind::Entry => {
-                let fix = self.fixup(h.func);
-                let idx = self.tasks[ti].stack.open_calls().saturating_sub(1);
-                if fix == Some(StackEffect::Setjmp) {
-                    self.setjmp_count = self.tasks[ti].stack.open_calls();
-                }
-                if v.wants_entries() {
-                    let entry = Entry {
-                        task: ti,
-                        func: h.func,
-                        addr: h.raw.addr,
-                        time: h.raw.time,
-                        depth: idx,
-                    };
-                    let view = View {
-                        merge: &self.merge,
-                        tasks: &self.tasks,
-                    };
-                    v.entry(&view, &entry);
-                }
-                match fix {
-                    Some(StackEffect::Exec) => self.tasks[ti].stack.exec(),
-                    Some(StackEffect::Longjmp) => {
-                        self.tasks[ti].stack.longjmp_to(self.setjmp_count)
-                    }
-                    _ => {}
-                }
-            }
-            RecordKind::Exit => {
-                let Some(c) = closed else { return };
-                self.exit_call(ti, h, c, v);
-            }
-            RecordKind::Lost => {
-                let view = View {
-                    merge: &self.merge,
-                    tasks: &self.tasks,
-                };
-                v.lost(&view, ti, h.raw.addr);
-            }
-            RecordKind::Event => {}
-        }
-    }
-
-    /// Reports the call closed by the exit `h` (the plain walks: no filter can hide it).
-    #[inline]
-    fn exit_call<V: Visitor + ?Sized>(&mut self, ti: usize, h: &Head, c: Closed, v: &mut V) {
-        let i = self.tasks[ti].stack.open_calls();
-        self.report_exit(ti, h, c, i, v);
-    }
-
     /// The direct reader's shortcut for plain walks: an entry or exit of a task whose stack
-    /// is in sync, handled in one go (what `step` and `plain_step` do, without the special
-    /// cases). Returns `false` when the record needs the general path.
+    /// is in sync, handled in one go (what [`Core::step`] and [`Walker::visit`] do, without
+    /// the special cases). Returns `false` when the record needs the general path.
     #[inline]
     pub(super) fn plain_record<V: Visitor + ?Sized>(
         &mut self,
@@ -79,16 +20,18 @@ impl<'d> Walker<'d> {
     ) -> bool {
         let r = &h.raw;
         // Entries of exec/setjmp/longjmp (and their first sight) take the general path.
-        if r.kind == RecordKind::Entry && self.fixup(h.func).is_some() {
+        if r.kind == RecordKind::Entry && self.core.fixup(h.func).is_some() {
             return false;
         }
-        let t = &mut self.tasks[ti];
+        self.core.apply_pending();
+        let t = &mut self.core.tasks[ti];
         if !t.stack.in_sync() || t.first_time == 0 {
             return false;
         }
         match r.kind {
             RecordKind::Entry => {
                 t.last_time = r.time;
+                t.last_seen = r.time;
                 let depth = t.stack.push(r, h.func);
                 if v.wants_entries() {
                     let entry = Entry {
@@ -98,11 +41,7 @@ impl<'d> Walker<'d> {
                         time: r.time,
                         depth,
                     };
-                    let view = View {
-                        merge: &self.merge,
-                        tasks: &self.tasks,
-                    };
-                    v.entry(&view, &entry);
+                    v.entry(&self.view(), &entry);
                 }
                 true
             }
@@ -111,9 +50,11 @@ impl<'d> Walker<'d> {
                     return false;
                 }
                 t.last_time = r.time;
+                t.last_seen = r.time;
                 t.last_exit = r.time;
                 let c = t.stack.pop(r);
-                self.exit_call(ti, h, c, v);
+                let i = t.stack.open_calls();
+                self.report_exit(ti, h, c, i, v);
                 true
             }
             _ => false,
@@ -123,16 +64,16 @@ impl<'d> Walker<'d> {
     /// Keeps `session` of task `ti` up to date for a record at `time`.
     #[inline]
     pub(super) fn track_session(&mut self, ti: usize, time: u64) {
-        let t = &self.tasks[ti];
+        let t = &self.core.tasks[ti];
         if (t.sess_from..t.sess_until).contains(&time) {
             return;
         }
-        let tid = self.merge.tid(ti);
-        let (s, from, until) = match self.merge.sym.session_at(tid, time) {
+        let tid = self.core.merge.tid(ti);
+        let (s, from, until) = match self.core.merge.sym.session_at(tid, time) {
             Some((s, next)) => (Some(s), time, next),
             None => (None, time, time + 1),
         };
-        let t = &mut self.tasks[ti];
+        let t = &mut self.core.tasks[ti];
         t.session = s.or(t.session);
         t.sess_from = from;
         t.sess_until = until;
@@ -140,8 +81,8 @@ impl<'d> Walker<'d> {
 
     /// Reads every task's file on its own, in task order (the direct reader).
     pub(super) fn run_direct<V: Visitor + ?Sized>(&mut self, v: &mut V) {
-        for ti in 0..self.tasks.len() {
-            if self.tasks[ti].allowed {
+        for ti in 0..self.core.tasks.len() {
+            if self.core.tasks[ti].allowed {
                 self.read_task(ti, v);
             }
         }
@@ -174,7 +115,7 @@ impl<'d> Walker<'d> {
                         }
                         BadRecord::Truncated => format!("{tid}.dat is truncated at offset {pos}"),
                     };
-                    self.merge.warnings.push(msg);
+                    self.core.merge.warnings.push(msg);
                     break;
                 }
             };
@@ -185,19 +126,19 @@ impl<'d> Walker<'d> {
                 RecordKind::Lost => raw.time = last_time,
                 RecordKind::Entry | RecordKind::Exit => {
                     self.track_session(ti, raw.time);
-                    let session = self.tasks[ti].session;
+                    let session = self.core.tasks[ti].session;
                     let slot = ((raw.addr ^ (raw.addr >> 8)) as usize) % CACHE;
                     let c = cache[slot];
                     func = if c.0 == raw.addr && c.1 == session && raw.addr != 0 {
                         c.2
                     } else {
-                        let f = self.merge.sym.resolve(session, raw.time, raw.addr);
+                        let f = self.core.merge.sym.resolve(session, raw.time, raw.addr);
                         cache[slot] = (raw.addr, session, f);
                         f
                     };
                     if raw.more {
-                        let f = self.merge.sym.func(func).clone();
-                        let spec = self.merge.specs.get(func, &f);
+                        let f = self.core.merge.sym.func(func).clone();
+                        let spec = self.core.merge.specs.get(func, &f);
                         let items: Vec<&ArgItem> = if raw.kind == RecordKind::Entry {
                             spec.args.iter().collect()
                         } else {
@@ -211,7 +152,7 @@ impl<'d> Walker<'d> {
                         match len {
                             Some(l) => plen = l,
                             None => {
-                                self.merge.warnings.push(format!(
+                                self.core.merge.warnings.push(format!(
                                     "record missing argument info for {} in {tid}.dat",
                                     f.name
                                 ));
@@ -223,7 +164,8 @@ impl<'d> Walker<'d> {
                 RecordKind::Event if raw.more => match event_payload_len(bytes, pstart) {
                     Ok(l) => plen = l,
                     Err(_) => {
-                        self.merge
+                        self.core
+                            .merge
                             .warnings
                             .push(format!("{tid}.dat is truncated at offset {pos}"));
                         break;
@@ -245,10 +187,11 @@ impl<'d> Walker<'d> {
                 payload: (pstart, plen),
                 kernel_event: None,
             };
-            if self.plain && self.plain_record(ti, &head, v) {
+            if self.core.plain && self.plain_record(ti, &head, v) {
                 continue;
             }
-            self.step(ti, head, v);
+            let step = self.core.step(ti, head);
+            self.visit(step, v);
         }
     }
 

@@ -1,20 +1,40 @@
-//! A streaming walk over the calls of a trace, for the commands that aggregate (`report`,
-//! `graph`, `dump`'s graph formats, histograms).
+//! The one time-ordered walk of the analysis and its drivers.
 //!
-//! Records come in time order from [`Merge`] (which already applied `-r`, `-t`, `time=` and
-//! `-C`). Per task the walker keeps a [`TaskStack`] (uftrace's call-stack bookkeeping, see
-//! [`crate::callstack`]): one slot per open call
-//! holding its address, entry time and the time spent in its direct children; an exit turns the
-//! slot into a finished call (total time, self time = total minus children). Every direct
-//! child counts for its parent's self time, even one the filters hide (`-N`, `-D`,
-//! `--no-libcall`), as in uftrace. The filters (`-F -N -H -D -T`, `--no-libcall`, `--tid`)
-//! then decide which entries and exits are *reported* to the [`Visitor`].
+//! ```text
+//!             ┌── core::Core (Merge, per-task TaskStack, --tid, -r, triggers, fix-ups,
+//! TraceDir ──▶│    LOST resync, unfinished calls, perf scheduling) ── Step ──┐
+//!             └── fast.rs: direct per-task reader ──▶ Core::step ──────────┤
+//!                                                                           ▼
+//!   Walker (Visitor: report, graph + tui, task graph, histogram)   timed::Walk (Sink: chrome,
+//!   output::replay (lines, with leaf::Core::leaf look-ahead)       flame, graphviz, mermaid)
+//! ```
 //!
-//! Special cases follow uftrace's reader: a fork child starts inside its parent's calls (slots
-//! it never entered have address 0); `exec*` empties the stack; `longjmp` returns to the depth
-//! of the last `setjmp`; after LOST records the stack is re-synchronised from the next record's
-//! depth. Calls still open when a task's data ends are finished at the task's last timestamp
-//! (or the end of `-r`) and reported with [`Call::unfinished`] set, innermost first.
+//! - [`core`]: the walk itself. [`core::Core::next_step`] hands over one [`core::Step`] (Entry /
+//!   Exit / Event / Lost / Sched) at a time, in time order, after the call stack
+//!   ([`crate::callstack`]) paired the record and the filters decided whether it is shown.
+//! - [`policy`]: where uftrace's readers differ (fix-ups of hidden entries, exec and the
+//!   filters, setjmp per task or global, `--no-libcall`, closing unfinished calls), one named
+//!   setting each; the walk's consumers pick [`policy::Policy::REPLAY`], `ANALYSIS`,
+//!   `TASK_REPORT`, `DUMP` or `FLAT`.
+//! - [`leaf`]: replay's one-record look-ahead (an entry and its exit printed as `f();`).
+//! - `sched`: the perf context switches merged in by time (dump).
+//! - [`Walker`] (this module): the analysis consumer, handing entries, finished calls and
+//!   LOST to a [`Visitor`]; `fast.rs` holds its fast paths (a task's file read directly when
+//!   the visitor does not depend on the order across tasks, and entries/exits paired in one
+//!   go when no filter can hide a call).
+//! - [`timed`]: the dump consumer, handing shown entries and exits with their payloads to a
+//!   [`timed::Sink`].
+//!
+//! For the [`Walker`]: per task the [`TaskStack`](crate::callstack::TaskStack) keeps one
+//! slot per open call holding its address, entry time and the time spent in its direct
+//! children; an exit turns the slot into a finished call (total time, self time = total
+//! minus children). Every direct child counts for its parent's self time, even one the
+//! filters hide (`-N`, `-D`, `--no-libcall`), as in uftrace. Special cases follow uftrace's
+//! reader: a fork child starts inside its parent's calls (slots it never entered have
+//! address 0); `exec*` empties the stack; `longjmp` returns to the depth of the last
+//! `setjmp`; after LOST records the stack is re-synchronised from the next record's depth.
+//! Calls still open when a task's data ends are finished at the task's last timestamp (or
+//! the end of `-r`) and reported with [`Call::unfinished`] set, innermost first.
 //!
 //! Memory stays flat: nothing but the open slots of each task is kept.
 //!
@@ -28,17 +48,21 @@
 //! walker.run(&mut Count(0))?;
 //! ```
 
+use self::core::{Core, Step, TaskCore};
+use crate::callstack::Closed;
 pub use crate::callstack::Frame;
-use crate::callstack::{Closed, TaskStack, Verdict};
-use crate::config::{Config, TimePoint};
-use crate::filter::FuncFilter;
+use crate::config::Config;
 use crate::merge::{Head, Merge};
 use crate::symbols::{FuncId, FuncInfo, Symbolizer};
 use crate::Result;
-use record_format::libcall::{stack_effect, StackEffect};
-use record_format::{RecordKind, TraceDir};
+use policy::Policy;
+use record_format::TraceDir;
 
+pub mod core;
 mod fast;
+pub mod leaf;
+pub mod policy;
+mod sched;
 pub mod timed;
 
 /// A function entry that passed the filters.
@@ -88,7 +112,7 @@ impl Call {
 /// What a visitor may look at while the walk runs.
 pub struct View<'a, 'd> {
     merge: &'a Merge<'d>,
-    tasks: &'a [TaskState],
+    tasks: &'a [TaskCore],
 }
 
 impl View<'_, '_> {
@@ -156,182 +180,49 @@ pub trait Visitor {
     fn lost(&mut self, _view: &View<'_, '_>, _task: usize, _count: u64) {}
 }
 
-#[derive(Debug)]
-struct TaskState {
-    stack: TaskStack,
-    allowed: bool,
-    /// Times of the task's first and last records (non-LOST).
-    first_time: u64,
-    last_time: u64,
-    /// Exits reported to the visitor.
-    exits: u64,
-    /// Time of the last exit reported (`exits_only` mode).
-    last_exit: u64,
-    /// The session of the task's last record, valid for times in [sess_from, sess_until).
-    session: Option<usize>,
-    sess_from: u64,
-    sess_until: u64,
-}
-
-impl TaskState {
-    /// Whether some outer open call has the same address as slot `i`.
-    fn recursive(&self, i: usize, addr: u64) -> bool {
-        self.stack.slots()[..i].iter().any(|s| s.addr == addr)
-    }
-}
-
-/// The walker over one data directory.
+/// The walker over one data directory: the core walk with the analysis [`Policy`], its
+/// steps handed to a [`Visitor`].
 pub struct Walker<'d> {
     dir: &'d TraceDir,
-    merge: Merge<'d>,
-    tasks: Vec<TaskState>,
-    enabled: bool,
-    setjmp_count: usize,
-    /// End of `-r` (absolute ns), closing unfinished calls.
-    range_stop: Option<u64>,
-    no_libcall: bool,
-    /// Report every exit, whatever the filters, without stack fix-ups (`report --task`).
-    exits_only: bool,
+    core: Core<'d>,
     /// Read each task's file directly, task after task (see [`Walker::task_order`]).
     direct: bool,
     /// Nothing reorders records at read time (`-t`, `-r`, `-C`, `time=`) and no trigger
     /// switches tracing for all tasks: the direct reader may be used.
     direct_ok: bool,
-    /// No filter, trigger or hide pattern: every function's decision is the default.
-    no_filters: bool,
-    /// Nothing can hide a call (no filter, trigger, `-D`, `--no-libcall`): every entry and
-    /// exit is reported and only the stack fix-ups remain (see [`Walker::plain_step`]).
-    plain: bool,
-    /// Per function: its stack effect, once known.
-    fixups: Vec<Option<Option<StackEffect>>>,
-    notices: Vec<String>,
 }
 
 impl<'d> Walker<'d> {
     /// Opens the walk: compiles the filters of `cfg` against the trace's functions. The
     /// `Usage:` complaints about them are in [`Walker::notices`].
     pub fn new(dir: &'d TraceDir, cfg: &Config) -> Result<Walker<'d>> {
-        // --no-libcall is applied here, after the filters (whose own handling of it would
-        // keep an exec or longjmp from changing the stack). Arguments are not shown.
-        let (mut merge, notices) = crate::merge::open_merge(
-            dir,
-            &Config {
-                no_libcall: false,
-                args: Vec::new(),
-                retvals: Vec::new(),
-                ..cfg.clone()
-            },
-        );
-        let first = merge.first_time();
-        let mut range_stop = None;
-        if let Some(r) = cfg.time_range {
-            let at = |p: TimePoint| match p {
-                TimePoint::Elapsed(ns) => first.saturating_add(ns),
-                TimePoint::Absolute(ns) => ns,
-            };
-            let start = r.start.map_or(0, at);
-            let stop = r.stop.map_or(u64::MAX, at);
-            // uftrace closes unfinished calls at the stop value as written: an elapsed
-            // stop is compared with absolute times, which leaves such calls out.
-            range_stop = r.stop.map(|p| match p {
-                TimePoint::Elapsed(ns) | TimePoint::Absolute(ns) => ns,
-            });
-            merge.set_range(start, stop);
-            merge.restart();
-        }
-        let no_filters = merge.filters.is_empty();
+        // Arguments are not shown.
+        let cfg_noargs = Config {
+            args: Vec::new(),
+            retvals: Vec::new(),
+            ..cfg.clone()
+        };
+        let core = Core::new(dir, &cfg_noargs, Policy::ANALYSIS);
         // Kernel records come through the merge, nested into the tasks' streams.
         let direct_ok = cfg.time_filter.is_none()
             && dir.kernel.is_none()
             && cfg.time_range.is_none()
             && cfg.caller.is_empty()
             && cfg.triggers.is_empty();
-        let tasks = dir
-            .data
-            .iter()
-            .map(|d| TaskState {
-                stack: TaskStack::new(cfg.depth),
-                allowed: cfg.tids.is_empty() || cfg.tids.contains(&d.tid),
-                first_time: 0,
-                last_time: 0,
-                exits: 0,
-                last_exit: 0,
-                session: None,
-                sess_from: 1,
-                sess_until: 0,
-            })
-            .collect();
         Ok(Walker {
             dir,
-            merge,
-            tasks,
-            enabled: true,
-            setjmp_count: 0,
-            range_stop,
-            no_libcall: cfg.no_libcall,
-            exits_only: false,
+            core,
             direct: false,
             direct_ok,
-            no_filters,
-            plain: no_filters && cfg.depth.is_none() && !cfg.no_libcall,
-            fixups: Vec::new(),
-            notices,
         })
     }
 
-    /// Switches to the walk of `report --task`: entries are not looked at (no filters, no
-    /// exec/longjmp fix-ups, `--no-libcall` ignored), every exit is reported, and unfinished
-    /// calls are closed at the task's last exit (as uftrace's task report does).
+    /// Switches to the walk of `report --task` ([`Policy::TASK_REPORT`]): entries are not
+    /// looked at (no filters, no exec/longjmp fix-ups, `--no-libcall` ignored), every exit is
+    /// reported, and unfinished calls are closed at the task's last exit.
     pub fn exits_only(mut self) -> Self {
-        self.exits_only = true;
+        self.core.policy = Policy::TASK_REPORT;
         self
-    }
-
-    fn exit_only<V: Visitor + ?Sized>(
-        &mut self,
-        ti: usize,
-        h: &Head,
-        closed: Option<Closed>,
-        v: &mut V,
-    ) {
-        let (RecordKind::Exit, Some(c)) = (h.raw.kind, closed) else {
-            return;
-        };
-        let t = &mut self.tasks[ti];
-        let i = t.stack.open_calls();
-        t.last_exit = h.raw.time;
-        self.report_exit(ti, h, c, i, v);
-    }
-
-    /// Counts the exit `h` of task `ti` and reports its call `c`, closed at depth `depth`.
-    #[inline(always)]
-    fn report_exit<V: Visitor + ?Sized>(
-        &mut self,
-        ti: usize,
-        h: &Head,
-        c: Closed,
-        depth: usize,
-        v: &mut V,
-    ) {
-        let t = &mut self.tasks[ti];
-        t.exits += 1;
-        let call = Call {
-            task: ti,
-            func: h.func,
-            addr: c.addr,
-            exit_addr: h.raw.addr,
-            total: c.total.max(c.child),
-            child: c.child,
-            time: h.raw.time,
-            depth,
-            recursive: t.recursive(depth, c.addr),
-            unfinished: false,
-        };
-        let view = View {
-            merge: &self.merge,
-            tasks: &self.tasks,
-        };
-        v.exit(&view, &call);
     }
 
     /// Declares that the visitor does not depend on the order of records *across* tasks
@@ -346,28 +237,29 @@ impl<'d> Walker<'d> {
 
     /// `Usage:` complaints about the filters (print them on stdout before the output).
     pub fn notices(&self) -> &[String] {
-        &self.notices
+        &self.core.notices
     }
 
     /// The symbolizer (names of functions, sessions).
     pub fn symbols(&self) -> &Symbolizer<'d> {
-        &self.merge.sym
+        &self.core.merge.sym
     }
 
     /// Mutable access to the symbolizer (e.g. to list every function).
     pub fn symbols_mut(&mut self) -> &mut Symbolizer<'d> {
-        &mut self.merge.sym
+        &mut self.core.merge.sym
     }
 
     /// Per task (in `TraceDir::data` order): its times and number of calls, after [`run`].
     ///
     /// [`run`]: Walker::run
     pub fn task_summary(&self) -> Vec<TaskSummary> {
-        self.tasks
+        self.core
+            .tasks
             .iter()
             .enumerate()
             .map(|(i, t)| TaskSummary {
-                tid: self.merge.tid(i),
+                tid: self.core.merge.tid(i),
                 first: t.first_time,
                 last: t.last_time,
                 exits: t.exits,
@@ -378,14 +270,14 @@ impl<'d> Walker<'d> {
 
     /// The task name (basename of the executable of its last session).
     pub fn comm(&self, task: usize) -> &str {
-        self.tasks[task]
+        self.core.tasks[task]
             .session
-            .map_or("", |s| self.merge.sym.session_comm(s))
+            .map_or("", |s| self.core.merge.sym.session_comm(s))
     }
 
     /// Timestamp of the first record of the trace.
     pub fn first_time(&self) -> u64 {
-        self.merge.first_time()
+        self.core.merge.first_time()
     }
 
     /// Walks the whole trace, then reports the unfinished calls. Returns the warnings met
@@ -394,121 +286,91 @@ impl<'d> Walker<'d> {
         if self.direct {
             self.run_direct(v);
         } else {
-            while let Some((ti, h)) = self.merge.pop() {
-                if self.tasks[ti].allowed {
-                    if matches!(h.raw.kind, RecordKind::Entry | RecordKind::Exit) {
-                        self.track_session(ti, h.raw.time);
-                    }
-                    self.step(ti, h, v);
-                }
+            while let Some(step) = self.core.next_step() {
+                self.visit(step, v);
             }
         }
         self.finish_remaining(v);
-        Ok(std::mem::take(&mut self.merge.warnings))
+        Ok(std::mem::take(&mut self.core.merge.warnings))
     }
 
-    /// One record of task `ti` (in time order within the task).
+    /// Hands one step to the visitor.
     #[inline]
-    fn step<V: Visitor + ?Sized>(&mut self, ti: usize, h: Head, v: &mut V) {
-        if h.raw.kind == RecordKind::Event {
-            return;
-        }
-        if h.raw.kind != RecordKind::Lost {
-            let t = &mut self.tasks[ti];
-            if t.first_time == 0 {
-                t.first_time = h.raw.time;
-            }
-            t.last_time = h.raw.time;
-        }
-        let closed = self.consume(ti, &h);
-        if self.exits_only {
-            self.exit_only(ti, &h, closed, v);
-            return;
-        }
-        if self.plain {
-            self.plain_step(ti, &h, closed, v);
-            return;
-        }
-        match h.raw.kind {
-            RecordKind::Lost => {
-                let view = View {
-                    merge: &self.merge,
-                    tasks: &self.tasks,
-                };
-                v.lost(&view, ti, h.raw.addr);
-            }
-            RecordKind::Entry => {
-                let ff = if self.no_filters {
-                    FuncFilter::default()
-                } else {
-                    self.merge.decide(h.func)
-                };
-                let idx = self.tasks[ti].stack.open_calls().saturating_sub(1);
-                if !self.fstack_entry(ti, &h, &ff) {
-                    self.tasks[ti].stack.hide(idx);
-                    return;
-                }
-                // --no-libcall hides library calls only after the filters saw them: an
-                // exec or longjmp still changes the stack (as in uftrace).
-                let libcall = self.no_libcall && self.merge.sym.func(h.func).is_plt;
-                if !libcall && v.wants_entries() {
+    fn visit<V: Visitor + ?Sized>(&mut self, step: Step, v: &mut V) {
+        match step {
+            Step::Entry(e) => {
+                self.track_session(e.task, e.head.raw.time);
+                if e.reported && v.wants_entries() {
                     let entry = Entry {
-                        task: ti,
-                        func: h.func,
-                        addr: h.raw.addr,
-                        time: h.raw.time,
-                        depth: idx,
+                        task: e.task,
+                        func: e.head.func,
+                        addr: e.head.raw.addr,
+                        time: e.head.raw.time,
+                        depth: e.slot,
                     };
-                    let view = View {
-                        merge: &self.merge,
-                        tasks: &self.tasks,
-                    };
-                    v.entry(&view, &entry);
-                }
-                let stack = &mut self.tasks[ti].stack;
-                match stack.take_jump(idx) {
-                    Some(StackEffect::Exec) => stack.exec(),
-                    Some(StackEffect::Longjmp) => stack.longjmp_to(self.setjmp_count),
-                    _ => {}
+                    v.entry(&self.view(), &entry);
                 }
             }
-            RecordKind::Exit => {
-                let i = self.tasks[ti].stack.open_calls();
-                let shown = self.tasks[ti].stack.exit();
-                if !self.enabled || !shown {
-                    return;
+            Step::Exit(x) => {
+                self.track_session(x.task, x.head.raw.time);
+                if x.reported {
+                    self.report_exit(x.task, &x.head, x.closed, x.slot, v);
                 }
-                if self.no_libcall && self.merge.sym.func(h.func).is_plt {
-                    return;
-                }
-                let c = closed.unwrap_or_default();
-                self.report_exit(ti, &h, c, i, v);
             }
-            RecordKind::Event => {}
+            Step::Lost { task, head, .. } => {
+                // The task report counts exits only.
+                if self.core.policy.filters {
+                    v.lost(&self.view(), task, head.raw.addr);
+                }
+            }
+            Step::Event { .. } | Step::Sched(_) => {}
         }
+    }
+
+    fn view(&self) -> View<'_, 'd> {
+        View {
+            merge: &self.core.merge,
+            tasks: &self.core.tasks,
+        }
+    }
+
+    /// Counts the exit `h` of task `ti` and reports its call `c`, closed at depth `depth`.
+    #[inline(always)]
+    fn report_exit<V: Visitor + ?Sized>(
+        &mut self,
+        ti: usize,
+        h: &Head,
+        c: Closed,
+        depth: usize,
+        v: &mut V,
+    ) {
+        let t = &mut self.core.tasks[ti];
+        t.exits += 1;
+        let call = Call {
+            task: ti,
+            func: h.func,
+            addr: c.addr,
+            exit_addr: h.raw.addr,
+            total: c.total.max(c.child),
+            child: c.child,
+            time: h.raw.time,
+            depth,
+            recursive: t.recursive(depth, c.addr),
+            unfinished: false,
+        };
+        v.exit(&self.view(), &call);
     }
 
     /// Closes the calls still open at the end of each task (uftrace's "remaining functions").
     fn finish_remaining<V: Visitor + ?Sized>(&mut self, v: &mut V) {
-        for ti in 0..self.tasks.len() {
-            let t = &self.tasks[ti];
-            if !t.allowed || t.stack.open_calls() == 0 {
-                continue;
-            }
-            let task_last = if self.exits_only {
-                t.last_exit
-            } else {
-                t.last_time
-            };
-            let last = self.range_stop.unwrap_or(task_last);
-            while let Some(closed) = self.tasks[ti].stack.close_open(last) {
-                let Some(c) = closed else { continue };
-                let t = &self.tasks[ti];
-                let i = t.stack.open_calls();
-                let recursive = t.recursive(i, c.addr);
+        for ti in 0..self.core.tasks.len() {
+            while let Some(u) = self.core.close_next(ti) {
+                let t = &self.core.tasks[ti];
+                let c = u.closed;
+                let recursive = t.recursive(u.slot, c.addr);
                 // Named in the task's last session, like uftrace (an address from before an
                 // exec may no longer resolve).
-                let func = self.merge.sym.resolve(t.session, last, c.addr);
+                let func = self.core.merge.sym.resolve(t.session, u.time, c.addr);
                 let call = Call {
                     task: ti,
                     func,
@@ -516,49 +378,13 @@ impl<'d> Walker<'d> {
                     exit_addr: c.addr,
                     total: c.total,
                     child: c.child,
-                    time: last,
-                    depth: i,
+                    time: u.time,
+                    depth: u.slot,
                     recursive,
                     unfinished: true,
                 };
-                let view = View {
-                    merge: &self.merge,
-                    tasks: &self.tasks,
-                };
-                v.exit(&view, &call);
+                v.exit(&self.view(), &call);
             }
         }
-    }
-
-    /// Pairing of every record (a LOST record, like uftrace's reader, also starts the task).
-    #[inline]
-    fn consume(&mut self, ti: usize, h: &Head) -> Option<Closed> {
-        let stack = &mut self.tasks[ti].stack;
-        if h.raw.kind == RecordKind::Lost {
-            stack.align(&h.raw);
-        }
-        stack.consume(&h.raw, h.func)
-    }
-
-    /// The filters at a function entry; `false` when the entry is not reported.
-    fn fstack_entry(&mut self, ti: usize, h: &Head, ff: &FuncFilter) -> bool {
-        let has_filter = self.merge.filters.has_filter;
-        let effect = self.fixup(h.func);
-        let stack = &mut self.tasks[ti].stack;
-        // setjmp marks the level longjmp returns to, whatever the filters hide below -N.
-        if effect == Some(StackEffect::Setjmp) && !stack.inside_notrace() {
-            self.setjmp_count = stack.open_calls();
-        }
-        stack.enter(ff, has_filter, ff.hide, effect, Some(&mut self.enabled)) == Verdict::Shown
-    }
-
-    /// The stack effect of a function (cached per id).
-    #[inline]
-    fn fixup(&mut self, func: FuncId) -> Option<StackEffect> {
-        let i = func as usize;
-        if self.fixups.len() <= i {
-            self.fixups.resize(i + 1, None);
-        }
-        *self.fixups[i].get_or_insert_with(|| stack_effect(&self.merge.sym.func(func).name))
     }
 }

@@ -1,28 +1,22 @@
-//! The time-ordered walk that shows records rather than a tree: `dump`'s `--chrome`,
-//! `--flame-graph`, `--graphviz` and `--mermaid` are its [`Sink`]s.
+//! The dump formats' consumer of the walk: `dump`'s `--chrome`, `--flame-graph`,
+//! `--graphviz` and `--mermaid` are its [`Sink`]s.
 //!
-//! It takes the records of every task in time order from [`Merge`] (which applies `-r`, `-t`
-//! and `-C`), keeps each task's [`TaskStack`] (durations and the `-F -N -H -D --no-libcall`
-//! counters) and hands every shown entry and exit to a [`Sink`], with its rendered arguments
-//! when the sink wants them. Calls still open at the end of the data are closed at the task's
-//! last timestamp, innermost first, task by task, as uftrace does. The tasks' perf events
-//! (`perf-cpu*.dat`) are merged in by time: context switches inside functions become
-//! `linux:schedule` calls.
-//!
-//! Why not [`Walker`](super::Walker): it reports only the calls the filters show, without
-//! their payloads; `--chrome` needs the argument payloads, a context switch must be placed
-//! against the task's full stack (shown or hidden calls) at the switch's time, and uftrace's
-//! dump applies the exec/setjmp/longjmp fix-ups to hidden entries too.
+//! It reads the trace through [`Core`] with [`Policy::DUMP`] (uftrace's dump reader: fix-ups
+//! applied to hidden entries too, exec forgetting the filters, a setjmp level per task,
+//! unfinished calls closed at the task's last record) and hands every shown entry and exit
+//! to a [`Sink`], with its rendered arguments when the sink wants them, and the context
+//! switches the core merges in from `perf-cpu*.dat` as `linux:schedule` calls. Calls still
+//! open at the end of the data are closed innermost first, task by task, as uftrace does.
 
-use crate::callstack::{Closed, TaskStack, Verdict};
-use crate::config::{Config, TimePoint};
-use crate::merge::{open_merge, Head, Merge};
-use crate::perf::{self, PerfEvent};
+use super::core::{Core, Step};
+use super::policy::Policy;
+use crate::callstack::Closed;
+use crate::config::Config;
+use crate::merge::Head;
 use crate::symbols::FuncId;
 use crate::Result;
-use record_format::libcall::{stack_effect, StackEffect};
 use record_format::task::TaskLine;
-use record_format::{RecordKind, TraceDir};
+use record_format::TraceDir;
 use std::io;
 
 /// One shown entry or exit.
@@ -34,6 +28,8 @@ pub struct Call<'a> {
     pub pid: u32,
     pub time: u64,
     pub exit: bool,
+    /// The function (`None` for `linux:schedule`).
+    pub func: Option<FuncId>,
     pub name: &'a str,
     /// Rendered arguments (`(1, "a")`) or return value; `None` when none was recorded (or
     /// the sink does not want them).
@@ -103,33 +99,10 @@ pub fn task_infos(dir: &TraceDir) -> Vec<TaskInfo> {
         .collect()
 }
 
-fn time_point(p: TimePoint, first: u64) -> u64 {
-    match p {
-        TimePoint::Elapsed(ns) => first.saturating_add(ns),
-        TimePoint::Absolute(ns) => ns,
-    }
-}
-
-/// The merged, filtered stream of a data directory.
+/// The merged, filtered stream of a data directory, as the dump formats see it.
 pub struct Walk<'d> {
-    merge: Merge<'d>,
-    stacks: Vec<TaskStack>,
-    allowed: Vec<bool>,
+    core: Core<'d>,
     tasks: Vec<TaskInfo>,
-    range_stop: Option<u64>,
-    /// `-r` as absolute times.
-    range: (u64, u64),
-    /// The perf events (scheduling, task names, exits) of all tasks by time, and the next one.
-    perf: Vec<(usize, PerfEvent)>,
-    perf_next: usize,
-    /// Per function: its stack effect, once known.
-    fixups: Vec<Option<Option<StackEffect>>>,
-    /// Per task: the stack level of its last setjmp.
-    setjmp: Vec<usize>,
-    /// Per task: the time of its last record read (shown or not).
-    last_time: Vec<u64>,
-    /// Each task's last switch-out time.
-    sched_out: Vec<Option<u64>>,
     /// Context switches are shown (not with `--no-event`, `--no-sched`).
     show_sched: bool,
     no_args: bool,
@@ -139,45 +112,13 @@ pub struct Walk<'d> {
 
 impl<'d> Walk<'d> {
     pub fn new(dir: &'d TraceDir, cfg: &'d Config, no_args: bool) -> Walk<'d> {
-        let (merge, notices) = open_merge(dir, cfg);
-        let first = merge.first_time();
-        let mut merge = merge;
-        let mut range_stop = None;
-        let mut range = (0, u64::MAX);
-        if let Some(r) = cfg.time_range {
-            let start = r.start.map_or(0, |p| time_point(p, first));
-            let stop = r.stop.map_or(u64::MAX, |p| time_point(p, first));
-            range = (start, stop);
-            // uftrace closes unfinished calls at the stop value as written: an elapsed stop
-            // is compared with absolute times, which leaves such calls out.
-            range_stop = r.stop.map(|p| match p {
-                TimePoint::Elapsed(ns) | TimePoint::Absolute(ns) => ns,
-            });
-            merge.set_range(start, stop);
-            merge.restart();
-        }
-        let tasks = task_infos(dir);
-        let perf = perf::events_by_time(dir);
+        let mut core = Core::new(dir, cfg, Policy::DUMP);
         Walk {
-            fixups: Vec::new(),
-            setjmp: vec![0; dir.data.len()],
-            last_time: vec![0; dir.data.len()],
+            notices: std::mem::take(&mut core.notices),
+            core,
+            tasks: task_infos(dir),
             show_sched: !(cfg.no_event || cfg.no_sched),
-            sched_out: vec![None; dir.data.len()],
-            range,
-            perf_next: 0,
-            perf,
-            merge,
-            stacks: dir.data.iter().map(|_| TaskStack::new(cfg.depth)).collect(),
-            allowed: dir
-                .data
-                .iter()
-                .map(|d| cfg.tids.is_empty() || cfg.tids.contains(&d.tid))
-                .collect(),
-            tasks,
-            range_stop,
             no_args,
-            notices,
         }
     }
 
@@ -188,158 +129,70 @@ impl<'d> Walk<'d> {
     /// Feeds every shown entry and exit to `sink`; returns the warnings met while reading.
     pub fn run(mut self, sink: &mut dyn Sink) -> Result<Vec<String>> {
         let mut args = String::new();
-        let has_filter = self.merge.filters.has_filter;
-        while let Some((ti, head)) = self.merge.pop() {
-            if !self.allowed[ti] {
-                continue;
-            }
-            self.perf_events(head.raw.time, sink)?;
-            self.last_time[ti] = head.raw.time;
-            let closed = self.stacks[ti].consume(&head.raw, head.func);
-            let shown = match head.raw.kind {
-                RecordKind::Entry => {
-                    let ff = self.merge.decide(head.func);
-                    let stack = &mut self.stacks[ti];
-                    let shown = stack.enter(&ff, has_filter, ff.hide, None, None) == Verdict::Shown;
-                    // dump applies the fix-ups whether the entry is shown or not.
-                    match self.fixup_of(head.func) {
-                        Some(StackEffect::Exec) => {
-                            self.stacks[ti].exec();
-                            self.stacks[ti].reset_filters();
-                        }
-                        Some(StackEffect::Setjmp) => self.setjmp[ti] = self.stacks[ti].open_calls(),
-                        Some(StackEffect::Longjmp) if self.setjmp[ti] > 0 => {
-                            self.stacks[ti].longjmp_to(self.setjmp[ti]);
-                        }
-                        _ => {}
-                    }
-                    shown
-                }
-                RecordKind::Exit => self.stacks[ti].exit(),
-                RecordKind::Lost => {
+        while let Some(step) = self.core.next_step() {
+            let (ti, head, exit, closed) = match step {
+                Step::Entry(e) if e.reported => (e.task, e.head, false, Closed::default()),
+                Step::Exit(x) if x.reported => (x.task, x.head, true, x.closed),
+                Step::Lost { .. } => {
                     sink.lost();
-                    false
+                    continue;
                 }
-                RecordKind::Event => false,
+                Step::Sched(s) => {
+                    if self.show_sched && s.visible {
+                        sink.call(&Call {
+                            task: s.task,
+                            tid: self.tasks[s.task].tid,
+                            pid: self.tasks[s.task].pid,
+                            time: s.time,
+                            exit: s.exit,
+                            func: None,
+                            name: "linux:schedule",
+                            args: None,
+                            total: s.total,
+                            child: 0,
+                        })?;
+                    }
+                    continue;
+                }
+                _ => continue,
             };
-            if !shown {
-                continue;
-            }
-            let exit = head.raw.kind == RecordKind::Exit;
             let has_args = sink.wants_args() && self.args_text(ti, &head, exit, &mut args);
-            let c = closed.unwrap_or_default();
             let call = Call {
                 task: ti,
                 tid: self.tasks[ti].tid,
                 pid: self.tasks[ti].pid,
                 time: head.raw.time,
                 exit,
-                name: &self.merge.sym.func(head.func).name,
+                func: Some(head.func),
+                name: &self.core.merge.sym.func(head.func).name,
                 args: has_args.then_some(args.as_str()),
-                total: c.total,
-                child: c.child,
+                total: closed.total,
+                child: closed.child,
             };
             sink.call(&call)?;
         }
-        self.perf_events(u64::MAX, sink)?;
         self.close_remaining(sink)?;
-        Ok(std::mem::take(&mut self.merge.warnings))
-    }
-
-    /// The fix-up kind of a function (decided once per function).
-    fn fixup_of(&mut self, func: FuncId) -> Option<StackEffect> {
-        let i = func as usize;
-        if self.fixups.len() <= i {
-            self.fixups.resize(i + 1, None);
-        }
-        *self.fixups[i].get_or_insert_with(|| stack_effect(&self.merge.sym.func(func).name))
-    }
-
-    /// The perf events before `upto`. A context switch inside a function shows as a
-    /// `linux:schedule` call: sched-out begins it, sched-in ends it; the time switched out
-    /// counts as callee time of the running function (even with `--no-event`). As in uftrace
-    /// 0.13, a pre-empting switch-out begins nothing (its sched-in still ends a call), and a
-    /// sched-in before the task's first record is ignored.
-    fn perf_events(&mut self, upto: u64, sink: &mut dyn Sink) -> io::Result<()> {
-        while let Some(&(ti, e)) = self.perf.get(self.perf_next) {
-            if e.time >= upto {
-                break;
-            }
-            self.perf_next += 1;
-            if !self.allowed[ti] || e.time < self.range.0 || e.time > self.range.1 {
-                continue;
-            }
-            let stack = &mut self.stacks[ti];
-            let first = self.last_time[ti] == 0;
-            self.last_time[ti] = e.time;
-            let mut total = 0;
-            let exit = match e.id {
-                perf::SCHED_OUT | perf::SCHED_OUT_PREEMPT => {
-                    self.sched_out[ti] = Some(e.time);
-                    if e.id == perf::SCHED_OUT_PREEMPT {
-                        continue;
-                    }
-                    false
-                }
-                perf::SCHED_IN => {
-                    total = self.sched_out[ti]
-                        .take()
-                        .map_or(0, |t| e.time.saturating_sub(t));
-                    stack.add_child_time(total);
-                    if first {
-                        continue;
-                    }
-                    true
-                }
-                _ => continue,
-            };
-            if !self.show_sched || !stack.event_visible(self.merge.filters.has_filter) {
-                continue;
-            }
-            sink.call(&Call {
-                task: ti,
-                tid: self.tasks[ti].tid,
-                pid: self.tasks[ti].pid,
-                time: e.time,
-                exit,
-                name: "linux:schedule",
-                args: None,
-                total,
-                child: 0,
-            })?;
-        }
-        Ok(())
+        Ok(std::mem::take(&mut self.core.merge.warnings))
     }
 
     /// Closes the calls still open at the end, innermost first, task by task.
     fn close_remaining(&mut self, sink: &mut dyn Sink) -> Result<()> {
-        for ti in 0..self.stacks.len() {
-            if !self.allowed[ti] || self.stacks[ti].open_calls() == 0 {
-                continue;
-            }
-            let mut last = self.last_time[ti];
-            if let Some(stop) = self.range_stop {
-                last = last.min(stop);
-            }
-            while let Some(closed) = self.stacks[ti].close_open(last) {
-                let Some(Closed { addr, total, child }) = closed else {
-                    continue;
-                };
-                if !self.stacks[ti].exit() {
-                    continue;
-                }
-                let session = self.merge.session_of(ti);
-                let func = self.merge.sym.resolve(session, last, addr);
+        for ti in 0..self.tasks.len() {
+            while let Some(u) = self.core.close_next(ti) {
+                let merge = &mut self.core.merge;
+                let session = merge.session_of(ti);
+                let func = merge.sym.resolve(session, u.time, u.closed.addr);
                 let call = Call {
                     task: ti,
                     tid: self.tasks[ti].tid,
                     pid: self.tasks[ti].pid,
-                    time: last,
+                    time: u.time,
                     exit: true,
-                    name: &self.merge.sym.func(func).name,
+                    func: Some(func),
+                    name: &merge.sym.func(func).name,
                     args: None,
-                    total,
-                    child,
+                    total: u.closed.total,
+                    child: u.closed.child,
                 };
                 sink.call(&call)?;
             }
@@ -357,7 +210,7 @@ impl<'d> Walk<'d> {
         if !ret {
             out.push('(');
         }
-        if !self.merge.push_args(ti, h.func, h, ret, out) {
+        if !self.core.merge.push_args(ti, h.func, h, ret, out) {
             out.clear();
             return false;
         }

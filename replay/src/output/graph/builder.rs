@@ -3,41 +3,7 @@
 //! call stacks that led to them) and, per task, a cursor on its innermost reported call.
 
 use super::*;
-#[derive(Debug, Clone)]
-pub(super) struct Node {
-    pub(super) func: FuncId,
-    pub(super) addr: u64,
-    pub(super) calls: u64,
-    pub(super) time: u64,
-    pub(super) child_time: u64,
-    pub(super) total_min: u64,
-    pub(super) total_max: u64,
-    pub(super) self_min: u64,
-    pub(super) self_max: u64,
-    pub(super) parent: Option<u32>,
-    pub(super) children: Vec<u32>,
-    /// The child entered last (0: none; the root is never a child).
-    pub(super) last_child: u32,
-}
-
-impl Node {
-    pub(super) fn new(func: FuncId, addr: u64, parent: Option<u32>) -> Node {
-        Node {
-            func,
-            addr,
-            calls: 0,
-            time: 0,
-            child_time: 0,
-            total_min: u64::MAX,
-            total_max: 0,
-            self_min: u64::MAX,
-            self_max: 0,
-            parent,
-            children: Vec::new(),
-            last_child: 0,
-        }
-    }
-}
+pub(super) use crate::output::calltree::{Node, Tree};
 
 /// One distinct call stack leading to FUNC.
 #[derive(Debug)]
@@ -52,7 +18,8 @@ pub(super) struct Backtrace {
 #[derive(Debug)]
 pub(super) struct SessionGraph {
     pub(super) session: Option<usize>,
-    pub(super) nodes: Vec<Node>,
+    /// The calls (the one call-tree builder; node 0 is the program or FUNC).
+    pub(super) tree: Tree,
     pub(super) backtraces: Vec<Backtrace>,
     /// Nodes of `fork` calls, newest last, with the pid of the calling process: a forked
     /// child's return from `fork` continues from there.
@@ -63,7 +30,7 @@ impl SessionGraph {
     pub(super) fn new(session: Option<usize>) -> SessionGraph {
         SessionGraph {
             session,
-            nodes: vec![Node::new(0, 0, None)],
+            tree: Tree::new(0),
             backtraces: Vec::new(),
             forks: Vec::new(),
         }
@@ -174,7 +141,7 @@ impl Builder<'_> {
             g.backtraces[bt].hits += 1;
             c.backtrace = Some((gi, bt));
         }
-        let root = &mut g.nodes[0];
+        let root = &mut g.tree.nodes[0];
         root.addr = addr;
         root.calls += 1;
         c.node = c.graph.map(|g| (g, 0));
@@ -210,59 +177,12 @@ impl Builder<'_> {
         g: usize,
         curr: u32,
     ) -> u32 {
-        let nodes = &mut self.graphs[g].nodes;
-        // The child entered last from this node is the usual one (loops, recursion).
-        let last = nodes[curr as usize].last_child;
-        if last != 0 {
-            if let Some(n) = nodes.get_mut(last as usize).filter(|n| n.func == e.func) {
-                n.calls += 1;
-                return last;
-            }
+        let graph = &mut self.graphs[g];
+        let same = |a: FuncId, b: FuncId| view.name(a) == view.name(b);
+        let (id, created) = graph.tree.enter(curr, e.func, e.addr, same);
+        if created && matches!(view.name(e.func), "fork" | "vfork" | "daemon") {
+            graph.forks.push((id, self.pids[task].0));
         }
-        self.enter_new(view, task, e, g, curr)
-    }
-
-    /// [`Builder::enter_node`] when the last child entered is not the one.
-    #[inline(never)]
-    pub(super) fn enter_new(
-        &mut self,
-        view: &View<'_, '_>,
-        task: usize,
-        e: &Entry,
-        g: usize,
-        curr: u32,
-    ) -> u32 {
-        let nodes = &self.graphs[g].nodes;
-        let children = &nodes[curr as usize].children;
-        // Children are matched by name; the function id is a shortcut for the same name.
-        let found = children
-            .iter()
-            .copied()
-            .find(|&k| nodes[k as usize].func == e.func)
-            .or_else(|| {
-                let name = view.name(e.func);
-                children
-                    .iter()
-                    .copied()
-                    .find(|&k| view.name(nodes[k as usize].func) == name)
-            });
-        let id = match found {
-            Some(k) => k,
-            None => {
-                let name = view.name(e.func);
-                let graph = &mut self.graphs[g];
-                graph.nodes.push(Node::new(e.func, e.addr, Some(curr)));
-                let id = (graph.nodes.len() - 1) as u32;
-                graph.nodes[curr as usize].children.push(id);
-                if matches!(name, "fork" | "vfork" | "daemon") {
-                    graph.forks.push((id, self.pids[task].0));
-                }
-                id
-            }
-        };
-        let nodes = &mut self.graphs[g].nodes;
-        nodes[curr as usize].last_child = id;
-        nodes[id as usize].calls += 1;
         id
     }
 
@@ -284,26 +204,19 @@ impl Builder<'_> {
         mut n: u32,
     ) -> Option<u32> {
         let graph = &mut self.graphs[g];
-        if graph.nodes[n as usize].addr != call.addr {
+        let nodes = &graph.tree.nodes;
+        if nodes[n as usize].addr != call.addr {
             // A forked child returning from the fork its parent called.
             let ppid = self.pids[task].1;
-            if let Some(i) = graph.forks.iter().rposition(|&(k, pid)| {
-                graph.nodes[k as usize].addr == call.exit_addr && pid == ppid
-            }) {
+            if let Some(i) = graph
+                .forks
+                .iter()
+                .rposition(|&(k, pid)| nodes[k as usize].addr == call.exit_addr && pid == ppid)
+            {
                 n = graph.forks.remove(i).0;
             }
         }
-        let node = &mut graph.nodes[n as usize];
-        node.time += call.total;
-        node.child_time += call.child;
-        if self.minmax {
-            let selft = call.self_time();
-            node.total_min = node.total_min.min(call.total);
-            node.total_max = node.total_max.max(call.total);
-            node.self_min = node.self_min.min(selft);
-            node.self_max = node.self_max.max(selft);
-        }
-        node.parent
+        graph.tree.exit(n, call.total, call.child, self.minmax)
     }
 
     /// Whether `f` is the FUNC of `graph FUNC` (cached per function; never in a full graph).
@@ -486,19 +399,21 @@ pub(super) fn build<'d>(dir: &'d TraceDir, cfg: &Config, opts: &GraphOptions) ->
     if opts.func.is_none() {
         // The root adds up its children (on top of what calls returning to it added).
         for g in &mut graphs {
-            let sum: u64 = g.nodes[0]
+            let sum: u64 = g.tree.nodes[0]
                 .children
                 .iter()
-                .map(|&c| g.nodes[c as usize].time)
+                .map(|&c| g.tree.nodes[c as usize].time)
                 .sum();
-            g.nodes[0].time += sum;
-            g.nodes[0].child_time += sum;
-            g.nodes[0].calls = 1;
+            g.tree.nodes[0].time += sum;
+            g.tree.nodes[0].child_time += sum;
+            g.tree.nodes[0].calls = 1;
         }
     }
     // Graphs with nothing to show are left out.
     graphs.retain(|g| {
-        !g.backtraces.is_empty() || g.nodes[0].time != 0 || !g.nodes[0].children.is_empty()
+        !g.backtraces.is_empty()
+            || g.tree.nodes[0].time != 0
+            || !g.tree.nodes[0].children.is_empty()
     });
     // Newest session first.
     let start = |g: &SessionGraph| {

@@ -197,7 +197,7 @@ fn print_tree(
                 line,
                 last,
             } => {
-                let n = &g.nodes[id as usize];
+                let n = &g.tree.nodes[id as usize];
                 p.fields_of(Some(n), id == 0);
                 p.indent(indent, line);
                 let name = if id == 0 {
@@ -279,6 +279,7 @@ pub fn call_graphs(dir: &TraceDir, cfg: &Config) -> Result<(Vec<CallGraph>, Vec<
             .session
             .map_or_else(String::new, |s| sym.session_comm(s).to_string());
         let nodes = g
+            .tree
             .nodes
             .iter()
             .enumerate()
@@ -366,7 +367,7 @@ pub fn graph(
                 p.s.push('\n');
             }
         }
-        if g.nodes[0].time == 0 && g.nodes[0].children.is_empty() {
+        if g.tree.nodes[0].time == 0 && g.tree.nodes[0].children.is_empty() {
             continue;
         }
         p.s.push_str("========== FUNCTION CALL GRAPH ==========\n");
