@@ -2,11 +2,12 @@
 # Installs what the tests need when it is missing, on Debian (12 or newer): gcc and g++ build
 # testprogs/, uftrace is the reference whose output utrace must reproduce, tmux drives the tui
 # test. Quick to re-run: a package is installed only when its command is missing. Called by
-# the README's test command (and so by .ci/run); as root or with sudo.
+# the README's test command (and so by .ci/run); as root or with sudo. GNU time measures the
+# peak memory of utrace in the bounded tests.
 set -euo pipefail
 
 missing=()
-for pkg_cmd in gcc:gcc g++:g++ uftrace:uftrace tmux:tmux; do
+for pkg_cmd in gcc:gcc g++:g++ uftrace:uftrace tmux:tmux time:/usr/bin/time; do
 	command -v "${pkg_cmd#*:}" >/dev/null || missing+=("${pkg_cmd%%:*}")
 done
 ((${#missing[@]})) || exit 0

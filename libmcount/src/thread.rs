@@ -693,9 +693,9 @@ fn exit_word(f: &Frame) -> u64 {
 }
 
 mod jump;
+mod reads;
 #[cfg(test)]
 mod tests;
-mod reads;
 mod vfork;
 use jump::{JumpPoint, JUMP_POINTS};
 pub use vfork::VforkStep;

@@ -1,8 +1,13 @@
 //! Running `utrace` on hostile input with a time limit and a memory limit, measuring its peak
 //! memory: the child's address space is capped (`RLIMIT_AS`, set between fork and exec) so that
-//! a runaway reader fails fast instead of taking the machine down, and the child is reaped with
-//! `wait4` to learn its peak resident set (`ru_maxrss`). A child still running at the deadline is
-//! killed and reported as hung.
+//! a runaway reader fails fast instead of taking the machine down. A child still running at the
+//! deadline is killed (with its process group) and reported as hung.
+//!
+//! The peak resident set is measured by `/usr/bin/time` (package `time`), which forks the
+//! command from its own small process: Linux counts into a process's `ru_maxrss` the resident
+//! set of the memory it had before its `exec`, and a child forked from the test process (large,
+//! with many tests running) would report that, not utrace's. Without `/usr/bin/time` the
+//! child's own `ru_maxrss` from `wait4` is taken, an overestimate.
 
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -68,6 +73,28 @@ pub fn run(mut cmd: Command, time: Duration, as_limit: u64) -> Bounded {
     let mut words = vec![cmd.get_program().to_string_lossy().into_owned()];
     words.extend(cmd.get_args().map(|a| a.to_string_lossy().into_owned()));
     let command = words.join(" ");
+    let timer = std::path::Path::new(TIME);
+    let report = tempfile::NamedTempFile::new().expect("temporary file");
+    if timer.exists() {
+        let mut wrapped = Command::new(timer);
+        wrapped
+            .arg("-f")
+            .arg("%M")
+            .arg("-o")
+            .arg(report.path())
+            .arg(cmd.get_program())
+            .args(cmd.get_args());
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => wrapped.env(k, v),
+                None => wrapped.env_remove(k),
+            };
+        }
+        if let Some(dir) = cmd.get_current_dir() {
+            wrapped.current_dir(dir);
+        }
+        cmd = wrapped;
+    }
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -75,11 +102,12 @@ pub fn run(mut cmd: Command, time: Duration, as_limit: u64) -> Bounded {
         rlim_cur: as_limit,
         rlim_max: as_limit,
     };
-    // SAFETY: the closure runs in the forked child before exec and only calls setrlimit, which
-    // is async-signal-safe, with a value copied into the closure; it allocates nothing.
+    // SAFETY: the closure runs in the forked child before exec and only calls setrlimit and
+    // setpgid, which are async-signal-safe, with a value copied into the closure; it allocates
+    // nothing.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 || libc::setpgid(0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
@@ -112,23 +140,44 @@ pub fn run(mut cmd: Command, time: Duration, as_limit: u64) -> Bounded {
             std::io::Error::last_os_error()
         );
         if start.elapsed() > time {
-            // SAFETY: the child is not reaped yet, so `pid` still names it.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            // SAFETY: the child is not reaped yet, so `pid` still names it and its group.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
             killed = true;
         } else {
             std::thread::sleep(Duration::from_millis(2));
         }
     };
     let elapsed = start.elapsed();
+    let mut status = ExitStatus::from_raw(raw);
+    let mut max_rss_kib = u64::try_from(usage.ru_maxrss).unwrap_or(0);
+    if timer.exists() && !killed {
+        // `time` exits with the command's status (128 + N for signal N) and writes "Command
+        // terminated by signal N" or "... non-zero status N" before the peak, in KiB.
+        let text = std::fs::read_to_string(report.path()).unwrap_or_default();
+        let mut lines = text.lines().rev();
+        if let Some(kib) = lines.next().and_then(|l| l.trim().parse().ok()) {
+            max_rss_kib = kib;
+        }
+        if let Some(sig) = lines
+            .next()
+            .and_then(|l| l.strip_prefix("Command terminated by signal "))
+            .and_then(|n| n.trim().parse::<i32>().ok())
+        {
+            status = ExitStatus::from_raw(sig);
+        }
+    }
     Bounded {
         command,
-        status: (!killed).then(|| ExitStatus::from_raw(raw)),
+        status: (!killed).then_some(status),
         stdout: stdout.join().expect("stdout reader"),
         stderr: stderr.join().expect("stderr reader"),
-        max_rss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
+        max_rss_kib,
         elapsed,
     }
 }
+
+/// GNU time, which measures the command's own peak memory.
+const TIME: &str = "/usr/bin/time";
 
 fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
     std::thread::spawn(move || {

@@ -14,7 +14,7 @@
 //! The calls left open at the end are closed by [`Core::close_next`]. Where uftrace's readers
 //! differ, the [`Policy`] says which one to follow. The printer's look-ahead (an entry and
 //! its exit printed as one leaf line) is in [`super::leaf`]; the perf merge in
-//! [`super::sched`].
+//! `sched`.
 //!
 //! A shown entry of the exec or longjmp family changes the stack only once its consumer saw
 //! it (the stack at the entry still holds the calls it leaves): the change is pending until
