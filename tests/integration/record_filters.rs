@@ -30,9 +30,11 @@ const CASES: &[(&str, &[&str], &[&str])] = &[
     ("abc", &[], &["-F", "b", "-D", "1"]),
     ("abc", &[], &["-F", "^[ab]$"]),
     ("fib", &["6"], &["-F", "main", "-D", "2"]),
-    // Thresholds far above these functions' durations even when the machine is loaded (a
-    // preempted getpid() can take over a millisecond): nothing is shown below them.
+    // Thresholds far from these functions' durations even when the machine is loaded (a
+    // preempted getpid() can take over a millisecond): sleep's slow() sleeps 2 ms, quick()
+    // takes microseconds.
     ("abc", &[], &["-t", "100ms"]),
+    ("sleep", &[], &["-t", "1500us"]),
     ("abc", &[], &["-Z", "30"]),
     ("abc", &[], &["-C", "c"]),
     ("abc", &[], &["-C", "b"]),
