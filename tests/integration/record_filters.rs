@@ -280,6 +280,19 @@ fn read_triggers_record_counters() {
             theirs_by_us, want,
             "{mode:?}: utrace replay of uftrace's data"
         );
+        // The raw dump of the events: `[data ] length = 24` and the values, as uftrace's.
+        let dump = |bin: std::path::PathBuf| {
+            let mut cmd = Command::new(bin);
+            cmd.args(["dump", "--no-pager", "-d"]).arg(&theirs);
+            let out = util::run(cmd);
+            out.assert_success();
+            out.stdout.split_whitespace().collect::<Vec<_>>().join(" ")
+        };
+        assert_eq!(
+            dump(util::utrace_bin()),
+            dump(util::uftrace_bin()),
+            "{mode:?}: dump of uftrace's data"
+        );
     }
     let exe = util::testprog("abc", Mode::Pg);
     let tmp = tempfile::tempdir().unwrap();

@@ -618,32 +618,49 @@ impl Raw<'_, '_> {
         Ok((size + 3) & !3)
     }
 
-    /// The `[data ]` block of an event with a payload.
+    /// The `[data ]` block of an event with a payload (`u16` length, then the data): its
+    /// length and, for the built-in counters, their values as uftrace 0.13 prints them.
     fn event_data(&mut self, tid: u32, r: &RawRecord, data: &[u8]) -> io::Result<()> {
+        let len = data
+            .get(..2)
+            .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]) as usize);
+        let body = data.get(2..2 + len).unwrap_or_default();
         self.prefix(tid, r.time)?;
-        writeln!(self.out, "[data ] length = {}", data.len())?;
-        let v: Vec<i64> = data
+        writeln!(self.out, "[data ] length = {len}")?;
+        let v: Vec<i64> = body
             .chunks_exact(8)
             .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
             .collect();
         let g = |i: usize| v.get(i).copied().unwrap_or(0);
+        let name = |id: u64| match id {
+            100001 | 100002 | 100005 | 100007 | 100009 => "read",
+            _ => "diff",
+        };
         match r.addr {
-            100001 => writeln!(
+            100001 | 100003 => writeln!(
                 self.out,
-                "  proc/statm: vmsize={}K vmrss={}K shared={}K",
+                "  {}:proc/statm: vmsize={}KB vmrss={}KB shared={}KB",
+                name(r.addr),
                 g(0),
                 g(1),
                 g(2)
             )?,
-            100002 => writeln!(self.out, "  page-fault: major={} minor={}", g(0), g(1))?,
-            100003 => writeln!(
+            100002 | 100004 => writeln!(
                 self.out,
-                "  proc/statm: vmsize={:+}K vmrss={:+}K shared={:+}K",
+                "  {}:page-fault: major={} minor={}",
+                name(r.addr),
                 g(0),
-                g(1),
-                g(2)
+                g(1)
             )?,
-            100004 => writeln!(self.out, "  page-fault: major={:+} minor={:+}", g(0), g(1))?,
+            id @ 100005..=100010 => {
+                let (kind, a, b) = match id {
+                    100005 | 100006 => ("pmu-cycle", "cycles", "instructions"),
+                    100007 | 100008 => ("pmu-cache", "refers", "misses"),
+                    _ => ("pmu-branch", "branch", "misses"),
+                };
+                let rw = name(id);
+                writeln!(self.out, "  {rw}:{kind}: {a}={} {b}={}", g(0), g(1))?;
+            }
             _ => {}
         }
         if self.opts.debug {
