@@ -9,12 +9,9 @@
 //! column from the first line (`__monstartup();`, `__cxa_atexit();` included), what
 //! `uftrace replay` of uftrace's data prints.
 
-use std::path::Path;
-use std::process::Command;
-
 use crate::normalize::{self, Anchor};
 use crate::record_matrix::{fold_leaves, MODES};
-use crate::util::{self, Mode, Output};
+use crate::util::{self, Mode};
 
 /// Program, arguments, and whether leaves are folded (several tasks running at once: see
 /// `record_matrix::Norm::FoldLeaves`). `fork` is folded because whether the parent's `fork()`
@@ -46,20 +43,6 @@ const NESTED: &[(&str, &[&str], bool)] = &[
     ("thread", &[], true),
 ];
 
-fn record(uftrace: bool, dir: &Path, prog: &Path, args: &[&str], opts: &[&str]) -> Output {
-    let mut cmd = if uftrace {
-        let mut cmd = Command::new(util::uftrace_bin());
-        cmd.args(["record", "--no-event"]);
-        cmd
-    } else {
-        let mut cmd = Command::new(util::utrace_bin());
-        cmd.arg("record");
-        cmd
-    };
-    cmd.args(opts).arg("-d").arg(dir).arg(prog).args(args);
-    util::run(cmd)
-}
-
 fn compare(
     prog: &str,
     args: &[&str],
@@ -85,8 +68,8 @@ fn compare(
     } else {
         exe.clone()
     };
-    let reference = record(true, &theirs, &reference_exe, args, opts);
-    let recorded = record(false, &ours, &exe, args, opts);
+    let reference = util::record_with(true, &theirs, &reference_exe, args, opts);
+    let recorded = util::record_with(false, &ours, &exe, args, opts);
     let mut failures = Vec::new();
     if recorded.status.code() != reference.status.code() {
         failures.push(format!(
@@ -187,7 +170,7 @@ fn dlopened_library_calls_are_nested() {
         let exe = util::testprog("dlopen", mode);
         let tmp = tempfile::tempdir().unwrap();
         let (nested, plain) = (tmp.path().join("nested"), tmp.path().join("plain"));
-        let out = record(false, &nested, &exe, &[], &["-l"]);
+        let out = util::record_with(false, &nested, &exe, &[], &["-l"]);
         assert!(out.status.success(), "{out}");
         let block =
             "  lib_entry() {\n    snprintf();\n    atoi();\n    lib_helper();\n  } /* lib_entry */";
@@ -198,7 +181,7 @@ fn dlopened_library_calls_are_nested() {
         for r in replays {
             assert!(r.stdout.contains(block), "{mode:?}: no nested calls:\n{r}");
         }
-        let out = record(false, &plain, &exe, &[], &[]);
+        let out = util::record_with(false, &plain, &exe, &[], &[]);
         assert!(out.status.success(), "{out}");
         let r = util::utrace_replay(&plain, &["-f", "none"]);
         assert!(

@@ -7,12 +7,9 @@
 //! print, per task and by function column from the first line, what `uftrace replay` of
 //! uftrace's data prints.
 
-use std::path::Path;
-use std::process::Command;
-
 use crate::normalize::{self, Anchor};
 use crate::record_matrix::{fold_leaves, MODES};
-use crate::util::{self, Mode, Output};
+use crate::util::{self, Mode};
 
 /// One scenario: program, its arguments, record options, replay options, and whether leaves
 /// are folded (tasks running at once: see `record_matrix::Norm::FoldLeaves`).
@@ -95,20 +92,6 @@ const CASES: &[Case] = &[
 /// How the test programs are linked.
 const LINKS: &[&[&str]] = &[&[], &["-Wl,-z,now"]];
 
-fn record(uftrace: bool, dir: &Path, prog: &Path, args: &[&str], opts: &[&str]) -> Output {
-    let mut cmd = if uftrace {
-        let mut cmd = Command::new(util::uftrace_bin());
-        cmd.args(["record", "--no-event"]);
-        cmd
-    } else {
-        let mut cmd = Command::new(util::utrace_bin());
-        cmd.arg("record");
-        cmd
-    };
-    cmd.args(opts).arg("-d").arg(dir).arg(prog).args(args);
-    util::run(cmd)
-}
-
 fn compare(c: &Case, mode: Mode, link: &[&str]) -> Vec<String> {
     let what = format!(
         "{} [{}] {} record {} replay {}",
@@ -122,8 +105,8 @@ fn compare(c: &Case, mode: Mode, link: &[&str]) -> Vec<String> {
     let tmp = tempfile::tempdir().unwrap();
     let theirs = tmp.path().join("uftrace.data");
     let ours = tmp.path().join("utrace.data");
-    let reference = record(true, &theirs, &exe, c.args, c.record);
-    let recorded = record(false, &ours, &exe, c.args, c.record);
+    let reference = util::record_with(true, &theirs, &exe, c.args, c.record);
+    let recorded = util::record_with(false, &ours, &exe, c.args, c.record);
     let mut failures = Vec::new();
     if recorded.status.code() != reference.status.code() {
         failures.push(format!(

@@ -318,6 +318,22 @@ impl std::fmt::Display for Output {
     }
 }
 
+/// `uftrace record --no-event OPTS -d DIR PROG ARGS` (the reference) or `utrace record OPTS -d
+/// DIR PROG ARGS`, whatever the exit status.
+pub fn record_with(uftrace: bool, dir: &Path, prog: &Path, args: &[&str], opts: &[&str]) -> Output {
+    let mut cmd = if uftrace {
+        let mut cmd = Command::new(uftrace_bin());
+        cmd.args(["record", "--no-event"]);
+        cmd
+    } else {
+        let mut cmd = Command::new(utrace_bin());
+        cmd.arg("record");
+        cmd
+    };
+    cmd.args(opts).arg("-d").arg(dir).arg(prog).args(args);
+    run(cmd)
+}
+
 /// Runs `cmd` with stdin closed, capturing stdout and stderr, killing it after [`TIMEOUT`].
 pub fn run(cmd: Command) -> Output {
     run_for(cmd, TIMEOUT)
