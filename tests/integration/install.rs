@@ -22,7 +22,15 @@ impl Alone {
             std::fs::create_dir(tmp.path().join(d)).unwrap();
         }
         let utrace = tmp.path().join("bin/utrace");
-        std::fs::copy(util::utrace_bin(), &utrace).unwrap();
+        // Copied by `cp`, not by this process: a descriptor open for writing here would be
+        // inherited by the children other tests fork meanwhile, and running the copy would
+        // fail with ETXTBSY until they exec.
+        let copied = Command::new("cp")
+            .arg(util::utrace_bin())
+            .arg(&utrace)
+            .status()
+            .unwrap();
+        assert!(copied.success(), "cp of utrace failed");
         Alone { tmp, utrace }
     }
 
