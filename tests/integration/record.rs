@@ -370,7 +370,14 @@ fn live_filters_like_uftrace() {
 #[test]
 fn bare_name_in_current_directory() {
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::copy(util::testprog("abc", Mode::Pg), tmp.path().join("true")).unwrap();
+    // By `cp`: a write descriptor of this process could leak into other tests' children and
+    // make running the copy fail with ETXTBSY.
+    let copied = Command::new("cp")
+        .arg(util::testprog("abc", Mode::Pg))
+        .arg(tmp.path().join("true"))
+        .status()
+        .unwrap();
+    assert!(copied.success());
     let out = utrace_in(tmp.path(), &["--no-pager", "--no-libcall", "true"]);
     assert_status(&out, 0);
     assert!(out.stdout.contains("| main() {"), "{out}");
