@@ -363,11 +363,15 @@ impl ThreadState {
         let k = self.rstack.find_slot(slot)?;
         let parent_ip = self.rstack.get(k)?.parent_ip;
         let signalled = crate::signals::take();
-        filter::switch_before(signalled);
+        if signalled != 0 {
+            filter::switch_before(signalled);
+        }
         self.writer.prepare();
         let now = self.clock.now();
         self.close_to_with(k, now, regs);
-        filter::switch_after(signalled);
+        if signalled != 0 {
+            filter::switch_after(signalled);
+        }
         Some(parent_ip)
     }
 

@@ -86,4 +86,19 @@ pub mod event {
             _ => return None,
         })
     }
+
+    /// A `read=` counter event (ids 100001..=100010): whether it is a `read:` one (else a
+    /// `diff:`, holding differences), the names of its values and their unit.
+    pub fn counter(id: u64) -> Option<(bool, &'static [&'static str], &'static str)> {
+        let is_read = matches!(id, 100001 | 100002 | 100005 | 100007 | 100009);
+        let (fields, unit): (&'static [&'static str], &'static str) = match id {
+            100001 | 100003 => (&["vmsize", "vmrss", "shared"], "KB"),
+            100002 | 100004 => (&["major", "minor"], ""),
+            100005 | 100006 => (&["cycles", "instructions"], ""),
+            100007 | 100008 => (&["refers", "misses"], ""),
+            100009 | 100010 => (&["branch", "misses"], ""),
+            _ => return None,
+        };
+        Some((is_read, fields, unit))
+    }
 }

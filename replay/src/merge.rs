@@ -8,7 +8,6 @@
 use crate::config::{Config, KernelView};
 use crate::filter::{Filters, FuncFilter};
 use crate::payload::args::push_recorded;
-use crate::payload::events::EventState;
 use crate::specs::Specs;
 use crate::symbols::{FuncId, Symbolizer};
 use gate::Gate;
@@ -337,9 +336,9 @@ impl<'d> Merge<'d> {
     }
 
     /// The comment text of event record `h` of task `ti`: a kernel tracepoint rendered from
-    /// its print format (`block:block_rq_issue (254,0 WS 4096 ...)`), or a user event by
-    /// `state`; `None` for an unknown event.
-    pub fn event_text(&mut self, ti: usize, h: &Head, state: &mut EventState) -> Option<String> {
+    /// its print format (`block:block_rq_issue (254,0 WS 4096 ...)`), or a user event;
+    /// `None` for an unknown event.
+    pub fn event_text(&mut self, ti: usize, h: &Head) -> Option<String> {
         if let Some(i) = h.kernel_event {
             let name = self.kernel_events.event_name(i);
             let sym = &self.sym;
@@ -353,8 +352,7 @@ impl<'d> Merge<'d> {
             });
         }
         let data = self.payload(ti, h.payload);
-        let tid = self.cursors[ti].tid;
-        state.text(tid, h.raw.addr, data, &self.event_names)
+        crate::payload::events::text(h.raw.addr, data, &self.event_names)
     }
 
     /// The next `extern.dat` line at or before `upto`.

@@ -11,12 +11,14 @@ use crate::callstack::{TaskStack, Verdict};
 use crate::config::{Config, TimePoint};
 use crate::filter::{Filters, FuncFilter};
 use crate::payload::args::push_value;
+use crate::payload::events::counter_values;
 use crate::perf;
 use crate::specs::{FuncSpec, Specs};
 use crate::symbols::{FuncId, Symbolizer};
 use crate::Result;
 use record_format::argspec::{ArgFormat, ArgItem};
 use record_format::dat::{event_payload_len, read_header, BadRecord};
+use record_format::event::builtin;
 use record_format::raw::RECORD_SIZE;
 use record_format::task::{TaskLine, Timestamp};
 use record_format::{RawRecord, RecordKind, TraceDir};
@@ -627,41 +629,16 @@ impl Raw<'_, '_> {
         let body = data.get(2..2 + len).unwrap_or_default();
         self.prefix(tid, r.time)?;
         writeln!(self.out, "[data ] length = {len}")?;
-        let v: Vec<i64> = body
-            .chunks_exact(8)
-            .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-            .collect();
-        let g = |i: usize| v.get(i).copied().unwrap_or(0);
-        let name = |id: u64| match id {
-            100001 | 100002 | 100005 | 100007 | 100009 => "read",
-            _ => "diff",
-        };
-        match r.addr {
-            100001 | 100003 => writeln!(
-                self.out,
-                "  {}:proc/statm: vmsize={}KB vmrss={}KB shared={}KB",
-                name(r.addr),
-                g(0),
-                g(1),
-                g(2)
-            )?,
-            100002 | 100004 => writeln!(
-                self.out,
-                "  {}:page-fault: major={} minor={}",
-                name(r.addr),
-                g(0),
-                g(1)
-            )?,
-            id @ 100005..=100010 => {
-                let (kind, a, b) = match id {
-                    100005 | 100006 => ("pmu-cycle", "cycles", "instructions"),
-                    100007 | 100008 => ("pmu-cache", "refers", "misses"),
-                    _ => ("pmu-branch", "branch", "misses"),
-                };
-                let rw = name(id);
-                writeln!(self.out, "  {rw}:{kind}: {a}={} {b}={}", g(0), g(1))?;
-            }
-            _ => {}
+        if let (Some((name, _)), Some((_, fields, unit))) =
+            (builtin(r.addr), record_format::event::counter(r.addr))
+        {
+            let v: Vec<i64> = body
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+                .collect();
+            // uftrace's dump shows differences unsigned-looking (`minor=1`), unlike replay.
+            let values = counter_values(&v, fields, unit, false);
+            writeln!(self.out, "  {name}: {values}")?;
         }
         if self.opts.debug {
             let end = data.len().div_ceil(8) * 8;

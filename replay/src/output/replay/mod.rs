@@ -13,7 +13,6 @@
 use crate::callstack::Verdict;
 use crate::config::{Config, ReplayOptions};
 use crate::merge::{Head, Merge};
-use crate::payload::events::EventState;
 use crate::walk::core::{Core, EntryStep, Step};
 use crate::walk::policy::Policy;
 pub mod printer;
@@ -95,7 +94,6 @@ pub struct Engine<'d, 'w> {
     core: Core<'d>,
     layout: Layouts,
     printer: ReplayPrinter<'w>,
-    events: EventState,
     last_task: Option<usize>,
     finished: bool,
     /// The name of the line being printed (reused buffer).
@@ -136,7 +134,6 @@ impl<'d, 'w> Engine<'d, 'w> {
                 setjmp_depth: 0,
             },
             printer,
-            events: EventState::default(),
             last_task: None,
             finished: false,
             name: String::new(),
@@ -374,7 +371,7 @@ impl<'d, 'w> Engine<'d, 'w> {
         if s.inside_notrace() || (self.core.merge.filters.has_filter && !s.inside_filter()) {
             return Ok(());
         }
-        let Some(text) = self.core.merge.event_text(ti, h, &mut self.events) else {
+        let Some(text) = self.core.merge.event_text(ti, h) else {
             return Ok(());
         };
         if self.cfg.no_sched && text.starts_with("linux:sched") {
@@ -485,11 +482,7 @@ impl<'d, 'w> Engine<'d, 'w> {
                     let _ = write!(line, "[{n}] XXX {tid}: lost {} records", h.raw.addr);
                 }
                 RecordKind::Event => {
-                    let text = self
-                        .core
-                        .merge
-                        .event_text(ti, &h, &mut self.events)
-                        .unwrap_or_default();
+                    let text = self.core.merge.event_text(ti, &h).unwrap_or_default();
                     let _ = write!(line, "[{n}] !!! {tid}: {text} time ({})", h.raw.time);
                 }
             }
