@@ -116,6 +116,8 @@ pub struct Unclosed {
 #[derive(Debug)]
 pub struct TaskCore {
     pub stack: TaskStack,
+    /// The process it belongs to (its `TASK` line in task.txt; its tid without one).
+    pub pid: u32,
     /// Passed `--tid`.
     pub allowed: bool,
     /// Times of the task's first and last entries or exits (0 when none).
@@ -174,6 +176,18 @@ pub struct Core<'d> {
     pub notices: Vec<String>,
 }
 
+/// The process of thread `tid` by its last `TASK` line (its own tid without one).
+fn pid_of(dir: &TraceDir, tid: u32) -> u32 {
+    dir.tasks
+        .iter()
+        .rev()
+        .find_map(|l| match *l {
+            record_format::task::TaskLine::Task { tid: t, pid, .. } if t == tid => Some(pid),
+            _ => None,
+        })
+        .unwrap_or(tid)
+}
+
 fn time_point(p: TimePoint, first: u64) -> u64 {
     match p {
         TimePoint::Elapsed(ns) => first.saturating_add(ns),
@@ -220,6 +234,7 @@ impl<'d> Core<'d> {
             .iter()
             .map(|d| TaskCore {
                 stack: TaskStack::new(cfg.depth),
+                pid: pid_of(dir, d.tid),
                 allowed: cfg.tids.is_empty() || cfg.tids.contains(&d.tid),
                 first_time: 0,
                 last_time: 0,
@@ -465,14 +480,21 @@ impl<'d> Core<'d> {
     /// The stack change of an entry of the exec/setjmp/longjmp families.
     fn apply(&mut self, ti: usize, e: StackEffect) {
         let policy = self.policy;
-        let t = &mut self.tasks[ti];
-        match e {
-            StackEffect::Exec => {
+        let pid = self.tasks[ti].pid;
+        if e == StackEffect::Exec {
+            // The new image replaces every thread of the process: the calls other threads
+            // had open are gone too (a thread's exec ends them all, and the new image runs
+            // in the leader's tid).
+            for t in self.tasks.iter_mut().filter(|t| t.pid == pid) {
                 t.stack.exec();
                 if policy.exec_resets_filters {
                     t.stack.reset_filters();
                 }
             }
+            return;
+        }
+        let t = &mut self.tasks[ti];
+        match e {
             StackEffect::Setjmp if policy.setjmp == Setjmp::PerTask => {
                 t.setjmp = t.stack.open_calls();
             }

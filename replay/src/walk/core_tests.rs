@@ -22,23 +22,26 @@ type Rec = (RecordKind, u64, u16, usize);
 
 /// A one-task data directory of `/x/prog` holding `records`.
 fn trace(records: &[Rec]) -> (tempfile::TempDir, TraceDir) {
+    trace_tasks(&[(7, 7, records)])
+}
+
+/// A data directory of `/x/prog` with the tasks (tid, pid, records).
+fn trace_tasks(tasks: &[(u32, u32, &[Rec])]) -> (tempfile::TempDir, TraceDir) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let path = tmp.path().join("t.data");
-    let (tid, exe) = (7, "/x/prog");
+    let exe = "/x/prog";
     let mut w = TraceWriter::create(&path).expect("create");
     let sess = TaskLine::Sess {
         time: 1,
-        pid: tid,
+        pid: tasks[0].1,
         sid: "s1".into(),
         exename: exe.into(),
     };
     w.task_line(&sess).expect("sess");
-    w.task_line(&TaskLine::Task {
-        time: 1,
-        tid,
-        pid: tid,
-    })
-    .expect("task");
+    for &(tid, pid, _) in tasks {
+        w.task_line(&TaskLine::Task { time: 1, tid, pid })
+            .expect("task");
+    }
     let map = MapEntry {
         start: BASE,
         end: BASE + 0x5000,
@@ -58,19 +61,21 @@ fn trace(records: &[Rec]) -> (tempfile::TempDir, TraceDir) {
         })
         .collect();
     w.sym_file("prog.sym", exe, None, &syms).expect("sym");
-    for &(kind, time, depth, f) in records {
-        if kind == L {
-            w.lost_record(tid, time).expect("lost");
-            continue;
+    for &(tid, _, records) in tasks {
+        for &(kind, time, depth, f) in records {
+            if kind == L {
+                w.lost_record(tid, time).expect("lost");
+                continue;
+            }
+            let rec = RawRecord {
+                time: 1000 + time,
+                kind,
+                more: false,
+                depth,
+                addr: BASE + 0x1000 + 0x40 * f as u64 + 8,
+            };
+            w.func_record(tid, rec, &[], &[]).expect("record");
         }
-        let rec = RawRecord {
-            time: 1000 + time,
-            kind,
-            more: false,
-            depth,
-            addr: BASE + 0x1000 + 0x40 * f as u64 + 8,
-        };
-        w.func_record(tid, rec, &[], &[]).expect("record");
     }
     let info = Info {
         header: InfoHeader {
@@ -78,7 +83,7 @@ fn trace(records: &[Rec]) -> (tempfile::TempDir, TraceDir) {
             ..InfoHeader::default()
         },
         exename: Some(exe.into()),
-        tids: vec![tid],
+        tids: tasks.iter().map(|t| t.0).collect(),
         ..Info::default()
     };
     w.finish(&info).expect("finish");
@@ -217,6 +222,41 @@ fn exec_empties_the_stack() {
             "-main@0=5/1"
         ]
     );
+}
+
+/// A thread execs: the new image runs in the leader's tid, and the calls the leader had
+/// open (here `main` and `a`, blocked in a join) are gone with the old image.
+#[test]
+fn exec_in_a_thread_empties_the_leaders_stack() {
+    let leader: &[Rec] = &[
+        (E, 0, 0, 0),
+        (E, 1, 1, 1),
+        // the thread execs at 5; the new image:
+        (E, 10, 0, 0),
+        (E, 11, 1, 7),
+        (X, 12, 1, 7),
+        (X, 15, 0, 0),
+    ];
+    let thread: &[Rec] = &[(E, 3, 0, 2), (E, 5, 1, 6)];
+    let (_tmp, dir) = trace_tasks(&[(7, 7, leader), (8, 7, thread)]);
+    let got = walk(&dir, &Config::default(), Policy::ANALYSIS);
+    assert_eq!(
+        got,
+        [
+            "+main@0",
+            "+a@1",
+            "+b@0",
+            "+execl@1",
+            "+main@0",
+            "+d@1",
+            "-d@1=1/0",
+            "-main@0=5/1"
+        ]
+    );
+    // Another process's tasks keep their calls.
+    let (_tmp, dir) = trace_tasks(&[(7, 7, &leader[..2]), (8, 8, thread)]);
+    let got = walk(&dir, &Config::default(), Policy::ANALYSIS);
+    assert_eq!(got[4..], ["~a@1=0", "~main@0=1"], "{got:?}");
 }
 
 #[test]

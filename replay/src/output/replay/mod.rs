@@ -195,9 +195,18 @@ impl<'d, 'w> Engine<'d, 'w> {
     /// applied here).
     fn update_entry(&mut self, ti: usize) {
         let jump = self.core.take_jump();
+        if jump == Some(StackEffect::Exec) {
+            // Every thread of the process starts over in the new image.
+            let pid = self.core.tasks[ti].pid;
+            for (t, c) in self.layout.tasks.iter_mut().zip(&self.core.tasks) {
+                if c.pid == pid {
+                    t.display_depth = 0;
+                }
+            }
+            return;
+        }
         let t = &mut self.layout.tasks[ti];
         match jump {
-            Some(StackEffect::Exec) => t.display_depth = 0,
             Some(StackEffect::Longjmp) => t.display_depth = self.layout.setjmp_depth,
             _ => t.display_depth += 1,
         }
