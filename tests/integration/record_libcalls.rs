@@ -30,6 +30,7 @@ const CASES: &[(&str, &[&str], bool)] = &[
     ("longjmp", &[], false),
     ("sigjmp", &[], false),
     ("thread", &[], true),
+    ("cxxlib", &[], false),
 ];
 
 /// How the test programs are linked.
@@ -40,6 +41,7 @@ const LINKS: &[&[&str]] = &[&[], &["-Wl,-z,now"], &["-no-pie"]];
 const NESTED: &[(&str, &[&str], bool)] = &[
     ("libcall", &["hello"], false),
     ("cxx", &[], false),
+    ("cxxlib", &[], false),
     ("thread", &[], true),
 ];
 
@@ -190,4 +192,63 @@ fn dlopened_library_calls_are_nested() {
             "{mode:?}: {r}"
         );
     }
+}
+
+/// Whether a test here records `prog` (see `record_matrix::every_testprog_is_recorded`).
+pub fn covers(prog: &str) -> bool {
+    CASES.iter().chain(NESTED).any(|c| c.0 == prog)
+}
+
+/// `--libname` names the library that defines a library call's target, as uftrace 0.13 finds
+/// it: C++ members and functions in namespaces of a linked C++ library
+/// (`AAA::bar@libcxxlib_lib.so`), libc's functions (`getpid@libc.so.6`), and, with
+/// `--nest-libcall`, the library's calls through its own PLT. Where the library both defines a
+/// name and imports it through its own PLT, uftrace's lookup (a binary search over the
+/// library's symbols sorted by name) may land on the import, and then no library is named
+/// (`lib_b` here): utrace's lookup lands where uftrace's does. Compared with the module column
+/// too (`-f +module`).
+#[test]
+fn library_names_match_uftrace() {
+    if !util::need_uftrace("library_names_match_uftrace") {
+        return;
+    }
+    let mut failures = Vec::new();
+    for mode in [Mode::Pg, Mode::Fentry] {
+        let exe = util::testprog("cxxlib", mode);
+        for record in [&[][..], &["-l"]] {
+            let tmp = tempfile::tempdir().unwrap();
+            let theirs = tmp.path().join("uftrace.data");
+            let ours = tmp.path().join("utrace.data");
+            util::record_with(true, &theirs, &exe, &[], record);
+            util::record_with(false, &ours, &exe, &[], record);
+            for replay in [&["--libname"][..], &["--libname", "-f", "+module"]] {
+                let what = format!(
+                    "cxxlib [{}] record {} replay {}",
+                    mode.dir_name(),
+                    record.join(" "),
+                    replay.join(" ")
+                );
+                let reduce = |out: &str| normalize::by_task(out, Anchor::Start);
+                let want = reduce(&util::uftrace_replay(&theirs, replay).stdout);
+                if !want.contains("AAA::bar@libcxxlib_lib.so") {
+                    failures.push(format!(
+                        "{what}: uftrace's replay names no library:\n{want}"
+                    ));
+                }
+                for (who, out) in [
+                    ("uftrace", util::uftrace_replay(&ours, replay)),
+                    ("utrace", util::utrace_replay(&ours, replay)),
+                ] {
+                    let got = reduce(&out.stdout);
+                    if got != want {
+                        failures.push(format!(
+                            "{what}: `{who} replay` of utrace's data differs:\n{}\n{out}",
+                            normalize::diff(&want, &got)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

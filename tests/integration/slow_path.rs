@@ -77,6 +77,7 @@ const PROGS: &[Prog] = &[
     },
     prog("crash", &[], Reduce::Tasks(Norm::Exact)),
     prog("cxx", &[], EXACT),
+    prog("cxxlib", &[], EXACT),
     prog("deep", &["2000"], EXACT),
     prog("dlopen", &[], EXACT),
     prog("exception", &[], EXACT),

@@ -217,13 +217,53 @@ fn build(name: &str, mode: Mode, link: &[&str]) -> Result<PathBuf, String> {
         COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
 
+    // `NAME_lib.c` (or `.cc`) is the shared library NAME loads: `libNAME_lib.so` beside it,
+    // same mode, built first. A program whose source says `utrace-test: linked` is linked
+    // with it (found through its run path); the others `dlopen` it.
+    let mut link: Vec<String> = link.iter().map(|s| s.to_string()).collect();
+    let lib_src = [".c", ".cc"]
+        .iter()
+        .map(|ext| src_dir.join(format!("{name}_lib{ext}")))
+        .find(|p| p.is_file());
+    if let Some(lib_src) = lib_src {
+        let lib = out_dir.join(format!("lib{name}_lib.so"));
+        let lib_compiler = if lib_src.extension().is_some_and(|e| e == "cc") {
+            "g++"
+        } else {
+            "gcc"
+        };
+        let result = Command::new(lib_compiler)
+            .args(mode.flags())
+            .args(COMMON_FLAGS)
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(&tmp)
+            .arg(&lib_src)
+            .output()
+            .map_err(|e| format!("cannot run {lib_compiler}: {e}"))?;
+        if !result.status.success() {
+            return Err(format!(
+                "{lib_compiler} failed on {}:\n{}",
+                lib_src.display(),
+                String::from_utf8_lossy(&result.stderr)
+            ));
+        }
+        std::fs::rename(&tmp, &lib)
+            .map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), lib.display()))?;
+        let source = std::fs::read_to_string(&src).unwrap_or_default();
+        if source.contains("utrace-test: linked") {
+            link.push(format!("-L{}", out_dir.display()));
+            link.push(format!("-l{name}_lib"));
+            link.push(format!("-Wl,-rpath,{}", out_dir.display()));
+        }
+    }
+
     let result = Command::new(compiler)
         .args(mode.flags())
         .args(COMMON_FLAGS)
         .arg("-o")
         .arg(&tmp)
         .arg(&src)
-        .args(link)
+        .args(&link)
         .arg("-lpthread")
         .output()
         .map_err(|e| format!("cannot run {compiler}: {e}"))?;
@@ -237,28 +277,6 @@ fn build(name: &str, mode: Mode, link: &[&str]) -> Result<PathBuf, String> {
     }
     std::fs::rename(&tmp, &out)
         .map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), out.display()))?;
-    // `NAME_lib.c` is the shared library NAME loads: `libNAME_lib.so` beside it, same mode.
-    let lib_src = src_dir.join(format!("{name}_lib.c"));
-    if lib_src.is_file() {
-        let lib = out_dir.join(format!("lib{name}_lib.so"));
-        let result = Command::new("gcc")
-            .args(mode.flags())
-            .args(COMMON_FLAGS)
-            .args(["-shared", "-fPIC", "-o"])
-            .arg(&tmp)
-            .arg(&lib_src)
-            .output()
-            .map_err(|e| format!("cannot run gcc: {e}"))?;
-        if !result.status.success() {
-            return Err(format!(
-                "gcc failed on {}:\n{}",
-                lib_src.display(),
-                String::from_utf8_lossy(&result.stderr)
-            ));
-        }
-        std::fs::rename(&tmp, &lib)
-            .map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), lib.display()))?;
-    }
     Ok(out)
 }
 

@@ -79,8 +79,8 @@ pub struct Symbolizer<'d> {
     func_by_addr: HashMap<u64, FuncId>,
     /// tid → its session timeline: (start time, session index), sorted by time.
     timelines: HashMap<u32, Vec<(u64, usize)>>,
-    /// Demangled names of each module's symbols (for `--libname`).
-    module_names: HashMap<usize, Vec<String>>,
+    /// Each module's symbols by demangled name, with whether each is a PLT entry (for `--libname`).
+    module_names: HashMap<usize, Vec<(String, bool)>>,
     libname_cache: HashMap<(usize, FuncId), Option<String>>,
     /// (addr, session + 1, func): resolutions of map-backed addresses.
     cache: Vec<(u64, usize, FuncId)>,
@@ -450,7 +450,8 @@ impl<'d> Symbolizer<'d> {
 
     /// The library that defines the target of a PLT entry (for `--libname`): the first mapped
     /// library (besides the executable and libmcount) with a function of the same name. Like
-    /// uftrace, a library that also has a PLT entry of that name does not count.
+    /// uftrace, a library that also imports that name through its own PLT counts only when
+    /// the lookup lands on its definition ([`landing`]).
     pub fn library_of(&mut self, session: Option<usize>, func: FuncId) -> Option<String> {
         let sidx = session?;
         if let Some(v) = self.libname_cache.get(&(sidx, func)) {
@@ -468,27 +469,23 @@ impl<'d> Symbolizer<'d> {
                 continue;
             };
             let mode = self.mode;
-            let names = self.module_names.entry(m).or_insert_with(|| {
-                self.modules[m]
-                    .syms
-                    .iter()
-                    .map(|s| demangle::demangle(&s.name, mode))
-                    .collect()
+            let index = self.module_names.entry(m).or_insert_with(|| {
+                // Functions only, one per address and kind (the aliases a `.sym` file lists
+                // after the first are not in uftrace's table).
+                let mut prev = None;
+                let mut v: Vec<(String, bool)> = Vec::new();
+                for s in self.modules[m].syms.iter().filter(|s| s.is_function()) {
+                    if prev.replace((s.addr, s.kind)) != Some((s.addr, s.kind)) {
+                        v.push((demangle::demangle(&s.name, mode), s.is_plt()));
+                    }
+                }
+                v.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+                v
             });
-            let syms = &self.modules[m].syms;
-            // A definition counts unless the library also imports the very same symbol through
-            // its own PLT (then uftrace takes the import and finds no library).
-            let matches: Vec<&Symbol> = syms
-                .iter()
-                .zip(names.iter())
-                .filter(|(_, n)| **n == name)
-                .map(|(s, _)| s)
-                .collect();
-            let defined = matches.iter().any(|d| {
-                d.is_function()
-                    && !d.is_plt()
-                    && !matches.iter().any(|p| p.is_plt() && p.name == d.name)
-            });
+            // uftrace looks the name up by a binary search over the library's symbols sorted
+            // by name: among a library's own definition and its PLT import of the same name,
+            // the one the search lands on decides (an import: no library).
+            let defined = matches!(landing(index, &name), Some((_, false)));
             if defined {
                 found = Some(basename(&map.path).to_string());
                 break;
@@ -531,4 +528,19 @@ impl<'d> Symbolizer<'d> {
         }
         out
     }
+}
+
+/// The entry of `sorted` (stably sorted by name) that a binary search for `name` lands on,
+/// halving as C's `bsearch` does: the middle of [lo, hi) first.
+fn landing<'a>(sorted: &'a [(String, bool)], name: &str) -> Option<&'a (String, bool)> {
+    let (mut lo, mut hi) = (0, sorted.len());
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        match name.as_bytes().cmp(sorted[mid].0.as_bytes()) {
+            std::cmp::Ordering::Less => hi = mid,
+            std::cmp::Ordering::Greater => lo = mid + 1,
+            std::cmp::Ordering::Equal => return Some(&sorted[mid]),
+        }
+    }
+    None
 }
