@@ -174,11 +174,12 @@ pub unsafe extern "C" fn plt_entry(
         crate::log::fatal(b"PLT hook called for an unknown slot")
     };
     let tramp = exit_trampoline_addr();
+    let kind = regs.map_or(slot.kind(), |r| slot.kind().for_call(r));
     guarded(|td| {
         if td.vfork_child() {
             return;
         }
-        match slot.kind() {
+        match kind {
             plt::Kind::Hook | plt::Kind::Unwind | plt::Kind::Vfork => {
                 // SAFETY: the caller guarantees `parent_loc` is a live, aligned stack slot.
                 let parent_ip = unsafe { parent_loc.read() };
@@ -196,21 +197,22 @@ pub unsafe extern "C" fn plt_entry(
                     regs,
                     None,
                 );
-                if hook == Hook::Hijack && slot.kind() != plt::Kind::Unwind {
+                if hook == Hook::Hijack && kind != plt::Kind::Unwind {
                     // SAFETY: as above; the frame was pushed first.
                     unsafe { parent_loc.write(tramp) };
                 }
-                if slot.kind() == plt::Kind::Vfork {
+                if kind == plt::Kind::Vfork {
                     // Both processes return through the trampoline (see `thread::vfork`).
                     td.start_vfork();
                 }
             }
-            plt::Kind::Instant => td.instant(slot.entry(), regs),
             plt::Kind::Setjmp => td.setjmp(slot.entry(), regs),
             plt::Kind::Longjmp => td.longjmp(slot.entry(), regs),
+            // `for_call` made the loader's kinds `Hook` or `Instant`.
+            _ => td.instant(slot.entry(), regs),
         }
     });
-    if unbound && !matches!(slot.kind(), plt::Kind::Hook | plt::Kind::Vfork) {
+    if unbound && !matches!(kind, plt::Kind::Hook | plt::Kind::Vfork) {
         p.rearm_later(index);
         if let Some(td) = crate::lifecycle::existing() {
             td.want_rearm();

@@ -15,8 +15,9 @@
 //! at the stub.
 //!
 //! Special functions (runtime.md §6.15): the hooks themselves and the unwinder's helpers are
-//! not hooked; functions that return twice (`setjmp`) or that look at their caller (`dlopen`,
-//! `dlsym`) are recorded as a call of no duration without touching their return; `vfork` is
+//! not hooked; functions that return twice (`setjmp`) are recorded as a call of no duration without
+//! touching their return, and so are `dlopen` and `dlsym` when their result depends on their
+//! caller (a bare library name, `$ORIGIN`, `RTLD_NEXT`; see [`Kind::Dlopen`]); `vfork` is
 //! hooked as usual, and its child gets a state of its own while it shares the parent's memory
 //! (see `thread::vfork`). A slot of those called unbound is re-armed by the thread's next hook.
 //!
@@ -49,6 +50,60 @@ pub enum Kind {
     /// libstdc++'s PLT with `--nest-libcall`) returns only when no handler exists; its frame is
     /// closed where the exception lands, like the frames it unwinds.
     Unwind,
+    /// The loader's `dlopen` (file in the first argument) and `dlmopen` (in the second), and
+    /// `dlsym`/`dlvsym`: glibc looks at their return address to find the calling object
+    /// (search paths, `$ORIGIN`, `RTLD_NEXT`, `RTLD_DEFAULT`'s namespace). A call whose result
+    /// cannot depend on it (a path with a `/` and no `$`; a real handle) is a `Hook`; the
+    /// others are `Instant` ([`Kind::for_call`]).
+    Dlopen,
+    Dlmopen,
+    Dlsym,
+}
+
+impl Kind {
+    /// The kind of this call: a loader call whose caller cannot matter is hooked as usual.
+    #[inline]
+    pub fn for_call(self, regs: &crate::cpu::EntryRegs) -> Kind {
+        let free = match self {
+            Kind::Dlopen => path_is_caller_free(regs.rdi),
+            Kind::Dlmopen => path_is_caller_free(regs.rsi),
+            // RTLD_DEFAULT (0) and RTLD_NEXT (-1) search from the caller.
+            Kind::Dlsym => regs.rdi != 0 && regs.rdi != usize::MAX,
+            k => return k,
+        };
+        if free {
+            Kind::Hook
+        } else {
+            Kind::Instant
+        }
+    }
+}
+
+/// Whether the `dlopen` file name at `ptr` means the same file whoever calls: a path (with a
+/// `/`) without `$` substitutions, read within 4 KiB (a longer one counts as caller-bound).
+fn path_is_caller_free(ptr: usize) -> bool {
+    let mut buf = [0u8; 256];
+    let mut at = ptr;
+    let mut slash = false;
+    for _ in 0..16 {
+        let n = crate::sys::read_self(at, &mut buf);
+        let Some(chunk) = buf.get(..n) else {
+            return false;
+        };
+        for &b in chunk {
+            match b {
+                0 => return slash,
+                b'$' => return false,
+                b'/' => slash = true,
+                _ => {}
+            }
+        }
+        if n < buf.len() {
+            return false;
+        }
+        at += n;
+    }
+    false
 }
 
 /// One hooked GOT slot. `#[repr(C)]` with `fast` and `entry` first: the PLT hook's fast path
@@ -89,6 +144,9 @@ impl Slot {
             3 => Kind::Setjmp,
             4 => Kind::Longjmp,
             5 => Kind::Unwind,
+            6 => Kind::Dlopen,
+            7 => Kind::Dlmopen,
+            8 => Kind::Dlsym,
             _ => Kind::Hook,
         }
     }
@@ -242,7 +300,9 @@ fn kind_of(name: &str) -> Option<Kind> {
         | "__gxx_personality_v0"
         | "_Unwind_Resume" => None,
         "_Unwind_RaiseException" => Some(Kind::Unwind),
-        "dlopen" | "dlmopen" | "dlsym" | "dlvsym" => Some(Kind::Instant),
+        "dlopen" => Some(Kind::Dlopen),
+        "dlmopen" => Some(Kind::Dlmopen),
+        "dlsym" | "dlvsym" => Some(Kind::Dlsym),
         // `vfork`'s child shares the parent's memory: it must not write on the parent's
         // state. (`fork` and `daemon` return in two tasks with memories of their own.)
         "vfork" => Some(Kind::Vfork),
@@ -520,7 +580,8 @@ mod tests {
         assert_eq!(kind_of("__cxa_throw"), None);
         assert_eq!(kind_of("_setjmp"), Some(Kind::Setjmp));
         assert_eq!(kind_of("siglongjmp"), Some(Kind::Longjmp));
-        assert_eq!(kind_of("dlopen"), Some(Kind::Instant));
+        assert_eq!(kind_of("dlopen"), Some(Kind::Dlopen));
+        assert_eq!(kind_of("dlvsym"), Some(Kind::Dlsym));
         assert_eq!(kind_of("vfork"), Some(Kind::Vfork));
         assert_eq!(kind_of("__longjmp_chk"), Some(Kind::Longjmp));
         assert_eq!(kind_of("__sigsetjmp"), Some(Kind::Setjmp));

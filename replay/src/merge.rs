@@ -322,8 +322,10 @@ impl<'d> Merge<'d> {
         };
         let session = self.session_of(ti);
         let sym = &mut self.sym;
+        // At the record's time: a function of a library `dlopen` loaded by then is named too.
+        let time = h.raw.time;
         let mut lookup = |addr: u64| {
-            let id = sym.resolve(session, 0, addr);
+            let id = sym.resolve(session, time, addr);
             let fi = sym.func(id);
             fi.known.then(|| fi.name.clone())
         };

@@ -104,6 +104,8 @@ struct Raw<'d, 'w> {
     offset: u64,
     /// Session of the record being shown (to name pointer values).
     session: Option<usize>,
+    /// Time of the record whose payload is shown (pointers name what was loaded then).
+    time: u64,
     /// The line being written (one `write_all` per record).
     line: Vec<u8>,
     warnings: Vec<String>,
@@ -128,6 +130,7 @@ pub fn dump(
         decided: HashMap::new(),
         offset: 0,
         session: None,
+        time: 0,
         line: Vec::with_capacity(256),
         warnings: Vec::new(),
     };
@@ -516,6 +519,7 @@ impl Raw<'_, '_> {
         let ret = r.kind == RecordKind::Exit;
         let items = payload_items(spec, ret);
         let len = unpadded_len(&items, data);
+        self.time = r.time;
         self.prefix(tid, r.time)?;
         let what = if ret { "retval" } else { "args " };
         writeln!(self.out, "[{what}] length = {len}")?;
@@ -572,10 +576,10 @@ impl Raw<'_, '_> {
             }
             ArgFormat::Pointer => {
                 let v = int(item.size);
-                let id = self.sym.resolve(self.session, 0, v);
+                let id = self.sym.resolve(self.session, self.time, v);
                 let f = self.sym.func(id);
                 if v != 0 && f.known {
-                    writeln!(out, "  {label} p: &{}", f.name)?;
+                    writeln!(out, "  {label} p: {v:x} (&{})", f.name)?;
                 } else if v == 0 {
                     writeln!(out, "  {label} p: (nil)")?;
                 } else {
