@@ -93,6 +93,8 @@ pub struct Config {
     pub no_libcall: bool,
     pub no_event: bool,
     pub no_sched: bool,
+    /// Tracing starts off (`replay --disable`): a `trace_on` trigger turns it on.
+    pub start_disabled: bool,
     pub match_type: MatchType,
     pub demangle: Demangle,
     pub kernel: KernelView,

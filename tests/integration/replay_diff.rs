@@ -110,6 +110,22 @@ fn family(name: &str, f: &Funcs, last_tid: &str) -> Vec<Case> {
             case(&["-T", &fmt("{}@notrace", f.leaf)], MAIN),
             case(&["-T", &fmt("{}@hide", f.mid)], MAIN),
             case(&["-T", &fmt("{}@caller", f.leaf)], MAIN),
+            // `--disable`: nothing before a trace_on trigger, which keeps the real depth;
+            // the other spellings of the actions; the header even when nothing shows.
+            case(&["--disable", "-T", &fmt("{}@trace_on", f.mid)], START),
+            case(&["--disable", "-T", &fmt("{}@trace-on", f.mid)], START),
+            case(
+                &[
+                    "--disable",
+                    "-T",
+                    &fmt("{}@traceon", f.outer),
+                    "-T",
+                    &fmt("{}@traceoff", f.mid),
+                ],
+                START,
+            ),
+            case(&["--disable"], How::Whole),
+            case(&["-F", f.mid, "-N", f.mid], How::Whole),
         ],
         "fields" => vec![
             case(&["-f", "none"], MAIN),

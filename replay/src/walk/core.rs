@@ -224,7 +224,9 @@ impl<'d> Core<'d> {
             merge.set_range(range.0, range.1);
             merge.restart();
         }
-        let no_filters = (merge.filters.is_empty() && !merge.filters.no_libcall) || !policy.filters;
+        let no_filters =
+            (merge.filters.is_empty() && !merge.filters.no_libcall && !cfg.start_disabled)
+                || !policy.filters;
         let plain = no_filters
             && cfg.depth.is_none()
             && (!cfg.no_libcall || policy.libcall == Libcall::Ignored)
@@ -257,7 +259,7 @@ impl<'d> Core<'d> {
             merge,
             tasks,
             policy,
-            enabled: true,
+            enabled: !(cfg.start_disabled && policy.triggers),
             setjmp: 0,
             pending: None,
             fixups: Vec::new(),

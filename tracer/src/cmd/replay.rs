@@ -17,7 +17,10 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
 /// `default.opts`); `live` calls this after recording.
 pub fn show(dir: &TraceDir, inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> {
     let inv = inv.with_default_opts(dir.default_opts.as_deref(), notices)?;
-    let cfg = config::analysis_config(&inv, notices)?;
+    let mut cfg = config::analysis_config(&inv, notices)?;
+    // `--disable` (replay only, as in uftrace; `--trace=off` is its newer spelling): nothing
+    // shows before a trace_on trigger.
+    cfg.start_disabled = inv.args.filter.disable || inv.args.filter.trace.as_deref() == Some("off");
     let opts = config::replay_options(&inv, &cfg, notices)?;
     notices.flush();
 

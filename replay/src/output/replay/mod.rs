@@ -121,7 +121,9 @@ impl<'d, 'w> Engine<'d, 'w> {
         let ppids = parent_tasks(dir);
         let tasks = (0..dir.data.len())
             .map(|i| Layout {
-                display_depth_set: cfg.time_range.is_none_or(|r| r.start.is_none()),
+                // Shown calls keep their real depth after a range start or `--disable`.
+                display_depth_set: cfg.time_range.is_none_or(|r| r.start.is_none())
+                    && !cfg.start_disabled,
                 ppid_task: ppids[i],
                 ..Layout::default()
             })
@@ -151,6 +153,9 @@ impl<'d, 'w> Engine<'d, 'w> {
                 self.flush_extern(step_time(&step))?;
             }
             self.layout.step(&step);
+            if matches!(step, Step::Entry(_) | Step::Exit(_)) {
+                self.printer.record_seen()?;
+            }
             match step {
                 Step::Event { .. } if self.cfg.no_event => continue,
                 Step::Event { task, head } => self.event(task, &head)?,

@@ -151,7 +151,13 @@ impl<'w> ReplayPrinter<'w> {
         writeln!(self.out, "{h}")
     }
 
-    /// Ends the output: an empty result is a single empty line.
+    /// A record of a task shown was read, though it printed nothing (yet): as uftrace, the
+    /// output has its header even when the filters hide every line.
+    pub fn record_seen(&mut self) -> io::Result<()> {
+        self.header()
+    }
+
+    /// Ends the output: an empty result (no record read) is a single empty line.
     pub fn finish(&mut self) -> io::Result<()> {
         self.flush_lines()?;
         if !self.header_done && (!self.opts.fields.is_empty() || self.opts.flat) {
