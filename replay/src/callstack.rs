@@ -33,6 +33,9 @@ const NORECORD: u8 = 4;
 const EXEC: u8 = 8;
 /// A shown entry of the longjmp family, not yet applied.
 const LONGJMP: u8 = 16;
+/// Hidden by `-Z`/`size=`: as if not recorded, its time is its parent's own (only its shown
+/// callees count as the parent's children).
+const SMALL: u8 = 32;
 
 /// One slot of a task's call stack.
 #[derive(Debug, Clone, Copy, Default)]
@@ -51,6 +54,8 @@ pub struct Frame {
     flags: u8,
     /// `-D` depth to restore at the exit.
     orig_depth: i64,
+    /// `-Z` size limit to restore at the exit.
+    orig_size: u32,
 }
 
 /// A call closed by an exit record (or at the end of the data).
@@ -86,6 +91,9 @@ pub struct TaskStack {
     out_count: i64,
     depth: i64,
     default_depth: i64,
+    /// Functions smaller than this are hidden (`-Z`, or a `size=` trigger above).
+    size: u32,
+    default_size: u32,
 }
 
 impl TaskStack {
@@ -101,7 +109,16 @@ impl TaskStack {
             out_count: 0,
             depth: default_depth,
             default_depth,
+            size: 0,
+            default_size: 0,
         }
+    }
+
+    /// `-Z`: functions smaller than `size` bytes are hidden (their callees shown in their
+    /// place).
+    pub fn set_size_limit(&mut self, size: u32) {
+        self.size = size;
+        self.default_size = size;
     }
 
     /// The slot `i`, created (never entered) when the stack has not been that deep yet.
@@ -110,6 +127,7 @@ impl TaskStack {
         if self.frames.len() <= i {
             let fresh = Frame {
                 orig_depth: self.default_depth,
+                orig_size: self.default_size,
                 ..Frame::default()
             };
             self.frames.resize(i + 1, fresh);
@@ -161,6 +179,12 @@ impl TaskStack {
     #[inline]
     pub fn depth_left(&self) -> i64 {
         self.depth
+    }
+
+    /// The size below which functions are hidden here (`-Z`, `size=`; 0: none).
+    #[inline]
+    pub fn size_limit(&self) -> u32 {
+        self.size
     }
 
     /// The `-D` depth an `-F` function starts with.
@@ -256,9 +280,10 @@ impl TaskStack {
             total,
             child: f.child,
         };
+        let counted = if f.flags & SMALL != 0 { f.child } else { total };
         if i > 0 {
             let p = &mut self.frames[i - 1];
-            p.child = p.child.wrapping_add(total);
+            p.child = p.child.wrapping_add(counted);
         }
         Some(closed)
     }
@@ -327,10 +352,12 @@ impl TaskStack {
     ) -> Verdict {
         let i = self.count.saturating_sub(1);
         let orig = self.depth;
+        let orig_size = self.size;
         let default_depth = self.default_depth;
         let (in_count, out_count) = (self.in_count, self.out_count);
         let f = self.frame(i);
         f.orig_depth = orig;
+        f.orig_size = orig_size;
         f.flags = 0;
         if out_count > 0 {
             f.flags = NORECORD;
@@ -356,6 +383,14 @@ impl TaskStack {
         }
         if hide {
             self.frames[i].flags |= NORECORD;
+            return Verdict::Hidden;
+        }
+        // A `size=` trigger's limit holds for its function too.
+        if let Some(z) = ff.actions.size {
+            self.size = u32::try_from(z).unwrap_or(u32::MAX);
+        }
+        if ff.size < self.size {
+            self.frames[i].flags |= NORECORD | SMALL;
             return Verdict::Hidden;
         }
         if let Some(d) = ff.actions.depth {
@@ -393,6 +428,7 @@ impl TaskStack {
         }
         self.frames[i].flags = 0;
         self.depth = f.orig_depth;
+        self.size = f.orig_size;
         f.flags & NORECORD == 0
     }
 
@@ -429,6 +465,7 @@ impl TaskStack {
         self.in_count = 0;
         self.out_count = 0;
         self.depth = self.default_depth;
+        self.size = self.default_size;
     }
 
     /// After a longjmp: the stack goes back to `level` open calls (the level of the setjmp).

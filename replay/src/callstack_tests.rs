@@ -220,3 +220,44 @@ fn fast_path_pairs_like_consume() {
     let cb = b.pop(&rec(EXIT, 9, 0, 1));
     assert_eq!((ca, cb.child), (cb, 3));
 }
+
+/// `-Z 30`: a 20-byte function is hidden and its time is its caller's own, while its 40-byte
+/// callee is shown and counts as the caller's child; a `size=10` trigger lets a 20-byte
+/// function through, itself included, until it returns.
+#[test]
+fn size_limit_hides_small_functions_as_if_not_recorded() {
+    let mut s = TaskStack::new(None);
+    s.set_size_limit(30);
+    let big = FuncFilter {
+        size: 40,
+        ..FuncFilter::default()
+    };
+    let small = FuncFilter {
+        size: 20,
+        ..FuncFilter::default()
+    };
+    assert!(enter(&mut s, 0, 0, 1, &big));
+    assert!(!enter(&mut s, 10, 1, 2, &small));
+    assert!(enter(&mut s, 12, 2, 3, &big));
+    assert!(leave(&mut s, 15, 2, 3).1);
+    let (hidden, shown) = leave(&mut s, 20, 1, 2);
+    assert!(!shown);
+    assert_eq!((hidden.total, hidden.child), (10, 3));
+    let (main, _) = leave(&mut s, 30, 0, 1);
+    // Only the shown callee (3) is main's child time: the hidden call's other 7 are main's.
+    assert_eq!((main.total, main.child), (30, 3));
+
+    let trigger = FuncFilter {
+        size: 20,
+        actions: Actions {
+            size: Some(10),
+            ..Actions::default()
+        },
+        ..FuncFilter::default()
+    };
+    assert!(enter(&mut s, 40, 0, 4, &trigger));
+    assert!(enter(&mut s, 41, 1, 2, &small));
+    assert!(leave(&mut s, 42, 1, 2).1);
+    assert!(leave(&mut s, 43, 0, 4).1);
+    assert!(!enter(&mut s, 50, 0, 2, &small));
+}

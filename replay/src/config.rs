@@ -95,6 +95,8 @@ pub struct Config {
     pub no_sched: bool,
     /// Tracing starts off (`replay --disable`): a `trace_on` trigger turns it on.
     pub start_disabled: bool,
+    /// `-Z`: functions smaller than this many bytes are hidden.
+    pub size_filter: Option<u32>,
     pub match_type: MatchType,
     pub demangle: Demangle,
     pub kernel: KernelView,

@@ -62,13 +62,29 @@ pub fn parse_trigger(spec: &str, ty: MatchType, notices: &mut Vec<String>) -> (P
 }
 
 /// Everything the filters decide about one function.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct FuncFilter {
     pub filter: bool,
     pub notrace: bool,
     pub hide: bool,
     pub caller: bool,
     pub actions: Actions,
+    /// The function's size in bytes, for `-Z` and `size=` (`u32::MAX` when unknown: never
+    /// smaller than a limit).
+    pub size: u32,
+}
+
+impl Default for FuncFilter {
+    fn default() -> Self {
+        FuncFilter {
+            filter: false,
+            notrace: false,
+            hide: false,
+            caller: false,
+            actions: Actions::default(),
+            size: u32::MAX,
+        }
+    }
 }
 
 /// The compiled filters of a command.
@@ -146,6 +162,11 @@ impl Filters {
             hide: any(&self.hide) || (self.no_libcall && f.is_plt),
             caller: any(&self.caller),
             actions: Actions::default(),
+            size: if f.known {
+                u32::try_from(f.size).unwrap_or(u32::MAX)
+            } else {
+                u32::MAX
+            },
         };
         for (p, a, _) in &self.triggers {
             if p.matches(f) {

@@ -225,6 +225,16 @@ pub fn analysis_config(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
         // -C shows call paths only; scheduling events would break them up.
         no_sched: filter.no_sched || !filter.caller.is_empty(),
         start_disabled: false,
+        size_filter: filter
+            .size_filter
+            .as_deref()
+            .and_then(|z| match z.trim().parse::<u32>() {
+                Ok(n) if n > 0 => Some(n),
+                _ => {
+                    notices.usage("--size-filter should be positive");
+                    None
+                }
+            }),
         match_type: common
             .match_type
             .as_deref()

@@ -224,9 +224,11 @@ impl<'d> Core<'d> {
             merge.set_range(range.0, range.1);
             merge.restart();
         }
-        let no_filters =
-            (merge.filters.is_empty() && !merge.filters.no_libcall && !cfg.start_disabled)
-                || !policy.filters;
+        let no_filters = (merge.filters.is_empty()
+            && !merge.filters.no_libcall
+            && !cfg.start_disabled
+            && cfg.size_filter.is_none())
+            || !policy.filters;
         let plain = no_filters
             && cfg.depth.is_none()
             && (!cfg.no_libcall || policy.libcall == Libcall::Ignored)
@@ -235,7 +237,11 @@ impl<'d> Core<'d> {
             .data
             .iter()
             .map(|d| TaskCore {
-                stack: TaskStack::new(cfg.depth),
+                stack: {
+                    let mut s = TaskStack::new(cfg.depth);
+                    s.set_size_limit(cfg.size_filter.unwrap_or(0));
+                    s
+                },
                 pid: pid_of(dir, d.tid),
                 allowed: cfg.tids.is_empty() || cfg.tids.contains(&d.tid),
                 first_time: 0,

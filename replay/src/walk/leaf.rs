@@ -139,7 +139,11 @@ impl Core<'_> {
         } else if has_filter && !s.inside_filter() {
             return true;
         }
-        if ff.hide {
+        let size_limit = ff
+            .actions
+            .size
+            .map_or(s.size_limit(), |z| u32::try_from(z).unwrap_or(u32::MAX));
+        if ff.hide || ff.size < size_limit {
             return true;
         }
         if ff.actions.depth.is_some() || ff.actions.trace_on {

@@ -346,7 +346,8 @@ pub(super) fn has_filter(cfg: &Config) -> bool {
         && cfg.notrace.is_empty()
         && cfg.hide.is_empty()
         && cfg.caller.is_empty()
-        && cfg.triggers.is_empty())
+        && cfg.triggers.is_empty()
+        && cfg.size_filter.is_none())
 }
 
 /// The graphs of `dir`'s sessions, newest first, with nothing-to-show ones left out.
