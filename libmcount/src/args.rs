@@ -17,7 +17,7 @@ use crate::cpu::{EntryRegs, ExitRegs};
 use crate::frame_flags::{RETVAL, RET_FP, RET_INT};
 use core::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use record_format::argbind::{self, SpecEntry};
-use record_format::argspec::{ArgFormat, ArgItem, ItemKind, Location, MAX_STR};
+use record_format::argspec::{self, ArgFormat, ArgItem, ItemKind, Location, Register, MAX_STR};
 use record_format::dbg::DbgFile;
 use record_format::demangle::{demangle, Demangle};
 use record_format::maps::MapEntry;
@@ -147,8 +147,12 @@ impl FuncArgs {
 
     fn new(args: Vec<ArgItem>, ret: Option<ArgItem>) -> FuncArgs {
         FuncArgs {
-            plan: args.iter().map(Cap::of).collect(),
-            ret_plan: ret.as_ref().map(Cap::of),
+            plan: args
+                .iter()
+                .zip(argspec::locations(&args))
+                .map(|(item, loc)| Cap::of(item, loc))
+                .collect(),
+            ret_plan: ret.as_ref().map(|r| Cap::of(r, Some(Location::Return))),
             args_max: align(args.iter().map(ArgItem::max_len).sum::<usize>(), 8),
             ret_max: align(ret.as_ref().map_or(0, ArgItem::max_len), 8),
             args,
@@ -177,9 +181,10 @@ struct Cap {
 }
 
 impl Cap {
-    fn of(item: &ArgItem) -> Cap {
+    /// The plan of `item`, read at `loc` ([`argspec::locations`]).
+    fn of(item: &ArgItem, loc: Option<Location>) -> Cap {
         Cap {
-            loc: item.location(),
+            loc,
             form: match item.format {
                 ArgFormat::Str => Form::Str,
                 ArgFormat::StdString => Form::StdStr,
@@ -507,12 +512,35 @@ fn int_reg(regs: &EntryRegs, r: u8) -> u64 {
     }) as u64
 }
 
+/// The 16 bytes of `xmm{x}` as two words (low first).
+#[inline]
+fn xmm_words(regs: &EntryRegs, x: u8) -> (u64, u64) {
+    let b = regs.xmm[x as usize % 8];
+    (
+        u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8])),
+        u64::from_le_bytes(b[8..].try_into().unwrap_or([0; 8])),
+    )
+}
+
+/// The first 8 bytes of register `r`.
+#[inline]
+fn reg_word(regs: &EntryRegs, r: Register) -> u64 {
+    match r {
+        Register::Int(i) => int_reg(regs, i),
+        Register::Xmm(x) => xmm_words(regs, x).0,
+    }
+}
+
 /// The 8-byte word `k` words above the return slot (the caller's stack; `k` ≥ 1), read
-/// directly when it lies in the stack page of the slot, else through `read_self`.
+/// directly when it lies in the stack page of the slot, else through `read_self` (zero when
+/// unreadable).
 #[inline]
 fn stack_word(parent_loc: usize, k: u32) -> u64 {
+    if parent_loc == 0 {
+        return 0;
+    }
     let addr = parent_loc.wrapping_add(8 * k as usize);
-    if parent_loc != 0 && addr / crate::sys::PAGE_SIZE == parent_loc / crate::sys::PAGE_SIZE {
+    if addr > parent_loc && addr / crate::sys::PAGE_SIZE == parent_loc / crate::sys::PAGE_SIZE {
         // SAFETY: `parent_loc` is a live return slot on this thread's stack, so its page is
         // mapped; `addr` is an aligned word of the same page.
         return unsafe { (addr as *const u64).read() };
@@ -523,7 +551,8 @@ fn stack_word(parent_loc: usize, k: u32) -> u64 {
 }
 
 /// Writes one item whose first two register/stack words are `lo`, `hi` (the `xmm` bytes for
-/// floats).
+/// floats, the 10 bytes of a long double); a struct found in memory is copied from
+/// `struct_at` (zeros where unreadable).
 fn put_item(p: &mut Payload, cap: &Cap, lo: u64, hi: u64, struct_at: Option<usize>) {
     match cap.form {
         Form::Int => p.int(lo, cap.size),
@@ -556,7 +585,9 @@ fn put_item(p: &mut Payload, cap: &Cap, lo: u64, hi: u64, struct_at: Option<usiz
                     while done < n {
                         let k = (n - done).min(chunk.len());
                         chunk[..k].fill(0);
-                        crate::sys::read_self(addr + done, &mut chunk[..k]);
+                        if addr != 0 {
+                            crate::sys::read_self(addr.wrapping_add(done), &mut chunk[..k]);
+                        }
                         p.put(&chunk[..k]);
                         done += k;
                     }
@@ -579,26 +610,25 @@ fn put_item(p: &mut Payload, cap: &Cap, lo: u64, hi: u64, struct_at: Option<usiz
 pub fn entry_payload(f: &FuncArgs, regs: &EntryRegs, parent_loc: usize, out: &mut [u8]) -> usize {
     let mut p = Payload { out, len: 0 };
     for cap in &f.plan {
-        let xmm = |x: u8| {
-            let b = regs.xmm[x as usize % 8];
-            (
-                u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8])),
-                u64::from_le_bytes(b[8..].try_into().unwrap_or([0; 8])),
-            )
-        };
         let (lo, hi) = match cap.loc {
             Some(Location::Reg(r)) => (int_reg(regs, r), 0),
-            Some(Location::RegPair(a, b)) => (int_reg(regs, a), int_reg(regs, b)),
-            Some(Location::Xmm(x)) => xmm(x),
-            Some(Location::Stack(k)) => (stack_word(parent_loc, k), stack_word(parent_loc, k + 1)),
+            Some(Location::RegPair(a, b)) => (reg_word(regs, a), reg_word(regs, b)),
+            Some(Location::Xmm(x)) => xmm_words(regs, x),
+            Some(Location::Stack(k)) => (
+                stack_word(parent_loc, k),
+                stack_word(parent_loc, k.saturating_add(1)),
+            ),
             Some(Location::Return) | None => (0, 0),
         };
-        // A struct too large for registers is copied from the stack.
         let struct_at = match (cap.form, cap.loc) {
-            (Form::Struct, Some(Location::Stack(k))) => {
+            // In memory on the caller's stack.
+            (Form::Struct, Some(Location::Stack(k))) if parent_loc != 0 => {
                 Some(parent_loc.wrapping_add(8 * k as usize))
             }
-            (Form::Struct, None) if cap.size > 16 => Some(parent_loc + 8),
+            (Form::Struct, Some(Location::Stack(_))) => Some(0),
+            // Larger than the register: passed by invisible reference, the register holds
+            // the address.
+            (Form::Struct, Some(Location::Reg(_))) if cap.size > 8 => Some(lo as usize),
             _ => None,
         };
         put_item(&mut p, cap, lo, hi, struct_at);
@@ -615,6 +645,14 @@ pub fn exit_payload(f: &FuncArgs, regs: &ExitRegs, out: &mut [u8]) -> usize {
         return 0;
     };
     let (lo, hi) = match cap.form {
+        // A long double is returned in x87 st(0), read only for such a spec.
+        Form::Float if cap.size == 10 => {
+            let b = crate::cpu::read_st0().unwrap_or([0; 10]);
+            (
+                u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8])),
+                u64::from(u16::from_le_bytes([b[8], b[9]])),
+            )
+        }
         Form::Float => (
             u64::from_le_bytes(regs.xmm0[..8].try_into().unwrap_or([0; 8])),
             u64::from_le_bytes(regs.xmm0[8..].try_into().unwrap_or([0; 8])),
@@ -729,6 +767,117 @@ mod tests {
             assert_eq!(n, 8, "{w}");
             assert_eq!(decode_payload(&[&it], &buf[..n]).unwrap()[0], want, "{w}");
         }
+    }
+
+    /// Every kind of location: registers by name, pairs of any registers, stack words,
+    /// long doubles on the stack, structs in memory and behind an invisible reference.
+    #[test]
+    fn locations_are_read_where_the_spec_says() {
+        let big: [u64; 3] = [100, 200, 300];
+        // The caller's stack above a return slot: [slot, 7, 8, long double 1.5 (2 words),
+        // long double 4.0 (2 words), big (3 words)].
+        let f80 = |v: u64, e: u16| [v, u64::from(e)];
+        let mut stack = vec![0xdead_u64, 7, 8];
+        stack.extend(f80(0xC000_0000_0000_0000, 16383));
+        stack.extend(f80(0x8000_0000_0000_0000, 16385));
+        stack.extend(big);
+        let parent_loc = stack.as_ptr() as usize;
+        let mut r = regs();
+        r.rdx = 3;
+        r.rcx = 4;
+        r.rdi = big.as_ptr() as usize;
+        let specs = [
+            "arg1/t24:big%RDI",
+            "arg2%stack1",
+            "arg3/i32%stack+2",
+            "arg4%RCX",
+            "arg5%Rdx",
+            "fparg1/80%stack+3",
+            "fparg2/80",
+            "fparg3%XMM0",
+            "arg6/t16:ld%RDX+XMM0",
+            "arg7/t16:dl%xmm0+rcx",
+            "arg8/t12:ff%XMM1+XMM0",
+            "arg9/t16:ll%rdx+rcx",
+            "arg10/t24:big%stack+7",
+            "arg11/t8:small%RDX",
+        ];
+        let items: Vec<ArgItem> = specs.iter().map(|w| item(w)).collect();
+        let f = FuncArgs::new(items.clone(), None);
+        let mut buf = [0u8; MAX_PAYLOAD + 8];
+        let n = entry_payload(&f, &r, parent_loc, &mut buf);
+        let refs: Vec<&ArgItem> = items.iter().collect();
+        let v = decode_payload(&refs, &buf[..n]).unwrap();
+        let bytes = |words: &[u64], n: usize| {
+            let b: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            ArgValue::Bytes(b[..n].to_vec())
+        };
+        let x0 = u64::from_le_bytes(r.xmm[0][..8].try_into().unwrap());
+        let x1 = u64::from_le_bytes(r.xmm[1][..8].try_into().unwrap());
+        assert_eq!(v[0], bytes(&big, 24));
+        assert_eq!(v[1], ArgValue::Int { raw: 7, size: 8 });
+        assert_eq!(v[2], ArgValue::Int { raw: 8, size: 4 });
+        assert_eq!(v[3], ArgValue::Int { raw: 4, size: 8 });
+        assert_eq!(v[4], ArgValue::Int { raw: 3, size: 8 });
+        assert_eq!(v[5], ArgValue::LongDouble(1.5));
+        // The second long double of the spec: stack words 5 and 6 by default.
+        assert_eq!(v[6], ArgValue::LongDouble(4.0));
+        assert_eq!(v[7], ArgValue::Float(2.5));
+        assert_eq!(v[8], bytes(&[3, x0], 16));
+        assert_eq!(v[9], bytes(&[x0, 4], 16));
+        assert_eq!(v[10], bytes(&[x1, x0], 12));
+        assert_eq!(v[11], bytes(&[3, 4], 16));
+        assert_eq!(v[12], bytes(&big, 24));
+        assert_eq!(v[13], bytes(&[3], 8));
+        // An unreadable address and no stack (a `-finstrument-functions` hook): zeros.
+        r.rdi = 0xdead_0000;
+        let n = entry_payload(&f, &r, 0, &mut buf);
+        let v = decode_payload(&refs, &buf[..n]).unwrap();
+        assert_eq!(v[0], ArgValue::Bytes(vec![0; 24]));
+        assert_eq!(v[1], ArgValue::Int { raw: 0, size: 8 });
+        assert_eq!(v[5], ArgValue::LongDouble(0.0));
+        assert_eq!(v[12], ArgValue::Bytes(vec![0; 24]));
+    }
+
+    /// `retval/f80` copies x87 st(0) and leaves the x87 stack and flags as they were; with
+    /// st(0) empty (a wrong spec) it records zero and raises nothing.
+    #[test]
+    fn long_double_return_values() {
+        let regs = ExitRegs {
+            rax: 42,
+            rdx: 0,
+            xmm0: [0; 16],
+            xmm1: [0; 16],
+        };
+        let it = item("retval/f80");
+        let f = FuncArgs::new(Vec::new(), Some(it.clone()));
+        assert_eq!(f.ret_flags(), RETVAL);
+        let mut buf = [0u8; MAX_PAYLOAD + 8];
+        let mut six = [0u8; 10];
+        six[..8].copy_from_slice(&0xC000_0000_0000_0000u64.to_le_bytes());
+        six[8..].copy_from_slice(&16385u16.to_le_bytes());
+        // SAFETY: `six` is 10 readable bytes; the pop below balances the push.
+        unsafe { crate::arch::test_push_st0(&six) };
+        let n = exit_payload(&f, &regs, &mut buf);
+        let again = crate::cpu::read_st0();
+        // SAFETY: st(0) holds the value pushed above.
+        let flags = unsafe { crate::arch::test_pop_st0() };
+        assert_eq!(flags, 0);
+        assert_eq!(again, Some(six));
+        assert_eq!(n, 16);
+        assert_eq!(&buf[..10], &six);
+        assert_eq!(
+            decode_payload(&[&it], &buf[..n]).unwrap()[0],
+            ArgValue::LongDouble(6.0)
+        );
+        assert_eq!(crate::arch::test_x87_exceptions(), 0);
+        assert_eq!(crate::cpu::read_st0(), None);
+        let n = exit_payload(&f, &regs, &mut buf);
+        assert_eq!(
+            decode_payload(&[&it], &buf[..n]).unwrap()[0],
+            ArgValue::LongDouble(0.0)
+        );
+        assert_eq!(crate::arch::test_x87_exceptions(), 0);
     }
 
     #[test]
