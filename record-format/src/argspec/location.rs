@@ -158,11 +158,15 @@ impl ArgItem {
 /// - `fpargN` other than `/80`: `xmm(N-1-L)`, where L counts the `/80` items of the spec
 ///   with a smaller N (a long double takes no SSE register); past `xmm7`, the stack;
 /// - stack words go out in spec order. `argN` with N > 6 is word `N-6` plus the words that
-///   earlier non-integer stack items took; `fpargN/80` takes two words from the next free one
-///   aligned to 16 bytes (an odd word number), so `ldmul(long double, long double)` has
-///   `fparg1/80` at `%stack+1` and `fparg2/80` at `%stack+3`; a double past `xmm7` takes the
-///   next free word, a struct `/tN` of more than 16 bytes the next N/8 (rounded up).
-///   Explicit `%stack+N` items take their words too, so a default after them follows them.
+///   earlier non-integer stack items took; `fpargN/80` (any `f80` item) takes two words from
+///   the next free one aligned to 16 bytes (an odd word number), so `ldmul(long double, long
+///   double)` has `fparg1/80` at `%stack+1` and `fparg2/80` at `%stack+3`; a double past
+///   `xmm7` takes the next free word, a struct `/tN` of more than 16 bytes the next N/8
+///   (rounded up). Explicit `%stack+N` items take their words too, so a default after them
+///   follows them.
+///
+/// uftrace 0.13 reads no stack word for a long double without a location (it records 0) and
+/// keeps `xmm(N-1)` for a double after one.
 pub fn locations(items: &[ArgItem]) -> Vec<Option<Location>> {
     let mut stack = StackWords { next: 1, extra: 0 };
     items
@@ -178,12 +182,11 @@ pub fn locations(items: &[ArgItem]) -> Vec<Option<Location>> {
                 Some(l) => Some(l),
                 None => Some(match it.slot {
                     ArgSlot::Retval => Location::Return,
+                    // A long double is in memory whichever way it is numbered (`arg1/f80`).
+                    _ if it.is_long_double() => stack.take(stack.next | 1, 2, false),
                     ArgSlot::Arg(n @ 1..=6) if !in_memory => Location::Reg((n - 1) as u8),
                     ArgSlot::Arg(_) if in_memory => stack.take(stack.next, words, false),
                     ArgSlot::Arg(n) => stack.take((n - 6).saturating_add(stack.extra), words, true),
-                    ArgSlot::FpArg(_) if it.is_long_double() => {
-                        stack.take(stack.next | 1, 2, false)
-                    }
                     ArgSlot::FpArg(n) => {
                         let before = items
                             .iter()
@@ -323,6 +326,7 @@ mod tests {
         assert_eq!(locs("arg8,arg7"), [Stack(2), Stack(1)]);
         // ldmul(long double, long double)
         assert_eq!(locs("fparg1/80,fparg2/80"), [Stack(1), Stack(3)]);
+        assert_eq!(locs("arg1/f80,arg2"), [Stack(1), Reg(1)]);
         // ld_after(7 longs, long double): aligned past the seventh.
         assert_eq!(locs("arg1,arg7,fparg1/80"), [Reg(0), Stack(1), Stack(3)]);
         // ld_mixed(int, long double, double, long double): the double is in xmm0.
