@@ -16,7 +16,7 @@ use crate::util::{self, Mode};
 /// stack and one behind a pointer in a register.
 const EXPLICIT: &[&str] = &[
     "-A",
-    "many@arg1%RDI,arg2%Rsi,arg3%rcx,arg4%R8,arg5%r9,arg7%stack1,arg8%stack+2",
+    "many@arg1%RDI,arg2%Rsi,arg3%rcx,arg4%R8,arg5%r9,arg6%RDX,arg7%stack1,arg8%stack+2",
     "-A",
     "many_int@arg1/i32%rdi,arg7/i32%stack+1,arg8/i32%stack2,arg9/i32%stack+3",
     "-R",
@@ -119,7 +119,7 @@ const RIGHT: &[(&[&str], &[&str])] = &[
     (
         EXPLICIT,
         &[
-            "many(1, 2, 4, 5, 6, 7, 8);",
+            "many(1, 2, 4, 5, 6, 3, 7, 8);",
             "many_int(-1, -7, -8, -9) = -45;",
             "ldmul(1.500000, 4.000000) = 6.000000;",
             "ld_after(1, 7, 2.750000) = 30.750000;",
