@@ -1,12 +1,13 @@
 //! What the handlers need from the machine, below every other module: the register areas the
 //! trampolines save for them ([`EntryRegs`], [`ExitRegs`]), the thread pointer slot
-//! ([`tls_get`], [`tls_set`]), the address of the exit trampoline that hijacked return slots
-//! point to ([`exit_trampoline_addr`]) and that of the PLT hook ([`plt_hook_addr`]).
+//! ([`tls_get`], [`tls_set`]), x87 `st(0)` for `long double` return values ([`read_st0`]),
+//! the address of the exit trampoline that hijacked return slots point to
+//! ([`exit_trampoline_addr`]) and that of the PLT hook ([`plt_hook_addr`]).
 //!
 //! The trampolines themselves are in [`crate::arch`], the top layer: they call the handlers of
 //! `entry`, `unwind` and `dlopen`, which use this module, so neither side imports the other's
-//! module in both directions. The two trampolines whose addresses the handlers store are
-//! reached through their symbol names.
+//! module in both directions. The two trampolines whose addresses the handlers store, and the
+//! `st(0)` reader, are reached through their symbol names.
 //!
 //! Thread pointer: an 8-byte `.tbss` object accessed with the initial-exec model
 //! (`mov sym@gottpoff(%rip)`, then `%fs:`), two instructions and no call. Stable Rust has no
@@ -62,12 +63,31 @@ unsafe extern "C" {
     fn utrace_exit_trampoline();
     /// The PLT hook (`arch::plt_hook`, defined under this name); address only, as above.
     fn utrace_plt_hook();
+    /// `arch::read_st0`, defined under this name.
+    fn utrace_read_st0(out: *mut [u8; 10]) -> u32;
+}
+
+/// The x87 `st(0)` register's 10 bytes (a `long double` return value), `None` when it is
+/// empty. Call it only for a function whose spec says it returns a `long double`, and only
+/// from the exit handler, before anything else could use x87 (Rust code never does); the
+/// program's x87 flags are left as they were (see `arch::read_st0`).
+#[inline]
+pub fn read_st0() -> Option<[u8; 10]> {
+    let mut out = [0u8; 10];
+    // SAFETY: `out` is a local array of 10 bytes; the function writes nothing else and keeps
+    // the x87 stack and exception flags as they were.
+    let full = unsafe { utrace_read_st0(&mut out) };
+    (full != 0).then_some(out)
 }
 
 // Hidden: the trampolines are found by address inside the library, never through the dynamic
 // symbol table, and the traced program must not see them (the definition's `.globl` and these
 // references merge to the most constraining visibility at link time).
-global_asm!(".hidden utrace_exit_trampoline", ".hidden utrace_plt_hook");
+global_asm!(
+    ".hidden utrace_exit_trampoline",
+    ".hidden utrace_plt_hook",
+    ".hidden utrace_read_st0"
+);
 
 global_asm!(
     ".pushsection .tbss,\"awT\",@nobits",

@@ -6,6 +6,12 @@
 
 use crate::raw::align;
 
+mod location;
+mod payload;
+
+pub use location::{locations, Location, Register};
+pub use payload::{decode_payload, encode_payload, payload_len, ArgValue};
+
 /// What an item holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ArgSlot {
@@ -46,6 +52,15 @@ pub struct ArgItem {
 }
 
 impl ArgItem {
+    /// Most bytes the item can take in a payload (strings at their longest).
+    pub fn max_len(&self) -> usize {
+        match self.format {
+            ArgFormat::Str | ArgFormat::StdString => align(2 + MAX_STR, 4),
+            ArgFormat::Char => 4,
+            _ => align(self.size, 4),
+        }
+    }
+
     /// Bytes the item occupies in a payload starting at `data` (strings read their length).
     fn stored_len(&self, data: &[u8]) -> Option<usize> {
         Some(match self.format {
@@ -74,6 +89,13 @@ pub enum ItemError {
     UnsupportedType(String),
     UnsupportedSize(String),
     Invalid(String),
+    /// A location naming no argument register (uftrace's message).
+    UnknownRegister(String),
+    /// `%stack…` without a positive word number.
+    BadStackOffset(String),
+    /// A location that cannot hold the value (a long double in a register, a large struct in
+    /// an SSE register).
+    Unreadable(String),
 }
 
 impl std::fmt::Display for ItemError {
@@ -82,6 +104,9 @@ impl std::fmt::Display for ItemError {
             ItemError::UnsupportedType(s) => write!(f, "unsupported argument type: {s}"),
             ItemError::UnsupportedSize(s) => write!(f, "unsupported argument size: {s}"),
             ItemError::Invalid(s) => write!(f, "skipping invalid argument: {s}"),
+            ItemError::UnknownRegister(s) => write!(f, "unknown register name: {s}"),
+            ItemError::BadStackOffset(s) => write!(f, "invalid stack offset: {s}"),
+            ItemError::Unreadable(s) => write!(f, "unsupported argument location: {s}"),
         }
     }
 }
@@ -90,7 +115,8 @@ impl std::fmt::Display for ItemError {
 /// Returns `Ok(None)` when the word is not an argument item (a module name or trigger action).
 pub fn parse_item(word: &str, long_size: usize) -> Result<Option<ArgItem>, ItemError> {
     let text = word.to_string();
-    // Drop the location (`%rdi`, `%stack+1`): it does not change the layout.
+    // The location (`%rdi`, `%stack+1`) does not change the layout; only its syntax is
+    // checked, at the end.
     let core = match word.find('%') {
         Some(i) => &word[..i],
         None => word,
@@ -190,6 +216,7 @@ pub fn parse_item(word: &str, long_size: usize) -> Result<Option<ArgItem>, ItemE
             }
         }
     };
+    location::check_syntax(word, matches!(format, ArgFormat::Struct(_)))?;
     Ok(Some(ArgItem {
         slot,
         format,
@@ -327,225 +354,8 @@ impl ItemSet {
     }
 }
 
-/// Where the runtime reads an item (the `%LOC` suffix, or the SysV default for its slot).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Location {
-    /// Integer argument register, 0 = `rdi` … 5 = `r9`.
-    Reg(u8),
-    /// Two integer registers holding a small struct (`%rdi+rsi`).
-    RegPair(u8, u8),
-    /// `xmm0` … `xmm7`.
-    Xmm(u8),
-    /// The N-th 8-byte word above the return address (`%stack+N`; 1 = the first stack
-    /// argument).
-    Stack(u32),
-    /// The return value (`rax`, `xmm0`).
-    Return,
-}
-
-const INT_REGS: [&str; 6] = ["rdi", "rsi", "rdx", "rcx", "r8", "r9"];
-
-fn int_reg(name: &str) -> Option<u8> {
-    INT_REGS
-        .iter()
-        .position(|r| r.eq_ignore_ascii_case(name))
-        .map(|i| i as u8)
-}
-
-impl ArgItem {
-    /// Where the value of this item is found on x86-64. Integer arguments 7 and up are on the
-    /// stack; floating-point arguments past `xmm7` have no default location (`None`).
-    pub fn location(&self) -> Option<Location> {
-        if let Some((_, loc)) = self.text.split_once('%') {
-            let loc = loc.trim();
-            if let Some(n) = loc
-                .strip_prefix("stack+")
-                .or_else(|| loc.strip_prefix("STACK+"))
-            {
-                return n.parse().ok().filter(|&n| n > 0).map(Location::Stack);
-            }
-            if let Some((a, b)) = loc.split_once('+') {
-                return Some(Location::RegPair(int_reg(a)?, int_reg(b)?));
-            }
-            if let Some(n) = loc.strip_prefix("xmm").or_else(|| loc.strip_prefix("XMM")) {
-                return n.parse().ok().filter(|&n| n < 8).map(Location::Xmm);
-            }
-            return int_reg(loc).map(Location::Reg);
-        }
-        match self.slot {
-            ArgSlot::Retval => Some(Location::Return),
-            ArgSlot::Arg(n @ 1..=6) => Some(Location::Reg((n - 1) as u8)),
-            ArgSlot::Arg(n) => Some(Location::Stack(n - 6)),
-            ArgSlot::FpArg(n @ 1..=8) => Some(Location::Xmm((n - 1) as u8)),
-            ArgSlot::FpArg(_) => None,
-        }
-    }
-
-    /// Most bytes the item can take in a payload (strings at their longest).
-    pub fn max_len(&self) -> usize {
-        match self.format {
-            ArgFormat::Str | ArgFormat::StdString => align(2 + MAX_STR, 4),
-            ArgFormat::Char => 4,
-            _ => align(self.size, 4),
-        }
-    }
-}
-
 /// Longest string stored: longer ones keep their first 95 bytes and `...`.
 pub const MAX_STR: usize = 98;
-
-/// A decoded payload item.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ArgValue {
-    Int {
-        raw: u64,
-        size: usize,
-    },
-    Float(f64),
-    /// A long double (80-bit) converted to f64.
-    LongDouble(f64),
-    Char(u8),
-    Str(Vec<u8>),
-    Bytes(Vec<u8>),
-}
-
-/// Splits a payload into values, one per item. Returns `None` when the payload is too short.
-pub fn decode_payload(items: &[&ArgItem], payload: &[u8]) -> Option<Vec<ArgValue>> {
-    let mut pos = 0;
-    let mut out = Vec::with_capacity(items.len());
-    for item in items {
-        let data = payload.get(pos..)?;
-        let len = item.stored_len(data)?;
-        let data = data.get(..len)?;
-        let v = match &item.format {
-            ArgFormat::Str | ArgFormat::StdString => {
-                let n = u16::from_le_bytes([data[0], data[1]]) as usize;
-                ArgValue::Str(data.get(2..2 + n)?.to_vec())
-            }
-            ArgFormat::Char => ArgValue::Char(data[0]),
-            ArgFormat::Float => match item.size {
-                4 => ArgValue::Float(f64::from(f32::from_le_bytes(data[..4].try_into().ok()?))),
-                10 => ArgValue::LongDouble(f80_to_f64(data[..10].try_into().ok()?)),
-                _ => ArgValue::Float(f64::from_le_bytes(data[..8].try_into().ok()?)),
-            },
-            ArgFormat::Struct(_) => ArgValue::Bytes(data[..item.size].to_vec()),
-            _ => {
-                let mut buf = [0u8; 8];
-                let n = item.size.min(8);
-                buf[..n].copy_from_slice(&data[..n]);
-                ArgValue::Int {
-                    raw: u64::from_le_bytes(buf),
-                    size: n,
-                }
-            }
-        };
-        out.push(v);
-        pos += len;
-    }
-    Some(out)
-}
-
-/// Total payload bytes for the given items (including the final 8-byte padding); `None` when
-/// `payload` is shorter than that.
-pub fn payload_len(items: &[&ArgItem], payload: &[u8]) -> Option<usize> {
-    let mut pos = 0;
-    for item in items {
-        pos += item.stored_len(payload.get(pos..)?)?;
-    }
-    let total = align(pos, 8);
-    (total <= payload.len()).then_some(total)
-}
-
-/// Encodes values for items (the writer side). Strings longer than 98 bytes are cut as
-/// libmcount does (95 bytes + `...`).
-pub fn encode_payload(items: &[&ArgItem], values: &[ArgValue], out: &mut Vec<u8>) {
-    let start = out.len();
-    for (item, v) in items.iter().zip(values) {
-        let at = out.len();
-        match v {
-            ArgValue::Str(s) => {
-                let mut s = s.clone();
-                if s.len() > 98 {
-                    s.truncate(95);
-                    s.extend_from_slice(b"...");
-                }
-                out.extend_from_slice(&(s.len() as u16).to_le_bytes());
-                out.extend_from_slice(&s);
-            }
-            ArgValue::Char(c) => out.push(*c),
-            ArgValue::Float(f) if item.size == 4 => {
-                out.extend_from_slice(&(*f as f32).to_le_bytes())
-            }
-            ArgValue::Float(f) | ArgValue::LongDouble(f) if item.size == 10 => {
-                out.extend_from_slice(&f64_to_f80(*f))
-            }
-            ArgValue::Float(f) | ArgValue::LongDouble(f) => out.extend_from_slice(&f.to_le_bytes()),
-            ArgValue::Int { raw, .. } => {
-                out.extend_from_slice(&raw.to_le_bytes()[..item.size.min(8)])
-            }
-            ArgValue::Bytes(b) => out.extend_from_slice(b),
-        }
-        let used = out.len() - at;
-        let want = match item.format {
-            ArgFormat::Str | ArgFormat::StdString => align(used, 4),
-            ArgFormat::Char => 4,
-            _ => align(item.size, 4),
-        };
-        out.resize(at + want, 0);
-    }
-    let total = align(out.len() - start, 8);
-    out.resize(start + total, 0);
-}
-
-/// Converts an f64 to the x87 80-bit extended format.
-fn f64_to_f80(f: f64) -> [u8; 10] {
-    let bits = f.to_bits();
-    let sign = ((bits >> 63) as u16) << 15;
-    let exp = ((bits >> 52) & 0x7ff) as i32;
-    let frac = bits & ((1 << 52) - 1);
-    let (e, mant) = match exp {
-        0 if frac == 0 => (0u16, 0u64),
-        0 => {
-            // Subnormal: normalise the fraction.
-            let shift = frac.leading_zeros() - 11;
-            (
-                (1 - 1023 + 16383 - shift as i32) as u16,
-                frac << (11 + shift),
-            )
-        }
-        0x7ff => (0x7fff, (1 << 63) | (frac << 11)),
-        _ => ((exp - 1023 + 16383) as u16, (1 << 63) | (frac << 11)),
-    };
-    let mut out = [0u8; 10];
-    out[..8].copy_from_slice(&mant.to_le_bytes());
-    out[8..].copy_from_slice(&(sign | e).to_le_bytes());
-    out
-}
-
-/// Converts an x87 80-bit extended float to f64 (enough precision for display).
-fn f80_to_f64(b: [u8; 10]) -> f64 {
-    let mant = u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]));
-    let se = u16::from_le_bytes([b[8], b[9]]);
-    let sign = if se & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let exp = i32::from(se & 0x7fff);
-    if exp == 0 && mant == 0 {
-        return 0.0 * sign;
-    }
-    if exp == 0x7fff {
-        return if mant << 1 == 0 {
-            sign * f64::INFINITY
-        } else {
-            f64::NAN
-        };
-    }
-    let e = exp - 16383 + 1023;
-    if (1..2047).contains(&e) {
-        let bits = ((se as u64 & 0x8000) << 48) | ((e as u64) << 52) | ((mant << 1) >> 12);
-        return f64::from_bits(bits);
-    }
-    // Outside f64's normal range: scale in two steps to avoid an early underflow.
-    sign * (mant as f64 / 2f64.powi(63)) * 2f64.powi(exp - 16383)
-}
 
 #[cfg(test)]
 mod tests {
@@ -581,38 +391,5 @@ mod tests {
         assert_eq!(specs.len(), 3);
         assert_eq!(specs[2].module.as_deref(), Some("abc"));
         assert_eq!(specs[2].items.len(), 1);
-    }
-
-    #[test]
-    fn payload_round_trip() {
-        let specs = parse_spec_list("f@arg1/s,arg2/c,fparg1,arg3/i32,fparg2/32", 8, |_| {});
-        let items: Vec<&ArgItem> = specs[0].items.iter().collect();
-        let values = vec![
-            ArgValue::Str(b"hello world".to_vec()),
-            ArgValue::Char(b'z'),
-            ArgValue::Float(3.0),
-            ArgValue::Int {
-                raw: 0xffff_fffe,
-                size: 4,
-            },
-            ArgValue::Float(1.5),
-        ];
-        let mut buf = Vec::new();
-        encode_payload(&items, &values, &mut buf);
-        assert_eq!(&buf[..16], b"\x0b\x00hello world\x00\x00\x00");
-        assert_eq!(buf.len() % 8, 0);
-        assert_eq!(payload_len(&items, &buf), Some(buf.len()));
-        assert_eq!(decode_payload(&items, &buf).unwrap(), values);
-    }
-
-    #[test]
-    fn long_double() {
-        // 1.5 as x87 extended: mantissa 0xC000000000000000, exponent 16383.
-        let mut b = [0u8; 10];
-        b[..8].copy_from_slice(&0xC000_0000_0000_0000u64.to_le_bytes());
-        b[8..].copy_from_slice(&16383u16.to_le_bytes());
-        assert_eq!(f80_to_f64(b), 1.5);
-        assert_eq!(f64_to_f80(1.5), b);
-        assert_eq!(f80_to_f64(f64_to_f80(-3.25e-300)), -3.25e-300);
     }
 }

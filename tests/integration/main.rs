@@ -9,6 +9,8 @@
 //!   replayed by both tools;
 //! * `symbols`: replay without `.sym` files reads the ELF files instead;
 //! * `record`: the recorder's checks, messages and statuses, `live`;
+//! * `record_arg_locations`: argument locations, long doubles and floats among integers
+//!   (testprogs/locs.c) against uftrace, with its known-wrong values corrected;
 //! * `record_filters`: record-time filters and depth limits, applied while recording;
 //! * `record_libcalls`: library calls through the PLT hooks, lazy and `-z now` builds;
 //! * `record_processes`: vfork children that work and exec, fork with allocations, longjmp from
@@ -53,6 +55,7 @@ mod kernel_record;
 mod kernel_replay;
 mod normalize;
 mod record;
+mod record_arg_locations;
 mod record_args;
 mod record_filters;
 mod record_libcalls;

@@ -128,6 +128,7 @@ const MATRIX: &[Case] = &[
     Case::new("fork", &[]),
     Case::new("ksys", &[]),
     Case::new("libcall", &["hello"]),
+    Case::new("locs", &[]),
     Case::new("longjmp", &[]).norm(Norm::Entries),
     Case::new("signal", &[]),
     Case::new("sigtrigger", &[]),
@@ -492,6 +493,7 @@ matrix! {
     fork: "fork";
     ksys: "ksys";
     libcall: "libcall";
+    locs: "locs";
     longjmp: "longjmp";
     signal: "signal";
     sigtrigger: "sigtrigger";

@@ -95,6 +95,23 @@ const PROGS: &[Prog] = &[
     prog("kill", &[], Reduce::Tasks(Norm::Exact)),
     prog("ksys", &[], EXACT),
     prog("libcall", &["hello"], EXACT),
+    // Arguments at explicit locations and a long double return value (Rust handlers only).
+    Prog {
+        name: "locs",
+        args: &[],
+        record: &[
+            "-A",
+            "many@arg1%RDI,arg8%stack+2",
+            "-A",
+            "ldmul@fparg1/80,fparg2/80%stack3",
+            "-R",
+            "ldmul@retval/f80",
+            "-A",
+            "ld_sum@arg1/t16:ld%RDI+XMM0",
+        ],
+        replay: &[],
+        reduce: EXACT,
+    },
     prog("longjmp", &[], EXACT),
     prog("sigaltstack", &[], EXACT),
     prog("sigjmp", &[], EXACT),

@@ -29,7 +29,8 @@
 //! (other scratch registers are dead at a return in compiler-generated code), calls the exit
 //! handler with `(regs, parent_loc)`, stores its result (the original return address) into
 //! the slot, restores and `ret`s there. x87 `st0/st1` (`long double` returns) are left alone:
-//! Rust code never uses x87.
+//! Rust code never uses x87, so the handler finds `st(0)` intact and copies it ([`read_st0`])
+//! when a return value spec says `f80`.
 //!
 //! Thread pointer: the fast paths read `utrace_thread_state`, the initial-exec TLS word
 //! defined in [`crate::cpu`] (`mov sym@gottpoff(%rip)`, then `%fs:`).
@@ -345,6 +346,69 @@ pub unsafe extern "C" fn exit_trampoline() {
         ret_int = const crate::frame_flags::RET_INT,
         ret_fp = const crate::frame_flags::RET_FP
     )
+}
+
+/// Copies x87 `st(0)` (a `long double` return value, which the exit trampoline does not save:
+/// Rust code never uses x87) as 10 bytes to `out` and returns 1; returns 0 without touching
+/// `out` when `st(0)` is empty.
+///
+/// The traced program must not see the read: `fxam` classifies `st(0)` without raising an
+/// exception (an `fld` from an empty register would set the invalid and stack-fault flags a
+/// program can test with `fetestexcept`), then a copy (`fld st(0)`, which raises nothing for
+/// any register contents) is stored and popped (`fstp` to 80 bits is exact and raises
+/// nothing). Only the condition codes C0–C3 change, which no caller may rely on across a
+/// return (the x87 status word is caller-saved).
+///
+/// # Safety
+/// `out` must be valid for 10 bytes of writes.
+#[unsafe(naked)]
+#[unsafe(export_name = "utrace_read_st0")]
+pub unsafe extern "C" fn read_st0(out: *mut [u8; 10]) -> u32 {
+    naked_asm!(
+        "endbr64",
+        "fxam",
+        "fnstsw ax",
+        // Empty: C3 = 1, C2 = 0, C0 = 1.
+        "and ax, 0x4500",
+        "cmp ax, 0x4100",
+        "je 2f",
+        "fld st(0)",
+        "fstp tbyte ptr [rdi]",
+        "mov eax, 1",
+        "ret",
+        "2:",
+        "xor eax, eax",
+        "ret",
+    )
+}
+
+/// Tests only: pushes the 10-byte value at `value` onto the x87 stack, as a function
+/// returning `long double` leaves it.
+///
+/// # Safety
+/// `value` must be valid for 10 bytes of reads; [`test_pop_st0`] must follow.
+#[cfg(test)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn test_push_st0(value: *const [u8; 10]) {
+    naked_asm!("fld tbyte ptr [rdi]", "ret")
+}
+
+/// Tests only: pops `st(0)` and returns the x87 exception flags (status word bits 0–5),
+/// then clears them.
+///
+/// # Safety
+/// The x87 stack must hold a value pushed by [`test_push_st0`].
+#[cfg(test)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn test_pop_st0() -> u32 {
+    naked_asm!("fstp st(0)", "fnstsw ax", "and eax, 0x3f", "fnclex", "ret")
+}
+
+/// Tests only: the x87 exception flags (status word bits 0–5).
+#[cfg(test)]
+#[unsafe(naked)]
+pub extern "C" fn test_x87_exceptions() -> u32 {
+    naked_asm!("fnstsw ax", "and eax, 0x3f", "ret")
 }
 
 /// `-finstrument-functions` entry hook: `(this_fn, call_site)` in `rdi`/`rsi`. A normal C

@@ -69,6 +69,7 @@ pub(super) struct Settings {
 
 /// The `-A` or `-R` entries (`;`-separated lists split), without those whose items of `kind`
 /// do not parse: they get uftrace's `Usage:` line and are left out, as readers leave them out.
+/// So are those with an item whose location the runtime cannot read.
 fn spec_entries(lists: &[String], kind: ItemKind, notices: &mut Notices) -> Vec<String> {
     let mut out = Vec::new();
     for entry in lists.iter().flat_map(|s| s.split(';')) {
@@ -76,8 +77,13 @@ fn spec_entries(lists: &[String], kind: ItemKind, notices: &mut Notices) -> Vec<
             continue;
         }
         let items = entry.split_once('@').map_or("", |(_, i)| i);
+        // A location the runtime cannot read (`%stack0`, a long double in a register) is
+        // refused here rather than recorded as zeros.
         match items_of_kind(items, kind, 8) {
-            Ok(_) => out.push(entry.to_string()),
+            Ok((items, _)) => match items.iter().find_map(|i| i.location_error()) {
+                None => out.push(entry.to_string()),
+                Some(e) => notices.usage(e.to_string()),
+            },
             Err((_, e)) => notices.usage(e.to_string()),
         }
     }
