@@ -55,6 +55,13 @@ pub const DEBUG: &str = "UTRACE_DEBUG";
 /// recording (nothing would ever finish the data directory).
 pub const RECORDER: &str = "UTRACE_RECORDER";
 
+/// `-W`: watch points, `;`-separated; only `cpu` is known (an EVENT `watch:cpu` when the CPU
+/// of a task changes between function entries).
+pub const WATCH: &str = "UTRACE_WATCH";
+/// `-E`: user SDT event patterns (`PROVIDER:NAME`, each part a name pattern), `;`-separated.
+/// libmcount enables the matching probes of the executable and writes `events.txt`.
+pub const EVENT: &str = "UTRACE_EVENT";
+
 /// Set to `1` to send every hook through libmcount's Rust handlers, never the trampolines'
 /// fast paths (what record-time filters do anyway): for tests that compare both paths. The
 /// recorder passes it through from its own environment.
