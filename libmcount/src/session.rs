@@ -8,7 +8,7 @@
 
 use crate::config::{
     DEPTH, DIRFD, FINISHED, HIGH_FD, KEY, MAX_STACK, ON, RECORDER_FD, RING_PREFIX, SID, SLOW_PATH,
-    STATE, WINDOW,
+    STATE, WATCH_CPU, WINDOW,
 };
 use crate::{clock, filter, lifecycle, sys, tasklog};
 use core::sync::atomic::Ordering;
@@ -171,6 +171,13 @@ pub extern "C" fn init() {
     };
     SLOW_PATH.store(
         std::env::var_os(env::SLOW_PATH).is_some_and(|v| v == "1"),
+        Ordering::Relaxed,
+    );
+    WATCH_CPU.store(
+        std::env::var(env::WATCH)
+            .unwrap_or_default()
+            .split(';')
+            .any(|w| w == "cpu"),
         Ordering::Relaxed,
     );
     clock::init(clock_id, std::env::var_os(env::NO_TSC).is_none());

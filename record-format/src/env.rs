@@ -58,8 +58,8 @@ pub const RECORDER: &str = "UTRACE_RECORDER";
 /// `-W`: watch points, `;`-separated; only `cpu` is known (an EVENT `watch:cpu` when the CPU
 /// of a task changes between function entries).
 pub const WATCH: &str = "UTRACE_WATCH";
-/// `-E`: user SDT event patterns (`PROVIDER:NAME`, each part a name pattern), `;`-separated.
-/// libmcount enables the matching probes of the executable and writes `events.txt`.
+/// Set to `1` by `-E` when the recorder wrote `events.txt` (user SDT events, see
+/// [`crate::sdt`]): libmcount enables the executable's probes of the events listed there.
 pub const EVENT: &str = "UTRACE_EVENT";
 
 /// Set to `1` to send every hook through libmcount's Rust handlers, never the trampolines'

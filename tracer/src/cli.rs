@@ -356,7 +356,7 @@ pub struct RecordArgs {
     #[arg(short = 'E', long, value_name = "EVENT")]
     pub event: Vec<String>,
     /// Report changes of POINT (cpu, var:NAME)
-    #[arg(hide = true, short = 'W', long, value_name = "POINT")]
+    #[arg(short = 'W', long, value_name = "POINT")]
     pub watch: Vec<String>,
     /// Patch FUNC at run time
     #[arg(hide = true, short = 'P', long, value_name = "FUNC")]

@@ -20,6 +20,7 @@ mod kernel;
 pub mod launch;
 pub mod program;
 mod pump;
+mod sdt;
 mod settings;
 mod syscalls;
 
@@ -214,6 +215,14 @@ pub fn record(
 
     let mut env = settings.env.clone();
     env.push((env::DIR.to_string(), dir.clone().into_os_string()));
+    let match_type = match settings.pattern_type {
+        "glob" => record_format::pattern::MatchType::Glob,
+        _ => record_format::pattern::MatchType::Regex,
+    };
+    let events = sdt::write_events(&dir, &program.absolute, &settings.user_events, match_type)?;
+    if events {
+        env.push((env::EVENT.to_string(), "1".into()));
+    }
     // With arguments, the program's DWARF as a `.dbg` file: enum names for the readers, and
     // with -a the specs of its functions, for the runtime too.
     let mut debug_info = false;
@@ -271,6 +280,7 @@ pub fn record(
             args: settings.args.clone(),
             debug_info,
             kernel,
+            events,
             version: version.clone(),
         };
         write(&dir, &summary)

@@ -18,7 +18,7 @@ const PAGE_SIZE: u64 = 4096;
 
 /// Every variable of the env contract, removed from the program's environment before the
 /// recorder sets its own (a stale one could come from an outer recording).
-pub(super) const CONTRACT_VARS: [&str; 21] = [
+pub(super) const CONTRACT_VARS: [&str; 23] = [
     env::DIR,
     env::CLOCK,
     record_format::ring::ENV_PREFIX,
@@ -40,6 +40,8 @@ pub(super) const CONTRACT_VARS: [&str; 21] = [
     env::DBG,
     env::NEST_LIBCALL,
     env::RECORDER,
+    env::WATCH,
+    env::EVENT,
 ];
 
 /// The record-time settings taken from the options, with uftrace's complaints about values.
@@ -65,6 +67,8 @@ pub(super) struct Settings {
     pub(super) rt_prio: Option<i32>,
     /// `-E SYSTEM:EVENT@kernel`: kernel tracepoints kept as events.
     pub(super) kernel_events: Vec<String>,
+    /// `-E PROVIDER:NAME`: user SDT event patterns (see `record::sdt`).
+    pub(super) user_events: Vec<String>,
 }
 
 /// The `-A` or `-R` entries (`;`-separated lists split), without those whose items of `kind`
@@ -327,13 +331,20 @@ pub(super) fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
         },
     };
     let mut kernel_events = Vec::new();
+    let mut user_events = Vec::new();
     for ev in r.event.iter().flat_map(|e| e.split(',')) {
         match ev.strip_suffix("@kernel").or_else(|| ev.strip_suffix("@k")) {
             Some(k) if kernel => kernel_events.push(k.to_string()),
             Some(_) => anyhow::bail!("kernel events (-E {ev}) are recorded with -k"),
-            None => anyhow::bail!(
-                "-E {ev} is not supported yet: user SDT events (only kernel tracepoints, SYSTEM:EVENT@kernel with -k)"
-            ),
+            None => user_events.push(ev.to_string()),
+        }
+    }
+    for point in r.watch.iter().flat_map(|w| w.split(';')) {
+        match point {
+            "cpu" => set(env::WATCH, point.to_string()),
+            _ => notices.warn(format!(
+                "unknown watch point: '{point}' (only 'cpu' is known)"
+            )),
         }
     }
     if r.no_pltbind {
@@ -370,6 +381,7 @@ pub(super) fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
         kernel_buffer,
         kernel_depth,
         kernel_events,
+        user_events,
         env: vars,
         max_stack,
         plthook,
