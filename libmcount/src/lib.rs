@@ -50,6 +50,7 @@ pub mod lifecycle;
 pub mod log;
 pub mod plt;
 pub mod rstack;
+pub mod sdt;
 pub mod session;
 pub mod signals;
 pub mod sys;

@@ -245,6 +245,15 @@ pub extern "C" fn init() {
         filter::init(&parse_maps(&maps), &plt, &filter_set);
     }
     init_args(&maps, &exename, &filter_set);
+    if std::env::var_os(env::EVENT).is_some_and(|v| v == "1") {
+        let exe_start = parse_maps(&maps)
+            .iter()
+            .find(|m| std::path::Path::new(&m.path) == exename)
+            .map(|m| m.start);
+        if let Some(start) = exe_start {
+            crate::sdt::init(dirfd, &exename, start);
+        }
+    }
     if let Err(e) = write_new_file(dirfd, &format!("sid-{sid:016x}.map"), maps.as_bytes()) {
         crate::log::error(b"cannot write the session map", e);
     }

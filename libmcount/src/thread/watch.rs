@@ -9,7 +9,7 @@
 //! trampolines' fast paths know nothing of it), so only they pay for it.
 //!
 //! Also here: [`ThreadState::write_event_data`], the EVENT writer that the `read=` counters
-//! and the SDT probes use too.
+//! and the SDT probes (`crate::sdt`) use too.
 
 use super::ThreadState;
 use crate::sys;
@@ -39,6 +39,13 @@ impl ThreadState {
     pub(super) fn write_watch_cpu(&mut self, time: u64, cpu: i32) {
         let data: [u8; WATCH_CPU_LEN] = cpu.to_le_bytes();
         self.write_event_data(time, WATCH_CPU, &data);
+    }
+
+    /// An EVENT record `id` without payload, now (an SDT probe hit).
+    pub fn event_now(&mut self, id: u64) {
+        self.writer.prepare();
+        let now = self.clock.now();
+        self.write_event_data(now, id, &[]);
     }
 
     /// An EVENT record `id` at `time`, depth 0 as uftrace writes them; with a payload
