@@ -227,6 +227,7 @@ pub extern "C" fn init() {
 
     crate::wrap::init();
     crate::crash::install();
+    crate::kept_pid::init();
     let sid = session_id();
     SID.store(sid, Ordering::Relaxed);
     crate::dlopen::init();

@@ -382,8 +382,8 @@ pub struct RecordArgs {
     /// Print the elapsed time of the program
     #[arg(long)]
     pub time: bool,
-    /// Keep the process id of the traced program (not supported: refused with an error)
-    #[arg(long, hide = true)]
+    /// The traced program keeps the pid of utrace (the recorder forks)
+    #[arg(long)]
     pub keep_pid: bool,
     /// Clock source: mono, mono_raw or boot
     #[arg(long, value_name = "CLOCK")]

@@ -16,6 +16,7 @@ pub mod dwarf;
 mod embedded;
 pub mod finish;
 mod guard;
+mod kept_pid;
 mod kernel;
 pub mod launch;
 pub mod program;
@@ -295,6 +296,18 @@ pub fn record(
         )
     })?;
     let temporary = matches!(target, Target::Existing(_));
+    // --keep-pid: from here on this is the recorder, forked off the process that becomes the
+    // program.
+    let kept = match inv.args.record.keep_pid {
+        true => Some(kept_pid::split(&launch::Launch {
+            exe: &program.absolute,
+            argv,
+            env: env.clone(),
+            env_remove: CONTRACT_VARS.to_vec(),
+            no_randomize: inv.args.record.no_randomize_addr,
+        })?),
+        false => None,
+    };
     // A recorder killed from now on leaves the directory to the guardian. Forked while this
     // process has one thread: before the writer thread and the kernel readers start.
     let guardian = guard::Guardian::start(|sent: &str| {
@@ -322,6 +335,7 @@ pub fn record(
         dir: &dir,
         rings: &rings,
         env,
+        kept,
     };
     let recorded = run_recording(inv, &settings, &program, run, &mut guardian, notices);
     record_format::ring::remove_ring_dir(&rings);
@@ -366,7 +380,12 @@ fn run_recording(
     guardian: &mut guard::Guardian,
     notices: &mut Notices,
 ) -> anyhow::Result<Recorded> {
-    let Run { dir, rings, env } = run;
+    let Run {
+        dir,
+        rings,
+        env,
+        kept,
+    } = run;
     let argv = &inv.program;
     debug(format!(
         "creating {} thread(s) for recording",
@@ -393,14 +412,18 @@ fn run_recording(
     if let Some(k) = &kernel {
         guardian.send(&k.undo().to_text());
     }
-    let ended = launch::run(&launch::Launch {
-        // Absolute: a bare name found in the current directory must not be searched in $PATH.
-        exe: &program.absolute,
-        argv,
-        env,
-        env_remove: CONTRACT_VARS.to_vec(),
-        no_randomize: inv.args.record.no_randomize_addr,
-    });
+    let ended = match kept {
+        Some(kept) => kept.run(),
+        None => launch::run(&launch::Launch {
+            // Absolute: a bare name found in the current directory must not be searched in
+            // $PATH.
+            exe: &program.absolute,
+            argv,
+            env,
+            env_remove: CONTRACT_VARS.to_vec(),
+            no_randomize: inv.args.record.no_randomize_addr,
+        }),
+    };
     // Records that no one wrote (killed, crashed, exit() with threads running, or a pump
     // error) are in the rings: move them into the data files, also when the launch failed
     // half-way.
@@ -449,6 +472,8 @@ struct Run<'a> {
     /// The ring prefix.
     rings: &'a str,
     env: Vec<(String, OsString)>,
+    /// `--keep-pid`: the program, waiting to start in the process utrace was started as.
+    kept: Option<kept_pid::KeptPid>,
 }
 
 /// What [`run_recording`] did.

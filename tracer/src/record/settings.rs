@@ -18,7 +18,7 @@ const PAGE_SIZE: u64 = 4096;
 
 /// Every variable of the env contract, removed from the program's environment before the
 /// recorder sets its own (a stale one could come from an outer recording).
-pub(super) const CONTRACT_VARS: [&str; 23] = [
+pub(super) const CONTRACT_VARS: [&str; 24] = [
     env::DIR,
     env::CLOCK,
     record_format::ring::ENV_PREFIX,
@@ -42,6 +42,7 @@ pub(super) const CONTRACT_VARS: [&str; 23] = [
     env::RECORDER,
     env::WATCH,
     env::EVENT,
+    env::KEEP_PID,
 ];
 
 /// The record-time settings taken from the options, with uftrace's complaints about values.
@@ -351,11 +352,6 @@ pub(super) fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
         set("LD_BIND_NOT", "1".to_string());
     }
     let args = arg_settings(f, &mut set, notices);
-    if r.keep_pid {
-        anyhow::bail!(
-            "--keep-pid is not supported: the program runs as a child of utrace, with a new pid"
-        );
-    }
     let threads = match r.num_thread.as_deref().map(str::trim) {
         None => {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
