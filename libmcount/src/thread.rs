@@ -546,6 +546,9 @@ impl ThreadState {
     /// The EXIT record of `frame`, with its return value when `regs` holds it.
     #[inline]
     fn write_exit(&mut self, time: u64, frame: &Frame, regs: Option<&ExitRegs>) {
+        if crate::config::watch_cpu() {
+            self.watch_cpu_at_exit(time);
+        }
         if frame.flags & flags::RETVAL != 0 {
             if let (Some(regs), Some(table)) = (regs, args::get()) {
                 if let Some(spec) = table.lookup(frame.child_ip as u64) {

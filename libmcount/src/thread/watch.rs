@@ -1,7 +1,7 @@
 //! `-W cpu` (data-format §3.6): an EVENT `watch:cpu` with the CPU number (i32) whenever a
-//! task's function entry runs on another CPU than its previous entry did. The first entry of
-//! each task notes its CPU 1 ns after the ENTRY record (inside the function, as uftrace
-//! shows it); a change is noted 1 ns before the ENTRY it was seen at.
+//! task's function entry or exit runs on another CPU than the one before did. The first entry
+//! of each task notes its CPU 1 ns after the ENTRY record (inside the function, as uftrace
+//! shows it); a change is noted 1 ns before the ENTRY or EXIT record it was seen at.
 //!
 //! The CPU comes from glibc's `sched_getcpu` (`sys::current_cpu`): a load from the thread's
 //! `rseq` area, about 6 ns, against 45 ns for `rdtscp` (TSC_AUX) and 330 ns for the `getcpu`
@@ -34,6 +34,15 @@ impl ThreadState {
         }
         self.write_watch_cpu(time.saturating_sub(1), cpu);
         None
+    }
+
+    /// Before the EXIT record timed `time`: the `watch:cpu` event of a CPU change.
+    pub(super) fn watch_cpu_at_exit(&mut self, time: u64) {
+        let cpu = sys::current_cpu();
+        if cpu != self.cpu && cpu >= 0 {
+            self.cpu = cpu;
+            self.write_watch_cpu(time.saturating_sub(1), cpu);
+        }
     }
 
     pub(super) fn write_watch_cpu(&mut self, time: u64, cpu: i32) {
