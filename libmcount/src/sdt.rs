@@ -169,17 +169,18 @@ fn set_chained(act: &libc::sigaction) {
 
 /// `sigaction(SIGTRAP, act, old)` as the program sees it while probes are enabled: `None`
 /// when SIGTRAP is not libmcount's (the real call must be made).
-pub fn program_sigaction(act: *const libc::sigaction, old: *mut libc::sigaction) -> Option<i32> {
+pub fn program_sigaction(
+    act: Option<&libc::sigaction>,
+    old: Option<&mut libc::sigaction>,
+) -> Option<i32> {
     if !OWNED.load(Ordering::Acquire) {
         return None;
     }
-    if !old.is_null() {
-        // SAFETY: the caller passes a writable sigaction or null.
-        unsafe { *old = chained() };
+    if let Some(old) = old {
+        *old = chained();
     }
-    if !act.is_null() {
-        // SAFETY: the caller passes a readable sigaction or null.
-        set_chained(unsafe { &*act });
+    if let Some(act) = act {
+        set_chained(act);
     }
     Some(0)
 }

@@ -62,14 +62,20 @@ pub fn real_sigaction(
 }
 
 /// Interposed `sigaction(2)`.
+///
+/// # Safety
+/// As sigaction(2): `act` null or readable, `old` null or writable.
 #[unsafe(no_mangle)]
-pub extern "C" fn sigaction(
+pub unsafe extern "C" fn sigaction(
     sig: libc::c_int,
     act: *const libc::sigaction,
     old: *mut libc::sigaction,
 ) -> libc::c_int {
     if sig == libc::SIGTRAP {
-        if let Some(r) = crate::sdt::program_sigaction(act, old) {
+        // SAFETY: the caller passes null or valid sigaction structs (readable `act`,
+        // writable `old`), as sigaction(2) requires.
+        let (a, o) = unsafe { (act.as_ref(), old.as_mut()) };
+        if let Some(r) = crate::sdt::program_sigaction(a, o) {
             return r;
         }
     }
@@ -89,7 +95,7 @@ pub extern "C" fn signal(sig: libc::c_int, handler: libc::sighandler_t) -> libc:
         unsafe { libc::sigaddset(&mut act.sa_mask, sig) };
         // SAFETY: as above.
         let mut old: libc::sigaction = unsafe { core::mem::zeroed() };
-        if let Some(r) = crate::sdt::program_sigaction(&act, &mut old) {
+        if let Some(r) = crate::sdt::program_sigaction(Some(&act), Some(&mut old)) {
             return if r == 0 {
                 old.sa_sigaction
             } else {

@@ -9,6 +9,7 @@
 use super::ThreadState;
 use crate::counters::{self, PmuFds, Values};
 use crate::filter;
+use record_format::raw::{header_word, RecordKind, RECORD_SIZE};
 
 /// Frames with counters read at once.
 const SLOTS: usize = 4;
@@ -102,13 +103,23 @@ impl ThreadState {
         }
     }
 
-    /// An EVENT record `id` at `time` with `values` as its payload.
+    /// An EVENT record `id` at `time` with `values` as its payload (`u16` length, the values, padded to
+    /// 8 bytes), depth 0 as uftrace writes them.
     fn write_event(&mut self, time: u64, id: u32, values: &[u64]) {
-        let mut data = [0u8; 24];
-        for (chunk, v) in data.chunks_exact_mut(8).zip(values) {
-            chunk.copy_from_slice(&v.to_le_bytes());
-        }
-        let len = (values.len() * 8).min(data.len());
-        self.write_event_data(time, u64::from(id), &data[..len]);
+        let word = header_word(RecordKind::Event, true, 0, u64::from(id));
+        let data = values.len() * 8;
+        let payload = (2 + data).next_multiple_of(8);
+        self.writer
+            .record_with(RECORD_SIZE + payload, |out: &mut [u8]| {
+                let (head, rest) = out.split_at_mut(RECORD_SIZE);
+                head[..8].copy_from_slice(&time.to_le_bytes());
+                head[8..].copy_from_slice(&word.to_le_bytes());
+                rest[..payload].fill(0);
+                rest[..2].copy_from_slice(&(data as u16).to_le_bytes());
+                for (chunk, v) in rest[2..2 + data].chunks_exact_mut(8).zip(values) {
+                    chunk.copy_from_slice(&v.to_le_bytes());
+                }
+                RECORD_SIZE + payload
+            });
     }
 }

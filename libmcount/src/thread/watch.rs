@@ -8,8 +8,7 @@
 //! system call on the measuring VM. Sessions with `-W cpu` take the hooks' slow path (the
 //! trampolines' fast paths know nothing of it), so only they pay for it.
 //!
-//! Also here: [`ThreadState::write_event_data`], the EVENT writer that the `read=` counters
-//! and the SDT probes (`crate::sdt`) use too.
+//! Also here: [`ThreadState::event_now`], the EVENT of an SDT probe (`crate::sdt`).
 
 use super::ThreadState;
 use crate::sys;
@@ -45,37 +44,24 @@ impl ThreadState {
         }
     }
 
+    /// The `watch:cpu` EVENT: its payload is one word (`u16` length 4, the i32, two zero
+    /// bytes), stored without a call to memcpy or memset.
     pub(super) fn write_watch_cpu(&mut self, time: u64, cpu: i32) {
-        let data: [u8; WATCH_CPU_LEN] = cpu.to_le_bytes();
-        self.write_event_data(time, WATCH_CPU, &data);
+        let word = header_word(RecordKind::Event, true, 0, WATCH_CPU);
+        let payload = (WATCH_CPU_LEN as u64) | (u64::from(cpu as u32) << 16);
+        self.writer.record_with(RECORD_SIZE + 8, |out: &mut [u8]| {
+            out[..8].copy_from_slice(&time.to_le_bytes());
+            out[8..16].copy_from_slice(&word.to_le_bytes());
+            out[16..24].copy_from_slice(&payload.to_le_bytes());
+            RECORD_SIZE + 8
+        });
     }
 
     /// An EVENT record `id` without payload, now (an SDT probe hit).
     pub fn event_now(&mut self, id: u64) {
         self.writer.prepare();
         let now = self.clock.now();
-        self.write_event_data(now, id, &[]);
-    }
-
-    /// An EVENT record `id` at `time`, depth 0 as uftrace writes them; with a payload
-    /// (`u16` length, `data`, zeros to a multiple of 8) unless `data` is empty.
-    pub(crate) fn write_event_data(&mut self, time: u64, id: u64, data: &[u8]) {
-        if data.is_empty() {
-            self.writer
-                .record(time, header_word(RecordKind::Event, false, 0, id));
-            return;
-        }
-        let word = header_word(RecordKind::Event, true, 0, id);
-        let payload = (2 + data.len()).next_multiple_of(8);
         self.writer
-            .record_with(RECORD_SIZE + payload, |out: &mut [u8]| {
-                let (head, rest) = out.split_at_mut(RECORD_SIZE);
-                head[..8].copy_from_slice(&time.to_le_bytes());
-                head[8..].copy_from_slice(&word.to_le_bytes());
-                rest[..payload].fill(0);
-                rest[..2].copy_from_slice(&(data.len() as u16).to_le_bytes());
-                rest[2..2 + data.len()].copy_from_slice(data);
-                RECORD_SIZE + payload
-            });
+            .record(now, header_word(RecordKind::Event, false, 0, id));
     }
 }
