@@ -131,6 +131,8 @@ fn write_new_file(dirfd: i32, name: &str, bytes: &[u8]) -> sys::SysResult<()> {
 
 /// Library constructor: start the session if `UTRACE_DIR` is set.
 pub extern "C" fn init() {
+    // The interposed functions' real ones, also when nothing is recorded (`--nop`).
+    crate::wrap::init();
     if let Some(fd) = env_usize(env::LOGFD) {
         crate::log::LOGFD.store(fd as i32, Ordering::Relaxed);
     }
@@ -225,7 +227,6 @@ pub extern "C" fn init() {
         )
     };
 
-    crate::wrap::init();
     crate::crash::install();
     crate::kept_pid::init();
     let sid = session_id();

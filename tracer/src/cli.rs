@@ -355,7 +355,7 @@ pub struct RecordArgs {
     /// Enable EVENT
     #[arg(short = 'E', long, value_name = "EVENT")]
     pub event: Vec<String>,
-    /// Report changes of POINT (cpu, var:NAME)
+    /// Report changes of POINT (cpu: the CPU a task runs on)
     #[arg(short = 'W', long, value_name = "POINT")]
     pub watch: Vec<String>,
     /// Patch FUNC at run time
