@@ -4,9 +4,10 @@
  *
  * work() passes two probes, myapp:work_start (with an argument) and myapp:work_end; a third,
  * myapp:guarded, is guarded by its semaphore: that code runs only while a tracer enables it. main
- * installs its own SIGTRAP handler, then traps twice itself (raise() and an int3), and
- * checks that the handler it reads back is its own: a tracer that patches the probe sites
- * to int3 must leave all of this as it is. The output says what the program saw.
+ * installs its own SIGTRAP handler, then traps twice itself (raise() and an int3), checks
+ * that the handler it reads back is its own, and traps once more after installing it again
+ * with signal(): a tracer that patches the probe sites to int3 must leave all of this as it
+ * is. The output says what the program saw.
  */
 #define _SDT_HAS_SEMAPHORES 1
 #include <signal.h>
@@ -53,7 +54,10 @@ int main(void)
 	raise(SIGTRAP);
 	__asm__ volatile("int3");
 	sigaction(SIGTRAP, NULL, &old);
-	printf("traps=%d own_handler=%d guarded=%d\n", (int)traps, old.sa_handler == on_trap,
-	       guarded);
+	/* signal() answers with the handler sigaction() installed, and installs its own. */
+	void (*prev)(int) = signal(SIGTRAP, on_trap);
+	raise(SIGTRAP);
+	printf("traps=%d own_handler=%d guarded=%d\n", (int)traps,
+	       old.sa_handler == on_trap && prev == on_trap, guarded);
 	return 0;
 }

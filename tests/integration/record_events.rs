@@ -194,7 +194,8 @@ fn sdt_events_match_uftrace() {
 }
 
 /// The program sees what it sees untraced: its own SIGTRAP handler (installed with
-/// `sigaction`, read back) gets its `raise` and its `int3`, never a probe's; only a probe
+/// `sigaction`, read back, installed again by `signal`) gets its `raise`s and its `int3`, never a
+/// probe's; only a probe
 /// guarded by a semaphore runs its code when it is enabled, as under any tracer.
 #[test]
 fn sdt_probes_keep_the_program_as_it_is() {
@@ -204,7 +205,7 @@ fn sdt_probes_keep_the_program_as_it_is() {
     let exe = util::testprog("sdt", Mode::Pg);
     let plain = util::run(Command::new(&exe));
     plain.assert_success();
-    assert_eq!(plain.stdout, "traps=2 own_handler=1 guarded=0\n", "{plain}");
+    assert_eq!(plain.stdout, "traps=3 own_handler=1 guarded=0\n", "{plain}");
     let tmp = tempfile::tempdir().unwrap();
     for (events, guarded) in [("myapp:work_.*", 0), ("myapp:.*", 2)] {
         let dir = tmp.path().join(format!("g{guarded}.data"));
@@ -212,7 +213,7 @@ fn sdt_probes_keep_the_program_as_it_is() {
         out.assert_success();
         assert_eq!(
             out.stdout,
-            format!("traps=2 own_handler=1 guarded={guarded}\n"),
+            format!("traps=3 own_handler=1 guarded={guarded}\n"),
             "{out}"
         );
         let replay = util::utrace_replay(&dir, &[]);
@@ -227,7 +228,7 @@ fn sdt_probes_keep_the_program_as_it_is() {
             guarded,
             "{replay}"
         );
-        assert_eq!(text.matches("on_trap();").count(), 2, "{replay}");
+        assert_eq!(text.matches("on_trap();").count(), 3, "{replay}");
         let events = std::fs::read_to_string(dir.join("events.txt")).unwrap();
         assert!(
             events.starts_with("EVENT: 1000000 myapp:work_start\n"),

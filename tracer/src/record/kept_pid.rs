@@ -18,7 +18,8 @@
 //! `PIDFD_GET_INFO` once its parent has reaped it (Linux 6.15+; -1 "unknown" before, or if it
 //! is not reaped within two seconds); its data is then finished just after the shell got
 //! control back. Descendants that outlive the program are not waited for (the
-//! recorder is no subreaper of theirs), and `info` has no CPU time or rusage of the program.
+//! recorder is no subreaper of theirs), and `info` has the CPU times and peak memory of the
+//! program's process only (read from `/proc` while it waits in `exit()`), no other usage.
 
 use anyhow::Context;
 use std::io::{Read, Write};
@@ -160,13 +161,12 @@ impl KeptPid {
         socket
             .write_all(format!("go {}\n", std::process::id()).as_bytes())
             .context("cannot start the program")?;
-        let raw_status = wait(pid, &pidfd, &mut socket)?;
+        let (raw_status, usage) = wait(pid, &pidfd, &mut socket)?;
         // Closed when this process ends: the program's exit waits for it (see the module).
         let _ = socket.into_raw_fd();
         Ok(Ended {
             raw_status,
-            // SAFETY: rusage is plain data; all-zero is valid.
-            usage: unsafe { std::mem::zeroed() },
+            usage,
             elapsed_ns: u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX),
             started_at,
             stopped: STOPPED.load(Ordering::Relaxed),
@@ -174,8 +174,13 @@ impl KeptPid {
     }
 }
 
-/// Waits for `exit <status>` on the socket or the end of the process; returns a wait status.
-fn wait(pid: libc::pid_t, pidfd: &OwnedFd, socket: &mut UnixStream) -> anyhow::Result<i32> {
+/// Waits for `exit <status>` on the socket or the end of the process; returns a wait status
+/// and what is known of the process's resource usage.
+fn wait(
+    pid: libc::pid_t,
+    pidfd: &OwnedFd,
+    socket: &mut UnixStream,
+) -> anyhow::Result<(i32, libc::rusage)> {
     let mut text = Vec::new();
     let mut open = true;
     let mut killed = false;
@@ -221,7 +226,8 @@ fn wait(pid: libc::pid_t, pidfd: &OwnedFd, socket: &mut UnixStream) -> anyhow::R
                 Ok(k) => text.extend_from_slice(&buf[..k]),
             }
             if let Some(status) = exit_line(&text) {
-                return Ok((status & 0xff) << 8);
+                // The process waits in exit(): its times are final.
+                return Ok(((status & 0xff) << 8, usage_of(pid)));
             }
         }
         if fds[0].revents != 0 {
@@ -233,12 +239,50 @@ fn wait(pid: libc::pid_t, pidfd: &OwnedFd, socket: &mut UnixStream) -> anyhow::R
                     None
                 })
             });
-            return Ok(status.unwrap_or_else(|| {
+            let status = status.unwrap_or_else(|| {
                 super::debug(format!("the exit status of {pid} is unknown"));
                 -1
-            }));
+            });
+            // SAFETY: rusage is plain data; all-zero is valid.
+            return Ok((status, unsafe { std::mem::zeroed() }));
         }
     }
+}
+
+/// The CPU times and peak memory of the living process `pid` (from `/proc`), in the
+/// `rusage` fields `info` reports; zero where unknown.
+fn usage_of(pid: libc::pid_t) -> libc::rusage {
+    // SAFETY: rusage is plain data; all-zero is valid.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // `pid (comm) state ...`: utime and stime are fields 14 and 15, the 12th and 13th
+        // after the comm.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+        let ticks = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|f| f.parse::<i64>().ok())
+                .unwrap_or(0)
+        };
+        let tv = |t: i64| libc::timeval {
+            tv_sec: t / hz,
+            tv_usec: (t % hz) * 1_000_000 / hz,
+        };
+        usage.ru_utime = tv(ticks(11));
+        usage.ru_stime = tv(ticks(12));
+    }
+    if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+        usage.ru_maxrss = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0);
+    }
+    usage
 }
 
 /// The status of a complete `exit <status>` line.
