@@ -9,7 +9,9 @@
 //! environment, while the [`pump`] thread moves the threads' rings into the data files and, with `-k`, the
 //! [`kernel`] session reads the kernel's trace; it waits for the whole process tree while libmcount writes
 //! `<tid>.dat`, `task.txt` and `sid-*.map`; [`finish`] then trims the data files and writes
-//! `.sym` files and `info`.
+//! `.sym` files and `info`. With `-E`, [`sdt`] writes `events.txt` before the program starts;
+//! with `--keep-pid`, [`kept_pid`] forks the recorder off this process, which becomes the
+//! program, and the recorder waits for it through a pidfd instead of `waitpid`.
 
 mod dir;
 pub mod dwarf;
