@@ -289,4 +289,14 @@ fn keep_pid_keeps_the_pid_and_the_status() {
             "{replay}"
         );
     }
+
+    // `live`: the recorder prints the replay before the program's exit completes.
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.args(["live", "--keep-pid"]).arg(&exe).arg("4");
+    let live = util::run(cmd);
+    assert_eq!(live.status.code(), Some(4), "{live}");
+    assert!(
+        live.stdout.starts_with("pid=") && live.stdout.contains("show_pid() {"),
+        "{live}"
+    );
 }
