@@ -72,7 +72,19 @@ extern "C" fn at_exit(status: libc::c_int, _: *mut libc::c_void) {
     line.push_bytes(b"exit ");
     line.push_dec(status as u32 as u64);
     line.push(b'\n');
-    if sys::write(fd, line.as_bytes()).is_ok() {
+    let bytes = line.as_bytes();
+    // MSG_NOSIGNAL: a recorder gone (killed, its guardian done) must not kill the program
+    // with SIGPIPE.
+    // SAFETY: `bytes` is valid for its length; send reads it only.
+    let sent = unsafe {
+        libc::send(
+            fd,
+            bytes.as_ptr() as *const libc::c_void,
+            bytes.len(),
+            libc::MSG_NOSIGNAL,
+        )
+    };
+    if sent > 0 {
         let mut buf = [0u8; 64];
         // Until end of file (or an error): the recorder and its guardian have closed it.
         loop {
