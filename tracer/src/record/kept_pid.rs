@@ -146,13 +146,17 @@ impl KeptPid {
             mut socket,
         } = self;
         let stop = stop_signal as extern "C" fn(libc::c_int) as *const () as libc::sighandler_t;
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
-            // SAFETY: sigaction is plain data, zero is valid; the handler only stores an
-            // atomic. No SA_RESTART: the poll below sees EINTR.
+        const SIGNALS: [libc::c_int; 4] =
+            [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+        // SAFETY: sigaction is plain data; all-zero is valid.
+        let mut old: [libc::sigaction; 4] = unsafe { std::mem::zeroed() };
+        for (sig, old) in SIGNALS.iter().zip(old.iter_mut()) {
+            // SAFETY: as above; the handler only stores an atomic. No SA_RESTART: the poll
+            // below sees EINTR.
             unsafe {
                 let mut act: libc::sigaction = std::mem::zeroed();
                 act.sa_sigaction = stop;
-                libc::sigaction(sig, &act, std::ptr::null_mut());
+                libc::sigaction(*sig, &act, old);
             }
         }
         // SAFETY: time(NULL) only returns the current time.
@@ -161,7 +165,12 @@ impl KeptPid {
         socket
             .write_all(format!("go {}\n", std::process::id()).as_bytes())
             .context("cannot start the program")?;
-        let (raw_status, usage) = wait(pid, &pidfd, &mut socket)?;
+        let waited = wait(pid, &pidfd, &mut socket);
+        for (sig, old) in SIGNALS.iter().zip(&old) {
+            // SAFETY: `old` is the action sigaction returned above.
+            unsafe { libc::sigaction(*sig, old, std::ptr::null_mut()) };
+        }
+        let (raw_status, usage) = waited?;
         // Closed when this process ends: the program's exit waits for it (see the module).
         let _ = socket.into_raw_fd();
         Ok(Ended {
