@@ -542,4 +542,27 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn watch_points_and_user_events() {
+        let (s, n) = settings_of(&[
+            "record",
+            "-W",
+            "cpu",
+            "-W",
+            "var:x",
+            "-E",
+            "app:a,app:b",
+            "-E",
+            "c:.*",
+            "./x",
+        ]);
+        assert_eq!(var(&s, env::WATCH), Some("cpu"));
+        assert_eq!(s.user_events, ["app:a", "app:b", "c:.*"]);
+        assert!(s.kernel_events.is_empty());
+        assert_eq!(
+            n.stderr_lines(),
+            ["WARN: unknown watch point: 'var:x' (only 'cpu' is known)"]
+        );
+    }
 }
