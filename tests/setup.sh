@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need when it is missing, on Debian (12 or newer): gcc and g++ build
 # testprogs/, uftrace is the reference whose output utrace must reproduce, tmux drives the tui
-# test. Quick to re-run: a package is installed only when its command is missing. Called by
+# test, systemtap-sdt-dev has <sys/sdt.h> for the SDT probes of testprogs/sdt.c. Quick to
+# re-run: a package is installed only when its command (or header) is missing. Called by
 # the README's test command (and so by .ci/run); as root or with sudo. GNU time measures the
 # peak memory of utrace in the bounded tests.
 set -euo pipefail
@@ -10,6 +11,9 @@ missing=()
 for pkg_cmd in gcc:gcc g++:g++ uftrace:uftrace tmux:tmux time:/usr/bin/time; do
 	command -v "${pkg_cmd#*:}" >/dev/null || missing+=("${pkg_cmd%%:*}")
 done
+# <sys/sdt.h> for the testprogs with user SDT probes (-E).
+[[ -e /usr/include/x86_64-linux-gnu/sys/sdt.h || -e /usr/include/sys/sdt.h ]] ||
+	missing+=(systemtap-sdt-dev)
 ((${#missing[@]})) || exit 0
 
 if ! command -v apt-get >/dev/null; then

@@ -28,6 +28,8 @@ pub(crate) static RECORDER_FD: AtomicI32 = AtomicI32::new(-1);
 pub(crate) static RECORDER_GONE: AtomicBool = AtomicBool::new(false);
 /// `UTRACE_SLOW_PATH=1`: every thread takes the Rust handlers (see [`Config::slow`]).
 pub(crate) static SLOW_PATH: AtomicBool = AtomicBool::new(false);
+/// `-W cpu`: entries note the CPU the task runs on (on the slow path, see `thread::watch`).
+pub(crate) static WATCH_CPU: AtomicBool = AtomicBool::new(false);
 
 /// Lowest descriptor number for libmcount's descriptors, out of the way of the program's.
 pub(crate) const HIGH_FD: i32 = 900;
@@ -90,6 +92,12 @@ pub fn tracing() -> bool {
     STATE.load(Ordering::Acquire) == ON
 }
 
+/// Whether `-W cpu` is on.
+#[inline]
+pub fn watch_cpu() -> bool {
+    WATCH_CPU.load(Ordering::Relaxed)
+}
+
 /// The configuration while tracing.
 pub fn config() -> Option<Config> {
     tracing().then(|| Config {
@@ -97,7 +105,9 @@ pub fn config() -> Option<Config> {
         window: WINDOW.load(Ordering::Relaxed),
         max_stack: MAX_STACK.load(Ordering::Relaxed),
         depth: DEPTH.load(Ordering::Relaxed),
-        slow: filter::get().is_some() || SLOW_PATH.load(Ordering::Relaxed),
+        slow: filter::get().is_some()
+            || SLOW_PATH.load(Ordering::Relaxed)
+            || WATCH_CPU.load(Ordering::Relaxed),
     })
 }
 

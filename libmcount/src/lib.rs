@@ -15,13 +15,16 @@
 //! creates each thread's state and handles thread exit and `fork`; [`unwind`] keeps C++
 //! exceptions working through hijacked frames. Tracing is off when `UTRACE_DIR` is unset.
 //! Every bit a frame carries ([`rstack::Frame::flags`]) is allocated in [`frame_flags`];
-//! `UTRACE_SLOW_PATH=1` sends every hook through the Rust handlers (for tests).
+//! `UTRACE_SLOW_PATH=1` sends every hook through the Rust handlers (for tests). `-W cpu`
+//! (`thread::watch`) runs on those handlers; `-E` user SDT probes ([`sdt`]) are `int3`s that a
+//! `SIGTRAP` handler records; with `--keep-pid`, [`kept_pid`] holds the program's `exit()`
+//! until the recorder has finished.
 //!
 //! Module layers, each using only the ones before it (no cycles): `sys`, `log`, `frame_flags`,
 //! `rstack`, `clock`, [`cpu`] (register areas, thread pointer, trampoline addresses) at the
 //! bottom; `filter`, `config`, `args`, `buffer`, `plt`; `thread`; `dlopen`, `lifecycle`;
-//! `entry`, `crash`, `wrap`, `unwind`; [`arch`] (the trampolines, which call the handlers of
-//! `entry`, `unwind` and `dlopen`) and `session` at the top.
+//! `entry`, `crash`, `wrap`, `unwind`, `sdt`, `kept_pid`; [`arch`] (the trampolines, which call
+//! the handlers of `entry`, `unwind` and `dlopen`) and `session` at the top.
 //!
 //! Process exit: the `.fini_array` destructor runs from `exit()` after the `atexit` handlers
 //! and the executable's destructors (which are therefore still traced); it closes the calling
@@ -46,10 +49,12 @@ pub mod dlopen;
 pub mod entry;
 pub mod filter;
 pub mod frame_flags;
+pub mod kept_pid;
 pub mod lifecycle;
 pub mod log;
 pub mod plt;
 pub mod rstack;
+pub mod sdt;
 pub mod session;
 pub mod signals;
 pub mod sys;

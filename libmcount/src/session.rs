@@ -8,7 +8,7 @@
 
 use crate::config::{
     DEPTH, DIRFD, FINISHED, HIGH_FD, KEY, MAX_STACK, ON, RECORDER_FD, RING_PREFIX, SID, SLOW_PATH,
-    STATE, WINDOW,
+    STATE, WATCH_CPU, WINDOW,
 };
 use crate::{clock, filter, lifecycle, sys, tasklog};
 use core::sync::atomic::Ordering;
@@ -131,6 +131,8 @@ fn write_new_file(dirfd: i32, name: &str, bytes: &[u8]) -> sys::SysResult<()> {
 
 /// Library constructor: start the session if `UTRACE_DIR` is set.
 pub extern "C" fn init() {
+    // The interposed functions' real ones, also when nothing is recorded (`--nop`).
+    crate::wrap::init();
     if let Some(fd) = env_usize(env::LOGFD) {
         crate::log::LOGFD.store(fd as i32, Ordering::Relaxed);
     }
@@ -171,6 +173,13 @@ pub extern "C" fn init() {
     };
     SLOW_PATH.store(
         std::env::var_os(env::SLOW_PATH).is_some_and(|v| v == "1"),
+        Ordering::Relaxed,
+    );
+    WATCH_CPU.store(
+        std::env::var(env::WATCH)
+            .unwrap_or_default()
+            .split(';')
+            .any(|w| w == "cpu"),
         Ordering::Relaxed,
     );
     clock::init(clock_id, std::env::var_os(env::NO_TSC).is_none());
@@ -218,8 +227,8 @@ pub extern "C" fn init() {
         )
     };
 
-    crate::wrap::init();
     crate::crash::install();
+    crate::kept_pid::init();
     let sid = session_id();
     SID.store(sid, Ordering::Relaxed);
     crate::dlopen::init();
@@ -238,6 +247,15 @@ pub extern "C" fn init() {
         filter::init(&parse_maps(&maps), &plt, &filter_set);
     }
     init_args(&maps, &exename, &filter_set);
+    if std::env::var_os(env::EVENT).is_some_and(|v| v == "1") {
+        let exe_start = parse_maps(&maps)
+            .iter()
+            .find(|m| std::path::Path::new(&m.path) == exename)
+            .map(|m| m.start);
+        if let Some(start) = exe_start {
+            crate::sdt::init(dirfd, &exename, start);
+        }
+    }
     if let Err(e) = write_new_file(dirfd, &format!("sid-{sid:016x}.map"), maps.as_bytes()) {
         crate::log::error(b"cannot write the session map", e);
     }

@@ -99,6 +99,8 @@ pub struct ThreadState {
     next_jump: usize,
     /// `read=` counters of the open frames.
     pub(crate) reads: reads::Reads,
+    /// `-W cpu`: the CPU of the last entry ([`watch::UNSEEN`] before the first).
+    pub(crate) cpu: i32,
 }
 
 static STACK_FULL_WARNED: AtomicBool = AtomicBool::new(false);
@@ -137,6 +139,7 @@ impl ThreadState {
             jumps: [JumpPoint::default(); JUMP_POINTS],
             next_jump: 0,
             reads: reads::Reads::default(),
+            cpu: watch::UNSEEN,
         }
     }
 
@@ -483,6 +486,19 @@ impl ThreadState {
     /// writes the entries of its callers that were waiting for it.
     #[inline]
     fn entered(&mut self, frame: &Frame, record: bool, capture: Capture) {
+        // -W cpu: a change is noted just before the ENTRY, the first CPU just after it.
+        let first_cpu = match record && crate::config::watch_cpu() {
+            true => self.watch_cpu(frame.start),
+            false => None,
+        };
+        self.write_entered(frame, record, capture);
+        if let Some(cpu) = first_cpu {
+            self.write_watch_cpu(frame.start + 1, cpu);
+        }
+    }
+
+    #[inline]
+    fn write_entered(&mut self, frame: &Frame, record: bool, capture: Capture) {
         if frame.flags == 0 {
             if record {
                 self.write_entry(frame.start, frame, capture);
@@ -530,6 +546,9 @@ impl ThreadState {
     /// The EXIT record of `frame`, with its return value when `regs` holds it.
     #[inline]
     fn write_exit(&mut self, time: u64, frame: &Frame, regs: Option<&ExitRegs>) {
+        if crate::config::watch_cpu() {
+            self.watch_cpu_at_exit(time);
+        }
         if frame.flags & flags::RETVAL != 0 {
             if let (Some(regs), Some(table)) = (regs, args::get()) {
                 if let Some(spec) = table.lookup(frame.child_ip as u64) {
@@ -701,5 +720,6 @@ mod reads;
 #[cfg(test)]
 mod tests;
 mod vfork;
+mod watch;
 use jump::{JumpPoint, JUMP_POINTS};
 pub use vfork::VforkStep;

@@ -55,6 +55,19 @@ pub const DEBUG: &str = "UTRACE_DEBUG";
 /// recording (nothing would ever finish the data directory).
 pub const RECORDER: &str = "UTRACE_RECORDER";
 
+/// `-W`: watch points, `;`-separated; only `cpu` is known (an EVENT `watch:cpu` when the CPU
+/// of a task changes between function entries).
+pub const WATCH: &str = "UTRACE_WATCH";
+/// Set to `1` by `-E` when the recorder wrote `events.txt` (user SDT events, see
+/// [`crate::sdt`]): libmcount enables the executable's probes of the events listed there.
+pub const EVENT: &str = "UTRACE_EVENT";
+
+/// `--keep-pid`: `<pid>:<fd>`, the program's own pid (the recorder's, kept) and a socket to
+/// the recorder. In that process, libmcount's destructor writes `exit <status>` (the status
+/// `exit()` was given) and waits until the recorder, having finished the data directory,
+/// closes the socket: the shell gets the exit status only once the data is complete.
+pub const KEEP_PID: &str = "UTRACE_KEEP_PID";
+
 /// Set to `1` to send every hook through libmcount's Rust handlers, never the trampolines'
 /// fast paths (what record-time filters do anyway): for tests that compare both paths. The
 /// recorder passes it through from its own environment.

@@ -46,6 +46,7 @@ pub mod pattern;
 pub mod printfmt;
 pub mod raw;
 pub mod ring;
+pub mod sdt;
 pub mod sym;
 pub mod task;
 pub mod timeval;
@@ -60,6 +61,13 @@ pub use writer::TraceWriter;
 
 /// Event ids with built-in names and payload sizes (data-format §3.6).
 pub mod event {
+    /// `-W cpu`: the CPU the task runs on changed (payload: i32 cpu).
+    pub const WATCH_CPU: u64 = 100011;
+    /// Payload length of [`WATCH_CPU`].
+    pub const WATCH_CPU_LEN: usize = 4;
+    /// The first id of user SDT events (`-E`), numbered in `events.txt` order.
+    pub const SDT_FIRST: u64 = 1_000_000;
+
     /// Name and expected payload length of a built-in user event id.
     pub fn builtin(id: u64) -> Option<(&'static str, usize)> {
         Some(match id {
@@ -73,7 +81,7 @@ pub mod event {
             100008 => ("diff:pmu-cache", 16),
             100009 => ("read:pmu-branch", 16),
             100010 => ("diff:pmu-branch", 16),
-            100011 => ("watch:cpu", 4),
+            WATCH_CPU => ("watch:cpu", WATCH_CPU_LEN),
             100012 => ("watch:var", 0),
             200001 => ("linux:sched-in", 0),
             200002 => ("linux:sched-out", 0),

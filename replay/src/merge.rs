@@ -158,14 +158,7 @@ impl<'d> Merge<'d> {
         }
         let mut event_names = HashMap::new();
         if let Some(t) = dir.read_text("events.txt") {
-            for l in t.lines() {
-                let mut it = l.split_whitespace();
-                if let (Some("EVENT:"), Some(id), Some(name)) = (it.next(), it.next(), it.next()) {
-                    if let Ok(id) = id.parse() {
-                        event_names.insert(id, name.to_string());
-                    }
-                }
-            }
+            event_names.extend(record_format::sdt::parse_events_txt(&t));
         }
         let mut m = Merge {
             sym,

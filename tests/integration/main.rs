@@ -13,6 +13,8 @@
 //!   (testprogs/locs.c) against uftrace, with its known-wrong values corrected;
 //! * `record_filters`: record-time filters and depth limits, applied while recording;
 //! * `record_libcalls`: library calls through the PLT hooks, lazy and `-z now` builds;
+//! * `record_events`: `-W cpu`, user SDT events (`-E`) against uftrace, a program with its own
+//!   SIGTRAP handler, `--keep-pid`;
 //! * `record_processes`: vfork children that work and exec, fork with allocations, longjmp from
 //!   several depths and in a loop, pthread_exit and daemon, with library calls, against uftrace;
 //! * `record_matrix`: every test program in every build mode recorded by utrace and by
@@ -57,6 +59,7 @@ mod normalize;
 mod record;
 mod record_arg_locations;
 mod record_args;
+mod record_events;
 mod record_filters;
 mod record_libcalls;
 mod record_matrix;

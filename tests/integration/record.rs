@@ -519,14 +519,12 @@ fn unsupported_options_are_refused() {
         (&["-P", "main"][..], "--patch"),
         (&["-U", "main"], "--unpatch"),
         (&["-e"], "--estimate-return"),
-        (&["-W", "cpu"], "--watch"),
         (&["-g"], "--agent"),
         (&["--with-syms=."], "--with-syms"),
         (&["--srcline"], "--srcline"),
         (&["-L", "a.c"], "--loc-filter"),
         (&["--host=localhost"], "--host"),
         (&["--format=html"], "--format"),
-        (&["-E", "uftrace:*"], ""),
     ] {
         let mut args = vec!["record", "-d", "x.data"];
         args.extend_from_slice(opt);

@@ -506,8 +506,8 @@ matrix! {
     vfork: "vfork";
 }
 
-/// Each program in `testprogs/` has a case here, in `survival.rs` or in `record_processes.rs`,
-/// and a test runs it.
+/// Each program in `testprogs/` has a case here, in `survival.rs`, `record_processes.rs` or
+/// `record_events.rs`, and a test runs it.
 #[test]
 fn every_testprog_is_recorded() {
     let mut missing = Vec::new();
@@ -521,11 +521,10 @@ fn every_testprog_is_recorded() {
         }
         let in_matrix = MATRIX.iter().any(|c| c.prog == name) && MATRIX_TESTS.contains(&&*name);
         let in_survival = crate::survival::covers(&name);
-        if !in_matrix
-            && !in_survival
-            && !crate::record_processes::covers(&name)
-            && !crate::record_libcalls::covers(&name)
-        {
+        let elsewhere = crate::record_processes::covers(&name)
+            || crate::record_events::covers(&name)
+            || crate::record_libcalls::covers(&name);
+        if !in_matrix && !in_survival && !elsewhere {
             missing.push(name);
         }
     }

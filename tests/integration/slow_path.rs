@@ -138,6 +138,16 @@ const PROGS: &[Prog] = &[
         replay: &[],
         reduce: EXACT,
     },
+    prog("pid", &[], EXACT),
+    prog("migrate", &[], EXACT),
+    prog("sdt", &[], EXACT),
+    Prog {
+        name: "sdt",
+        args: &[],
+        record: &["-E", "myapp:.*"],
+        replay: &[],
+        reduce: EXACT,
+    },
 ];
 
 /// `utrace record OPTS -d DIR PROG ARGS`, on the slow path when `slow` (any exit status).

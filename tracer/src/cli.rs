@@ -355,8 +355,8 @@ pub struct RecordArgs {
     /// Enable EVENT
     #[arg(short = 'E', long, value_name = "EVENT")]
     pub event: Vec<String>,
-    /// Report changes of POINT (cpu, var:NAME)
-    #[arg(hide = true, short = 'W', long, value_name = "POINT")]
+    /// Report changes of POINT (cpu: the CPU a task runs on)
+    #[arg(short = 'W', long, value_name = "POINT")]
     pub watch: Vec<String>,
     /// Patch FUNC at run time
     #[arg(hide = true, short = 'P', long, value_name = "FUNC")]
@@ -382,8 +382,8 @@ pub struct RecordArgs {
     /// Print the elapsed time of the program
     #[arg(long)]
     pub time: bool,
-    /// Keep the process id of the traced program (not supported: refused with an error)
-    #[arg(long, hide = true)]
+    /// The traced program keeps the pid of utrace (the recorder forks)
+    #[arg(long)]
     pub keep_pid: bool,
     /// Clock source: mono, mono_raw or boot
     #[arg(long, value_name = "CLOCK")]

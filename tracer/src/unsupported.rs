@@ -20,7 +20,7 @@ fn first(inv: &Invocation) -> Option<(&'static str, &'static str)> {
     let a = &inv.args;
     let r = &a.record;
     let records = matches!(inv.subcommand, Subcommand::Record | Subcommand::Live);
-    let checks: [(bool, &str, &str); 13] = [
+    let checks: [(bool, &str, &str); 12] = [
         (
             !r.patch.is_empty(),
             "-P/--patch",
@@ -32,7 +32,6 @@ fn first(inv: &Invocation) -> Option<(&'static str, &'static str)> {
             "-e/--estimate-return",
             "recording entries only and estimating the returns",
         ),
-        (!r.watch.is_empty(), "-W/--watch", "watch points"),
         (r.agent, "-g/--agent", "the agent in the traced program"),
         (
             r.pid.is_some(),

@@ -21,6 +21,7 @@
 
 pub mod load;
 pub mod plt;
+pub mod sdt;
 pub mod symbols;
 
 pub use goblin::elf::Elf;

@@ -625,7 +625,8 @@ impl Raw<'_, '_> {
     }
 
     /// The `[data ]` block of an event with a payload (`u16` length, then the data): its
-    /// length and, for the built-in counters, their values as uftrace 0.13 prints them.
+    /// length and, for the built-in counters and `watch:cpu`, their values as uftrace 0.13
+    /// prints them.
     fn event_data(&mut self, tid: u32, r: &RawRecord, data: &[u8]) -> io::Result<()> {
         let len = data
             .get(..2)
@@ -643,6 +644,11 @@ impl Raw<'_, '_> {
             // uftrace's dump shows differences unsigned-looking (`minor=1`), unlike replay.
             let values = counter_values(&v, fields, unit, false);
             writeln!(self.out, "  {name}: {values}")?;
+        } else if r.addr == record_format::event::WATCH_CPU {
+            let cpu = body
+                .get(..4)
+                .map_or(0, |b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+            writeln!(self.out, "  watch:cpu: cpu={cpu}")?;
         }
         if self.opts.debug {
             let end = data.len().div_ceil(8) * 8;
@@ -726,13 +732,9 @@ fn sign_extend(v: u64, size: usize) -> i64 {
 /// Name of an event id: `events.txt` (SDT events) or the built-in names.
 fn event_name(dir: &TraceDir, id: u64) -> String {
     if let Some(t) = dir.read_text("events.txt") {
-        for l in t.lines() {
-            let mut it = l.split_whitespace();
-            if let (Some("EVENT:"), Some(i), Some(name)) = (it.next(), it.next(), it.next()) {
-                if i.parse::<u64>().ok() == Some(id) {
-                    return name.to_string();
-                }
-            }
+        let events = record_format::sdt::parse_events_txt(&t);
+        if let Some((_, name)) = events.into_iter().find(|(i, _)| *i == id) {
+            return name;
         }
     }
     record_format::event::builtin(id).map_or_else(|| id.to_string(), |(n, _)| n.to_string())

@@ -32,6 +32,8 @@ pub struct RecordSummary<'a> {
     pub debug_info: bool,
     /// The kernel files (`-k`) were written.
     pub kernel: bool,
+    /// `events.txt` names user SDT events (`-E`).
+    pub events: bool,
 }
 
 /// Makes the directory replayable before the program runs: `info` (without tasks or an exit
@@ -131,6 +133,9 @@ fn build_info(s: &RecordSummary<'_>, tids: Vec<u32>) -> Info {
     }
     if s.kernel {
         feat_mask |= feat::KERNEL;
+    }
+    if s.events {
+        feat_mask |= feat::EVENT;
     }
     Info {
         header: InfoHeader {

@@ -216,7 +216,7 @@ pub fn run(launch: &Launch<'_>) -> anyhow::Result<Ended> {
 
 /// Adds `ADDR_NO_RANDOMIZE` to this process's execution domain; children inherit it and keep
 /// it across exec. The recorder itself is already mapped, so nothing changes for it.
-fn disable_aslr() {
+pub(super) fn disable_aslr() {
     const QUERY: libc::c_ulong = 0xffff_ffff;
     // SAFETY: personality() with 0xffffffff only returns the current persona.
     let current = unsafe { libc::personality(QUERY) };

@@ -9,17 +9,21 @@
 //! environment, while the [`pump`] thread moves the threads' rings into the data files and, with `-k`, the
 //! [`kernel`] session reads the kernel's trace; it waits for the whole process tree while libmcount writes
 //! `<tid>.dat`, `task.txt` and `sid-*.map`; [`finish`] then trims the data files and writes
-//! `.sym` files and `info`.
+//! `.sym` files and `info`. With `-E`, [`sdt`] writes `events.txt` before the program starts;
+//! with `--keep-pid`, [`kept_pid`] forks the recorder off this process, which becomes the
+//! program, and the recorder waits for it through a pidfd instead of `waitpid`.
 
 mod dir;
 pub mod dwarf;
 mod embedded;
 pub mod finish;
 mod guard;
+mod kept_pid;
 mod kernel;
 pub mod launch;
 pub mod program;
 mod pump;
+mod sdt;
 mod settings;
 mod syscalls;
 
@@ -214,6 +218,14 @@ pub fn record(
 
     let mut env = settings.env.clone();
     env.push((env::DIR.to_string(), dir.clone().into_os_string()));
+    let match_type = match settings.pattern_type {
+        "glob" => record_format::pattern::MatchType::Glob,
+        _ => record_format::pattern::MatchType::Regex,
+    };
+    let events = sdt::write_events(&dir, &program.absolute, &settings.user_events, match_type)?;
+    if events {
+        env.push((env::EVENT.to_string(), "1".into()));
+    }
     // With arguments, the program's DWARF as a `.dbg` file: enum names for the readers, and
     // with -a the specs of its functions, for the runtime too.
     let mut debug_info = false;
@@ -271,6 +283,7 @@ pub fn record(
             args: settings.args.clone(),
             debug_info,
             kernel,
+            events,
             version: version.clone(),
         };
         write(&dir, &summary)
@@ -285,6 +298,18 @@ pub fn record(
         )
     })?;
     let temporary = matches!(target, Target::Existing(_));
+    // --keep-pid: from here on this is the recorder, forked off the process that becomes the
+    // program.
+    let kept = match inv.args.record.keep_pid {
+        true => Some(kept_pid::split(&launch::Launch {
+            exe: &program.absolute,
+            argv,
+            env: env.clone(),
+            env_remove: CONTRACT_VARS.to_vec(),
+            no_randomize: inv.args.record.no_randomize_addr,
+        })?),
+        false => None,
+    };
     // A recorder killed from now on leaves the directory to the guardian. Forked while this
     // process has one thread: before the writer thread and the kernel readers start.
     let guardian = guard::Guardian::start(|sent: &str| {
@@ -312,6 +337,7 @@ pub fn record(
         dir: &dir,
         rings: &rings,
         env,
+        kept,
     };
     let recorded = run_recording(inv, &settings, &program, run, &mut guardian, notices);
     record_format::ring::remove_ring_dir(&rings);
@@ -356,7 +382,12 @@ fn run_recording(
     guardian: &mut guard::Guardian,
     notices: &mut Notices,
 ) -> anyhow::Result<Recorded> {
-    let Run { dir, rings, env } = run;
+    let Run {
+        dir,
+        rings,
+        env,
+        kept,
+    } = run;
     let argv = &inv.program;
     debug(format!(
         "creating {} thread(s) for recording",
@@ -383,14 +414,18 @@ fn run_recording(
     if let Some(k) = &kernel {
         guardian.send(&k.undo().to_text());
     }
-    let ended = launch::run(&launch::Launch {
-        // Absolute: a bare name found in the current directory must not be searched in $PATH.
-        exe: &program.absolute,
-        argv,
-        env,
-        env_remove: CONTRACT_VARS.to_vec(),
-        no_randomize: inv.args.record.no_randomize_addr,
-    });
+    let ended = match kept {
+        Some(kept) => kept.run(),
+        None => launch::run(&launch::Launch {
+            // Absolute: a bare name found in the current directory must not be searched in
+            // $PATH.
+            exe: &program.absolute,
+            argv,
+            env,
+            env_remove: CONTRACT_VARS.to_vec(),
+            no_randomize: inv.args.record.no_randomize_addr,
+        }),
+    };
     // Records that no one wrote (killed, crashed, exit() with threads running, or a pump
     // error) are in the rings: move them into the data files, also when the launch failed
     // half-way.
@@ -439,6 +474,8 @@ struct Run<'a> {
     /// The ring prefix.
     rings: &'a str,
     env: Vec<(String, OsString)>,
+    /// `--keep-pid`: the program, waiting to start in the process utrace was started as.
+    kept: Option<kept_pid::KeptPid>,
 }
 
 /// What [`run_recording`] did.

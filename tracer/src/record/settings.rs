@@ -18,7 +18,7 @@ const PAGE_SIZE: u64 = 4096;
 
 /// Every variable of the env contract, removed from the program's environment before the
 /// recorder sets its own (a stale one could come from an outer recording).
-pub(super) const CONTRACT_VARS: [&str; 21] = [
+pub(super) const CONTRACT_VARS: [&str; 24] = [
     env::DIR,
     env::CLOCK,
     record_format::ring::ENV_PREFIX,
@@ -40,6 +40,9 @@ pub(super) const CONTRACT_VARS: [&str; 21] = [
     env::DBG,
     env::NEST_LIBCALL,
     env::RECORDER,
+    env::WATCH,
+    env::EVENT,
+    env::KEEP_PID,
 ];
 
 /// The record-time settings taken from the options, with uftrace's complaints about values.
@@ -65,6 +68,8 @@ pub(super) struct Settings {
     pub(super) rt_prio: Option<i32>,
     /// `-E SYSTEM:EVENT@kernel`: kernel tracepoints kept as events.
     pub(super) kernel_events: Vec<String>,
+    /// `-E PROVIDER:NAME`: user SDT event patterns (see `record::sdt`).
+    pub(super) user_events: Vec<String>,
 }
 
 /// The `-A` or `-R` entries (`;`-separated lists split), without those whose items of `kind`
@@ -333,24 +338,26 @@ pub(super) fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
         },
     };
     let mut kernel_events = Vec::new();
+    let mut user_events = Vec::new();
     for ev in r.event.iter().flat_map(|e| e.split(',')) {
         match ev.strip_suffix("@kernel").or_else(|| ev.strip_suffix("@k")) {
             Some(k) if kernel => kernel_events.push(k.to_string()),
             Some(_) => anyhow::bail!("kernel events (-E {ev}) are recorded with -k"),
-            None => anyhow::bail!(
-                "-E {ev} is not supported yet: user SDT events (only kernel tracepoints, SYSTEM:EVENT@kernel with -k)"
-            ),
+            None => user_events.push(ev.to_string()),
+        }
+    }
+    for point in r.watch.iter().flat_map(|w| w.split(';')) {
+        match point {
+            "cpu" => set(env::WATCH, point.to_string()),
+            _ => notices.warn(format!(
+                "unknown watch point: '{point}' (only 'cpu' is known)"
+            )),
         }
     }
     if r.no_pltbind {
         set("LD_BIND_NOT", "1".to_string());
     }
     let args = arg_settings(f, &mut set, notices);
-    if r.keep_pid {
-        anyhow::bail!(
-            "--keep-pid is not supported: the program runs as a child of utrace, with a new pid"
-        );
-    }
     let threads = match r.num_thread.as_deref().map(str::trim) {
         None => {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -376,6 +383,7 @@ pub(super) fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
         kernel_buffer,
         kernel_depth,
         kernel_events,
+        user_events,
         env: vars,
         max_stack,
         plthook,
@@ -538,6 +546,29 @@ mod tests {
                 "Usage: max stack depth should be >0 and <65535",
                 "Usage: invalid depth given: 0 (ignoring..)"
             ]
+        );
+    }
+
+    #[test]
+    fn watch_points_and_user_events() {
+        let (s, n) = settings_of(&[
+            "record",
+            "-W",
+            "cpu",
+            "-W",
+            "var:x",
+            "-E",
+            "app:a,app:b",
+            "-E",
+            "c:.*",
+            "./x",
+        ]);
+        assert_eq!(var(&s, env::WATCH), Some("cpu"));
+        assert_eq!(s.user_events, ["app:a", "app:b", "c:.*"]);
+        assert!(s.kernel_events.is_empty());
+        assert_eq!(
+            n.stderr_lines(),
+            ["WARN: unknown watch point: 'var:x' (only 'cpu' is known)"]
         );
     }
 }
