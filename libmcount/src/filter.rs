@@ -38,8 +38,8 @@ struct Range {
     end: u64,
     /// Index into `Filters::rules`, or `NO_RULE`.
     rule: u32,
-    /// Smaller than the `-Z` size.
-    small: bool,
+    /// The function's size in bytes, for `-Z` and `size=`.
+    size: u32,
 }
 
 const NO_RULE: u32 = u32::MAX;
@@ -59,6 +59,8 @@ pub struct Filters {
     pub depth: u32,
     /// `-t` in nanoseconds (0: none).
     pub threshold: u64,
+    /// `-Z` in bytes (0: none).
+    pub size: u32,
 }
 
 static FILTERS: OnceLock<Filters> = OnceLock::new();
@@ -105,13 +107,14 @@ impl Filters {
         self.lookup(addr).0.map_or(0, |a| a.read)
     }
 
-    /// The actions of the function containing `addr` and whether it is smaller than `-Z`.
+    /// The actions of the function containing `addr` and its size (`u32::MAX` for a
+    /// function the table does not hold: never smaller than a limit).
     #[inline]
-    fn lookup(&self, addr: u64) -> (Option<&Actions>, bool) {
+    fn lookup(&self, addr: u64) -> (Option<&Actions>, u32) {
         let i = self.ranges.partition_point(|r| r.start <= addr);
         match i.checked_sub(1).and_then(|i| self.ranges.get(i)) {
-            Some(r) if addr < r.end => (self.rules.get(r.rule as usize), r.small),
-            _ => (None, false),
+            Some(r) if addr < r.end => (self.rules.get(r.rule as usize), r.size),
+            _ => (None, u32::MAX),
         }
     }
 }
@@ -192,6 +195,10 @@ impl Settings<'_> {
 /// The size of a PLT entry, the symbol of a library call.
 const PLT_ENTRY_SIZE: u64 = 16;
 
+fn size32(size: u64) -> u32 {
+    u32::try_from(size).unwrap_or(u32::MAX)
+}
+
 /// Builds the session's filters (library constructor; `std` and allocation are fine there).
 /// `modules` are the session map's entries; `plt` the hooked library calls (PLT entry and
 /// name), which patterns without a module or with `@PLT` name too.
@@ -209,6 +216,10 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
             }
         },
     };
+    // A `size=` trigger changes the limit below its function: then every function's size
+    // must be known, not only those below `-Z`.
+    let any_size = specs.iter().any(|s| s.actions.size.is_some());
+    let sized = |size: u64| size < set.size || any_size;
     if !specs.is_empty() || set.size > 0 {
         let wanted: Vec<&Spec> = specs
             .iter()
@@ -220,7 +231,6 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
             .collect();
         // A library call's symbol is its PLT entry, 16 bytes: `-Z` above that drops library
         // calls too, as uftrace does.
-        let small = PLT_ENTRY_SIZE < set.size;
         for &(entry, raw) in plt {
             let name = demangle(raw, Demangle::Simple);
             let mut merged: Option<Actions> = None;
@@ -229,12 +239,12 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
                     .get_or_insert_with(Actions::default)
                     .merge(&s.actions);
             }
-            if merged.is_some() || small {
+            if merged.is_some() || sized(PLT_ENTRY_SIZE) {
                 ranges.push(Range {
                     start: entry as u64,
                     end: entry as u64 + PLT_ENTRY_SIZE,
                     rule: rule_of(merged),
-                    small,
+                    size: size32(PLT_ENTRY_SIZE),
                 });
             }
         }
@@ -250,7 +260,7 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
                         .is_none_or(|want| base.starts_with(want))
                 })
                 .collect();
-            if wanted.is_empty() && set.size == 0 {
+            if wanted.is_empty() && set.size == 0 && !any_size {
                 continue;
             }
             for (start, size, raw) in module_functions(m) {
@@ -261,15 +271,14 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
                         .get_or_insert_with(Actions::default)
                         .merge(&s.actions);
                 }
-                let small = size < set.size;
-                if merged.is_none() && !small {
+                if merged.is_none() && !sized(size) {
                     continue;
                 }
                 ranges.push(Range {
                     start,
                     end: start + size,
                     rule: rule_of(merged),
-                    small,
+                    size: size32(size),
                 });
             }
         }
@@ -286,6 +295,7 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
         rules,
         depth: set.depth,
         threshold: set.threshold,
+        size: size32(set.size),
     });
 }
 
@@ -296,6 +306,7 @@ pub struct Saved {
     pub base: u32,
     pub depth: u32,
     pub time: u64,
+    pub size: u32,
 }
 
 /// Per-thread filter counters. `#[repr(C)]` because it is part of `ThreadState`.
@@ -314,6 +325,8 @@ pub struct FilterState {
     pub depth: u32,
     /// The time threshold in force (ns; 0: none).
     pub time: u64,
+    /// The size limit in force (`-Z`, or a `size=` trigger above; 0: none).
+    pub size: u32,
 }
 
 /// How a new function is treated.
@@ -331,15 +344,18 @@ impl FilterState {
         FilterState {
             depth: f.depth,
             time: f.threshold,
+            size: f.size,
             ..FilterState::default()
         }
     }
 
     /// The decision for a function at `addr`.
     pub fn decide(&self, f: &Filters, addr: u64) -> Decision {
-        let (rule, small) = f.lookup(addr);
+        let (rule, size) = f.lookup(addr);
         let none = Actions::default();
         let a = rule.unwrap_or(&none);
+        // A `size=` trigger's limit holds for its own function too.
+        let small = size < a.size.map_or(self.size, size32);
         let in_count = self.in_count + a.filter as u32;
         let out_count = self.out_count + a.notrace as u32;
         let (base, depth) = match a.depth {
@@ -359,7 +375,7 @@ impl FilterState {
         if a.notrace {
             fl |= flags::OUT;
         }
-        if a.filter || a.depth.is_some() || a.time.is_some() {
+        if a.filter || a.depth.is_some() || a.time.is_some() || a.size.is_some() {
             fl |= flags::LIMITS;
         }
         if a.trace_on {
@@ -398,6 +414,7 @@ impl FilterState {
             base: self.base,
             depth: self.depth,
             time: self.time,
+            size: self.size,
         };
         if fl & flags::LIMITS != 0 {
             let a = f.lookup(addr).0.copied().unwrap_or_default();
@@ -410,6 +427,9 @@ impl FilterState {
             }
             if let Some(t) = a.time {
                 self.time = t;
+            }
+            if let Some(z) = a.size {
+                self.size = size32(z);
             }
         }
         if fl & flags::IN != 0 {
@@ -440,6 +460,7 @@ impl FilterState {
             self.base = saved.base;
             self.depth = saved.depth;
             self.time = saved.time;
+            self.size = saved.size;
         }
     }
 }
@@ -454,6 +475,7 @@ mod tests {
         let mut f = Filters {
             depth,
             threshold,
+            size: 2,
             ..Filters::default()
         };
         for &(start, end, actions) in ranges {
@@ -466,11 +488,12 @@ mod tests {
                 f.rules.push(a);
                 (f.rules.len() - 1) as u32
             };
+            // A range without actions is a 1-byte function (small under any -Z).
             f.ranges.push(Range {
                 start,
                 end,
                 rule,
-                small: actions.is_empty(),
+                size: if actions.is_empty() { 1 } else { u32::MAX },
             });
         }
         f
@@ -486,10 +509,10 @@ mod tests {
     #[test]
     fn lookup_by_range() {
         let f = filters(&[(10, 20, "filter"), (30, 40, "notrace")], 99, 0);
-        assert_eq!(f.lookup(9), (None, false));
+        assert_eq!(f.lookup(9), (None, u32::MAX));
         assert!(f.lookup(10).0.unwrap().filter);
         assert!(f.lookup(19).0.unwrap().filter);
-        assert_eq!(f.lookup(20), (None, false));
+        assert_eq!(f.lookup(20), (None, u32::MAX));
         assert!(f.lookup(35).0.unwrap().notrace);
     }
 
@@ -544,6 +567,30 @@ mod tests {
         assert_eq!(s.decide(&f, 30), Decision::Skip);
         assert_eq!(hook(&s, &f, 0), flags::PENDING); // waits for a -C function
         assert_eq!(hook(&s, &f, 50), flags::CALLER);
+    }
+
+    /// `-Z 30 -T b@size=10`: b (20 bytes) and its 20-byte callee are recorded, the same
+    /// callee elsewhere is not; the limit comes back when b pops.
+    #[test]
+    fn size_trigger_sets_the_limit_below_its_function() {
+        let mut f = filters(&[(10, 20, "size=10")], u32::MAX, 0);
+        f.size = 30;
+        f.ranges[0].size = 20;
+        f.ranges.push(Range {
+            start: 40,
+            end: 60,
+            rule: NO_RULE,
+            size: 20,
+        });
+        let mut s = FilterState::new(&f);
+        assert_eq!(s.decide(&f, 40), Decision::Skip);
+        let fb = hook(&s, &f, 10);
+        assert_eq!(fb, flags::LIMITS);
+        let (_, saved) = s.push(&f, 10, fb);
+        assert_eq!(hook(&s, &f, 40), 0);
+        s.pop(fb, &saved);
+        assert_eq!(s.size, 30);
+        assert_eq!(s.decide(&f, 40), Decision::Skip);
     }
 
     #[test]

@@ -36,6 +36,9 @@ const CASES: &[(&str, &[&str], &[&str])] = &[
     ("abc", &[], &["-t", "100ms"]),
     ("sleep", &[], &["-t", "1500us"]),
     ("abc", &[], &["-Z", "30"]),
+    // A size= trigger: another limit below its function (its own included).
+    ("abc", &[], &["-Z", "30", "-T", "b@size=10"]),
+    ("cxx", &[], &["-Z", "1000", "-T", "main@size=30"]),
     ("abc", &[], &["-C", "c"]),
     ("abc", &[], &["-C", "b"]),
     ("abc", &[], &["-F", "a", "-C", "c"]),
