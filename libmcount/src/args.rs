@@ -264,14 +264,34 @@ fn entries(list: &str, kind: ItemKind, ty: MatchType) -> Vec<Entry> {
 struct Auto {
     /// The executable's load bias and its `.dbg` contents.
     exe: Option<(u64, DbgFile)>,
-    builtin_args: Vec<Entry>,
-    builtin_rets: Vec<Entry>,
+    builtin_args: Vec<Builtin>,
+    builtin_rets: Vec<Builtin>,
+}
+
+/// One built-in prototype: the names it goes by and its items.
+struct Builtin {
+    /// As written (`_Znwm`) and demangled as the readers demangle it (`operator new`): like
+    /// the readers, a function takes the first prototype one of whose names is its own, raw
+    /// or demangled.
+    names: [String; 2],
+    items: Vec<ArgItem>,
+}
+
+fn builtins(list: &str, kind: ItemKind) -> Vec<Builtin> {
+    argbind::parse_list(list, kind, 8)
+        .into_iter()
+        .flatten()
+        .map(|spec| Builtin {
+            names: [demangle(&spec.name, Demangle::Simple), spec.name],
+            items: spec.items,
+        })
+        .collect()
 }
 
 impl Auto {
-    fn items(&self, addr: u64, name: &str, kind: ItemKind) -> Vec<ArgItem> {
+    fn items(&self, sym: &Sym, kind: ItemKind) -> Vec<ArgItem> {
         if let Some((bias, dbg)) = &self.exe {
-            let rel = addr.wrapping_sub(*bias);
+            let rel = sym.addr.wrapping_sub(*bias);
             if let Some(f) = dbg.functions.iter().find(|f| f.addr == rel) {
                 let text = match kind {
                     ItemKind::Args => f.args.as_deref(),
@@ -290,10 +310,20 @@ impl Auto {
             ItemKind::Ret => &self.builtin_rets,
         };
         list.iter()
-            .find(|e| e.matcher.matches(name))
-            .map(|e| e.spec.items.clone())
+            .find(|b| b.names.iter().any(|n| n == sym.name || n == sym.raw))
+            .map(|b| b.items.clone())
             .unwrap_or_default()
     }
+}
+
+/// A function to bind: its address, raw and demangled names, and module (`PLT` for PLT
+/// entries, `plt`).
+struct Sym<'s> {
+    addr: u64,
+    raw: &'s str,
+    name: &'s str,
+    module: &'s str,
+    plt: bool,
 }
 
 /// The recorder's settings (from the `UTRACE_*` variables).
@@ -319,29 +349,20 @@ impl Settings<'_> {
     }
 }
 
-/// The items of the function `name` at `addr` in module `module` (`PLT` for PLT entries),
-/// bound as the readers bind them ([`argbind::bind`]).
-fn bind(
-    lists: &[Vec<Entry>; 2],
-    auto: &Auto,
-    all_auto: bool,
-    addr: u64,
-    name: &str,
-    module: &str,
-    plt: bool,
-) -> FuncArgs {
+/// The items of the function `sym`, bound as the readers bind them ([`argbind::bind`]).
+fn bind(lists: &[Vec<Entry>; 2], auto: &Auto, all_auto: bool, sym: &Sym) -> FuncArgs {
     let [arg_list, ret_list] = lists;
     let (args, ret) = argbind::bind(
         arg_list
             .iter()
-            .filter(|e| e.names(name, module, plt))
+            .filter(|e| e.names(sym.name, sym.module, sym.plt))
             .map(|e| &e.spec),
         ret_list
             .iter()
-            .filter(|e| e.names(name, module, plt))
+            .filter(|e| e.names(sym.name, sym.module, sym.plt))
             .map(|e| &e.spec),
         all_auto,
-        |kind| auto.items(addr, name, kind),
+        |kind| auto.items(sym, kind),
     );
     let fits = args.iter().map(ArgItem::max_len).sum::<usize>() <= MAX_PAYLOAD;
     let args = if fits { args } else { Vec::new() };
@@ -357,8 +378,8 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
     ];
     let auto = Auto {
         exe: set.exe_dbg.clone(),
-        builtin_args: entries(set.argauto, ItemKind::Args, MatchType::Regex),
-        builtin_rets: entries(set.retauto, ItemKind::Ret, MatchType::Regex),
+        builtin_args: builtins(set.argauto, ItemKind::Args),
+        builtin_rets: builtins(set.retauto, ItemKind::Ret),
     };
     let mut table = Args::default();
     let mut add = |start: u64, end: u64, f: FuncArgs| {
@@ -382,13 +403,27 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
         let base = crate::filter::basename(&m.path);
         for (start, size, raw) in crate::filter::module_functions(m) {
             let name = demangle(&raw, Demangle::Simple);
-            let f = bind(&lists, &auto, set.auto, start, &name, base, false);
+            let sym = Sym {
+                addr: start,
+                raw: &raw,
+                name: &name,
+                module: base,
+                plt: false,
+            };
+            let f = bind(&lists, &auto, set.auto, &sym);
             add(start, start + size, f);
         }
     }
     for &(entry, raw) in plt {
         let name = demangle(raw, Demangle::Simple);
-        let f = bind(&lists, &auto, set.auto, entry as u64, &name, "PLT", true);
+        let sym = Sym {
+            addr: entry as u64,
+            raw,
+            name: &name,
+            module: "PLT",
+            plt: true,
+        };
+        let f = bind(&lists, &auto, set.auto, &sym);
         add(entry as u64, entry as u64 + 16, f);
     }
     table.ranges.sort_by_key(|r| r.start);
@@ -762,17 +797,34 @@ mod tests {
         ];
         let auto = Auto {
             exe: None,
-            builtin_args: entries("strlen@arg1/s", ItemKind::Args, MatchType::Regex),
-            builtin_rets: entries("strlen@retval/u", ItemKind::Ret, MatchType::Regex),
+            builtin_args: builtins("strlen@arg1/s;_Znwm@arg1/u", ItemKind::Args),
+            builtin_rets: builtins("strlen@retval/u", ItemKind::Ret),
         };
-        let f = bind(&lists, &auto, false, 0, "fib", "prog", false);
+        let sym = |raw, name, module, plt| Sym {
+            addr: 0,
+            raw,
+            name,
+            module,
+            plt,
+        };
+        let f = bind(&lists, &auto, false, &sym("fib", "fib", "prog", false));
         let texts: Vec<&str> = f.args.iter().map(|i| i.text.as_str()).collect();
         assert_eq!(texts, ["arg1/x", "arg2/s"]);
         assert_eq!(f.ret.unwrap().text, "retval/i32");
-        let s = bind(&lists, &auto, true, 0, "strlen", "PLT", true);
+        let s = bind(&lists, &auto, true, &sym("strlen", "strlen", "PLT", true));
         assert_eq!(s.args[0].text, "arg1/s");
         assert_eq!(s.ret.unwrap().text, "retval/u");
-        let none = bind(&lists, &auto, false, 0, "strlen", "PLT", true);
+        let none = bind(&lists, &auto, false, &sym("strlen", "strlen", "PLT", true));
         assert_eq!(none, FuncArgs::default());
+        // Built-in prototypes by exact name, raw or demangled (not as regexes).
+        let new = bind(
+            &lists,
+            &auto,
+            true,
+            &sym("_Znwm", "operator new", "PLT", true),
+        );
+        assert_eq!(new.args[0].text, "arg1/u");
+        let near = bind(&lists, &auto, true, &sym("strlen2", "strlen2", "PLT", true));
+        assert_eq!(near, FuncArgs::default());
     }
 }

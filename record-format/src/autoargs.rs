@@ -76,7 +76,7 @@ pub const RETAUTO: &str = concat!(
     "dup@retval/d32;dup2@retval/d32;ioctl@retval/d32;getenv@retval/s;setenv@retval/d32;",
     "fork@retval/i32;vfork@retval/i32;getpid@retval/i32;getppid@retval/i32;",
     "gettid@retval/i32;waitpid@retval/i32;kill@retval/d32;raise@retval/d32;",
-    "sigaction@retval/d32;sleep@retval/u;usleep@retval/d32;nanosleep@retval/d32;",
+    "signal@retval;sigaction@retval/d32;sleep@retval/u;usleep@retval/d32;nanosleep@retval/d32;",
     "pthread_create@retval/d32;pthread_join@retval/d32;pthread_mutex_lock@retval/d32;",
     "pthread_mutex_unlock@retval/d32;pthread_mutex_trylock@retval/d32;",
     "pthread_cond_wait@retval/d32;pthread_cond_signal@retval/d32;",

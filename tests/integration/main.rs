@@ -9,6 +9,8 @@
 //!   replayed by both tools;
 //! * `symbols`: replay without `.sym` files reads the ELF files instead;
 //! * `record`: the recorder's checks, messages and statuses, `live`;
+//! * `record_dwarf_args`: argument specs from DWARF (`-a`, `-A .`) on structs, classes, long
+//!   double and the rest, the `.dbg` file and the replays against uftrace;
 //! * `record_filters`: record-time filters and depth limits, applied while recording;
 //! * `record_libcalls`: library calls through the PLT hooks, lazy and `-z now` builds;
 //! * `record_processes`: vfork children that work and exec, fork with allocations, longjmp from
@@ -54,6 +56,7 @@ mod kernel_replay;
 mod normalize;
 mod record;
 mod record_args;
+mod record_dwarf_args;
 mod record_filters;
 mod record_libcalls;
 mod record_matrix;
