@@ -52,8 +52,9 @@ pub const ARGAUTO: &str = concat!(
     "socket@arg1/d32,arg2/d32,arg3/d32;connect@arg1/d32,arg2/p,arg3/u;",
     "bind@arg1/d32,arg2/p,arg3/u;listen@arg1/d32,arg2/d32;accept@arg1/d32,arg2/p,arg3/p;",
     "send@arg1/d32,arg2/p,arg3/u,arg4/d32;recv@arg1/d32,arg2/p,arg3/u,arg4/d32;",
-    // C++ runtime
-    "_Znwm@arg1/u;_Znam@arg1/u;_ZdlPv@arg1/p;_ZdaPv@arg1/p;_ZdlPvm@arg1/p,arg2/u",
+    // C++ runtime (one prototype per demangled name: the sized `operator delete`, `_ZdlPvm`,
+    // takes that of `_ZdlPv`, as every reader binds it)
+    "_Znwm@arg1/u;_Znam@arg1/u;_ZdlPv@arg1/p;_ZdaPv@arg1/p",
 );
 
 /// Return values, `;`-separated `NAME@retval[/FMT]`.
@@ -121,6 +122,16 @@ mod tests {
                     !entry.contains("/o"),
                     "uftrace 0.13 cannot read /o: {entry}"
                 );
+            }
+        }
+        // Readers find a prototype by the function's demangled name: two entries of one name
+        // would bind differently in uftrace (which prefers the exact symbol) and utrace.
+        for list in [ARGAUTO, RETAUTO] {
+            let mut seen = std::collections::HashSet::new();
+            for entry in list.split(';') {
+                let name = entry.split('@').next().unwrap();
+                let plain = crate::demangle::demangle(name, crate::demangle::Demangle::Simple);
+                assert!(seen.insert(plain), "{entry}: a second prototype of its name");
             }
         }
         let enums = parse_enums(ENUMAUTO).expect("enums parse");
