@@ -131,7 +131,10 @@ mod tests {
             for entry in list.split(';') {
                 let name = entry.split('@').next().unwrap();
                 let plain = crate::demangle::demangle(name, crate::demangle::Demangle::Simple);
-                assert!(seen.insert(plain), "{entry}: a second prototype of its name");
+                assert!(
+                    seen.insert(plain),
+                    "{entry}: a second prototype of its name"
+                );
             }
         }
         let enums = parse_enums(ENUMAUTO).expect("enums parse");

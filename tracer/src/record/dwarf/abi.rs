@@ -115,7 +115,7 @@ fn classify(ty: &Ty, offset: u64, out: &mut [Class]) -> Option<()> {
 
 #[cfg(test)]
 pub(super) mod tests {
-    use super::Class::{Integer, Sse, X87, X87Up};
+    use super::Class::{Integer, Sse, X87Up, X87};
     use super::*;
     use crate::record::dwarf::types::{Field, Record};
     use std::rc::Rc;
