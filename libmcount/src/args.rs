@@ -260,71 +260,8 @@ fn entries(list: &str, kind: ItemKind, ty: MatchType) -> Vec<Entry> {
         .collect()
 }
 
-/// Automatic specs: `.dbg` lines of the executable by address, built-in ones by name.
-struct Auto {
-    /// The executable's load bias and its `.dbg` contents.
-    exe: Option<(u64, DbgFile)>,
-    builtin_args: Vec<Builtin>,
-    builtin_rets: Vec<Builtin>,
-}
-
-/// One built-in prototype: the names it goes by and its items.
-struct Builtin {
-    /// As written (`_Znwm`) and demangled as the readers demangle it (`operator new`): like
-    /// the readers, a function takes the first prototype one of whose names is its own, raw
-    /// or demangled.
-    names: [String; 2],
-    items: Vec<ArgItem>,
-}
-
-fn builtins(list: &str, kind: ItemKind) -> Vec<Builtin> {
-    argbind::parse_list(list, kind, 8)
-        .into_iter()
-        .flatten()
-        .map(|spec| Builtin {
-            names: [demangle(&spec.name, Demangle::Simple), spec.name],
-            items: spec.items,
-        })
-        .collect()
-}
-
-impl Auto {
-    fn items(&self, sym: &Sym, kind: ItemKind) -> Vec<ArgItem> {
-        if let Some((bias, dbg)) = &self.exe {
-            let rel = sym.addr.wrapping_sub(*bias);
-            if let Some(f) = dbg.functions.iter().find(|f| f.addr == rel) {
-                let text = match kind {
-                    ItemKind::Args => f.args.as_deref(),
-                    ItemKind::Ret => f.ret.as_deref(),
-                };
-                if let Some(text) = text {
-                    let items = argbind::auto_items(text, kind, 8);
-                    if !items.is_empty() {
-                        return items;
-                    }
-                }
-            }
-        }
-        let list = match kind {
-            ItemKind::Args => &self.builtin_args,
-            ItemKind::Ret => &self.builtin_rets,
-        };
-        list.iter()
-            .find(|b| b.names.iter().any(|n| n == sym.name || n == sym.raw))
-            .map(|b| b.items.clone())
-            .unwrap_or_default()
-    }
-}
-
-/// A function to bind: its address, raw and demangled names, and module (`PLT` for PLT
-/// entries, `plt`).
-struct Sym<'s> {
-    addr: u64,
-    raw: &'s str,
-    name: &'s str,
-    module: &'s str,
-    plt: bool,
-}
+mod auto;
+use auto::{builtins, Auto, Sym};
 
 /// The recorder's settings (from the `UTRACE_*` variables).
 #[derive(Debug, Default)]
@@ -797,7 +734,7 @@ mod tests {
         ];
         let auto = Auto {
             exe: None,
-            builtin_args: builtins("strlen@arg1/s;_Znwm@arg1/u", ItemKind::Args),
+            builtin_args: builtins("strlen@arg1/s", ItemKind::Args),
             builtin_rets: builtins("strlen@retval/u", ItemKind::Ret),
         };
         let sym = |raw, name, module, plt| Sym {
@@ -816,15 +753,5 @@ mod tests {
         assert_eq!(s.ret.unwrap().text, "retval/u");
         let none = bind(&lists, &auto, false, &sym("strlen", "strlen", "PLT", true));
         assert_eq!(none, FuncArgs::default());
-        // Built-in prototypes by exact name, raw or demangled (not as regexes).
-        let new = bind(
-            &lists,
-            &auto,
-            true,
-            &sym("_Znwm", "operator new", "PLT", true),
-        );
-        assert_eq!(new.args[0].text, "arg1/u");
-        let near = bind(&lists, &auto, true, &sym("strlen2", "strlen2", "PLT", true));
-        assert_eq!(near, FuncArgs::default());
     }
 }

@@ -97,7 +97,9 @@ fn classify(ty: &Ty, offset: u64, out: &mut [Class]) -> Option<()> {
                         put(out, at, Class::Integer)?;
                         put(out, end, Class::Integer)?;
                     }
-                    None if f.bit_offset % 8 != 0 || at % f.ty.align() != 0 => return None,
+                    None if !f.bit_offset.is_multiple_of(8) || !at.is_multiple_of(f.ty.align()) => {
+                        return None
+                    }
                     None => classify(&f.ty, at, out)?,
                 }
             }
