@@ -20,7 +20,7 @@ use gimli::{
 };
 use record_format::demangle::{demangle, Demangle};
 use record_format::elf::{link_base, Elf};
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use types::{udata, Ty};
@@ -34,6 +34,8 @@ struct Ctx<'d, 'a> {
     enums: &'d RefCell<BTreeMap<String, String>>,
     /// The unit's types read so far.
     types: RefCell<HashMap<UnitOffset, Ty>>,
+    /// The sizes of the classes defined in the file, by name (read when first needed).
+    sizes: &'d OnceCell<HashMap<String, u64>>,
 }
 
 impl Ctx<'_, '_> {
@@ -123,6 +125,7 @@ pub fn dbg_text(path: &str, bytes: &[u8], build_id: Option<&str>) -> Option<Stri
     // Addresses in `.sym`/`.dbg` are relative to the module's link base.
     let base = link_base(&elf.program_headers);
     let enums = RefCell::new(BTreeMap::new());
+    let sizes = OnceCell::new();
     let mut funcs = Vec::new();
     let mut units = dwarf.units();
     while let Ok(Some(header)) = units.next() {
@@ -134,6 +137,7 @@ pub fn dbg_text(path: &str, bytes: &[u8], build_id: Option<&str>) -> Option<Stri
             unit: &unit,
             enums: &enums,
             types: RefCell::default(),
+            sizes: &sizes,
         };
         let mut entries = unit.entries();
         while let Ok(Some((_, e))) = entries.next_dfs() {

@@ -5,6 +5,7 @@
 
 use super::{Ctx, R};
 use gimli::{AttributeValue, DebuggingInformationEntry, UnitOffset};
+use std::collections::HashMap;
 use std::rc::Rc;
 
 /// A type as far as argument passing cares.
@@ -200,9 +201,13 @@ impl<'a> Ctx<'_, 'a> {
                 }
             }
             gimli::DW_TAG_structure_type | gimli::DW_TAG_class_type | gimli::DW_TAG_union_type => {
-                match size.filter(|_| !flag(&e, gimli::DW_AT_declaration)) {
-                    Some(size) => self.record(&e, size, depth),
-                    None => Ty::Unsupported,
+                if flag(&e, gimli::DW_AT_declaration) {
+                    self.declared(&e, depth)
+                } else {
+                    match size {
+                        Some(size) => self.record(&e, size, depth),
+                        None => Ty::Unsupported,
+                    }
                 }
             }
             gimli::DW_TAG_array_type => match self.type_ref(&e) {
@@ -385,6 +390,54 @@ impl<'a> Ctx<'_, 'a> {
             _ => {}
         }
         Ty::Record(Rc::new(rec))
+    }
+
+    /// A class only declared in this unit (its definition is in the unit of its key function):
+    /// what its declared members tell, with the size of the definition of that name. Only a
+    /// class passed by reference can be placed without its layout.
+    fn declared(&self, e: &DebuggingInformationEntry<R<'a>>, depth: u32) -> Ty {
+        let size = self
+            .name(e, gimli::DW_AT_name)
+            .and_then(|n| self.defined_sizes().get(&n).copied());
+        match self.record(e, size.unwrap_or(0), depth) {
+            Ty::Record(r) if r.by_ref => Ty::Record(r),
+            _ => Ty::Unsupported,
+        }
+    }
+
+    /// The sizes of the classes defined in any unit, by name (the first definition of a name).
+    fn defined_sizes(&self) -> &HashMap<String, u64> {
+        self.sizes.get_or_init(|| {
+            let mut sizes = HashMap::new();
+            let mut units = self.dwarf.units();
+            while let Ok(Some(header)) = units.next() {
+                let Ok(unit) = self.dwarf.unit(header) else {
+                    continue;
+                };
+                let mut entries = unit.entries();
+                while let Ok(Some((_, e))) = entries.next_dfs() {
+                    let record = matches!(
+                        e.tag(),
+                        gimli::DW_TAG_structure_type
+                            | gimli::DW_TAG_class_type
+                            | gimli::DW_TAG_union_type
+                    );
+                    if !record || flag(e, gimli::DW_AT_declaration) {
+                        continue;
+                    }
+                    let name = e
+                        .attr_value(gimli::DW_AT_name)
+                        .ok()
+                        .flatten()
+                        .and_then(|v| self.dwarf.attr_string(&unit, v).ok())
+                        .map(|s| s.to_string_lossy().into_owned());
+                    if let (Some(name), Some(size)) = (name, udata(e, gimli::DW_AT_byte_size)) {
+                        sizes.entry(name).or_insert(size);
+                    }
+                }
+            }
+            sizes
+        })
     }
 
     /// Whether the member function `f` of the class at `class` takes one argument besides
