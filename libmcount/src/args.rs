@@ -261,7 +261,7 @@ fn entries(list: &str, kind: ItemKind, ty: MatchType) -> Vec<Entry> {
 }
 
 mod auto;
-use auto::{builtins, Auto, Sym};
+use auto::{builtins, Auto, ExeSpecs, Sym};
 
 /// The recorder's settings (from the `UTRACE_*` variables).
 #[derive(Debug, Default)]
@@ -314,7 +314,10 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
         entries(set.retspec, ItemKind::Ret, set.match_type),
     ];
     let auto = Auto {
-        exe: set.exe_dbg.clone(),
+        exe: set
+            .exe_dbg
+            .as_ref()
+            .map(|(bias, dbg)| (*bias, ExeSpecs::new(dbg))),
         builtin_args: builtins(set.argauto, ItemKind::Args),
         builtin_rets: builtins(set.retauto, ItemKind::Ret),
     };

@@ -6,13 +6,35 @@ use record_format::argbind;
 use record_format::argspec::{ArgItem, ItemKind};
 use record_format::dbg::DbgFile;
 use record_format::demangle::{demangle, Demangle};
+use std::collections::HashMap;
 
 /// Automatic specs: `.dbg` lines of the executable by address, built-in ones by name.
 pub(super) struct Auto {
-    /// The executable's load bias and its `.dbg` contents.
-    pub exe: Option<(u64, DbgFile)>,
+    /// The executable's load bias and its `.dbg` specs.
+    pub exe: Option<(u64, ExeSpecs)>,
     pub builtin_args: Vec<Builtin>,
     pub builtin_rets: Vec<Builtin>,
+}
+
+/// The `A:` and `R:` texts of a `.dbg` file by module-relative address; an address described
+/// twice has none, as for the readers ([`DbgFile::specs_by_addr`]).
+pub(super) struct ExeSpecs {
+    args: HashMap<u64, Option<String>>,
+    rets: HashMap<u64, Option<String>>,
+}
+
+impl ExeSpecs {
+    pub fn new(dbg: &DbgFile) -> ExeSpecs {
+        let owned = |m: HashMap<u64, Option<&str>>| {
+            m.into_iter()
+                .map(|(a, s)| (a, s.map(str::to_string)))
+                .collect()
+        };
+        ExeSpecs {
+            args: owned(dbg.specs_by_addr(false)),
+            rets: owned(dbg.specs_by_addr(true)),
+        }
+    }
 }
 
 /// One built-in prototype: the names it goes by and its items.
@@ -37,18 +59,15 @@ pub(super) fn builtins(list: &str, kind: ItemKind) -> Vec<Builtin> {
 
 impl Auto {
     pub fn items(&self, sym: &Sym, kind: ItemKind) -> Vec<ArgItem> {
-        if let Some((bias, dbg)) = &self.exe {
-            let rel = sym.addr.wrapping_sub(*bias);
-            if let Some(f) = dbg.functions.iter().find(|f| f.addr == rel) {
-                let text = match kind {
-                    ItemKind::Args => f.args.as_deref(),
-                    ItemKind::Ret => f.ret.as_deref(),
-                };
-                if let Some(text) = text {
-                    let items = argbind::auto_items(text, kind, 8);
-                    if !items.is_empty() {
-                        return items;
-                    }
+        if let Some((bias, specs)) = &self.exe {
+            let table = match kind {
+                ItemKind::Args => &specs.args,
+                ItemKind::Ret => &specs.rets,
+            };
+            if let Some(Some(text)) = table.get(&sym.addr.wrapping_sub(*bias)) {
+                let items = argbind::auto_items(text, kind, 8);
+                if !items.is_empty() {
+                    return items;
                 }
             }
         }
@@ -100,5 +119,29 @@ mod tests {
         assert_eq!(text(&sym("strlen", "strlen")), ["arg1/s"]);
         assert!(text(&sym("strlen2", "strlen2")).is_empty());
         assert!(text(&sym("new", "new")).is_empty());
+    }
+
+    #[test]
+    fn dbg_specs_by_address() {
+        let dbg = record_format::dbg::parse_dbg(
+            "F: 10 f\nA: @arg1/t8:Point%RDI\nR: @retval/f80\nF: 20 g\nA: @arg1\nF: 20 g2\nA: @arg2\n",
+        );
+        let auto = Auto {
+            exe: Some((0x1000, ExeSpecs::new(&dbg))),
+            builtin_args: builtins("g@arg1/s", ItemKind::Args),
+            builtin_rets: Vec::new(),
+        };
+        let at = |addr| Sym {
+            addr,
+            raw: "g",
+            name: "g",
+            module: "exe",
+            plt: false,
+        };
+        let args = auto.items(&at(0x1010), ItemKind::Args);
+        assert_eq!(args[0].text, "arg1/t8:Point%RDI");
+        assert_eq!(auto.items(&at(0x1010), ItemKind::Ret)[0].text, "retval/f80");
+        // Described twice: no spec from the file, the built-in one of the name.
+        assert_eq!(auto.items(&at(0x1020), ItemKind::Args)[0].text, "arg1/s");
     }
 }

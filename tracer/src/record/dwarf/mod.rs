@@ -10,6 +10,15 @@
 //! `/tSIZE:NAME` and `std::string` as `/S`, each with the registers or stack slot the SysV
 //! x86-64 convention passes it in ([`abi`], [`place`]). A parameter of a type without spec
 //! (complex numbers, vectors, varargs) ends the function's list.
+//!
+//! Where uftrace 0.13 places a value against the convention, the convention wins, so that the
+//! value is read from where it is: a union of an integer and a double is one INTEGER eightbyte
+//! (uftrace: `%RDI+XMM0`); arrays, nested structs, base classes and bit-fields in a struct
+//! count with their bytes (uftrace: one register per array, no location for nested structs,
+//! bases left out); `__int128` and pointers to member functions take two registers; a double
+//! after a `long double` is read from `xmm0` (`fparg2/64%XMM0`); an empty class with member
+//! functions (a lambda without captures) passes nothing (`/t0`); a class only declared in the
+//! unit is placed when passed by reference. `std::wstring` is a class, not `/S`.
 
 mod abi;
 mod place;
