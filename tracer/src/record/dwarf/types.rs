@@ -168,13 +168,18 @@ impl<'a> Ctx<'_, 'a> {
             gimli::DW_TAG_pointer_type
             | gimli::DW_TAG_reference_type
             | gimli::DW_TAG_rvalue_reference_type => {
-                let to_char = self
-                    .type_ref(&e)
-                    .and_then(|t| self.strip(t))
-                    .is_some_and(|p| {
-                        p.tag() == gimli::DW_TAG_base_type
-                            && self.name(&p, gimli::DW_AT_name).as_deref() == Some("char")
-                    });
+                // To `char`, or to an array of them (`const char (&)[N]`).
+                let mut pointee = self.type_ref(&e).and_then(|t| self.strip(t));
+                if let Some(a) = pointee
+                    .as_ref()
+                    .filter(|a| a.tag() == gimli::DW_TAG_array_type)
+                {
+                    pointee = self.type_ref(a).and_then(|t| self.strip(t));
+                }
+                let to_char = pointee.is_some_and(|p| {
+                    p.tag() == gimli::DW_TAG_base_type
+                        && self.name(&p, gimli::DW_AT_name).as_deref() == Some("char")
+                });
                 Ty::Ptr { size: 8, to_char }
             }
             gimli::DW_TAG_ptr_to_member_type => {
