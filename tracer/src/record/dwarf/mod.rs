@@ -22,6 +22,7 @@
 
 mod abi;
 mod place;
+mod records;
 mod types;
 
 use gimli::{
