@@ -3,9 +3,10 @@
 //! The session constructor binds the recorder's spec lists to functions once: every function
 //! symbol of every module in the session map, and every hooked PLT entry, whose name matches
 //! an entry gets the items that entry names, bound by `record_format::argbind`, the binder the
-//! readers use with the `info` file (so payload and spec agree item for item). With auto-args
-//! (`-a`), functions the lists leave without items take the `A:`/`R:` lines of the
-//! executable's `.dbg` file, or the built-in prototype of their name.
+//! readers use with the `info` file (so payload and spec agree item for item). An entry
+//! without items (`-A .`), and with auto-args (`-a`) every function the lists leave without
+//! items, takes the function's automatic spec ([`auto`]): the `A:`/`R:` lines of the
+//! executable's `.dbg` file, or the built-in prototype of its name.
 //!
 //! Hooks then look the function up in a sorted table of address ranges. ENTRY payloads are
 //! read from the registers the entry trampoline saved (and the caller's stack above the return
