@@ -5,7 +5,7 @@
 //! an entry gets the items that entry names, bound by `record_format::argbind`, the binder the
 //! readers use with the `info` file (so payload and spec agree item for item). An entry
 //! without items (`-A .`), and with auto-args (`-a`) every function the lists leave without
-//! items, takes the function's automatic spec ([`auto`]): the `A:`/`R:` lines of the
+//! items, takes the function's automatic spec (`args/auto.rs`): the `A:`/`R:` lines of the
 //! executable's `.dbg` file, or the built-in prototype of its name.
 //!
 //! Hooks then look the function up in a sorted table of address ranges. ENTRY payloads are
