@@ -42,7 +42,8 @@ struct Alloc {
 }
 
 impl Alloc {
-    /// `nint` integer and `nsse` vector registers for one value (all or nothing).
+    /// The registers of one value's eightbytes (all or nothing); an SSEUP eightbyte is the
+    /// upper half of the vector register before it.
     fn regs(&mut self, classes: &[Class]) -> Option<Loc> {
         let nint = classes.iter().filter(|c| **c == Class::Integer).count();
         let nsse = classes.iter().filter(|c| **c == Class::Sse).count();
@@ -218,7 +219,10 @@ pub fn arg_items(params: &[Option<Ty>], ret: Option<&Ty>) -> Vec<String> {
             ),
             Ty::Record(r) => {
                 let loc = match eightbytes(ty) {
-                    Some(c) if c.iter().all(|c| matches!(c, Class::Integer | Class::Sse)) => {
+                    Some(c)
+                        if c.iter()
+                            .all(|c| matches!(c, Class::Integer | Class::Sse | Class::SseUp)) =>
+                    {
                         alloc.place(&c, r.size, r.align)
                     }
                     _ => alloc.stack(r.size, r.align),

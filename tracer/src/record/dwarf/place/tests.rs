@@ -181,6 +181,18 @@ fn returned_structs() {
 }
 
 #[test]
+fn a_struct_of_float128_takes_one_vector_register() {
+    let q = named(
+        record(&[Ty::Float {
+            size: 16,
+            x87: false,
+        }]),
+        "Q",
+    );
+    assert_eq!(a(&[q, float(8)], None), "arg1/t16:Q%XMM0,fparg1/64%XMM1");
+}
+
+#[test]
 fn unsupported_types_end_the_list() {
     let params = vec![Some(int(4)), Some(Ty::Complex { size: 16 }), Some(int(4))];
     assert_eq!(arg_items(&params, None), ["arg1"]);
