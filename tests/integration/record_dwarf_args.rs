@@ -8,7 +8,7 @@
 //!   masked, and with the return values uftrace gets wrong ([`WRONG_IN_UFTRACE`]) masked and
 //!   checked apart.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::normalize::{self, Anchor};
@@ -35,10 +35,10 @@ const WRONG_IN_UFTRACE: &[(&str, &str)] = &[
 ];
 
 /// Lines of a `.dbg` file: the `A:`/`R:` lines of each function by address (with its name),
-/// and the `E:` lines.
+/// and the `E:` lines in order.
 struct Dbg {
     funcs: BTreeMap<String, (String, Vec<String>)>,
-    enums: BTreeSet<String>,
+    enums: Vec<String>,
 }
 
 fn read_dbg(dir: &Path, exe: &Path) -> Dbg {
@@ -47,7 +47,7 @@ fn read_dbg(dir: &Path, exe: &Path) -> Dbg {
         .unwrap_or_else(|e| panic!("{}: {e}", dir.join(&name).display()));
     let mut dbg = Dbg {
         funcs: BTreeMap::new(),
-        enums: BTreeSet::new(),
+        enums: Vec::new(),
     };
     let mut current = None;
     for line in text.lines() {
@@ -60,7 +60,7 @@ fn read_dbg(dir: &Path, exe: &Path) -> Dbg {
             let addr = current.as_ref().expect("A:/R: after F:");
             dbg.funcs.get_mut(addr).unwrap().1.push(line.to_string());
         } else if line.starts_with("E: ") {
-            dbg.enums.insert(line.to_string());
+            dbg.enums.push(line.to_string());
         }
     }
     dbg

@@ -166,7 +166,8 @@ pub fn dbg_text(path: &str, bytes: &[u8], build_id: Option<&str>) -> Option<Stri
         "# path name: {path}\n# build-id: {}\n",
         build_id.unwrap_or("")
     );
-    for e in enums.borrow().values() {
+    // In uftrace's order: by name, last first.
+    for e in enums.borrow().values().rev() {
         let _ = writeln!(out, "E: {e}");
     }
     for f in funcs {
