@@ -3,9 +3,10 @@
 //! The session constructor binds the recorder's spec lists to functions once: every function
 //! symbol of every module in the session map, and every hooked PLT entry, whose name matches
 //! an entry gets the items that entry names, bound by `record_format::argbind`, the binder the
-//! readers use with the `info` file (so payload and spec agree item for item). With auto-args
-//! (`-a`), functions the lists leave without items take the `A:`/`R:` lines of the
-//! executable's `.dbg` file, or the built-in prototype of their name.
+//! readers use with the `info` file (so payload and spec agree item for item). An entry
+//! without items (`-A .`), and with auto-args (`-a`) every function the lists leave without
+//! items, takes the function's automatic spec (`args/auto.rs`): the `A:`/`R:` lines of the
+//! executable's `.dbg` file, or the built-in prototype of its name.
 //!
 //! Hooks then look the function up in a sorted table of address ranges. ENTRY payloads are
 //! read from the registers the entry trampoline saved (and the caller's stack above the return
@@ -269,41 +270,8 @@ fn entries(list: &str, kind: ItemKind, ty: MatchType) -> Vec<Entry> {
         .collect()
 }
 
-/// Automatic specs: `.dbg` lines of the executable by address, built-in ones by name.
-struct Auto {
-    /// The executable's load bias and its `.dbg` contents.
-    exe: Option<(u64, DbgFile)>,
-    builtin_args: Vec<Entry>,
-    builtin_rets: Vec<Entry>,
-}
-
-impl Auto {
-    fn items(&self, addr: u64, name: &str, kind: ItemKind) -> Vec<ArgItem> {
-        if let Some((bias, dbg)) = &self.exe {
-            let rel = addr.wrapping_sub(*bias);
-            if let Some(f) = dbg.functions.iter().find(|f| f.addr == rel) {
-                let text = match kind {
-                    ItemKind::Args => f.args.as_deref(),
-                    ItemKind::Ret => f.ret.as_deref(),
-                };
-                if let Some(text) = text {
-                    let items = argbind::auto_items(text, kind, 8);
-                    if !items.is_empty() {
-                        return items;
-                    }
-                }
-            }
-        }
-        let list = match kind {
-            ItemKind::Args => &self.builtin_args,
-            ItemKind::Ret => &self.builtin_rets,
-        };
-        list.iter()
-            .find(|e| e.matcher.matches(name))
-            .map(|e| e.spec.items.clone())
-            .unwrap_or_default()
-    }
-}
+mod auto;
+use auto::{builtins, Auto, ExeSpecs, Sym};
 
 /// The recorder's settings (from the `UTRACE_*` variables).
 #[derive(Debug, Default)]
@@ -328,29 +296,20 @@ impl Settings<'_> {
     }
 }
 
-/// The items of the function `name` at `addr` in module `module` (`PLT` for PLT entries),
-/// bound as the readers bind them ([`argbind::bind`]).
-fn bind(
-    lists: &[Vec<Entry>; 2],
-    auto: &Auto,
-    all_auto: bool,
-    addr: u64,
-    name: &str,
-    module: &str,
-    plt: bool,
-) -> FuncArgs {
+/// The items of the function `sym`, bound as the readers bind them ([`argbind::bind`]).
+fn bind(lists: &[Vec<Entry>; 2], auto: &Auto, all_auto: bool, sym: &Sym) -> FuncArgs {
     let [arg_list, ret_list] = lists;
     let (args, ret) = argbind::bind(
         arg_list
             .iter()
-            .filter(|e| e.names(name, module, plt))
+            .filter(|e| e.names(sym.name, sym.module, sym.plt))
             .map(|e| &e.spec),
         ret_list
             .iter()
-            .filter(|e| e.names(name, module, plt))
+            .filter(|e| e.names(sym.name, sym.module, sym.plt))
             .map(|e| &e.spec),
         all_auto,
-        |kind| auto.items(addr, name, kind),
+        |kind| auto.items(sym, kind),
     );
     let fits = args.iter().map(ArgItem::max_len).sum::<usize>() <= MAX_PAYLOAD;
     let args = if fits { args } else { Vec::new() };
@@ -365,9 +324,12 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
         entries(set.retspec, ItemKind::Ret, set.match_type),
     ];
     let auto = Auto {
-        exe: set.exe_dbg.clone(),
-        builtin_args: entries(set.argauto, ItemKind::Args, MatchType::Regex),
-        builtin_rets: entries(set.retauto, ItemKind::Ret, MatchType::Regex),
+        exe: set
+            .exe_dbg
+            .as_ref()
+            .map(|(bias, dbg)| (*bias, ExeSpecs::new(dbg))),
+        builtin_args: builtins(set.argauto, ItemKind::Args),
+        builtin_rets: builtins(set.retauto, ItemKind::Ret),
     };
     let mut table = Args::default();
     let mut add = |start: u64, end: u64, f: FuncArgs| {
@@ -391,13 +353,27 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
         let base = crate::filter::basename(&m.path);
         for (start, size, raw) in crate::filter::module_functions(m) {
             let name = demangle(&raw, Demangle::Simple);
-            let f = bind(&lists, &auto, set.auto, start, &name, base, false);
+            let sym = Sym {
+                addr: start,
+                raw: &raw,
+                name: &name,
+                module: base,
+                plt: false,
+            };
+            let f = bind(&lists, &auto, set.auto, &sym);
             add(start, start + size, f);
         }
     }
     for &(entry, raw) in plt {
         let name = demangle(raw, Demangle::Simple);
-        let f = bind(&lists, &auto, set.auto, entry as u64, &name, "PLT", true);
+        let sym = Sym {
+            addr: entry as u64,
+            raw,
+            name: &name,
+            module: "PLT",
+            plt: true,
+        };
+        let f = bind(&lists, &auto, set.auto, &sym);
         add(entry as u64, entry as u64 + 16, f);
     }
     table.ranges.sort_by_key(|r| r.start);
@@ -447,17 +423,24 @@ mod tests {
         ];
         let auto = Auto {
             exe: None,
-            builtin_args: entries("strlen@arg1/s", ItemKind::Args, MatchType::Regex),
-            builtin_rets: entries("strlen@retval/u", ItemKind::Ret, MatchType::Regex),
+            builtin_args: builtins("strlen@arg1/s", ItemKind::Args),
+            builtin_rets: builtins("strlen@retval/u", ItemKind::Ret),
         };
-        let f = bind(&lists, &auto, false, 0, "fib", "prog", false);
+        let sym = |raw, name, module, plt| Sym {
+            addr: 0,
+            raw,
+            name,
+            module,
+            plt,
+        };
+        let f = bind(&lists, &auto, false, &sym("fib", "fib", "prog", false));
         let texts: Vec<&str> = f.args.iter().map(|i| i.text.as_str()).collect();
         assert_eq!(texts, ["arg1/x", "arg2/s"]);
         assert_eq!(f.ret.unwrap().text, "retval/i32");
-        let s = bind(&lists, &auto, true, 0, "strlen", "PLT", true);
+        let s = bind(&lists, &auto, true, &sym("strlen", "strlen", "PLT", true));
         assert_eq!(s.args[0].text, "arg1/s");
         assert_eq!(s.ret.unwrap().text, "retval/u");
-        let none = bind(&lists, &auto, false, 0, "strlen", "PLT", true);
+        let none = bind(&lists, &auto, false, &sym("strlen", "strlen", "PLT", true));
         assert_eq!(none, FuncArgs::default());
     }
 }

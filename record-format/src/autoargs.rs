@@ -52,8 +52,9 @@ pub const ARGAUTO: &str = concat!(
     "socket@arg1/d32,arg2/d32,arg3/d32;connect@arg1/d32,arg2/p,arg3/u;",
     "bind@arg1/d32,arg2/p,arg3/u;listen@arg1/d32,arg2/d32;accept@arg1/d32,arg2/p,arg3/p;",
     "send@arg1/d32,arg2/p,arg3/u,arg4/d32;recv@arg1/d32,arg2/p,arg3/u,arg4/d32;",
-    // C++ runtime
-    "_Znwm@arg1/u;_Znam@arg1/u;_ZdlPv@arg1/p;_ZdaPv@arg1/p;_ZdlPvm@arg1/p,arg2/u",
+    // C++ runtime (one prototype per demangled name: the sized `operator delete`, `_ZdlPvm`,
+    // takes that of `_ZdlPv`, as every reader binds it)
+    "_Znwm@arg1/u;_Znam@arg1/u;_ZdlPv@arg1/p;_ZdaPv@arg1/p",
 );
 
 /// Return values, `;`-separated `NAME@retval[/FMT]`.
@@ -76,7 +77,7 @@ pub const RETAUTO: &str = concat!(
     "dup@retval/d32;dup2@retval/d32;ioctl@retval/d32;getenv@retval/s;setenv@retval/d32;",
     "fork@retval/i32;vfork@retval/i32;getpid@retval/i32;getppid@retval/i32;",
     "gettid@retval/i32;waitpid@retval/i32;kill@retval/d32;raise@retval/d32;",
-    "sigaction@retval/d32;sleep@retval/u;usleep@retval/d32;nanosleep@retval/d32;",
+    "signal@retval;sigaction@retval/d32;sleep@retval/u;usleep@retval/d32;nanosleep@retval/d32;",
     "pthread_create@retval/d32;pthread_join@retval/d32;pthread_mutex_lock@retval/d32;",
     "pthread_mutex_unlock@retval/d32;pthread_mutex_trylock@retval/d32;",
     "pthread_cond_wait@retval/d32;pthread_cond_signal@retval/d32;",
@@ -120,6 +121,19 @@ mod tests {
                 assert!(
                     !entry.contains("/o"),
                     "uftrace 0.13 cannot read /o: {entry}"
+                );
+            }
+        }
+        // Readers find a prototype by the function's demangled name: two entries of one name
+        // would bind differently in uftrace (which prefers the exact symbol) and utrace.
+        for list in [ARGAUTO, RETAUTO] {
+            let mut seen = std::collections::HashSet::new();
+            for entry in list.split(';') {
+                let name = entry.split('@').next().unwrap();
+                let plain = crate::demangle::demangle(name, crate::demangle::Demangle::Simple);
+                assert!(
+                    seen.insert(plain),
+                    "{entry}: a second prototype of its name"
                 );
             }
         }

@@ -11,6 +11,8 @@
 //! * `record`: the recorder's checks, messages and statuses, `live`;
 //! * `record_arg_locations`: argument locations, long doubles and floats among integers
 //!   (testprogs/locs.c) against uftrace, with its known-wrong values corrected;
+//! * `record_dwarf_args`: argument specs from DWARF (`-a`, `-A .`) on structs, classes, long
+//!   double and the rest, the `.dbg` file and the replays against uftrace;
 //! * `record_filters`: record-time filters and depth limits, applied while recording;
 //! * `record_libcalls`: library calls through the PLT hooks, lazy and `-z now` builds;
 //! * `record_events`: `-W cpu`, user SDT events (`-E`) against uftrace, a program with its own
@@ -59,6 +61,7 @@ mod normalize;
 mod record;
 mod record_arg_locations;
 mod record_args;
+mod record_dwarf_args;
 mod record_events;
 mod record_filters;
 mod record_libcalls;

@@ -119,6 +119,7 @@ const MATRIX: &[Case] = &[
     // 10,000 levels, far past the 1024 entries of the default shadow stack: deeper calls are
     // not recorded, and `exit()` from below the limit leaves 1024 functions open.
     Case::new("deep", &[]),
+    Case::new("dtypes", &[]),
     Case::new("deep", &["2000", "exit"]),
     // A -pg library loaded with dlopen: its constructor and functions, named through DLOP.
     Case::new("dlopen", &[]),
@@ -488,6 +489,7 @@ matrix! {
     exception: "exception";
     exec: "exec";
     deep: "deep";
+    dtypes: "dtypes";
     dlopen: "dlopen";
     fib: "fib";
     fork: "fork";

@@ -80,6 +80,7 @@ const PROGS: &[Prog] = &[
     prog("cxxlib", &[], EXACT),
     prog("deep", &["2000"], EXACT),
     prog("dlopen", &[], EXACT),
+    prog("dtypes", &[], EXACT),
     prog("exception", &[], EXACT),
     prog("exec", &[], EXACT),
     prog("exit", &[], EXACT),

@@ -226,10 +226,11 @@ pub fn record(
     if events {
         env.push((env::EVENT.to_string(), "1".into()));
     }
-    // With arguments, the program's DWARF as a `.dbg` file: enum names for the readers, and
-    // with -a the specs of its functions, for the runtime too.
+    // With arguments, the program's DWARF as a `.dbg` file: enum names for the readers, and the
+    // automatic specs of its functions (`-a`, or `-A`/`-R` entries without items), for the
+    // runtime too.
     let mut debug_info = false;
-    if let Some(args) = &settings.args {
+    if settings.args.is_some() {
         if let Some(text) = std::fs::read(&program.absolute).ok().and_then(|bytes| {
             dwarf::dbg_text(
                 &program.absolute.to_string_lossy(),
@@ -245,9 +246,7 @@ pub fn record(
             let path = dir.join(format!("{name}.dbg"));
             write(&format!("{name}.dbg"), &text)?;
             debug_info = true;
-            if args.auto_args {
-                env.push((env::DBG.to_string(), path.into_os_string()));
-            }
+            env.push((env::DBG.to_string(), path.into_os_string()));
         }
     }
     let rings = ring_prefix();
