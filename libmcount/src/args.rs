@@ -212,7 +212,13 @@ static ARGS: OnceLock<Args> = OnceLock::new();
 /// The session's argument table, if any function has items.
 #[inline]
 pub fn get() -> Option<&'static Args> {
+    // Without a session table, an empty one while late tables exist (`late_args`).
+    static NONE: Args = Args {
+        ranges: Vec::new(),
+        funcs: Vec::new(),
+    };
     ARGS.get()
+        .or_else(|| crate::late_args::any().then_some(&NONE))
 }
 
 impl Args {
@@ -222,7 +228,7 @@ impl Args {
         let i = self.ranges.partition_point(|r| r.start <= addr);
         match i.checked_sub(1).and_then(|i| self.ranges.get(i)) {
             Some(r) if addr < r.end => self.funcs.get(r.func as usize),
-            _ => None,
+            _ => crate::late_args::lookup(addr),
         }
     }
 }
@@ -348,6 +354,46 @@ fn bind(
     FuncArgs::new(args, ret)
 }
 
+/// The spec lists and automatic specs [`init`] binds with, kept for the PLT entries hooked
+/// later (`late_args`).
+pub struct Binder {
+    lists: [Vec<Entry>; 2],
+    auto: Auto,
+    all_auto: bool,
+}
+
+impl Binder {
+    /// The items of the function `name` at `addr` in module `module`, as [`init`] binds them.
+    pub fn bind(&self, addr: u64, name: &str, module: &str, plt: bool) -> FuncArgs {
+        bind(
+            &self.lists,
+            &self.auto,
+            self.all_auto,
+            addr,
+            name,
+            module,
+            plt,
+        )
+    }
+
+    /// Regex `-A`/`-R` lists, no automatic specs.
+    #[cfg(test)]
+    pub fn for_test(argspec: &str, retspec: &str) -> Binder {
+        Binder {
+            lists: [
+                entries(argspec, ItemKind::Args, MatchType::Regex),
+                entries(retspec, ItemKind::Ret, MatchType::Regex),
+            ],
+            auto: Auto {
+                exe: None,
+                builtin_args: Vec::new(),
+                builtin_rets: Vec::new(),
+            },
+            all_auto: false,
+        }
+    }
+}
+
 /// Builds the table (library constructor). `modules` are the session map's entries, `plt`
 /// the hooked PLT entries of the executable (address, name).
 pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
@@ -396,6 +442,11 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
     if !table.ranges.is_empty() {
         let _ = ARGS.set(table);
     }
+    crate::late_args::keep(Binder {
+        lists,
+        auto,
+        all_auto: set.auto,
+    });
 }
 
 /// Writes payload items into ring memory (4-byte aligned items, zero padding). The caller

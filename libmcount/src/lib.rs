@@ -46,6 +46,7 @@ pub mod dlopen;
 pub mod entry;
 pub mod filter;
 pub mod frame_flags;
+pub mod late_args;
 pub mod lifecycle;
 pub mod log;
 pub mod plt;

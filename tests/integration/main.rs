@@ -11,6 +11,8 @@
 //! * `record`: the recorder's checks, messages and statuses, `live`;
 //! * `record_filters`: record-time filters and depth limits, applied while recording;
 //! * `record_libcalls`: library calls through the PLT hooks, lazy and `-z now` builds;
+//! * `record_autoargs`: `-a` on library calls (the built-in prototypes) against uftrace, and
+//!   on the calls of a `dlopen`ed library;
 //! * `record_processes`: vfork children that work and exec, fork with allocations, longjmp from
 //!   several depths and in a loop, pthread_exit and daemon, with library calls, against uftrace;
 //! * `record_matrix`: every test program in every build mode recorded by utrace and by
@@ -54,6 +56,7 @@ mod kernel_replay;
 mod normalize;
 mod record;
 mod record_args;
+mod record_autoargs;
 mod record_filters;
 mod record_libcalls;
 mod record_matrix;

@@ -1,0 +1,114 @@
+//! Argument tables of the PLT entries hooked after start-up: with `--nest-libcall`, the PLTs
+//! of the libraries `dlopen` loads ([`crate::plt::after_dlopen`]). The session's table
+//! ([`crate::args`]) is built once and never changes; each batch of late entries gets a
+//! table of its own, bound by the same binder with the same spec lists (kept by
+//! [`keep`] when the session's table is built), and published at the head of a list of
+//! immutable tables through an atomic pointer before any GOT slot leads to its entries.
+//! [`lookup`] walks that list after the session's table missed: no lock, no allocation.
+
+use crate::args::{Binder, FuncArgs};
+use core::sync::atomic::{AtomicPtr, Ordering};
+use record_format::demangle::{demangle, Demangle};
+use std::sync::OnceLock;
+
+/// The binder of the session's spec lists, once the session's table is built.
+static BINDER: OnceLock<Binder> = OnceLock::new();
+
+/// One batch's entries, sorted by address, and the batch published before it.
+struct Table {
+    funcs: Vec<(u64, FuncArgs)>,
+    next: *const Table,
+}
+
+/// The newest table (null: none). Tables are leaked: they live as long as the process.
+static HEAD: AtomicPtr<Table> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Size of a PLT entry, the range a hooked entry's address covers.
+const ENTRY: u64 = 16;
+
+/// Keeps the session's binder for the entries hooked later (session start).
+pub fn keep(binder: Binder) {
+    let _ = BINDER.set(binder);
+}
+
+/// Whether any late table exists.
+#[inline]
+pub fn any() -> bool {
+    !HEAD.load(Ordering::Relaxed).is_null()
+}
+
+/// Binds the PLT entries `entries` (address and symbol name) and publishes those with items
+/// as one table; returns, per entry, whether it has items (its calls must reach the Rust
+/// handler). Called with the PLT's batch lock held, before the entries can be called.
+pub fn bind_plt(entries: &[(usize, &str)]) -> Vec<bool> {
+    let Some(binder) = BINDER.get() else {
+        return vec![false; entries.len()];
+    };
+    let mut funcs = Vec::new();
+    let mut has = Vec::with_capacity(entries.len());
+    for &(entry, raw) in entries {
+        let name = demangle(raw, Demangle::Simple);
+        let f = binder.bind(entry as u64, &name, "PLT", true);
+        let some = !f.args.is_empty() || f.ret.is_some();
+        if some {
+            funcs.push((entry as u64, f));
+        }
+        has.push(some);
+    }
+    if funcs.is_empty() {
+        return has;
+    }
+    funcs.sort_by_key(|(at, _)| *at);
+    funcs.dedup_by_key(|(at, _)| *at);
+    let table = Box::into_raw(Box::new(Table {
+        funcs,
+        next: HEAD.load(Ordering::Acquire),
+    }));
+    // Batches are added under the PLT's lock, so nobody else moves the head meanwhile; the
+    // Release store publishes the table's contents to the hooks' Acquire loads.
+    HEAD.store(table, Ordering::Release);
+    has
+}
+
+/// The items of the late entry containing `addr`, if any (hot path: no lock, no allocation).
+#[inline]
+pub fn lookup(addr: u64) -> Option<&'static FuncArgs> {
+    let mut t = HEAD.load(Ordering::Acquire);
+    while !t.is_null() {
+        // SAFETY: a non-null pointer in the list is a leaked `Table`, never freed or changed
+        // after its Release publication, which the Acquire load above pairs with.
+        let table: &'static Table = unsafe { &*t };
+        let i = table.funcs.partition_point(|(start, _)| *start <= addr);
+        if let Some((start, f)) = i.checked_sub(1).and_then(|i| table.funcs.get(i)) {
+            if addr < start + ENTRY {
+                return Some(f);
+            }
+        }
+        t = table.next as *mut Table;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn late_entries_are_found_by_address() {
+        keep(Binder::for_test(
+            "snprintf@arg1/p,arg2/u,arg3/s",
+            "atoi@retval/d32",
+        ));
+        let has = bind_plt(&[(0x1000, "snprintf"), (0x1010, "puts"), (0x2000, "atoi")]);
+        assert_eq!(has, [true, false, true]);
+        assert!(any());
+        assert_eq!(lookup(0x1000).unwrap().args.len(), 3);
+        assert_eq!(lookup(0x100f).unwrap().args.len(), 3);
+        assert!(lookup(0x1010).is_none());
+        assert!(lookup(0x2008).unwrap().ret.is_some());
+        // A second batch goes in front of the first; both are found.
+        assert_eq!(bind_plt(&[(0x3000, "snprintf")]), [true]);
+        assert!(lookup(0x3000).is_some() && lookup(0x1000).is_some());
+        assert!(lookup(0x4000).is_none());
+    }
+}
