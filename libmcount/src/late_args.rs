@@ -17,7 +17,7 @@ static BINDER: OnceLock<Binder> = OnceLock::new();
 /// One batch's entries, sorted by address, and the batch published before it.
 struct Table {
     funcs: Vec<(u64, FuncArgs)>,
-    next: *const Table,
+    next: *mut Table,
 }
 
 /// The newest table (null: none). Tables are leaked: they live as long as the process.
@@ -44,6 +44,18 @@ pub fn bind_plt(entries: &[(usize, &str)]) -> Vec<bool> {
     let Some(binder) = BINDER.get() else {
         return vec![false; entries.len()];
     };
+    let (funcs, has) = bind_all(binder, entries);
+    if !funcs.is_empty() {
+        // Batches are added under the PLT's lock, so nobody else moves the head meanwhile;
+        // the Release store publishes the table's contents to the hooks' Acquire loads.
+        HEAD.store(link(funcs, HEAD.load(Ordering::Acquire)), Ordering::Release);
+    }
+    has
+}
+
+/// The items of each of `entries` that has some, sorted by address; and per entry whether
+/// it has items.
+fn bind_all(binder: &Binder, entries: &[(usize, &str)]) -> (Vec<(u64, FuncArgs)>, Vec<bool>) {
     let mut funcs = Vec::new();
     let mut has = Vec::with_capacity(entries.len());
     for &(entry, raw) in entries {
@@ -55,28 +67,29 @@ pub fn bind_plt(entries: &[(usize, &str)]) -> Vec<bool> {
         }
         has.push(some);
     }
-    if funcs.is_empty() {
-        return has;
-    }
     funcs.sort_by_key(|(at, _)| *at);
     funcs.dedup_by_key(|(at, _)| *at);
-    let table = Box::into_raw(Box::new(Table {
-        funcs,
-        next: HEAD.load(Ordering::Acquire),
-    }));
-    // Batches are added under the PLT's lock, so nobody else moves the head meanwhile; the
-    // Release store publishes the table's contents to the hooks' Acquire loads.
-    HEAD.store(table, Ordering::Release);
-    has
+    (funcs, has)
+}
+
+/// A new table of `funcs` in front of `next`, leaked (it lives as long as the process).
+fn link(funcs: Vec<(u64, FuncArgs)>, next: *mut Table) -> *mut Table {
+    Box::into_raw(Box::new(Table { funcs, next }))
 }
 
 /// The items of the late entry containing `addr`, if any (hot path: no lock, no allocation).
 #[inline]
 pub fn lookup(addr: u64) -> Option<&'static FuncArgs> {
-    let mut t = HEAD.load(Ordering::Acquire);
+    find(HEAD.load(Ordering::Acquire), addr)
+}
+
+/// The items of the entry containing `addr` in the list of tables starting at `t`.
+#[inline]
+fn find(mut t: *mut Table, addr: u64) -> Option<&'static FuncArgs> {
     while !t.is_null() {
         // SAFETY: a non-null pointer in the list is a leaked `Table`, never freed or changed
-        // after its Release publication, which the Acquire load above pairs with.
+        // after its Release publication, which the caller's Acquire load of the head pairs
+        // with.
         let table: &'static Table = unsafe { &*t };
         let i = table.funcs.partition_point(|(start, _)| *start <= addr);
         if let Some((start, f)) = i.checked_sub(1).and_then(|i| table.funcs.get(i)) {
@@ -84,7 +97,7 @@ pub fn lookup(addr: u64) -> Option<&'static FuncArgs> {
                 return Some(f);
             }
         }
-        t = table.next as *mut Table;
+        t = table.next;
     }
     None
 }
@@ -93,22 +106,26 @@ pub fn lookup(addr: u64) -> Option<&'static FuncArgs> {
 mod tests {
     use super::*;
 
+    /// On a list of its own: the process's list stays empty for the other tests.
     #[test]
     fn late_entries_are_found_by_address() {
-        keep(Binder::for_test(
-            "snprintf@arg1/p,arg2/u,arg3/s",
-            "atoi@retval/d32",
-        ));
-        let has = bind_plt(&[(0x1000, "snprintf"), (0x1010, "puts"), (0x2000, "atoi")]);
+        let binder = Binder::for_test("snprintf@arg1/p,arg2/u,arg3/s", "atoi@retval/d32");
+        let (funcs, has) = bind_all(
+            &binder,
+            &[(0x2000, "atoi"), (0x1010, "puts"), (0x1000, "snprintf")],
+        );
         assert_eq!(has, [true, false, true]);
-        assert!(any());
-        assert_eq!(lookup(0x1000).unwrap().args.len(), 3);
-        assert_eq!(lookup(0x100f).unwrap().args.len(), 3);
-        assert!(lookup(0x1010).is_none());
-        assert!(lookup(0x2008).unwrap().ret.is_some());
+        let first = link(funcs, core::ptr::null_mut());
+        assert_eq!(find(first, 0x1000).unwrap().args.len(), 3);
+        assert_eq!(find(first, 0x100f).unwrap().args.len(), 3);
+        assert!(find(first, 0x1010).is_none());
+        assert!(find(first, 0x2008).unwrap().ret.is_some());
         // A second batch goes in front of the first; both are found.
-        assert_eq!(bind_plt(&[(0x3000, "snprintf")]), [true]);
-        assert!(lookup(0x3000).is_some() && lookup(0x1000).is_some());
-        assert!(lookup(0x4000).is_none());
+        let (funcs, has) = bind_all(&binder, &[(0x3000, "snprintf")]);
+        assert_eq!(has, [true]);
+        let second = link(funcs, first);
+        assert!(find(second, 0x3000).is_some() && find(second, 0x1000).is_some());
+        assert!(find(second, 0x4000).is_none());
+        assert!(find(core::ptr::null_mut(), 0x1000).is_none());
     }
 }
