@@ -76,6 +76,11 @@ static int strings(void)
 	strtok(d, ",");
 	free(d);
 	n += atoi("42");
+	n += (int)atol("-7");
+	n += (int)strtoul("17", NULL, 8);
+	n += strcasecmp("Alpha", "alpha") == 0;
+	strncpy(buf, "delta", 3);
+	memmove(buf + 1, buf, 4);
 	n += (int)strtol("0x1f", NULL, 16);
 	snprintf(buf, sizeof(buf), "%d-%s", 7, "seven");
 	int v[] = { 5, 3, 9, 1 };
@@ -98,12 +103,22 @@ static void files(void)
 	fcntl(fd, F_GETFL);
 	struct stat st;
 	fstat(fd, &st);
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	isatty(fd);
 	close(fd);
+	stat("data.txt", &st);
+	access("data.txt", F_OK);
 	access("data.txt", R_OK | W_OK);
 	chmod("data.txt", 0600);
 	umask(022);
 	FILE *f = fopen("data.txt", "r");
 	fgets(buf, sizeof(buf), f);
+	feof(f);
+	fclose(f);
+	f = fopen("data.txt", "a");
+	fputs("more\n", f);
+	fprintf(f, "%s\n", "text");
+	fflush(f);
 	fclose(f);
 	unlink("data.txt");
 	mkdir("sub", 0755);
@@ -126,6 +141,9 @@ static void processes(void)
 	sigaddset(&set, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &set, &old);
 	sigprocmask(SIG_SETMASK, &old, NULL);
+	sigfillset(&set);
+	sigdelset(&set, SIGTERM);
+	sigismember(&set, SIGINT);
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	clock_getres(CLOCK_REALTIME, &ts);
@@ -136,6 +154,9 @@ static void processes(void)
 	prctl(PR_GET_NAME, name, 0, 0, 0);
 	setlocale(LC_ALL, "C");
 	getenv("LIBC_CALLS_UNSET");
+	setenv("LIBC_CALLS_SET", "yes", 1);
+	unsetenv("LIBC_CALLS_SET");
+	getuid();
 	pthread_t t;
 	pthread_create(&t, NULL, worker, NULL);
 	pthread_join(t, NULL);
@@ -143,6 +164,8 @@ static void processes(void)
 
 static void loading(void)
 {
+	dlopen("libnot-there.so", RTLD_LAZY | RTLD_GLOBAL);
+	dlerror();
 	void *h = dlopen("libm.so.6", RTLD_NOW);
 	if (h) {
 		dlsym(h, "cos");
@@ -152,6 +175,8 @@ static void loading(void)
 
 static void sockets(void)
 {
+	int u = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	close(u);
 	int s = socket(AF_INET, SOCK_STREAM, 0);
 	struct in_addr addr;
 	inet_pton(AF_INET, "127.0.0.1", &addr);

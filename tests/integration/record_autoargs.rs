@@ -32,6 +32,7 @@ pub fn covers(prog: &str) -> bool {
 const FD_FUNCS: &[(&str, &[usize], bool)] = &[
     ("open", &[], true),
     ("socket", &[], true),
+    ("isatty", &[1], false),
     ("epoll_create1", &[], true),
     ("close", &[1], false),
     ("read", &[1], false),
