@@ -204,6 +204,18 @@ const DLOPEN_CASES: &[(&[&str], &[&str])] = &[
         &["snprintf(0xADDR, 16, \"%d\") = 1;", "atoi(\"6\") = 6;"],
     ),
     (
+        &[
+            "-l",
+            "-A",
+            "atoi@arg1/s",
+            "-R",
+            "atoi@retval/d32",
+            "-t",
+            "1ns",
+        ],
+        &["atoi(\"6\") = 6;"],
+    ),
+    (
         &["-l", "-a", "-t", "1ns"],
         &["snprintf(0xADDR, 16, \"%d\") = 1;", "atoi(\"6\") = 6;"],
     ),
