@@ -234,7 +234,7 @@ impl Args {
 }
 
 /// One entry of a spec list, for one kind, with its compiled pattern.
-struct Entry {
+pub(crate) struct Entry {
     spec: SpecEntry,
     matcher: NameMatcher,
 }
@@ -253,7 +253,7 @@ impl Entry {
     }
 }
 
-fn entries(list: &str, kind: ItemKind, ty: MatchType) -> Vec<Entry> {
+pub(crate) fn entries(list: &str, kind: ItemKind, ty: MatchType) -> Vec<Entry> {
     // The recorder validated the lists; an entry that does not parse is left out, as the
     // readers leave it out.
     argbind::parse_list(list, kind, 8)
@@ -267,7 +267,8 @@ fn entries(list: &str, kind: ItemKind, ty: MatchType) -> Vec<Entry> {
 }
 
 /// Automatic specs: `.dbg` lines of the executable by address, built-in ones by name.
-struct Auto {
+#[derive(Default)]
+pub(crate) struct Auto {
     /// The executable's load bias and its `.dbg` contents.
     exe: Option<(u64, DbgFile)>,
     builtin_args: Vec<Entry>,
@@ -327,7 +328,7 @@ impl Settings<'_> {
 
 /// The items of the function `name` at `addr` in module `module` (`PLT` for PLT entries),
 /// bound as the readers bind them ([`argbind::bind`]).
-fn bind(
+pub(crate) fn bind(
     lists: &[Vec<Entry>; 2],
     auto: &Auto,
     all_auto: bool,
@@ -352,46 +353,6 @@ fn bind(
     let fits = args.iter().map(ArgItem::max_len).sum::<usize>() <= MAX_PAYLOAD;
     let args = if fits { args } else { Vec::new() };
     FuncArgs::new(args, ret)
-}
-
-/// The spec lists and automatic specs [`init`] binds with, kept for the PLT entries hooked
-/// later (`late_args`).
-pub struct Binder {
-    lists: [Vec<Entry>; 2],
-    auto: Auto,
-    all_auto: bool,
-}
-
-impl Binder {
-    /// The items of the function `name` at `addr` in module `module`, as [`init`] binds them.
-    pub fn bind(&self, addr: u64, name: &str, module: &str, plt: bool) -> FuncArgs {
-        bind(
-            &self.lists,
-            &self.auto,
-            self.all_auto,
-            addr,
-            name,
-            module,
-            plt,
-        )
-    }
-
-    /// Regex `-A`/`-R` lists, no automatic specs.
-    #[cfg(test)]
-    pub fn for_test(argspec: &str, retspec: &str) -> Binder {
-        Binder {
-            lists: [
-                entries(argspec, ItemKind::Args, MatchType::Regex),
-                entries(retspec, ItemKind::Ret, MatchType::Regex),
-            ],
-            auto: Auto {
-                exe: None,
-                builtin_args: Vec::new(),
-                builtin_rets: Vec::new(),
-            },
-            all_auto: false,
-        }
-    }
 }
 
 /// Builds the table (library constructor). `modules` are the session map's entries, `plt`
@@ -442,11 +403,7 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
     if !table.ranges.is_empty() {
         let _ = ARGS.set(table);
     }
-    crate::late_args::keep(Binder {
-        lists,
-        auto,
-        all_auto: set.auto,
-    });
+    crate::late_args::keep(lists, auto, set.auto);
 }
 
 /// Writes payload items into ring memory (4-byte aligned items, zero padding). The caller

@@ -1,12 +1,15 @@
 //! Argument tables of the PLT entries hooked after start-up: with `--nest-libcall`, the PLTs
 //! of the libraries `dlopen` loads ([`crate::plt::after_dlopen`]). The session's table
 //! ([`crate::args`]) is built once and never changes; each batch of late entries gets a
-//! table of its own, bound by the same binder with the same spec lists (kept by
-//! [`keep`] when the session's table is built), and published at the head of a list of
-//! immutable tables through an atomic pointer before any GOT slot leads to its entries.
-//! [`lookup`] walks that list after the session's table missed: no lock, no allocation.
+//! table of its own, bound by the session's binder (`args::bind`) with the spec lists the
+//! session's table was bound with (kept when it is built), and published at the head of a
+//! list of immutable tables through an atomic pointer before any GOT slot leads to its
+//! entries. [`lookup`] walks that list after the session's table missed: no lock, no
+//! allocation. A table is never freed, not even when `dlclose` unloads its library (known
+//! limit: a library loaded later at the same address is not hooked again, but its own traced
+//! functions would take the items of an old entry whose 16 bytes they start in).
 
-use crate::args::{Binder, FuncArgs};
+use crate::args::{self, Auto, Entry, FuncArgs};
 use core::sync::atomic::{AtomicPtr, Ordering};
 use record_format::demangle::{demangle, Demangle};
 use std::sync::OnceLock;
@@ -26,9 +29,37 @@ static HEAD: AtomicPtr<Table> = AtomicPtr::new(core::ptr::null_mut());
 /// Size of a PLT entry, the range a hooked entry's address covers.
 const ENTRY: u64 = 16;
 
-/// Keeps the session's binder for the entries hooked later (session start).
-pub fn keep(binder: Binder) {
-    let _ = BINDER.set(binder);
+/// The spec lists and automatic specs the session's table was bound with.
+pub(crate) struct Binder {
+    lists: [Vec<Entry>; 2],
+    auto: Auto,
+    all_auto: bool,
+}
+
+impl Binder {
+    /// The items of the function `name` at `addr` in module `module`, bound as
+    /// [`args::init`] binds the session's functions.
+    fn bind(&self, addr: u64, name: &str, module: &str, plt: bool) -> FuncArgs {
+        args::bind(
+            &self.lists,
+            &self.auto,
+            self.all_auto,
+            addr,
+            name,
+            module,
+            plt,
+        )
+    }
+}
+
+/// Keeps the session's spec lists (`-A`, `-R`), automatic specs and `-a` for the entries
+/// hooked later ([`args::init`], at session start).
+pub(crate) fn keep(lists: [Vec<Entry>; 2], auto: Auto, all_auto: bool) {
+    let _ = BINDER.set(Binder {
+        lists,
+        auto,
+        all_auto,
+    });
 }
 
 /// Whether any late table exists.
@@ -105,11 +136,24 @@ fn find(mut t: *mut Table, addr: u64) -> Option<&'static FuncArgs> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use record_format::argspec::ItemKind;
+    use record_format::pattern::MatchType;
 
     /// On a list of its own: the process's list stays empty for the other tests.
     #[test]
     fn late_entries_are_found_by_address() {
-        let binder = Binder::for_test("snprintf@arg1/p,arg2/u,arg3/s", "atoi@retval/d32");
+        let binder = Binder {
+            lists: [
+                args::entries(
+                    "snprintf@arg1/p,arg2/u,arg3/s",
+                    ItemKind::Args,
+                    MatchType::Regex,
+                ),
+                args::entries("atoi@retval/d32", ItemKind::Ret, MatchType::Regex),
+            ],
+            auto: Auto::default(),
+            all_auto: false,
+        };
         let (funcs, has) = bind_all(
             &binder,
             &[(0x2000, "atoi"), (0x1010, "puts"), (0x1000, "snprintf")],
