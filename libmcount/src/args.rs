@@ -222,7 +222,13 @@ static ARGS: OnceLock<Args> = OnceLock::new();
 /// The session's argument table, if any function has items.
 #[inline]
 pub fn get() -> Option<&'static Args> {
+    // Without a session table, an empty one while late tables exist (`late_args`).
+    static NONE: Args = Args {
+        ranges: Vec::new(),
+        funcs: Vec::new(),
+    };
     ARGS.get()
+        .or_else(|| crate::late_args::any().then_some(&NONE))
 }
 
 impl Args {
@@ -232,13 +238,13 @@ impl Args {
         let i = self.ranges.partition_point(|r| r.start <= addr);
         match i.checked_sub(1).and_then(|i| self.ranges.get(i)) {
             Some(r) if addr < r.end => self.funcs.get(r.func as usize),
-            _ => None,
+            _ => crate::late_args::lookup(addr),
         }
     }
 }
 
 /// One entry of a spec list, for one kind, with its compiled pattern.
-struct Entry {
+pub(crate) struct Entry {
     spec: SpecEntry,
     matcher: NameMatcher,
 }
@@ -257,7 +263,7 @@ impl Entry {
     }
 }
 
-fn entries(list: &str, kind: ItemKind, ty: MatchType) -> Vec<Entry> {
+pub(crate) fn entries(list: &str, kind: ItemKind, ty: MatchType) -> Vec<Entry> {
     // The recorder validated the lists; an entry that does not parse is left out, as the
     // readers leave it out.
     argbind::parse_list(list, kind, 8)
@@ -271,7 +277,7 @@ fn entries(list: &str, kind: ItemKind, ty: MatchType) -> Vec<Entry> {
 }
 
 mod auto;
-use auto::{builtins, Auto, ExeSpecs, Sym};
+pub(crate) use auto::{builtins, Auto, ExeSpecs, Sym};
 
 /// The recorder's settings (from the `UTRACE_*` variables).
 #[derive(Debug, Default)]
@@ -297,7 +303,7 @@ impl Settings<'_> {
 }
 
 /// The items of the function `sym`, bound as the readers bind them ([`argbind::bind`]).
-fn bind(lists: &[Vec<Entry>; 2], auto: &Auto, all_auto: bool, sym: &Sym) -> FuncArgs {
+pub(crate) fn bind(lists: &[Vec<Entry>; 2], auto: &Auto, all_auto: bool, sym: &Sym) -> FuncArgs {
     let [arg_list, ret_list] = lists;
     let (args, ret) = argbind::bind(
         arg_list
@@ -381,6 +387,7 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
     if !table.ranges.is_empty() {
         let _ = ARGS.set(table);
     }
+    crate::late_args::keep(lists, auto, set.auto);
 }
 
 #[cfg(test)]

@@ -50,6 +50,7 @@ pub mod entry;
 pub mod filter;
 pub mod frame_flags;
 pub mod kept_pid;
+pub mod late_args;
 pub mod lifecycle;
 pub mod log;
 pub mod plt;

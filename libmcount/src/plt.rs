@@ -440,21 +440,24 @@ pub fn install(nest: bool) {
         nest,
     });
     SLOTS.store(plt.slots.as_ptr() as usize, Ordering::Release);
-    plt.add(|k, path| k == 0 || (nest && !never_nested(path)));
+    plt.add(|k, path| k == 0 || (nest && !never_nested(path)), false);
 }
 
-/// After `dlopen`: with `--nest-libcall`, hooks the PLTs of the libraries it loaded.
+/// After `dlopen`: with `--nest-libcall`, hooks the PLTs of the libraries it loaded, their
+/// entries bound to the session's argument specs ([`crate::late_args`]).
 pub fn after_dlopen() {
     if let Some(p) = get().filter(|p| p.nest) {
-        p.add(|_, path| !never_nested(path));
+        p.add(|_, path| !never_nested(path), true);
     }
 }
 
 impl Plt {
     /// Hooks the slots of the loaded objects not hooked yet that `wanted(index, path)`
     /// accepts: their stubs go on fresh pages of the stub area, their slots after those in
-    /// use, which are published before the GOT slots lead to them.
-    fn add(&self, wanted: impl Fn(usize, &str) -> bool) {
+    /// use, which are published before the GOT slots lead to them. `late` (after start-up, the
+    /// session's argument table built): the entries get argument tables of their own,
+    /// published first too, and those with items never take the fast path.
+    fn add(&self, wanted: impl Fn(usize, &str) -> bool, late: bool) {
         let Ok(mut hooked) = self.hooked.lock() else {
             return;
         };
@@ -483,6 +486,13 @@ impl Plt {
             crate::log::error(b"too many PLT slots to hook", 0);
             return;
         }
+        let slow = match late {
+            true => {
+                let named: Vec<(usize, &str)> = wants.iter().map(|w| (w.entry, &*w.name)).collect();
+                crate::late_args::bind_plt(&named)
+            }
+            false => Vec::new(),
+        };
         let first = self.stub(start) & !(page - 1);
         let end = self.stub(start + wants.len()).next_multiple_of(page);
         // SAFETY: [first, end) lies inside the stub area, and no stub in it is in use yet
@@ -517,11 +527,13 @@ impl Plt {
             let cur = got_word.load(Ordering::Relaxed);
             let in_plt = cur >= w.plt.0 && cur < w.plt.1;
             let s = &self.slots[start + i];
-            let fast = if w.kind == Kind::Hook && !in_plt {
+            let handler = slow.get(i).copied().unwrap_or(false);
+            let fast = if w.kind == Kind::Hook && !in_plt && !handler {
                 cur
             } else {
                 0
             };
+            s.no_fast.store(handler, Ordering::Relaxed);
             s.fast.store(fast, Ordering::Relaxed);
             s.entry.store(w.entry, Ordering::Relaxed);
             s.got.store(w.got, Ordering::Relaxed);

@@ -17,6 +17,8 @@
 //! * `record_libcalls`: library calls through the PLT hooks, lazy and `-z now` builds;
 //! * `record_events`: `-W cpu`, user SDT events (`-E`) against uftrace, a program with its own
 //!   SIGTRAP handler, `--keep-pid`;
+//! * `record_autoargs`: `-a` on library calls (the built-in prototypes) against uftrace, and
+//!   on the calls of a `dlopen`ed library;
 //! * `record_processes`: vfork children that work and exec, fork with allocations, longjmp from
 //!   several depths and in a loop, pthread_exit and daemon, with library calls, against uftrace;
 //! * `record_matrix`: every test program in every build mode recorded by utrace and by
@@ -61,6 +63,7 @@ mod normalize;
 mod record;
 mod record_arg_locations;
 mod record_args;
+mod record_autoargs;
 mod record_dwarf_args;
 mod record_events;
 mod record_filters;

@@ -113,6 +113,8 @@ const PROGS: &[Prog] = &[
         replay: &[],
         reduce: EXACT,
     },
+    // Its worker thread's records may fall inside `pthread_join`.
+    prog("libc_calls", &[], FOLD),
     prog("longjmp", &[], EXACT),
     prog("sigaltstack", &[], EXACT),
     prog("sigjmp", &[], EXACT),

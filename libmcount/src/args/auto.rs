@@ -9,7 +9,8 @@ use record_format::demangle::{demangle, Demangle};
 use std::collections::HashMap;
 
 /// Automatic specs: `.dbg` lines of the executable by address, built-in ones by name.
-pub(super) struct Auto {
+#[derive(Default)]
+pub(crate) struct Auto {
     /// The executable's load bias and its `.dbg` specs.
     pub exe: Option<(u64, ExeSpecs)>,
     pub builtin_args: Vec<Builtin>,
@@ -18,7 +19,7 @@ pub(super) struct Auto {
 
 /// The `A:` and `R:` texts of a `.dbg` file by module-relative address; an address described
 /// twice has none, as for the readers ([`DbgFile::specs_by_addr`]).
-pub(super) struct ExeSpecs {
+pub(crate) struct ExeSpecs {
     args: HashMap<u64, Option<String>>,
     rets: HashMap<u64, Option<String>>,
 }
@@ -38,7 +39,7 @@ impl ExeSpecs {
 }
 
 /// One built-in prototype: the names it goes by and its items.
-pub(super) struct Builtin {
+pub(crate) struct Builtin {
     /// As written (`_Znwm`) and demangled as the readers demangle it (`operator new`): like
     /// the readers, a function takes the first prototype one of whose names is its own, raw
     /// or demangled.
@@ -46,7 +47,7 @@ pub(super) struct Builtin {
     items: Vec<ArgItem>,
 }
 
-pub(super) fn builtins(list: &str, kind: ItemKind) -> Vec<Builtin> {
+pub(crate) fn builtins(list: &str, kind: ItemKind) -> Vec<Builtin> {
     argbind::parse_list(list, kind, 8)
         .into_iter()
         .flatten()
@@ -84,7 +85,7 @@ impl Auto {
 
 /// A function to bind: its address, raw and demangled names, and module (`PLT` for PLT
 /// entries, `plt`).
-pub(super) struct Sym<'s> {
+pub(crate) struct Sym<'s> {
     pub addr: u64,
     pub raw: &'s str,
     pub name: &'s str,
