@@ -93,6 +93,8 @@ pub struct Config {
     pub no_libcall: bool,
     pub no_event: bool,
     pub no_sched: bool,
+    /// `--no-sched-preempt`: pre-emptions are not shown (other switches are).
+    pub no_sched_preempt: bool,
     pub match_type: MatchType,
     pub demangle: Demangle,
     pub kernel: KernelView,

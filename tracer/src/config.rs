@@ -224,6 +224,7 @@ pub fn analysis_config(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
         no_event: filter.no_event,
         // -C shows call paths only; scheduling events would break them up.
         no_sched: filter.no_sched || !filter.caller.is_empty(),
+        no_sched_preempt: filter.no_sched_preempt,
         match_type: common
             .match_type
             .as_deref()
