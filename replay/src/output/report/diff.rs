@@ -105,8 +105,10 @@ impl DiffRow {
         (a != 0 && b != 0).then(|| (b as f64 - a as f64) * 100.0 / a as f64)
     }
 
-    /// The number a field key sorts on (descending).
-    fn key(&self, f: ReportField, opts: &DiffOptions) -> f64 {
+    /// The numbers a field key sorts on (descending): with `abs` the absolute value, then
+    /// the signed one (an increase before a decrease of the same size, as uftrace orders
+    /// them).
+    fn key(&self, f: ReportField, opts: &DiffOptions) -> (f64, f64) {
         let v = if opts.sort_column < 2 {
             value(&self.base, f) as f64
         } else if opts.policy.percent {
@@ -115,9 +117,9 @@ impl DiffRow {
             self.diff(f) as f64
         };
         if opts.policy.abs {
-            v.abs()
+            (v.abs(), v)
         } else {
-            v
+            (v, v)
         }
     }
 }

@@ -91,16 +91,20 @@ pub fn report_tasks(
     for n in walker.notices() {
         writeln!(out, "Usage: {n}")?;
     }
-    let mut per_task = TaskTimes(vec![TaskTime::default(); dir.data.len()]);
+    let shown = !cfg.no_sched && !cfg.no_event;
+    let mut per_task = TaskTimes {
+        tasks: vec![TaskTime::default(); dir.data.len()],
+        show_sched: [shown, shown && !cfg.no_sched_preempt],
+    };
     let warnings = walker.run(&mut per_task)?;
     let mut rows: Vec<TaskRow> = walker
         .task_summary()
         .iter()
         .enumerate()
         .filter(|(_, t)| t.allowed && t.first != 0)
-        .filter(|(i, _)| per_task.0[*i].calls > 0)
+        .filter(|(i, _)| per_task.tasks[*i].calls > 0)
         .map(|(i, t)| {
-            let tt = per_task.0[i];
+            let tt = per_task.tasks[i];
             TaskRow {
                 total: tt.total,
                 self_time: tt.total.saturating_sub(tt.sched),
@@ -173,7 +177,12 @@ struct TaskTime {
 }
 
 /// Per task: the sums of [`TaskTime`].
-struct TaskTimes(Vec<TaskTime>);
+struct TaskTimes {
+    tasks: Vec<TaskTime>,
+    /// Context switches counted: other ones, pre-emptions (`--no-sched`, `--no-event`,
+    /// `--no-sched-preempt`).
+    show_sched: [bool; 2],
+}
 
 impl Visitor for TaskTimes {
     fn wants_entries(&self) -> bool {
@@ -181,13 +190,16 @@ impl Visitor for TaskTimes {
     }
 
     fn exit(&mut self, _view: &View<'_, '_>, call: &Call) {
-        let t = &mut self.0[call.task];
+        let t = &mut self.tasks[call.task];
         t.total += call.self_time();
         t.calls += 1;
     }
 
-    fn sched(&mut self, _view: &View<'_, '_>, task: usize, total: u64, _preempted: bool) {
-        let t = &mut self.0[task];
+    fn sched(&mut self, _view: &View<'_, '_>, task: usize, total: u64, preempted: bool) {
+        if !self.show_sched[usize::from(preempted)] {
+            return;
+        }
+        let t = &mut self.tasks[task];
         t.total += total;
         t.sched += total;
         t.calls += 1;
