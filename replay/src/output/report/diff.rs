@@ -342,3 +342,132 @@ pub fn report_diff(
     out.write_all(s.as_bytes())?;
     Ok(warnings)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Stats of `calls` calls of `each` ns (total and self).
+    fn stats(calls: u64, each: u64) -> Stats {
+        Stats {
+            total: calls * each,
+            total_all: calls * each,
+            total_min: each,
+            total_max: each,
+            self_sum: calls * each,
+            self_min: each,
+            self_max: each,
+            calls,
+            ..Stats::default()
+        }
+    }
+
+    fn opts(sort: &[SortKey], policy: &str, sort_column: u8) -> DiffOptions {
+        DiffOptions {
+            fields: ReportField::DEFAULT.to_vec(),
+            sort: sort.to_vec(),
+            policy: DiffPolicy::parse(policy),
+            sort_column,
+        }
+    }
+
+    fn names(rows: &[DiffRow]) -> Vec<&str> {
+        rows.iter().map(|r| r.name.as_str()).collect()
+    }
+
+    /// a: 1000 → 500, b: 100 → 400, c: 2000 → 2000, d only in base (300), e only in new (50).
+    fn sample() -> Vec<DiffRow> {
+        let base = vec![
+            ("c".to_string(), stats(1, 2000)),
+            ("a".to_string(), stats(1, 1000)),
+            ("b".to_string(), stats(1, 100)),
+            ("d".to_string(), stats(1, 300)),
+        ];
+        let new = vec![
+            ("e".to_string(), stats(1, 50)),
+            ("b".to_string(), stats(1, 400)),
+            ("a".to_string(), stats(1, 500)),
+            ("c".to_string(), stats(1, 2000)),
+        ];
+        pair_rows(base, new)
+    }
+
+    const TOTAL: SortKey = SortKey::Field(ReportField::Total);
+
+    #[test]
+    fn base_names_first_then_new_ones() {
+        assert_eq!(names(&sample()), ["a", "b", "c", "d", "e"]);
+    }
+
+    #[test]
+    fn policies_parse_last_word_wins() {
+        let p = DiffPolicy::parse("full,percent,no-abs,bogus");
+        assert_eq!((p.abs, p.percent, p.full), (false, true, true));
+        let p = DiffPolicy::parse("full,compact,no-abs,abs");
+        assert_eq!(p, DiffPolicy::default());
+    }
+
+    #[test]
+    fn sorts_by_absolute_or_signed_difference() {
+        let mut rows = sample();
+        sort_diff_rows(&mut rows, &opts(&[TOTAL], "", 2));
+        // |−500|, |+300|, |−300|, |+50|, 0; +300 before −300.
+        assert_eq!(names(&rows), ["a", "b", "d", "e", "c"]);
+        sort_diff_rows(&mut rows, &opts(&[TOTAL], "no-abs", 2));
+        assert_eq!(names(&rows), ["b", "e", "c", "d", "a"]);
+    }
+
+    #[test]
+    fn percent_sorts_na_as_zero_and_columns_by_base() {
+        let mut rows = sample();
+        sort_diff_rows(&mut rows, &opts(&[TOTAL], "percent", 2));
+        // +300%, −50%, then 0% (c) and N/A (d, e) in their first order.
+        assert_eq!(names(&rows), ["b", "a", "c", "d", "e"]);
+        let mut rows = sample();
+        sort_diff_rows(&mut rows, &opts(&[TOTAL], "full", 1));
+        assert_eq!(names(&rows), ["c", "a", "d", "b", "e"]);
+    }
+
+    #[test]
+    fn cells_of_each_layout() {
+        let rows = sample();
+        let cell = |row: usize, f: ReportField, policy: &str| {
+            let mut s = String::new();
+            push_cell(&mut s, &rows[row], f, DiffPolicy::parse(policy));
+            s
+        };
+        assert_eq!(cell(0, ReportField::Total, ""), "     -0.500 us");
+        assert_eq!(cell(2, ReportField::Total, ""), "          0 us");
+        assert_eq!(cell(1, ReportField::Total, "percent"), "      +300.00%");
+        assert_eq!(cell(3, ReportField::Total, "percent"), "          N/A ");
+        assert_eq!(cell(1, ReportField::Call, "percent"), "            +0");
+        assert_eq!(
+            cell(4, ReportField::Total, "full"),
+            "            -    0.050 us    +0.050 us"
+        );
+        assert_eq!(
+            cell(3, ReportField::Total, "full,percent"),
+            "     0.300 us           -      N/A "
+        );
+        assert_eq!(
+            cell(4, ReportField::Call, "full"),
+            "            0          1         +1"
+        );
+    }
+
+    #[test]
+    fn percentages_stop_at_999_99() {
+        let rows = pair_rows(
+            vec![("f".into(), stats(1, 10))],
+            vec![("f".into(), stats(1, 1000))],
+        );
+        let mut s = String::new();
+        push_cell(
+            &mut s,
+            &rows[0],
+            ReportField::Total,
+            DiffPolicy::parse("full,percent"),
+        );
+        assert!(s.ends_with("+999.99%"), "{s:?}");
+    }
+}
