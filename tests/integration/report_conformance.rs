@@ -198,11 +198,19 @@ fn diff_order_agrees(want: &str, got: &str) -> Option<String> {
             .filter(|l| !l.contains("linux:schedule"))
             .map(|l| {
                 let words: Vec<&str> = l.split_whitespace().collect();
-                let key = words[0].trim_start_matches(['+', '-']).to_string() + words[1];
+                // The first value, with its unit when it is a time.
+                let unit = words
+                    .get(1)
+                    .filter(|w| w.starts_with(|c: char| c.is_alphabetic()));
+                let key =
+                    words[0].trim_start_matches(['+', '-']).to_string() + unit.map_or("", |u| u);
                 (key, words[words.len() - 1].to_string())
             })
             .collect();
+        // N/A sorts as 0%: both are ties of whatever is near 0.
+        let zero = |k: &str| k == "N/A" || k.trim_start_matches(['0', '.']).starts_with(['%', 'u']);
         rows.iter()
+            .filter(|(k, _)| !zero(k))
             .filter(|(k, _)| rows.iter().filter(|(o, _)| o == k).count() == 1)
             .map(|(_, name)| name.clone())
             .collect()
