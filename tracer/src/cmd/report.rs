@@ -181,16 +181,11 @@ fn parse_fields(spec: &str, defaults: &[ReportField]) -> Result<Vec<ReportField>
         match name {
             "none" => named.clear(),
             "all" => named.extend(ReportField::ALL_013),
-            _ => named.push(ReportField::from_name(name).ok_or_else(|| {
-                let possible: Vec<&str> = ReportField::ALL.iter().map(|f| f.name()).collect();
-                UsageExit {
-                    stdout_lines: vec![
-                        format!("utrace: Unknown field name '{name}'"),
-                        format!("utrace:   Possible fields are: {}", possible.join(" ")),
-                    ],
-                    code: 1,
-                }
-            })?),
+            _ => {
+                named.push(ReportField::from_name(name).ok_or_else(|| {
+                    unknown_field(name, ReportField::ALL.iter().map(|f| f.name()))
+                })?)
+            }
         }
     }
     Ok(ReportField::ALL
@@ -206,20 +201,26 @@ fn parse_task_fields(spec: &str) -> Result<Vec<TaskField>, UsageExit> {
         match name {
             "none" => named.clear(),
             "all" => named.extend(TaskField::ALL),
-            _ => named.push(TaskField::from_name(name).ok_or_else(|| {
-                let possible: Vec<&str> = TaskField::ALL.iter().map(|f| f.name()).collect();
-                UsageExit {
-                    stdout_lines: vec![
-                        format!("utrace: Unknown field name '{name}'"),
-                        format!("utrace:   Possible fields are: {}", possible.join(" ")),
-                    ],
-                    code: 1,
-                }
-            })?),
+            _ => named.push(
+                TaskField::from_name(name)
+                    .ok_or_else(|| unknown_field(name, TaskField::ALL.iter().map(|f| f.name())))?,
+            ),
         }
     }
     Ok(TaskField::ALL
         .into_iter()
         .filter(|f| named.contains(f))
         .collect())
+}
+
+/// `utrace: Unknown field name 'NAME'` and the possible fields, on stdout, status 1.
+fn unknown_field<'a>(name: &str, possible: impl Iterator<Item = &'a str>) -> UsageExit {
+    let possible: Vec<&str> = possible.collect();
+    UsageExit {
+        stdout_lines: vec![
+            format!("utrace: Unknown field name '{name}'"),
+            format!("utrace:   Possible fields are: {}", possible.join(" ")),
+        ],
+        code: 1,
+    }
 }
