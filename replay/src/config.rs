@@ -97,6 +97,8 @@ pub struct Config {
     pub start_disabled: bool,
     /// `-Z`: functions smaller than this many bytes are hidden.
     pub size_filter: Option<u32>,
+    /// `--no-sched-preempt`: pre-emptions are not shown (other switches are).
+    pub no_sched_preempt: bool,
     pub match_type: MatchType,
     pub demangle: Demangle,
     pub kernel: KernelView,

@@ -29,6 +29,9 @@
 //!   goldens of the fixtures), the chrome JSON and the SVG flame graph parsed.
 //! * `analysis_diff`, `analysis_golden`: `utrace report`, `graph` and `info` against uftrace
 //!   (fresh recordings of the test programs; goldens of the fixtures);
+//! * `report_conformance`: `utrace report` against uftrace 0.13's, whole outputs, for every
+//!   `--avg-*`, `-s`, `--task -f` and `--diff-policy`/`--sort-column` combination, on data
+//!   recorded by both tools (uftrace's with its scheduling events);
 //! * `replay_select`: replay-time `-A`/`-R` selection of recorded arguments;
 //! * `slow_path`: every test program recorded on libmcount's fast and slow paths, same trace;
 //! * `tui`: `utrace tui` driven in tmux (open, fold, search, report, info, quit);
@@ -73,6 +76,7 @@ mod record_processes;
 mod recorder_faults;
 mod replay_diff;
 mod replay_select;
+mod report_conformance;
 mod slow_path;
 mod special_files;
 mod stack_walks;

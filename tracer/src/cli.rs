@@ -299,6 +299,9 @@ pub struct AnalysisArgs {
     /// Compare with the data in DIR
     #[arg(long, value_name = "DIR")]
     pub diff: Option<String>,
+    /// How --diff sorts and shows: abs, no-abs, percent, no-percent, compact, full
+    #[arg(long, value_name = "POLICY")]
+    pub diff_policy: Option<String>,
     /// Column used for the diff percentage
     #[arg(long, value_name = "N")]
     pub sort_column: Option<String>,

@@ -235,6 +235,7 @@ pub fn analysis_config(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
                     None
                 }
             }),
+        no_sched_preempt: filter.no_sched_preempt,
         match_type: common
             .match_type
             .as_deref()

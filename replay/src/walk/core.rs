@@ -100,6 +100,8 @@ pub struct SchedStep {
     pub total: u64,
     /// Inside a call the filters show.
     pub visible: bool,
+    /// The switch-out it ends was a pre-emption (`linux:schedule (pre-empted)`).
+    pub preempted: bool,
 }
 
 /// A call closed at the end of the data ([`Core::close_next`]).
@@ -131,8 +133,8 @@ pub struct TaskCore {
     pub last_seen: u64,
     /// The level of its last setjmp ([`Setjmp::PerTask`]).
     setjmp: usize,
-    /// Its last switch-out time.
-    pub(super) sched_out: Option<u64>,
+    /// Its last switch-out: time, and whether it was a pre-emption.
+    pub(super) sched_out: Option<(u64, bool)>,
     /// The session of the task's last record, valid for times in [sess_from, sess_until)
     /// (kept by the walker, see [`super::Walker`]).
     pub session: Option<usize>,

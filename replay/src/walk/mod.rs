@@ -17,7 +17,8 @@
 //!   setting each; the walk's consumers pick [`policy::Policy::REPLAY`], `ANALYSIS`,
 //!   `TASK_REPORT`, `DUMP` or `FLAT`.
 //! - [`leaf`]: replay's one-record look-ahead (an entry and its exit printed as `f();`).
-//! - `sched`: the perf context switches merged in by time (dump).
+//! - `sched`: the perf context switches merged in by time (dump; report with
+//!   [`Walker::with_sched`]).
 //! - [`Walker`] (this module): the analysis consumer, handing entries, finished calls and
 //!   LOST to a [`Visitor`]; `fast.rs` holds its fast paths (a task's file read directly when
 //!   the visitor does not depend on the order across tasks, and entries/exits paired in one
@@ -178,6 +179,9 @@ pub trait Visitor {
     fn exit(&mut self, _view: &View<'_, '_>, _call: &Call) {}
     /// `count` records of the task were lost (0 when unknown).
     fn lost(&mut self, _view: &View<'_, '_>, _task: usize, _count: u64) {}
+    /// A `linux:schedule` call ended inside a shown call of the task: switched out for
+    /// `total` ns, by a pre-emption when `preempted` (only with [`Walker::with_sched`]).
+    fn sched(&mut self, _view: &View<'_, '_>, _task: usize, _total: u64, _preempted: bool) {}
 }
 
 /// The walker over one data directory: the core walk with the analysis [`Policy`], its
@@ -222,6 +226,21 @@ impl<'d> Walker<'d> {
     /// reported, and unfinished calls are closed at the task's last exit.
     pub fn exits_only(mut self) -> Self {
         self.core.policy = Policy::TASK_REPORT;
+        self
+    }
+
+    /// Merges the perf context switches of the trace (`perf-cpu*.dat`), as uftrace's report
+    /// does: the time a task is switched out counts as callee time of its running call, and
+    /// each switch inside a shown call is handed to [`Visitor::sched`].
+    pub fn with_sched(mut self) -> Self {
+        self.core.policy.sched = true;
+        self.core.perf = crate::perf::events_by_time(self.dir);
+        self.core.perf_next = 0;
+        // The switches are merged by time with every task's records.
+        if !self.core.perf.is_empty() {
+            self.direct_ok = false;
+            self.direct = false;
+        }
         self
     }
 
@@ -323,7 +342,12 @@ impl<'d> Walker<'d> {
                     v.lost(&self.view(), task, head.raw.addr);
                 }
             }
-            Step::Event { .. } | Step::Sched(_) => {}
+            Step::Sched(s) => {
+                if s.exit && s.visible {
+                    v.sched(&self.view(), s.task, s.total, s.preempted);
+                }
+            }
+            Step::Event { .. } => {}
         }
     }
 

@@ -21,7 +21,8 @@
 //! | [`Policy::sched`]                 | no                   | no                     | no            | yes                                |
 //!
 //! `replay --flat` ([`Policy::FLAT`]) prints the records as they are: replay's settings
-//! without filters and without fix-ups.
+//! without filters and without fix-ups. `report` (and the tui's report) turn
+//! [`Policy::sched`] on with [`Walker::with_sched`](super::Walker::with_sched).
 
 /// Which entries of the exec, setjmp and longjmp families change the stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -26,16 +26,21 @@ impl Core<'_> {
             let first = t.last_seen == 0;
             t.last_seen = e.time;
             let mut total = 0;
+            let mut preempted = false;
             let exit = match e.id {
                 perf::SCHED_OUT | perf::SCHED_OUT_PREEMPT => {
-                    t.sched_out = Some(e.time);
-                    if e.id == perf::SCHED_OUT_PREEMPT {
+                    let preempt = e.id == perf::SCHED_OUT_PREEMPT;
+                    t.sched_out = Some((e.time, preempt));
+                    if preempt {
                         continue;
                     }
                     false
                 }
                 perf::SCHED_IN => {
-                    total = t.sched_out.take().map_or(0, |s| e.time.saturating_sub(s));
+                    if let Some((out, preempt)) = t.sched_out.take() {
+                        total = e.time.saturating_sub(out);
+                        preempted = preempt;
+                    }
                     t.stack.add_child_time(total);
                     if first {
                         continue;
@@ -51,6 +56,7 @@ impl Core<'_> {
                 exit,
                 total,
                 visible,
+                preempted,
             });
         }
         None

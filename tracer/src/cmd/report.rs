@@ -8,7 +8,8 @@ use crate::notice::Notices;
 use crate::pager::Output;
 use anyhow::Context;
 use replay::output::report::{
-    self, parse_sort_keys, DiffSide, ReportField, ReportOptions, SortKey, TaskKey,
+    self, parse_sort_keys, DiffOptions, DiffPolicy, DiffSide, ReportField, ReportOptions, SortKey,
+    TaskField, TaskKey,
 };
 use std::process::ExitCode;
 
@@ -44,9 +45,13 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
         if keys.is_empty() {
             keys.push(TaskKey::Total);
         }
+        let fields = match inv.args.replay.output_fields.as_deref() {
+            Some(spec) => parse_task_fields(spec)?,
+            None => TaskField::ALL.to_vec(),
+        };
         notices.flush();
         let mut out = Output::start(!inv.args.common.no_pager);
-        let warnings = report::report_tasks(&dir, &cfg, &keys, tid_width, out.writer())
+        let warnings = report::report_tasks(&dir, &cfg, &fields, &keys, tid_width, out.writer())
             .with_context(|| format!("cannot read {}", dir.path.display()))?;
         out.finish()?;
         warn_all(&warnings);
@@ -97,12 +102,22 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
 
     if let Some(other) = &args.diff {
         let dir2 = super::open_data_at(std::path::Path::new(other))?;
+        let mut sort_column = 2;
         if let Some(col) = &args.sort_column {
-            if !matches!(col.as_str(), "0" | "1" | "2") {
-                notices.usage(format!("invalid column number: {col}"));
-                notices.usage("force to set it to --sort-column=2 for diff percentage");
+            match col.parse::<u8>() {
+                Ok(c @ 0..=2) => sort_column = c,
+                _ => {
+                    notices.usage(format!("invalid column number: {col}"));
+                    notices.usage("force to set it to --sort-column=2 for diff percentage");
+                }
             }
         }
+        let diff_opts = DiffOptions {
+            fields,
+            sort,
+            policy: DiffPolicy::parse(args.diff_policy.as_deref().unwrap_or("")),
+            sort_column,
+        };
         notices.flush();
         let label = inv.args.data.analysis_dir();
         let label = label.to_string_lossy();
@@ -117,7 +132,7 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
                 label: other.trim_end_matches('/'),
             },
             &cfg,
-            &sort,
+            &diff_opts,
             out.writer(),
         )
         .with_context(|| format!("cannot compare {} with {other}", dir.path.display()))?;
@@ -165,21 +180,47 @@ fn parse_fields(spec: &str, defaults: &[ReportField]) -> Result<Vec<ReportField>
     for name in list.split(',').filter(|n| !n.is_empty()) {
         match name {
             "none" => named.clear(),
-            "all" => named.extend(ReportField::ALL),
-            _ => named.push(ReportField::from_name(name).ok_or_else(|| {
-                let possible: Vec<&str> = ReportField::ALL.iter().map(|f| f.name()).collect();
-                UsageExit {
-                    stdout_lines: vec![
-                        format!("utrace: Unknown field name '{name}'"),
-                        format!("utrace:   Possible fields are: {}", possible.join(" ")),
-                    ],
-                    code: 1,
-                }
-            })?),
+            "all" => named.extend(ReportField::ALL_013),
+            _ => {
+                named.push(ReportField::from_name(name).ok_or_else(|| {
+                    unknown_field(name, ReportField::ALL.iter().map(|f| f.name()))
+                })?)
+            }
         }
     }
     Ok(ReportField::ALL
         .into_iter()
         .filter(|f| named.contains(f))
         .collect())
+}
+
+/// `-f` for `report --task`: table order (`total self tid func`), `none`.
+fn parse_task_fields(spec: &str) -> Result<Vec<TaskField>, UsageExit> {
+    let mut named = Vec::new();
+    for name in spec.split(',').filter(|n| !n.is_empty()) {
+        match name {
+            "none" => named.clear(),
+            "all" => named.extend(TaskField::ALL),
+            _ => named.push(
+                TaskField::from_name(name)
+                    .ok_or_else(|| unknown_field(name, TaskField::ALL.iter().map(|f| f.name())))?,
+            ),
+        }
+    }
+    Ok(TaskField::ALL
+        .into_iter()
+        .filter(|f| named.contains(f))
+        .collect())
+}
+
+/// `utrace: Unknown field name 'NAME'` and the possible fields, on stdout, status 1.
+fn unknown_field<'a>(name: &str, possible: impl Iterator<Item = &'a str>) -> UsageExit {
+    let possible: Vec<&str> = possible.collect();
+    UsageExit {
+        stdout_lines: vec![
+            format!("utrace: Unknown field name '{name}'"),
+            format!("utrace:   Possible fields are: {}", possible.join(" ")),
+        ],
+        code: 1,
+    }
 }
