@@ -4,7 +4,7 @@
 //! Each case is recorded by `utrace record` and `uftrace record --no-event` with library calls
 //! on, in every build mode, linked lazily (the default: slots bound on first call, re-armed by
 //! utrace), with `-z now` (slots bound at load time, inside the read-only RELRO segment) and
-//! as a non-PIE executable; a few also with `--nest-libcall`.
+//! as a non-PIE executable, and compiled with `-fno-plt`; a few also with `--nest-libcall`.
 //! `uftrace replay` and `utrace replay` of utrace's data must print, per task and by function
 //! column from the first line (`__monstartup();`, `__cxa_atexit();` included), what
 //! `uftrace replay` of uftrace's data prints.
@@ -31,10 +31,13 @@ const CASES: &[(&str, &[&str], bool)] = &[
     ("sigjmp", &[], false),
     ("thread", &[], true),
     ("cxxlib", &[], false),
+    // A C++ library loaded by dlopen: its functions named from its own symbols.
+    ("dlopen_cxx", &[], false),
 ];
 
-/// How the test programs are linked.
-const LINKS: &[&[&str]] = &[&[], &["-Wl,-z,now"], &["-no-pie"]];
+/// How the test programs are linked (and `-fno-plt`: library calls through the GOT, no PLT
+/// entry: uftrace 0.13 records none of them, nor does utrace).
+const LINKS: &[&[&str]] = &[&[], &["-Wl,-z,now"], &["-no-pie"], &["-fno-plt"]];
 
 /// `--nest-libcall` cases (the libraries' own PLT calls, nested): program, arguments, fold.
 /// (uftrace 0.13 itself aborts on a C++ exception with `-l`, so `exception` is not among them.)
@@ -92,6 +95,39 @@ fn compare(
     failures
 }
 
+/// `-fno-plt` in a `-pg` or `-mfentry` build: `exit`, `longjmp` and `siglongjmp` are called
+/// through the GOT, hooked by neither tool (the mcount call keeps a PLT, whose entries alone
+/// are hooked). uftrace 0.13 then loses records: everything after `__cxa_atexit()` of `exit`'s
+/// run, and the exits of the frames a longjmp leaves. utrace keeps them
+/// ([`unhooked_exit_and_longjmp_keep_their_records`]); these runs are not compared.
+fn lost_by_uftrace(prog: &str, mode: Mode, link: &[&str]) -> bool {
+    link == ["-fno-plt"] && mode != Mode::Cyg && ["exit", "longjmp", "sigjmp"].contains(&prog)
+}
+
+#[test]
+fn unhooked_exit_and_longjmp_keep_their_records() {
+    for (prog, want) in [
+        (
+            "exit",
+            "main() {\n  outer() {\n    inner() {\n      finish() {",
+        ),
+        ("longjmp", "after_jump();"),
+    ] {
+        let exe = util::testprog_with(prog, Mode::Pg, &["-fno-plt"]);
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path().join("data");
+        let out = util::record_with(false, &data, &exe, &[], &[]);
+        assert!(out.status.code().is_some(), "{out}");
+        let mut replays = vec![util::utrace_replay(&data, &["-f", "none"])];
+        if util::uftrace_available() {
+            replays.push(util::uftrace_replay(&data, &["-f", "none"]));
+        }
+        for r in replays {
+            assert!(r.stdout.contains(want), "{prog}: {want:?} missing:\n{r}");
+        }
+    }
+}
+
 /// Record-time filters naming library calls (their PLT entries), as uftrace applies them.
 const FILTERED: &[&[&str]] = &[
     &["-F", "strlen"],
@@ -133,6 +169,9 @@ fn library_calls_match_uftrace() {
     for (prog, args, fold) in CASES {
         for mode in MODES {
             for link in LINKS {
+                if lost_by_uftrace(prog, mode, link) {
+                    continue;
+                }
                 failures.extend(compare(prog, args, *fold, mode, link, &[]));
             }
         }

@@ -1,7 +1,7 @@
 //! Processes and control flow (issue 17): `vfork` children that work and exec, `fork` with
 //! allocations in both processes, `longjmp` from several depths and in a loop (with the values
 //! `setjmp` returns, under a return value spec), `pthread_exit`
-//! and `daemon`, recorded with library calls by `utrace record` and `uftrace record
+//! and `daemon`, `posix_spawn`, recorded with library calls by `utrace record` and `uftrace record
 //! --no-event`, in every build mode, lazily bound and with `-z now`.
 //! `uftrace replay` and `utrace replay` of utrace's data (with the case's replay options) must
 //! print, per task and by function column from the first line, what `uftrace replay` of
@@ -86,6 +86,13 @@ const CASES: &[Case] = &[
     Case {
         fold: true,
         ..case("daemon")
+    },
+    // posix_spawn of the program itself, twice: each spawned program is traced (its own
+    // `main() { a() { b() { c() { getpid(); ...`), the parent's `posix_spawn()` and
+    // `waitpid()` around them.
+    Case {
+        fold: true,
+        ..case("spawn")
     },
 ];
 

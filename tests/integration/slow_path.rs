@@ -78,6 +78,7 @@ const PROGS: &[Prog] = &[
     prog("crash", &[], Reduce::Tasks(Norm::Exact)),
     prog("cxx", &[], EXACT),
     prog("cxxlib", &[], EXACT),
+    prog("dlopen_cxx", &[], EXACT),
     prog("deep", &["2000"], EXACT),
     prog("dlopen", &[], EXACT),
     prog("dtypes", &[], EXACT),
@@ -133,6 +134,7 @@ const PROGS: &[Prog] = &[
     prog("longjmp_loop", &[], EXACT),
     tasks("pthread_exit", FOLD),
     tasks("daemon", FOLD),
+    tasks("spawn", FOLD),
     prog("backtrace", &[], EXACT),
     Prog {
         name: "sigtrigger",
