@@ -311,6 +311,28 @@ fn diff_args_specs() {
     differential("diff_args_specs", "args", ARG_SPECS, &[], &[&[], &["-v"]]);
 }
 
+/// Structs by value (uftrace's `struct NAME:` and the bytes by 16 a line), an empty one, a
+/// struct returned, a function pointer named (`562b0181b349 (&cb)`) and a plain pointer.
+#[test]
+fn diff_struct_and_pointer_args() {
+    differential(
+        "diff_struct_and_pointer_args",
+        "dtypes",
+        &[
+            "-A",
+            "^take_(point|big|empty|klass)$",
+            "-R",
+            "^make_point$",
+            "-A",
+            "take_fn@arg1/p,arg2",
+            "-A",
+            "take_ptr@arg1/p",
+        ],
+        &[],
+        &[&[]],
+    );
+}
+
 #[test]
 fn diff_thread() {
     differential(

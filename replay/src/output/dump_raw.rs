@@ -581,7 +581,9 @@ impl Raw<'_, '_> {
                 if v != 0 && f.known {
                     writeln!(out, "  {label} p: {v:x} (&{})", f.name)?;
                 } else if v == 0 {
-                    writeln!(out, "  {label} p: (nil)")?;
+                    // uftrace 0.13 prints a null argument `0` and a null return value `(nil)`.
+                    let null = if label == "retval" { "(nil)" } else { "0" };
+                    writeln!(out, "  {label} p: {null}")?;
                 } else {
                     writeln!(out, "  {label} p: {v:#x}")?;
                 }
@@ -597,6 +599,23 @@ impl Raw<'_, '_> {
                     push_value(&mut text, item, value, &spec.enums, &mut |_| None);
                 }
                 writeln!(out, "  {label} enum {name}: {text} ({signed})")?;
+                item.size
+            }
+            ArgFormat::Struct(name) => {
+                // uftrace's layout: the bytes by 16 a line, tab-indented, a space after each
+                // and another after every eighth.
+                writeln!(out, "  {label} struct {}:", name.as_deref().unwrap_or(""))?;
+                let bytes = data.get(..item.size).unwrap_or(data);
+                for line in bytes.chunks(16) {
+                    let mut text = String::from("\t");
+                    for (i, b) in line.iter().enumerate() {
+                        text.push_str(&format!("{b:02x} "));
+                        if i % 8 == 7 {
+                            text.push(' ');
+                        }
+                    }
+                    writeln!(out, "{text}")?;
+                }
                 item.size
             }
             other => {
