@@ -35,6 +35,10 @@ const CASES: &[(&str, &[&str], &[&str])] = &[
     // takes microseconds.
     ("abc", &[], &["-t", "100ms"]),
     ("sleep", &[], &["-t", "1500us"]),
+    // A function shown although shorter than the time filter: `trace`, or its own `time=0`.
+    ("sleep", &[], &["-t", "1500us", "-T", "quick@trace"]),
+    ("sleep", &[], &["-t", "1500us", "-T", "quick@time=0"]),
+    ("abc", &[], &["-T", "b@recover"]),
     ("abc", &[], &["-Z", "30"]),
     // A size= trigger: another limit below its function (its own included).
     ("abc", &[], &["-Z", "30", "-T", "b@size=10"]),
