@@ -252,7 +252,7 @@ fn compare(case: &Case, mode: Mode) -> Vec<String> {
         .args(args);
     let reference = util::run(cmd);
     let mut cmd = Command::new(util::utrace_bin());
-    cmd.args(["record", "-d"])
+    cmd.args(["record", "--no-event", "-d"])
         .arg(&ours)
         .args(opts)
         .arg(&exe)

@@ -75,7 +75,7 @@ fn warnings(out: &Output) -> Vec<&str> {
         .collect()
 }
 
-/// `TOOL record --no-libcall [--no-event] OPTS -d DIR PROG ARGS`.
+/// `TOOL record --no-libcall --no-event OPTS -d DIR PROG ARGS`.
 fn record(uftrace: bool, dir: &Path, opts: &[&str], prog: &Path, args: &[&str]) -> Output {
     let mut cmd = if uftrace {
         let mut cmd = Command::new(util::uftrace_bin());
@@ -83,7 +83,7 @@ fn record(uftrace: bool, dir: &Path, opts: &[&str], prog: &Path, args: &[&str]) 
         cmd
     } else {
         let mut cmd = Command::new(util::utrace_bin());
-        cmd.arg("record");
+        cmd.args(["record", "--no-event"]);
         cmd
     };
     cmd.arg("--no-libcall")

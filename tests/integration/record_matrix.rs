@@ -287,10 +287,10 @@ impl Recorded {
     }
 }
 
-/// `utrace record --no-libcall -d DIR PROG ARGS` (any exit status).
+/// `utrace record --no-event --no-libcall -d DIR PROG ARGS` (any exit status).
 fn utrace_record(dir: &Path, prog: &Path, args: &[&str]) -> Output {
     let mut cmd = Command::new(util::utrace_bin());
-    cmd.args(["record", "--no-libcall", "-d"])
+    cmd.args(["record", "--no-event", "--no-libcall", "-d"])
         .arg(dir)
         .arg(prog)
         .args(args);

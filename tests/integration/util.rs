@@ -336,7 +336,7 @@ impl std::fmt::Display for Output {
     }
 }
 
-/// `uftrace record --no-event OPTS -d DIR PROG ARGS` (the reference) or `utrace record OPTS -d
+/// `uftrace record --no-event OPTS -d DIR PROG ARGS` (the reference) or `utrace record --no-event OPTS -d
 /// DIR PROG ARGS`, whatever the exit status.
 pub fn record_with(uftrace: bool, dir: &Path, prog: &Path, args: &[&str], opts: &[&str]) -> Output {
     let mut cmd = if uftrace {
@@ -345,7 +345,7 @@ pub fn record_with(uftrace: bool, dir: &Path, prog: &Path, args: &[&str], opts: 
         cmd
     } else {
         let mut cmd = Command::new(utrace_bin());
-        cmd.arg("record");
+        cmd.args(["record", "--no-event"]);
         cmd
     };
     cmd.args(opts).arg("-d").arg(dir).arg(prog).args(args);

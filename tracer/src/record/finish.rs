@@ -32,6 +32,8 @@ pub struct RecordSummary<'a> {
     pub debug_info: bool,
     /// The kernel files (`-k`) were written.
     pub kernel: bool,
+    /// The `perf-cpu*.dat` files were written.
+    pub perf: bool,
     /// `events.txt` names user SDT events (`-E`).
     pub events: bool,
 }
@@ -133,6 +135,9 @@ fn build_info(s: &RecordSummary<'_>, tids: Vec<u32>) -> Info {
     }
     if s.kernel {
         feat_mask |= feat::KERNEL;
+    }
+    if s.perf {
+        feat_mask |= feat::PERF_EVENT;
     }
     if s.events {
         feat_mask |= feat::EVENT;

@@ -138,6 +138,11 @@ extern "C" fn stop_signal(_: libc::c_int) {
 }
 
 impl KeptPid {
+    /// The program's pid.
+    pub fn pid(&self) -> libc::pid_t {
+        self.pid
+    }
+
     /// Lets the program start and waits for its end (see the module).
     pub fn run(self) -> anyhow::Result<Ended> {
         let KeptPid {

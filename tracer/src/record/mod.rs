@@ -23,6 +23,7 @@ mod kernel;
 pub mod launch;
 pub mod program;
 mod pump;
+mod sched;
 mod sdt;
 mod settings;
 mod syscalls;
@@ -271,7 +272,7 @@ pub fn record(
     // `info` is written at the start, at the end, and by the guardian: `write` is one of
     // `finish::start`, `finish::finish`.
     type Write = fn(&Path, &finish::RecordSummary<'_>) -> anyhow::Result<()>;
-    let write_info = |write: Write, ended: &launch::Ended, kernel: bool| {
+    let write_info = |write: Write, ended: &launch::Ended, kernel: bool, perf: bool| {
         let summary = finish::RecordSummary {
             program: &program,
             ended,
@@ -282,6 +283,7 @@ pub fn record(
             args: settings.args.clone(),
             debug_info,
             kernel,
+            perf,
             events,
             version: version.clone(),
         };
@@ -289,7 +291,7 @@ pub fn record(
     };
     let started = std::time::Instant::now();
     let not_ended = launch::Ended::not_yet(started.elapsed());
-    write_info(finish::start, &not_ended, false)?;
+    write_info(finish::start, &not_ended, false, false)?;
     record_format::ring::create_ring_dir(&rings).with_context(|| {
         format!(
             "cannot create {}",
@@ -322,7 +324,7 @@ pub fn record(
             let _ = std::fs::remove_dir_all(&dir);
         } else {
             let ended = launch::Ended::not_yet(started.elapsed());
-            let _ = write_info(finish::finish, &ended, false);
+            let _ = write_info(finish::finish, &ended, false, false);
         }
     });
     let mut guardian = match guardian {
@@ -343,6 +345,7 @@ pub fn record(
     let Recorded {
         ended,
         kernel,
+        perf,
         disk_full,
     } = recorded?;
     if inv.args.record.time {
@@ -354,7 +357,7 @@ pub fn record(
         Termination::Signaled(sig) => format!("child terminated by signal: {sig}"),
         _ => format!("child terminated with status {:#x}", ended.raw_status),
     });
-    let finished = write_info(finish::finish, &ended, kernel);
+    let finished = write_info(finish::finish, &ended, kernel, perf);
     guardian.done();
     if disk_full || (finished.is_err() && no_room_left(&dir)) {
         let tasks = finish::data_file_tids(&dir).map_or(0, |t| t.len());
@@ -413,6 +416,14 @@ fn run_recording(
     if let Some(k) = &kernel {
         guardian.send(&k.undo().to_text());
     }
+    // Last before the program starts: opened for this thread's next child, or the kept pid.
+    let watch = match &kept {
+        Some(k) => sched::Watch::Process(k.pid()),
+        None => sched::Watch::Spawned,
+    };
+    let sched = settings
+        .sched
+        .and_then(|req| sched::start_or_skip(req, watch, dir));
     let ended = match kept {
         Some(kept) => kept.run(),
         None => launch::run(&launch::Launch {
@@ -429,6 +440,8 @@ fn run_recording(
     // error) are in the rings: move them into the data files, also when the launch failed
     // half-way.
     let kernel_done = kernel.map(|k| k.finish(dir));
+    let sched_done = sched.map(sched::SchedSession::finish);
+    let perf = sched_done.is_some();
     let pumped = pump.stop();
     let salvaged = record_format::ring::salvage(rings, dir);
     let ended = ended?;
@@ -450,6 +463,10 @@ fn run_recording(
     for (what, result) in [
         ("the recorder's writer thread failed", pumped.map(drop)),
         (
+            "cannot save the scheduling events",
+            sched_done.unwrap_or(Ok(())),
+        ),
+        (
             "cannot move the trace buffers into the data files",
             salvaged.map(drop),
         ),
@@ -463,6 +480,7 @@ fn run_recording(
     Ok(Recorded {
         ended,
         kernel,
+        perf,
         disk_full,
     })
 }
@@ -482,6 +500,8 @@ struct Recorded {
     ended: launch::Ended,
     /// Kernel data was written.
     kernel: bool,
+    /// `perf-cpu*.dat` files were written.
+    perf: bool,
     /// A write failed with ENOSPC.
     disk_full: bool,
 }

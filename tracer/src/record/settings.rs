@@ -70,6 +70,8 @@ pub(super) struct Settings {
     pub(super) kernel_events: Vec<String>,
     /// `-E PROVIDER:NAME`: user SDT event patterns (see `record::sdt`).
     pub(super) user_events: Vec<String>,
+    /// The scheduling events, unless `--no-event` (`--no-sched` keeps task names and ends).
+    pub(super) sched: Option<super::sched::Request>,
 }
 
 /// The `-A` or `-R` entries (`;`-separated lists split), without those whose items of `kind`
@@ -375,7 +377,12 @@ pub(super) fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
             _ => anyhow::bail!("invalid --rt-prio value: {p} (a SCHED_FIFO priority, 1 to 99)"),
         },
     };
+    let sched = (!f.no_event).then(|| super::sched::Request {
+        switches: !f.no_sched,
+        clock: super::sched::clock_id(r.clock.as_deref()),
+    });
     Ok(Settings {
+        sched,
         threads,
         rt_prio,
         args,

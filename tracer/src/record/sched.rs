@@ -1,0 +1,346 @@
+//! Scheduling events (data-format §10): the `perf-cpu<N>.dat` files, one per online CPU, each
+//! the byte stream of a perf ring buffer that sees the traced process tree's context
+//! switches, task names, forks and exits.
+//!
+//! As uftrace 0.13 (measured with strace): a `PERF_COUNT_SW_DUMMY` software event per CPU with
+//! `comm`, `task`, `context_switch` (off with `--no-sched`), `sample_id_all` and `sample_type =
+//! TID|TIME`, the record clock (`use_clockid`), user space only, `inherit` (the program's
+//! threads and children write into the same rings), opened disabled with `enable_on_exec`, a
+//! ring of 32 data pages per CPU woken at 8 KiB. The events are opened in the recorder's main
+//! thread, which then spawns the program: the child inherits them, and its exec turns them on
+//! (the recorder's own copies never exec and stay off). With `--keep-pid` they are opened on
+//! the program's process before it is let go.
+//!
+//! A drain thread copies what the kernel wrote, as it is, into the files: when a ring fills
+//! past the watermark, every 50 ms, and once more after the program has ended.
+
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// Data pages of each ring (a power of two, as the kernel requires).
+const DATA_PAGES: usize = 32;
+/// Bytes written before the drain thread is woken.
+const WATERMARK: u32 = 8192;
+/// Longest wait of the drain thread.
+const POLL_MS: i32 = 50;
+
+/// `struct perf_event_attr` up to `clockid` (`PERF_ATTR_SIZE_VER3`, Linux 4.1+).
+#[repr(C)]
+#[derive(Default)]
+struct PerfEventAttr {
+    kind: u32,
+    size: u32,
+    config: u64,
+    sample_period: u64,
+    sample_type: u64,
+    read_format: u64,
+    flags: u64,
+    wakeup_watermark: u32,
+    bp_type: u32,
+    config1: u64,
+    config2: u64,
+    branch_sample_type: u64,
+    sample_regs_user: u64,
+    sample_stack_user: u32,
+    clockid: i32,
+}
+const _: () = assert!(std::mem::size_of::<PerfEventAttr>() == 96);
+
+const PERF_TYPE_SOFTWARE: u32 = 1;
+const PERF_COUNT_SW_DUMMY: u64 = 9;
+const PERF_SAMPLE_TID: u64 = 1 << 1;
+const PERF_SAMPLE_TIME: u64 = 1 << 2;
+const PERF_FLAG_FD_NO_GROUP: libc::c_ulong = 1 << 0;
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+/// Bits of `flags`.
+const DISABLED: u64 = 1 << 0;
+const INHERIT: u64 = 1 << 1;
+const EXCLUDE_KERNEL: u64 = 1 << 5;
+const COMM: u64 = 1 << 9;
+const ENABLE_ON_EXEC: u64 = 1 << 12;
+const TASK: u64 = 1 << 13;
+const WATERMARK_BIT: u64 = 1 << 14;
+const SAMPLE_ID_ALL: u64 = 1 << 18;
+const USE_CLOCKID: u64 = 1 << 25;
+const CONTEXT_SWITCH: u64 = 1 << 26;
+/// Offsets in `struct perf_event_mmap_page`.
+const DATA_HEAD: usize = 1024;
+const DATA_TAIL: usize = 1032;
+
+/// Whose scheduling is recorded.
+#[derive(Debug, Clone, Copy)]
+pub enum Watch {
+    /// The calling thread's children to come (the program is spawned by this thread next).
+    Spawned,
+    /// The process `pid`, which has not exec'd the program yet.
+    Process(libc::pid_t),
+}
+
+/// What to record.
+#[derive(Debug, Clone, Copy)]
+pub struct Request {
+    /// Context switches; task names, forks and exits only when false (`--no-sched`).
+    pub switches: bool,
+    /// The record clock (`--clock`).
+    pub clock: libc::clockid_t,
+}
+
+/// One CPU's event and its ring, mapped.
+struct Ring {
+    fd: OwnedFd,
+    base: *mut u8,
+    len: usize,
+    page: usize,
+    file: File,
+    /// The event hung up (its task ended): not polled any more.
+    hung_up: bool,
+}
+
+// SAFETY: the mapping belongs to this Ring alone; it is used by one thread at a time (moved
+// into the drain thread).
+unsafe impl Send for Ring {}
+
+impl Ring {
+    fn open(cpu: u32, attr: &PerfEventAttr, watch: Watch, dir: &Path) -> std::io::Result<Ring> {
+        let pid = match watch {
+            Watch::Spawned => 0,
+            Watch::Process(pid) => pid,
+        };
+        // SAFETY: `attr` is a valid perf_event_attr whose `size` field says its size; the
+        // other arguments are integers.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_perf_event_open,
+                attr as *const PerfEventAttr,
+                pid,
+                cpu as libc::c_int,
+                -1 as libc::c_int,
+                PERF_FLAG_FD_NO_GROUP | PERF_FLAG_FD_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: a fresh descriptor owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        let file = record_format::create::open_data_file(&dir.join(file_name(cpu)))?;
+        // SAFETY: sysconf only returns a value.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let len = page * (1 + DATA_PAGES);
+        // SAFETY: a new shared mapping of the event's ring; the kernel checks `len`.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Ring {
+            fd,
+            base: base.cast(),
+            len,
+            page,
+            file,
+            hung_up: false,
+        })
+    }
+
+    /// The control word at `offset` of the first page.
+    fn word(&self, offset: usize) -> &AtomicU64 {
+        // SAFETY: `offset` is one of the 8-aligned u64 fields of the mmap page, which stays
+        // mapped as long as `self`; the kernel and this thread access it atomically.
+        unsafe { AtomicU64::from_ptr(self.base.add(offset).cast()) }
+    }
+
+    /// Appends what the kernel wrote since the last call to the file; returns the bytes.
+    fn drain(&mut self) -> std::io::Result<usize> {
+        // Acquire: pairs with the kernel's barrier before it publishes data_head, so the
+        // records before it are visible.
+        let head = self.word(DATA_HEAD).load(Ordering::Acquire);
+        let tail = self.word(DATA_TAIL).load(Ordering::Relaxed);
+        let size = (self.len - self.page) as u64;
+        let new = head.wrapping_sub(tail).min(size) as usize;
+        if new == 0 {
+            return Ok(0);
+        }
+        let start = (tail % size) as usize;
+        let first = new.min(size as usize - start);
+        // SAFETY: the data area is `size` bytes after the first page of the mapping; the
+        // kernel does not write [tail, head) until data_tail moves past it.
+        let data = unsafe { std::slice::from_raw_parts(self.base.add(self.page), size as usize) };
+        self.file.write_all(&data[start..start + first])?;
+        self.file.write_all(&data[..new - first])?;
+        // Release: the bytes are copied before the kernel may overwrite them.
+        self.word(DATA_TAIL).store(head, Ordering::Release);
+        Ok(new)
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: `base`/`len` are the mapping made in `open`, unmapped once here.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+/// The file of CPU `cpu`'s records.
+fn file_name(cpu: u32) -> String {
+    format!("perf-cpu{cpu}.dat")
+}
+
+/// The CPUs in `/sys/devices/system/cpu/online` (`0-3,6`).
+fn online_cpus() -> Vec<u32> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(lo), Ok(hi)) = (lo.parse::<u32>(), hi.parse::<u32>()) {
+            cpus.extend(lo..=hi);
+        }
+    }
+    cpus
+}
+
+/// The scheduling rings while the program runs.
+pub struct SchedSession {
+    stop: Arc<AtomicBool>,
+    drain: JoinHandle<std::io::Result<()>>,
+}
+
+impl SchedSession {
+    /// Opens the events of every online CPU and starts draining them into `dir`. An error
+    /// (perf_event_open refused: `perf_event_paranoid`, a container) leaves no file behind.
+    pub fn start(req: Request, watch: Watch, dir: &Path) -> std::io::Result<SchedSession> {
+        let mut flags = DISABLED
+            | INHERIT
+            | EXCLUDE_KERNEL
+            | COMM
+            | ENABLE_ON_EXEC
+            | TASK
+            | WATERMARK_BIT
+            | SAMPLE_ID_ALL
+            | USE_CLOCKID;
+        if req.switches {
+            flags |= CONTEXT_SWITCH;
+        }
+        let attr = PerfEventAttr {
+            kind: PERF_TYPE_SOFTWARE,
+            size: std::mem::size_of::<PerfEventAttr>() as u32,
+            config: PERF_COUNT_SW_DUMMY,
+            sample_period: 1,
+            sample_type: PERF_SAMPLE_TID | PERF_SAMPLE_TIME,
+            flags,
+            wakeup_watermark: WATERMARK,
+            clockid: req.clock,
+            ..PerfEventAttr::default()
+        };
+        let cpus = online_cpus();
+        let mut rings = Vec::new();
+        for &cpu in &cpus {
+            match Ring::open(cpu, &attr, watch, dir) {
+                Ok(r) => rings.push(r),
+                Err(e) => {
+                    drop(rings);
+                    for cpu in &cpus {
+                        let _ = std::fs::remove_file(dir.join(file_name(*cpu)));
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        if rings.is_empty() {
+            return Err(std::io::Error::other("no online CPU"));
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let drain = std::thread::Builder::new()
+            .name("utrace-sched".into())
+            .spawn(move || drain_until(rings, &flag))?;
+        Ok(SchedSession { stop, drain })
+    }
+
+    /// Stops after a last pass over the rings (the program has ended).
+    pub fn finish(self) -> std::io::Result<()> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.drain
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the sched drain thread panicked")))
+    }
+}
+
+/// The drain thread: copies the rings into their files until `stop`, then once more.
+fn drain_until(mut rings: Vec<Ring>, stop: &AtomicBool) -> std::io::Result<()> {
+    loop {
+        // Relaxed: the flag orders nothing; the last pass follows it.
+        let last = stop.load(Ordering::Relaxed);
+        for r in &mut rings {
+            r.drain()?;
+        }
+        if last {
+            return Ok(());
+        }
+        let mut fds: Vec<libc::pollfd> = rings
+            .iter()
+            .map(|r| libc::pollfd {
+                fd: if r.hung_up { -1 } else { r.fd.as_raw_fd() },
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, POLL_MS) };
+        if n > 0 {
+            for (r, p) in rings.iter_mut().zip(&fds) {
+                r.hung_up |= p.revents & (libc::POLLHUP | libc::POLLERR) != 0;
+            }
+        }
+        if rings.iter().all(|r| r.hung_up) {
+            std::thread::sleep(std::time::Duration::from_millis(POLL_MS as u64));
+        }
+    }
+}
+
+/// [`SchedSession::start`], or nothing when the system refuses perf events: as uftrace, the
+/// recording goes on without them and says why with `-v` only.
+pub fn start_or_skip(req: Request, watch: Watch, dir: &Path) -> Option<SchedSession> {
+    match SchedSession::start(req, watch, dir) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            super::debug(format!("skipping perf event due to error: {e}"));
+            super::debug("please check /proc/sys/kernel/perf_event_paranoid".to_string());
+            None
+        }
+    }
+}
+
+/// The `perf_event_attr.clockid` of a `--clock` choice.
+pub fn clock_id(clock: Option<&str>) -> libc::clockid_t {
+    match clock {
+        Some("mono_raw") => libc::CLOCK_MONOTONIC_RAW,
+        Some("boot") => libc::CLOCK_BOOTTIME,
+        _ => libc::CLOCK_MONOTONIC,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clocks() {
+        assert_eq!(clock_id(None), libc::CLOCK_MONOTONIC);
+        assert_eq!(clock_id(Some("boot")), libc::CLOCK_BOOTTIME);
+        assert_eq!(clock_id(Some("mono_raw")), libc::CLOCK_MONOTONIC_RAW);
+    }
+}
