@@ -21,6 +21,8 @@
 //!   on the calls of a `dlopen`ed library;
 //! * `record_processes`: vfork children that work and exec, fork with allocations, longjmp from
 //!   several depths and in a loop, pthread_exit and daemon, with library calls, against uftrace;
+//! * `record_sched`: scheduling events (`perf-cpu*.dat`) recorded by default, replayed by
+//!   uftrace as its own; `--no-sched`, `--no-event`, threads, children and `--keep-pid`;
 //! * `record_matrix`: every test program in every build mode recorded by utrace and by
 //!   uftrace, both replays of utrace's data against uftrace's;
 //! * `survival`: programs that crash, are killed or exit with threads running still leave a
@@ -73,6 +75,7 @@ mod record_filters;
 mod record_libcalls;
 mod record_matrix;
 mod record_processes;
+mod record_sched;
 mod recorder_faults;
 mod replay_diff;
 mod replay_select;

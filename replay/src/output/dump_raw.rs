@@ -155,10 +155,11 @@ pub fn dump(
         let allowed = cfg.tids.is_empty() || cfg.tids.contains(&dir.data[ti].tid);
         raw.task(ti, cfg, allowed, range)?;
     }
+    // uftrace 0.13 lists the kernel files before the perf files.
+    raw.kernel_files()?;
     if !cfg.no_event {
         raw.perf_files(cfg.no_sched)?;
     }
-    raw.kernel_files()?;
     Ok(raw.warnings)
 }
 

@@ -317,7 +317,10 @@ pub fn start_or_skip(req: Request, watch: Watch, dir: &Path) -> Option<SchedSess
     match SchedSession::start(req, watch, dir) {
         Ok(s) => Some(s),
         Err(e) => {
-            super::debug(format!("skipping perf event due to error: {e}"));
+            super::debug(format!(
+                "skipping perf event due to error: {}",
+                crate::error::without_os_error_code(&e.to_string())
+            ));
             super::debug("please check /proc/sys/kernel/perf_event_paranoid".to_string());
             None
         }
