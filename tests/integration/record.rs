@@ -227,7 +227,14 @@ fn compare_recordings(prog_name: &str, mode: Mode, args: &[&str]) {
     let theirs = tmp.path().join("uftrace.data");
     let ours = tmp.path().join("utrace.data");
     util::uftrace_record(&theirs, &["--no-libcall"], &prog, args);
-    let mut rec = vec!["record", "--no-libcall", "-d", ours.to_str().unwrap()];
+    // Without scheduling events, as the reference is recorded.
+    let mut rec = vec![
+        "record",
+        "--no-event",
+        "--no-libcall",
+        "-d",
+        ours.to_str().unwrap(),
+    ];
     rec.push(prog.to_str().unwrap());
     rec.extend_from_slice(args);
     utrace_in(tmp.path(), &rec).assert_success();
@@ -246,7 +253,13 @@ fn compare_recordings(prog_name: &str, mode: Mode, args: &[&str]) {
     }
 
     // live: the same trace, after the program's output.
-    let mut live = vec!["live", "--no-libcall", "--no-pager", prog.to_str().unwrap()];
+    let mut live = vec![
+        "live",
+        "--no-event",
+        "--no-libcall",
+        "--no-pager",
+        prog.to_str().unwrap(),
+    ];
     live.extend_from_slice(args);
     let out = utrace_in(tmp.path(), &live);
     out.assert_success();
