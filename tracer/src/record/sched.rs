@@ -281,6 +281,7 @@ impl SchedSession {
 
 /// The drain thread: copies the rings into their files until `stop`, then once more.
 fn drain_until(mut rings: Vec<Ring>, stop: &AtomicBool) -> std::io::Result<()> {
+    let mut fds = Vec::with_capacity(rings.len());
     loop {
         // Relaxed: the flag orders nothing; the last pass follows it.
         let last = stop.load(Ordering::Relaxed);
@@ -290,14 +291,12 @@ fn drain_until(mut rings: Vec<Ring>, stop: &AtomicBool) -> std::io::Result<()> {
         if last {
             return Ok(());
         }
-        let mut fds: Vec<libc::pollfd> = rings
-            .iter()
-            .map(|r| libc::pollfd {
-                fd: if r.hung_up { -1 } else { r.fd.as_raw_fd() },
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
+        fds.clear();
+        fds.extend(rings.iter().map(|r| libc::pollfd {
+            fd: if r.hung_up { -1 } else { r.fd.as_raw_fd() },
+            events: libc::POLLIN,
+            revents: 0,
+        }));
         // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, POLL_MS) };
         if n > 0 {
