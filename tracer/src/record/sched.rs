@@ -176,11 +176,18 @@ impl Ring {
         }
         let start = (tail % size) as usize;
         let first = new.min(size as usize - start);
-        // SAFETY: the data area is `size` bytes after the first page of the mapping; the
-        // kernel does not write [tail, head) until data_tail moves past it.
-        let data = unsafe { std::slice::from_raw_parts(self.base.add(self.page), size as usize) };
-        self.file.write_all(&data[start..start + first])?;
-        self.file.write_all(&data[..new - first])?;
+        let data = self.base.wrapping_add(self.page);
+        // SAFETY: [tail, head) of the data area (the `size` bytes after the first page) is
+        // written and left alone by the kernel until data_tail moves past it: these two
+        // slices, the part up to the end of the area and the part wrapped to its start.
+        let (a, b) = unsafe {
+            (
+                std::slice::from_raw_parts(data.add(start), first),
+                std::slice::from_raw_parts(data, new - first),
+            )
+        };
+        self.file.write_all(a)?;
+        self.file.write_all(b)?;
         // Release: the bytes are copied before the kernel may overwrite them.
         self.word(DATA_TAIL).store(head, Ordering::Release);
         Ok(new)

@@ -168,6 +168,8 @@ pub struct Aggregate {
     sched: [Stats; 2],
     /// Which of the two are rows (`--no-sched`, `--no-event` hide both).
     pub show_sched: [bool; 2],
+    /// Per task: the time and function of its last exit, for the size of a switch row.
+    last_exit: Vec<Option<(u64, FuncId)>>,
 }
 
 impl Visitor for Aggregate {
@@ -188,6 +190,10 @@ impl Visitor for Aggregate {
         }
         self.calls += 1;
         self.sizes[i].1 = self.calls;
+        if self.last_exit.len() <= call.task {
+            self.last_exit.resize(call.task + 1, None);
+        }
+        self.last_exit[call.task] = Some((call.time, call.func));
         let _ = view;
     }
 
@@ -206,8 +212,16 @@ impl Visitor for Aggregate {
         };
         let row = &mut self.sched[usize::from(preempted)];
         row.add(&call);
-        // uftrace shows the size of the function the task was switched out in (the last).
-        if let Some(func) = view.stack(task).last().and_then(|f| f.func) {
+        // uftrace shows the size of the function of the task's last record before the
+        // switch (the last one shown): the open call's entry, or a later exit.
+        let open = view.stack(task).last().filter(|f| f.func.is_some());
+        let exited = self.last_exit.get(task).copied().flatten();
+        let func = match (open, exited) {
+            (Some(f), Some((time, func))) if time > f.start => Some(func),
+            (Some(f), _) => f.func,
+            (None, exited) => exited.map(|(_, func)| func),
+        };
+        if let Some(func) = func {
             row.size = view.func(func).size;
         }
     }
