@@ -22,6 +22,7 @@
 //! | `task.txt` | [`task`] | `SESS`/`TASK`/`FORK`/`DLOP` lines, timestamps `SEC.NSEC9` |
 //! | `sid-<SID>.map` | [`maps`] | `/proc/self/maps` lines of the modules and `[stack]` |
 //! | `<module>.sym` | [`sym`], [`elf`] | `%016x TYPE NAME`, implicit sizes closed by `?` lines |
+//! | `perf-cpu<N>.dat` | [`perf`] | the kernel's perf records (COMM, FORK, EXIT, SWITCH) with a TID/TIME trailer |
 //!
 //! Compatibility rule: utrace writes what uftrace 0.13 reads (v4 `.sym`, no `SYM_SIZE`) and reads
 //! what 0.13 and 0.19 write.
@@ -43,6 +44,7 @@ pub mod kernel;
 pub mod libcall;
 pub mod maps;
 pub mod pattern;
+pub mod perf;
 pub mod printfmt;
 pub mod raw;
 pub mod ring;

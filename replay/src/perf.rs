@@ -20,15 +20,12 @@ pub fn is_sched(id: u64) -> bool {
     matches!(id, SCHED_IN | SCHED_OUT | SCHED_OUT_PREEMPT)
 }
 
-/// Feature bit PERF_EVENT of the `info` header.
-const FEAT_PERF_EVENT: u64 = 0x100;
-
-const PERF_RECORD_COMM: u32 = 3;
-const PERF_RECORD_EXIT: u32 = 4;
-const PERF_RECORD_FORK: u32 = 7;
-const PERF_RECORD_SWITCH: u32 = 14;
-const MISC_SWITCH_OUT: u16 = 0x2000;
-const MISC_SWITCH_OUT_PREEMPT: u16 = 0x4000;
+use record_format::info::feat::PERF_EVENT as FEAT_PERF_EVENT;
+use record_format::perf::{
+    file_cpu, MISC_SWITCH_OUT, MISC_SWITCH_OUT_PREEMPT, RECORD_COMM as PERF_RECORD_COMM,
+    RECORD_EXIT as PERF_RECORD_EXIT, RECORD_FORK as PERF_RECORD_FORK,
+    RECORD_SWITCH as PERF_RECORD_SWITCH,
+};
 
 /// One perf record as an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,12 +107,7 @@ pub fn cpu_files(dir: &TraceDir) -> Vec<(u32, Vec<PerfEvent>)> {
         .flatten()
         .filter_map(|e| {
             let name = e.file_name();
-            let cpu = name
-                .to_str()?
-                .strip_prefix("perf-cpu")?
-                .strip_suffix(".dat")?
-                .parse()
-                .ok()?;
+            let cpu = file_cpu(name.to_str()?)?;
             Some((cpu, e.path()))
         })
         .collect();

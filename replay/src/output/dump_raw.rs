@@ -436,7 +436,7 @@ impl Raw<'_, '_> {
             if cpu == 0 {
                 self.out.write_all(b"\n")?;
             }
-            writeln!(self.out, "reading perf-cpu{cpu}.dat")?;
+            writeln!(self.out, "reading {}", record_format::perf::file_name(cpu))?;
             for e in events {
                 if no_sched && perf::is_sched(e.id) {
                     continue;

@@ -14,6 +14,7 @@
 //! A drain thread copies what the kernel wrote, as it is, into the files: when a ring fills
 //! past the watermark, every 50 ms, and once more after the program has ended.
 
+use record_format::perf::file_name;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -199,11 +200,6 @@ impl Drop for Ring {
         // SAFETY: `base`/`len` are the mapping made in `open`, unmapped once here.
         unsafe { libc::munmap(self.base.cast(), self.len) };
     }
-}
-
-/// The file of CPU `cpu`'s records.
-fn file_name(cpu: u32) -> String {
-    format!("perf-cpu{cpu}.dat")
 }
 
 /// The CPUs in `/sys/devices/system/cpu/online` (`0-3,6`).
