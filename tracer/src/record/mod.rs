@@ -416,14 +416,8 @@ fn run_recording(
     if let Some(k) = &kernel {
         guardian.send(&k.undo().to_text());
     }
-    // Last before the program starts: opened for this thread's next child, or the kept pid.
-    let watch = match &kept {
-        Some(k) => sched::Watch::Process(k.pid()),
-        None => sched::Watch::Spawned,
-    };
-    let sched = settings
-        .sched
-        .and_then(|req| sched::start_or_skip(req, watch, dir));
+    // Last before the program starts: for this thread's next child, or the kept pid.
+    let sched = sched::start_or_skip(settings.sched, kept.as_ref().map(|k| k.pid()), dir);
     let ended = match kept {
         Some(kept) => kept.run(),
         None => launch::run(&launch::Launch {

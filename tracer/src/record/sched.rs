@@ -313,10 +313,16 @@ fn drain_until(mut rings: Vec<Ring>, stop: &AtomicBool) -> std::io::Result<()> {
     }
 }
 
-/// [`SchedSession::start`], or nothing when the system refuses perf events: as uftrace, the
-/// recording goes on without them and says why with `-v` only.
-pub fn start_or_skip(req: Request, watch: Watch, dir: &Path) -> Option<SchedSession> {
-    match SchedSession::start(req, watch, dir) {
+/// [`SchedSession::start`] when `req` asks for the events (`kept`: the `--keep-pid` program,
+/// else this thread's next child), or nothing when the system refuses perf events: as
+/// uftrace, the recording goes on without them and says why with `-v` only.
+pub fn start_or_skip(
+    req: Option<Request>,
+    kept: Option<libc::pid_t>,
+    dir: &Path,
+) -> Option<SchedSession> {
+    let watch = kept.map_or(Watch::Spawned, Watch::Process);
+    match SchedSession::start(req?, watch, dir) {
         Ok(s) => Some(s),
         Err(e) => {
             super::debug(format!(
