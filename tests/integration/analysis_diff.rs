@@ -473,3 +473,24 @@ fn report_diff() {
     assert_eq!(head[1], "# uftrace diff");
     assert!(head[2].starts_with("#  [0] base: "), "{actual}");
 }
+
+/// `info` shows a program argument holding quotes as uftrace does: escaped, as stored.
+#[test]
+fn info_cmdline_with_quotes() {
+    if !util::need_uftrace("info_cmdline_with_quotes") {
+        return;
+    }
+    let exe = util::testprog("abc", Mode::Pg);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    util::uftrace_record(&data, &[], &exe, &["\"x\"", "a b"]);
+    let line = |out: &str| {
+        out.lines()
+            .find(|l| l.contains("cmdline"))
+            .map(str::to_string)
+            .unwrap_or_default()
+    };
+    let want = line(&uftrace("info", &data, &[]).stdout);
+    assert!(want.contains("\\\"x\\\""), "{want}");
+    assert_eq!(line(&utrace("info", &data, &[]).stdout), want);
+}
