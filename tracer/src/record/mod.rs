@@ -284,6 +284,7 @@ pub fn record(
             kernel,
             events,
             version: version.clone(),
+            with_syms: inv.args.record.with_syms.as_deref().map(Path::new),
         };
         write(&dir, &summary)
     };
