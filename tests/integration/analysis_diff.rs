@@ -130,6 +130,11 @@ const KNOWN_DIFFERENCES: &[(&str, &str, &str)] = &[
         "uftrace drops -Z records before pairing",
     ),
     (
+        "exec",
+        "graph -Z 30",
+        "uftrace drops -Z records before pairing (its session total one step off)",
+    ),
+    (
         "exit",
         "report -Z 30",
         "uftrace drops -Z records before pairing",
