@@ -245,6 +245,7 @@ pub fn analysis_config(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
     Ok(Config {
         filters: filter.filter.clone(),
         notrace: filter.notrace.clone(),
+        filter_order: inv.filter_order.clone(),
         hide: filter.hide.clone(),
         caller: filter.caller.clone(),
         triggers: filter.trigger.clone(),
