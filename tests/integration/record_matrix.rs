@@ -461,12 +461,7 @@ pub fn check_program(table: &[Case], prog: &str, extra: impl Fn(&Case, Mode, &mu
             recorded.keep_on_failure();
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} mismatch(es):\n\n{}",
-        failures.len(),
-        failures.join("\n\n")
-    );
+    util::assert_no_failures(&failures);
 }
 
 macro_rules! matrix {
