@@ -16,8 +16,21 @@ pub enum Demangle {
 
 /// Demangles `raw` according to `mode`; names that are not mangled come back unchanged.
 pub fn demangle(raw: &str, mode: Demangle) -> String {
+    // gcc's static initializers carry the mangled name of their translation unit's first
+    // function: `_GLOBAL__sub_I__ZN3ns17compareEii` is `_GLOBAL__sub_I_ns1::compare`.
+    const INIT: &str = "_GLOBAL__sub_I_";
+    if let Some(rest) = raw.strip_prefix(INIT).filter(|r| r.starts_with("_Z")) {
+        if mode != Demangle::No {
+            return format!("{INIT}{}", demangle(rest, mode));
+        }
+    }
     if mode == Demangle::No || !raw.starts_with("_Z") {
         return raw.to_string();
+    }
+    if mode == Demangle::Simple {
+        if let Some(target) = thunk_target(raw) {
+            return demangle(&format!("_Z{target}"), mode);
+        }
     }
     // Clone suffixes such as `.constprop.0` are not part of the mangling grammar.
     let (base, _suffix) = match raw.find('.') {
@@ -38,8 +51,152 @@ pub fn demangle(raw: &str, mode: Demangle) -> String {
 
 const ANON: &str = "(anonymous namespace)";
 
-/// Reduces a fully demangled name to its qualified name.
+/// The mangled target of a thunk (`_ZThn16_NSdD0Ev` → `NSdD0Ev`): uftrace shows a thunk under
+/// its target's name.
+fn thunk_target(raw: &str) -> Option<&str> {
+    // <call-offset> ::= h <number> _ | v <number> _ <number> _ ; a number may start with `n`.
+    fn number(s: &str) -> Option<&str> {
+        let s = s.strip_prefix('n').unwrap_or(s);
+        let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+        (digits > 0).then(|| &s[digits..])?.strip_prefix('_')
+    }
+    fn call_offset(s: &str) -> Option<&str> {
+        if let Some(r) = s.strip_prefix('h') {
+            number(r)
+        } else {
+            number(s.strip_prefix('v')?).and_then(number)
+        }
+    }
+    let rest = raw.strip_prefix("_ZT")?;
+    match rest.as_bytes().first()? {
+        b'h' | b'v' => call_offset(rest),
+        b'c' => call_offset(&rest[1..]).and_then(call_offset),
+        _ => None,
+    }
+}
+
+/// Reduces a fully demangled name to its qualified name, spelled as uftrace 0.13's simple
+/// demangler spells it (measured on every function of libstdc++): thunks named by their
+/// target, `[abi:TAG]` as a `::TAG` scope (a constructor after it named `TAG`), anonymous
+/// namespaces as `_GLOBAL__N_1`, lambdas as `$_N` (counted from 0), conversion operators as
+/// `operator(cast)`, and `std::ostream`/`istream`/
+/// `iostream` as `basic_ostream` … (`std::string` as `basic_string<>`).
 pub fn simplify(full: &str) -> String {
+    let full = uftrace_spelling(full);
+    let s = qualified_name(&full);
+    let s = tagged_constructors(&s);
+    let s = standard_abbreviations(&s);
+    s.replace(ANON, "_GLOBAL__N_1")
+}
+
+/// The rewrites of [`simplify`] that need the full text: thunks, lambdas, ABI tags.
+fn uftrace_spelling(full: &str) -> String {
+    let mut s = full;
+    for thunk in [
+        "virtual thunk to ",
+        "non-virtual thunk to ",
+        "covariant return thunk to ",
+    ] {
+        if let Some(rest) = s.strip_prefix(thunk) {
+            s = rest;
+        }
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(at) = rest.find("{lambda(") {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        // `{lambda(PARAMS)#N}`: the parameters may nest parentheses.
+        let mut depth = 0i32;
+        let mut close = None;
+        for (i, c) in tail.char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                '}' if depth == 0 => {
+                    close = Some(i);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let Some(close) = close else {
+            out.push_str(tail);
+            rest = "";
+            break;
+        };
+        let n = tail[..close]
+            .rsplit_once('#')
+            .and_then(|(_, n)| n.parse::<u32>().ok())
+            .unwrap_or(1);
+        out.push_str(&format!("$_{}", n.saturating_sub(1)));
+        rest = &tail[close + 1..];
+    }
+    out.push_str(rest);
+    out.replace("[abi:", "::[abi:")
+}
+
+/// A constructor or destructor named after a class with an ABI tag takes the tag's name
+/// (`failure::cxx11::failure` → `failure::cxx11::cxx11`), as uftrace's demangler repeats the
+/// last name it read.
+fn tagged_constructors(s: &str) -> String {
+    let parts: Vec<&str> = s.split("::").collect();
+    if parts.len() < 3 {
+        return s.to_string();
+    }
+    let n = parts.len();
+    let (class, tag, last) = (parts[n - 3], parts[n - 2], parts[n - 1]);
+    if !TAGS.with(|t| t.borrow().contains(&tag.to_string())) {
+        return s.to_string();
+    }
+    let renamed = if last == class {
+        tag.to_string()
+    } else if last.strip_prefix('~') == Some(class) {
+        format!("~{tag}")
+    } else {
+        return s.to_string();
+    };
+    let mut out = parts[..n - 1].join("::");
+    out.push_str("::");
+    out.push_str(&renamed);
+    out
+}
+
+std::thread_local! {
+    /// The ABI tags met in the name being simplified (`cxx11`).
+    static TAGS: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The standard abbreviations as uftrace spells them.
+fn standard_abbreviations(s: &str) -> String {
+    let mut s = s.to_string();
+    for (short, long, ctor) in [
+        ("std::string", "std::basic_string<>", "basic_string<>"),
+        ("std::istream", "std::basic_istream", "basic_istream"),
+        ("std::ostream", "std::basic_ostream", "basic_ostream"),
+        ("std::iostream", "std::basic_iostream", "basic_iostream"),
+    ] {
+        let Some(rest) = s.strip_prefix(short).and_then(|r| r.strip_prefix("::")) else {
+            continue;
+        };
+        let short_name = &short[5..];
+        let rest = if rest == short_name {
+            ctor.to_string()
+        } else if rest.strip_prefix('~') == Some(short_name) {
+            format!("~{ctor}")
+        } else {
+            rest.to_string()
+        };
+        s = format!("{long}::{rest}");
+        break;
+    }
+    s
+}
+
+/// The qualified name of a full demangled name: no parameters, template arguments, return
+/// type or qualifiers; `[abi:TAG]` kept as `TAG`.
+fn qualified_name(full: &str) -> String {
+    TAGS.with(|t| t.borrow_mut().clear());
     let bytes = full.as_bytes();
     let mut out = String::with_capacity(full.len());
     let (mut angle, mut paren, mut square) = (0i32, 0i32, 0i32);
@@ -52,8 +209,18 @@ pub fn simplify(full: &str) -> String {
                 i += ANON.len();
                 continue;
             }
+            if let Some(tag) = rest.strip_prefix("[abi:") {
+                if let Some(end) = tag.find(']') {
+                    out.push_str(&tag[..end]);
+                    TAGS.with(|t| t.borrow_mut().push(tag[..end].to_string()));
+                    i += 5 + end + 1;
+                    continue;
+                }
+            }
             if let Some(op) = operator_at(rest) {
-                out.push_str(op);
+                let conversion = op.starts_with("operator ")
+                    && ![" new", " delete"].iter().any(|k| op[8..].starts_with(k));
+                out.push_str(if conversion { "operator(cast)" } else { op });
                 i += op.len();
                 continue;
             }
@@ -95,18 +262,6 @@ pub fn simplify(full: &str) -> String {
     let anon_free = s[..limit].replace(ANON, &"_".repeat(ANON.len()));
     if let Some(sp) = anon_free.rfind(' ') {
         s = s[sp + 1..].to_string();
-    }
-    // The standard abbreviations (`Ss`, `Si`, `So`, `Sd`) name class templates whose
-    // arguments uftrace shows as `<>`: `std::basic_string<>::_Rep::_S_create`.
-    for (short, long) in [
-        ("std::string::", "std::basic_string<>::"),
-        ("std::istream::", "std::basic_istream<>::"),
-        ("std::ostream::", "std::basic_ostream<>::"),
-        ("std::iostream::", "std::basic_iostream<>::"),
-    ] {
-        if let Some(rest) = s.strip_prefix(short) {
-            s = format!("{long}{rest}");
-        }
     }
     s
 }
@@ -199,13 +354,43 @@ mod tests {
             simple("_ZNSs4_Rep9_S_createEmmRKSaIcE"),
             "std::basic_string<>::_Rep::_S_create"
         );
-        assert_eq!(
-            simple("_ZN12_GLOBAL__N_13fooEv"),
-            "(anonymous namespace)::foo"
-        );
+        assert_eq!(simple("_ZNSo5flushEv"), "std::basic_ostream::flush");
+        assert_eq!(simple("_ZN12_GLOBAL__N_13fooEv"), "_GLOBAL__N_1::foo");
         assert_eq!(simple("_ZN3FooclEv"), "Foo::operator()");
         assert_eq!(simple("_ZN3FooltERKS_"), "Foo::operator<");
         assert_eq!(simple("main"), "main");
+        assert_eq!(
+            simple("_ZThn16_NSdD0Ev"),
+            "std::basic_iostream::~basic_iostream"
+        );
+        assert_eq!(
+            simple("_ZTv0_n24_NSoD1Ev"),
+            "std::basic_ostream::~basic_ostream"
+        );
+        assert_eq!(
+            simple("_GLOBAL__sub_I__ZN3ns17compareEii"),
+            "_GLOBAL__sub_I_ns1::compare"
+        );
+        assert_eq!(
+            simple("_ZN7leveldb12_GLOBAL__N_122BytewiseComparatorImpl7CompareERKNS_5SliceES4_"),
+            "leveldb::_GLOBAL__N_1::BytewiseComparatorImpl::Compare"
+        );
+        assert_eq!(
+            simple("_ZNKSt6locale4nameB5cxx11Ev"),
+            "std::locale::name::cxx11"
+        );
+        assert_eq!(
+            simple("_ZNSt8ios_base7failureB5cxx11C1EPKcRKSt10error_code"),
+            "std::ios_base::failure::cxx11::cxx11"
+        );
+        assert_eq!(
+            simple("_ZNKSi6sentrycvbEv"),
+            "std::basic_istream::sentry::operator(cast)"
+        );
+        assert_eq!(simple("_ZZ4mainENKUliE_clEi"), "main::$_0::operator()");
+        assert_eq!(simple("_ZNSolsEi"), "std::basic_ostream::operator<<");
+        assert_eq!(simple("_ZNSoC1Ev"), "std::basic_ostream::basic_ostream");
+        assert_eq!(simple("_ZNSsC1EOSs"), "std::basic_string<>::basic_string<>");
         assert_eq!(simple("_Z3fibi.constprop.0"), "fib");
     }
 

@@ -38,6 +38,8 @@ pub struct TraceDir {
     pub kernel: Option<KernelData>,
     /// Files left out because they could not be read (see [`TraceDir::take_warnings`]).
     warnings: Mutex<Vec<String>>,
+    /// `--with-syms DIR`: `.sym` files are read from there first.
+    sym_dir: Option<PathBuf>,
 }
 
 /// What `record -k` saved (data-format.md §9).
@@ -388,14 +390,26 @@ impl TraceDir {
             sessions,
             data,
             warnings: Mutex::new(warnings),
+            sym_dir: None,
         })
     }
 
     /// Reads `<name>.sym` from the directory, if present; one that cannot be read is left out
     /// with a warning.
     pub fn read_sym(&self, file_name: &str) -> Option<SymFile> {
+        if let Some(dir) = &self.sym_dir {
+            if let Some(bytes) = optional(dir, file_name, &mut |msg| self.warn(msg)) {
+                return Some(parse_sym(&file::into_text(bytes)));
+            }
+        }
         let text = self.read_text(file_name)?;
         Some(parse_sym(&text))
+    }
+
+    /// `--with-syms DIR`: read the `.sym` files from `dir` first (those of a recording of the
+    /// program before it was stripped, say), then from the data directory.
+    pub fn set_sym_dir(&mut self, dir: PathBuf) {
+        self.sym_dir = Some(dir);
     }
 
     /// Reads an optional text file of the directory (within the limit of its kind); one that

@@ -61,6 +61,29 @@ pub fn is_literal(name: &str) -> bool {
     !name.contains(REGEX_CHARS) || name.starts_with("operator ")
 }
 
+/// Why `name` is not a valid pattern of match type `ty` (a regex that does not compile), in
+/// one line; `None` when it is valid.
+pub fn invalid(name: &str, ty: MatchType) -> Option<String> {
+    if is_literal(name) {
+        return None;
+    }
+    let re = match ty {
+        MatchType::Regex => Regex::new(name),
+        MatchType::Glob => Regex::new(&glob_to_regex(name)),
+    };
+    let err = re.err()?.to_string();
+    // The regex crate's message spans lines (the pattern, a caret, the reason).
+    let reason = err
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or(&err)
+        .trim()
+        .trim_start_matches("error: ")
+        .to_string();
+    Some(reason)
+}
+
 impl NameMatcher {
     /// Compiles `name`; a pattern that is not a valid expression matches literally.
     pub fn new(name: &str, ty: MatchType) -> NameMatcher {
@@ -108,6 +131,18 @@ mod tests {
     fn plt_module_in_any_case() {
         assert!(is_plt_module("PLT") && is_plt_module("plt") && is_plt_module("Plt"));
         assert!(!is_plt_module("libplt.so") && !is_plt_module(""));
+    }
+
+    #[test]
+    fn invalid_patterns_say_why_in_one_line() {
+        assert_eq!(invalid("main", MatchType::Regex), None);
+        assert_eq!(invalid("^ns1::.*", MatchType::Regex), None);
+        let why = invalid("(", MatchType::Regex).unwrap();
+        assert!(
+            !why.contains('\n') && why.contains("unclosed group"),
+            "{why}"
+        );
+        assert!(invalid("a[", MatchType::Regex).is_some());
     }
 
     #[test]

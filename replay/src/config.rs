@@ -72,6 +72,9 @@ pub struct Config {
     pub filters: Vec<String>,
     /// `-N`.
     pub notrace: Vec<String>,
+    /// `-F` and `-N` in command-line order (is `-F`, index in its list): for a function both
+    /// name, the later one decides, as in uftrace. Empty: `-N` wins.
+    pub filter_order: Vec<(bool, usize)>,
     /// `-H`.
     pub hide: Vec<String>,
     /// `-C`.

@@ -92,6 +92,8 @@ impl Default for FuncFilter {
 pub struct Filters {
     filter: Vec<Pattern>,
     notrace: Vec<Pattern>,
+    /// `-F` and `-N` in command-line order (is `-F`, index in its list).
+    order: Vec<(bool, usize)>,
     hide: Vec<Pattern>,
     caller: Vec<Pattern>,
     triggers: Vec<(Pattern, Actions, String)>,
@@ -132,6 +134,7 @@ impl Filters {
             has_caller: !caller.is_empty() || triggers.iter().any(|(_, a, _)| a.caller),
             filter,
             notrace: pats(&cfg.notrace),
+            order: cfg.filter_order.clone(),
             hide: pats(&cfg.hide),
             caller,
             triggers,
@@ -168,6 +171,21 @@ impl Filters {
                 u32::MAX
             },
         };
+        if out.filter && out.notrace {
+            // Named by both: the later option decides.
+            let last = self.order.iter().rev().find(|&&(is_filter, i)| {
+                let list = if is_filter {
+                    &self.filter
+                } else {
+                    &self.notrace
+                };
+                list.get(i).is_some_and(|p| p.matches(f))
+            });
+            if let Some(&(is_filter, _)) = last {
+                out.filter = is_filter;
+                out.notrace = !is_filter;
+            }
+        }
         for (p, a, _) in &self.triggers {
             if p.matches(f) {
                 out.actions.merge(a);

@@ -130,6 +130,11 @@ const KNOWN_DIFFERENCES: &[(&str, &str, &str)] = &[
         "uftrace drops -Z records before pairing",
     ),
     (
+        "exec",
+        "graph -Z 30",
+        "uftrace drops -Z records before pairing (its session total one step off)",
+    ),
+    (
         "exit",
         "report -Z 30",
         "uftrace drops -Z records before pairing",
@@ -472,4 +477,25 @@ fn report_diff() {
     let head: Vec<&str> = actual.stdout.lines().take(5).collect();
     assert_eq!(head[1], "# uftrace diff");
     assert!(head[2].starts_with("#  [0] base: "), "{actual}");
+}
+
+/// `info` shows a program argument holding quotes as uftrace does: escaped, as stored.
+#[test]
+fn info_cmdline_with_quotes() {
+    if !util::need_uftrace("info_cmdline_with_quotes") {
+        return;
+    }
+    let exe = util::testprog("abc", Mode::Pg);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    util::uftrace_record(&data, &[], &exe, &["\"x\"", "a b"]);
+    let line = |out: &str| {
+        out.lines()
+            .find(|l| l.contains("cmdline"))
+            .map(str::to_string)
+            .unwrap_or_default()
+    };
+    let want = line(&uftrace("info", &data, &[]).stdout);
+    assert!(want.contains("\\\"x\\\""), "{want}");
+    assert_eq!(line(&utrace("info", &data, &[]).stdout), want);
 }

@@ -193,3 +193,38 @@ fn garbage_symbols() {
     assert!(!out.stderr.contains("panicked"), "utrace panicked:\n{out}");
     assert!(out.status.code().is_some(), "killed by a signal:\n{out}");
 }
+
+/// A function pattern that does not compile is an error naming the option, before anything
+/// is read or run (uftrace 0.13 warns, drops the filter and prints the whole trace).
+#[test]
+fn invalid_patterns_are_errors() {
+    let data = copy_abc();
+    for (cmd, opts) in [
+        ("replay", &["-F", "("][..]),
+        ("report", &["-N", "a["]),
+        ("graph", &["-T", "b(@depth=1"]),
+        ("dump", &["-C", "c)"]),
+        ("replay", &["-A", "x(@arg1"]),
+    ] {
+        let mut c = std::process::Command::new(util::utrace_bin());
+        c.arg(cmd).arg("-d").arg(&data.dir).args(opts);
+        let out = util::run(c);
+        assert_eq!(out.status.code(), Some(1), "{out}");
+        assert!(out.stdout.is_empty(), "{out}");
+        assert!(
+            out.stderr
+                .contains(&format!("invalid pattern in {}", opts[0])),
+            "{out}"
+        );
+    }
+    let mut c = std::process::Command::new(util::utrace_bin());
+    let tmp = tempfile::tempdir().unwrap();
+    c.arg("record")
+        .arg("-d")
+        .arg(tmp.path().join("d"))
+        .args(["-F", "("])
+        .arg("/bin/true");
+    let out = util::run(c);
+    assert_eq!(out.status.code(), Some(1), "{out}");
+    assert!(!tmp.path().join("d").exists(), "{out}");
+}

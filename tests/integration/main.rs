@@ -8,6 +8,8 @@
 //! * `crafted`: directories written by record-format (lost records, unfinished calls),
 //!   replayed by both tools;
 //! * `symbols`: replay without `.sym` files reads the ELF files instead;
+//! * `cxx_names`: C++ names in uftrace's simple demangling (a test program, a corpus of
+//!   mangled names) and regex filters on them;
 //! * `record`: the recorder's checks, messages and statuses, `live`;
 //! * `record_arg_locations`: argument locations, long doubles and floats among integers
 //!   (testprogs/locs.c) against uftrace, with its known-wrong values corrected;
@@ -59,6 +61,7 @@ mod analysis_histogram;
 mod bad_input;
 mod bounded;
 mod crafted;
+mod cxx_names;
 mod fixtures;
 mod fuzz_dirs;
 mod install;

@@ -533,7 +533,6 @@ fn unsupported_options_are_refused() {
         (&["-U", "main"], "--unpatch"),
         (&["-e"], "--estimate-return"),
         (&["-g"], "--agent"),
-        (&["--with-syms=."], "--with-syms"),
         (&["--srcline"], "--srcline"),
         (&["-L", "a.c"], "--loc-filter"),
         (&["--host=localhost"], "--host"),

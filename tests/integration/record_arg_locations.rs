@@ -202,12 +202,7 @@ fn locations_match_uftrace_and_are_right() {
             failures.extend(compare(case, mode));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} mismatch(es):\n\n{}",
-        failures.len(),
-        failures.join("\n\n")
-    );
+    util::assert_no_failures(&failures);
 }
 
 /// The bytes of each struct argument, read by `uftrace dump` from utrace's data (replay shows

@@ -297,12 +297,7 @@ fn arguments_match_uftrace() {
             failures.extend(compare(case, mode));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} mismatch(es):\n\n{}",
-        failures.len(),
-        failures.join("\n\n")
-    );
+    util::assert_no_failures(&failures);
 }
 
 /// Octal (`/o`, uftrace 0.16's format, which uftrace 0.13 cannot read): utrace records and

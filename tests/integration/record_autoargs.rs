@@ -157,12 +157,7 @@ fn library_call_values_match_uftrace() {
     for mode in MODES {
         failures.extend(compare(mode));
     }
-    assert!(
-        failures.is_empty(),
-        "{} mismatch(es):\n\n{}",
-        failures.len(),
-        failures.join("\n\n")
-    );
+    util::assert_no_failures(&failures);
 }
 
 /// The functions utrace shows beyond uftrace keep their values (masked above).

@@ -186,12 +186,7 @@ fn compare_all_modes(opts: &[&str]) {
             }
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} mismatch(es):\n\n{}",
-        failures.len(),
-        failures.join("\n\n")
-    );
+    util::assert_no_failures(&failures);
 }
 
 #[test]

@@ -131,12 +131,7 @@ fn check(cases: &[(&str, &[&str])]) {
             failures.extend(compare(prog, mode, opts));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} mismatch(es):\n\n{}",
-        failures.len(),
-        failures.join("\n\n")
-    );
+    util::assert_no_failures(&failures);
 }
 
 fn have_sdt_header() -> bool {

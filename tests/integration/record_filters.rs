@@ -222,12 +222,7 @@ fn record_time_filters() {
             failures.extend(compare(prog, args, opts, mode));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} mismatch(es):\n\n{}",
-        failures.len(),
-        failures.join("\n\n")
-    );
+    util::assert_no_failures(&failures);
 }
 
 /// The counters' values with their digits masked (they differ from run to run).

@@ -194,12 +194,7 @@ fn library_calls_match_uftrace() {
             failures.extend(compare(prog, args, false, mode, &[], opts));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} mismatch(es):\n\n{}",
-        failures.len(),
-        failures.join("\n\n")
-    );
+    util::assert_no_failures(&failures);
 }
 
 /// With `--nest-libcall`, a library loaded by `dlopen` has its PLT hooked when `dlopen`

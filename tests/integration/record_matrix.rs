@@ -461,12 +461,7 @@ pub fn check_program(table: &[Case], prog: &str, extra: impl Fn(&Case, Mode, &mu
             recorded.keep_on_failure();
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} mismatch(es):\n\n{}",
-        failures.len(),
-        failures.join("\n\n")
-    );
+    util::assert_no_failures(&failures);
 }
 
 macro_rules! matrix {
@@ -526,7 +521,8 @@ fn every_testprog_is_recorded() {
         let elsewhere = crate::record_processes::covers(&name)
             || crate::record_events::covers(&name)
             || crate::record_libcalls::covers(&name)
-            || crate::record_autoargs::covers(&name);
+            || crate::record_autoargs::covers(&name)
+            || crate::cxx_names::covers(&name);
         if !in_matrix && !in_survival && !elsewhere {
             missing.push(name);
         }

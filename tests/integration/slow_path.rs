@@ -78,6 +78,7 @@ const PROGS: &[Prog] = &[
     prog("crash", &[], Reduce::Tasks(Norm::Exact)),
     prog("cxx", &[], EXACT),
     prog("cxxlib", &[], EXACT),
+    prog("cxxnames", &[], EXACT),
     prog("dlopen_cxx", &[], EXACT),
     prog("deep", &["2000"], EXACT),
     prog("dlopen", &[], EXACT),

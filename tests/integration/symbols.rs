@@ -37,3 +37,50 @@ fn elf_fallback_without_sym_files() {
         );
     }
 }
+
+/// `--with-syms DIR`: a program recorded once, its `.sym` file kept, then stripped. Replaying a
+/// recording of the stripped program with `--with-syms DIR`, and recording it with
+/// `--with-syms DIR`, give the names back, in utrace's replay as in uftrace's.
+#[test]
+fn with_syms_names_a_stripped_program() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = tmp.path().join("prog");
+    // A copy by `cp`: a descriptor left open for writing would make running it fail (ETXTBSY).
+    let cp = std::process::Command::new("cp")
+        .arg(util::testprog("abc", Mode::Pg))
+        .arg(&exe)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    let first = tmp.path().join("first");
+    util::record_with(false, &first, &exe, &[], &[]).assert_success();
+    let syms = tmp.path().join("syms");
+    fs::create_dir(&syms).unwrap();
+    fs::copy(first.join("prog.sym"), syms.join("prog.sym")).unwrap();
+    let strip = std::process::Command::new("strip")
+        .arg(&exe)
+        .status()
+        .unwrap();
+    assert!(strip.success());
+    let with_syms = format!("--with-syms={}", syms.display());
+    let stripped = tmp.path().join("stripped");
+    util::record_with(false, &stripped, &exe, &[], &[]).assert_success();
+    let plain = util::utrace_replay(&stripped, &[]);
+    assert!(!plain.stdout.contains("main() {"), "{plain}");
+    let kept = tmp.path().join("kept");
+    util::record_with(false, &kept, &exe, &[], &[&with_syms]).assert_success();
+    let mut replays = vec![
+        util::utrace_replay(&stripped, &[&with_syms]),
+        util::utrace_replay(&kept, &[]),
+    ];
+    if util::uftrace_available() {
+        replays.push(util::uftrace_replay(&stripped, &[&with_syms]));
+        replays.push(util::uftrace_replay(&kept, &[]));
+    }
+    for r in replays {
+        assert!(
+            r.stdout.contains("main() {\n") && r.stdout.contains("|       c() {\n"),
+            "{r}"
+        );
+    }
+}

@@ -488,3 +488,13 @@ pub fn mask_addresses(text: &str) -> String {
     out.push_str(rest);
     out
 }
+
+/// Fails with every mismatch collected by a differential test, counted.
+pub fn assert_no_failures(failures: &[String]) {
+    assert!(
+        failures.is_empty(),
+        "{} mismatch(es):\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}

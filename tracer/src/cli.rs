@@ -425,7 +425,7 @@ pub struct RecordArgs {
     #[arg(hide = true, short = 'p', long, value_name = "PID")]
     pub pid: Option<String>,
     /// Read symbols from DIR
-    #[arg(hide = true, long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR")]
     pub with_syms: Option<String>,
     /// Act when SIG arrives: SIG@trace_on, trace_off or finish
     #[arg(long, value_name = "SIG@ACT")]

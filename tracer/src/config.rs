@@ -181,10 +181,47 @@ pub fn default_fields(range: Option<&TimeRange>) -> Vec<Field> {
     fields
 }
 
+/// A function pattern of `-F -N -H -C -T -A -R` that does not compile is an error (uftrace
+/// 0.13 warns and goes on without the filter, printing the whole trace).
+pub fn check_patterns(inv: &Invocation) -> anyhow::Result<()> {
+    let f = &inv.args.filter;
+    let ty = inv
+        .args
+        .common
+        .match_type
+        .as_deref()
+        .map_or_else(MatchType::default, |m| {
+            if m == "glob" {
+                MatchType::Glob
+            } else {
+                MatchType::Regex
+            }
+        });
+    let lists: [(&str, &[String]); 7] = [
+        ("-F", &f.filter),
+        ("-N", &f.notrace),
+        ("-H", &f.hide),
+        ("-C", &f.caller),
+        ("-T", &f.trigger),
+        ("-A", &f.argument),
+        ("-R", &f.retval),
+    ];
+    for (opt, list) in lists {
+        for spec in list.iter().flat_map(|s| s.split(';')) {
+            let name = spec.split('@').next().unwrap_or(spec);
+            if let Some(why) = record_format::pattern::invalid(name, ty) {
+                anyhow::bail!("invalid pattern in {opt}: '{name}': {why}");
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Filters and display options shared by the analysis commands.
 pub fn analysis_config(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Config> {
     let filter = &inv.args.filter;
     let common = &inv.args.common;
+    check_patterns(inv)?;
 
     let mut time_filter = None;
     let mut time_range = None;
@@ -208,6 +245,7 @@ pub fn analysis_config(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
     Ok(Config {
         filters: filter.filter.clone(),
         notrace: filter.notrace.clone(),
+        filter_order: inv.filter_order.clone(),
         hide: filter.hide.clone(),
         caller: filter.caller.clone(),
         triggers: filter.trigger.clone(),

@@ -36,6 +36,8 @@ pub struct Invocation {
     /// (e.g. the FUNC of `graph FUNC`).
     pub program: Vec<OsString>,
     pub last_time_option: LastTimeOption,
+    /// `-F` and `-N` in command-line order: (is `-F`, index in its list).
+    pub filter_order: Vec<(bool, usize)>,
     argv0: OsString,
     /// The option words of the command line (and option file), without the subcommand and
     /// the program; parsed again when `default.opts` adds options.
@@ -46,6 +48,7 @@ pub struct Invocation {
 struct Parsed {
     cli: Cli,
     last_time_option: LastTimeOption,
+    filter_order: Vec<(bool, usize)>,
     /// The words parsed, argv0 first, unknown options removed.
     words: Vec<OsString>,
 }
@@ -108,9 +111,18 @@ fn parse_words(mut words: Vec<OsString>, notices: &mut Notices) -> anyhow::Resul
                     (Some(t), Some(r)) if t > r => LastTimeOption::TimeFilter,
                     (Some(_), Some(_)) => LastTimeOption::TimeRange,
                 };
+                let mut filter_order: Vec<(usize, bool, usize)> = Vec::new();
+                for (id, is_filter) in [("filter", true), ("notrace", false)] {
+                    if let Some(at) = matches.indices_of(id) {
+                        filter_order.extend(at.enumerate().map(|(i, pos)| (pos, is_filter, i)));
+                    }
+                }
+                filter_order.sort_unstable();
+                let filter_order = filter_order.into_iter().map(|(_, f, i)| (f, i)).collect();
                 return Ok(Parsed {
                     cli,
                     last_time_option,
+                    filter_order,
                     words,
                 });
             }
@@ -187,6 +199,7 @@ pub fn parse_command_line(
         args,
         program,
         last_time_option: parsed.last_time_option,
+        filter_order: parsed.filter_order,
         argv0,
         option_words,
     })
@@ -228,6 +241,7 @@ impl Invocation {
             args,
             program,
             last_time_option: parsed.last_time_option,
+            filter_order: parsed.filter_order,
             argv0: self.argv0.clone(),
             option_words,
         })
@@ -267,6 +281,7 @@ impl Invocation {
             args,
             program: self.program.clone(),
             last_time_option,
+            filter_order: parsed.filter_order,
             argv0: self.argv0.clone(),
             option_words: self.option_words.clone(),
         })

@@ -20,7 +20,7 @@ fn first(inv: &Invocation) -> Option<(&'static str, &'static str)> {
     let a = &inv.args;
     let r = &a.record;
     let records = matches!(inv.subcommand, Subcommand::Record | Subcommand::Live);
-    let checks: [(bool, &str, &str); 12] = [
+    let checks: [(bool, &str, &str); 11] = [
         (
             !r.patch.is_empty(),
             "-P/--patch",
@@ -37,11 +37,6 @@ fn first(inv: &Invocation) -> Option<(&'static str, &'static str)> {
             r.pid.is_some(),
             "-p/--pid",
             "the agent in the traced program",
-        ),
-        (
-            r.with_syms.is_some(),
-            "--with-syms",
-            "reading symbols from another directory",
         ),
         (
             a.replay.srcline,

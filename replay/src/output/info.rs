@@ -127,7 +127,8 @@ pub fn info_text(dir: &TraceDir) -> String {
         item(&mut s, "recorded on", date);
     }
     if let Some(c) = &info.cmdline {
-        item(&mut s, "cmdline", c);
+        // As stored in the file: uftrace shows the quotes escaped.
+        item(&mut s, "cmdline", &c.replace('"', "\\\""));
     }
     if let Some(c) = &info.cpuinfo {
         item(&mut s, "cpu info", &c.desc);

@@ -71,7 +71,11 @@ impl Drop for Data {
 /// it holds an `info` file). Like uftrace, a directory without data makes `main` print
 /// `WARN: cannot open record data: …` and exit with 255; damaged data is a fatal error (1).
 pub fn open_data(inv: &Invocation) -> anyhow::Result<Data> {
-    open_data_at(&inv.args.data.analysis_dir())
+    let mut data = open_data_at(&inv.args.data.analysis_dir())?;
+    if let Some(syms) = &inv.args.record.with_syms {
+        data.0.set_sym_dir(syms.into());
+    }
+    Ok(data)
 }
 
 /// Opens the data directory `dir`, with the errors of [`open_data`].

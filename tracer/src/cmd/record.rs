@@ -10,6 +10,7 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     if inv.program.is_empty() {
         return Ok(super::missing_program(notices));
     }
+    crate::config::check_patterns(inv)?;
     if inv.args.record.nop {
         return Ok(record::run_untraced(inv)?.report(notices));
     }

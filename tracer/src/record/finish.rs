@@ -36,6 +36,8 @@ pub struct RecordSummary<'a> {
     pub perf: bool,
     /// `events.txt` names user SDT events (`-E`).
     pub events: bool,
+    /// `--with-syms DIR`: a module's `.sym` file is copied from there when it has one.
+    pub with_syms: Option<&'a Path>,
 }
 
 /// Makes the directory replayable before the program runs: `info` (without tasks or an exit
@@ -43,7 +45,11 @@ pub struct RecordSummary<'a> {
 /// killed recorder) still replays with the program's names. [`finish`] completes both.
 pub fn start(dir: &Path, summary: &RecordSummary<'_>) -> anyhow::Result<()> {
     let exe = summary.program.absolute.to_string_lossy().into_owned();
-    write_module_syms(dir, vec![(exe, summary.program.build_id.clone())])?;
+    write_module_syms(
+        dir,
+        vec![(exe, summary.program.build_id.clone())],
+        summary.with_syms,
+    )?;
     let mut info = build_info(summary, Vec::new());
     info.exit_status = None;
     super::write_file(dir, "info", &info.to_bytes())
@@ -55,7 +61,7 @@ pub fn start(dir: &Path, summary: &RecordSummary<'_>) -> anyhow::Result<()> {
 /// error is returned, so what was recorded replays.
 pub fn finish(dir: &Path, summary: &RecordSummary<'_>) -> anyhow::Result<()> {
     let tids = data_file_tids(dir)?;
-    let symbols = add_map_build_ids(dir).and_then(|()| write_sym_files(dir));
+    let symbols = add_map_build_ids(dir).and_then(|()| write_sym_files(dir, summary.with_syms));
     let info = build_info(summary, tids).to_bytes();
     if let Err(e) = super::write_file(dir, "info", &info) {
         // No room for a new file: the old one's blocks are enough for the new text.
@@ -374,7 +380,7 @@ pub fn add_map_build_ids(dir: &Path) -> anyhow::Result<()> {
 
 /// Writes `<basename>.sym` for every module named in a session map, and for every library
 /// loaded with `dlopen` (`DLOP` lines of `task.txt`) that can still be found (data-format §7).
-pub fn write_sym_files(dir: &Path) -> anyhow::Result<()> {
+pub fn write_sym_files(dir: &Path, with_syms: Option<&Path>) -> anyhow::Result<()> {
     // Module path -> build-id as the map has it (the reader picks file names from it).
     let mut modules: Vec<(String, Option<String>)> = Vec::new();
     for map in map_files(dir)? {
@@ -398,15 +404,32 @@ pub fn write_sym_files(dir: &Path) -> anyhow::Result<()> {
             }
         }
     }
-    write_module_syms(dir, modules)
+    write_module_syms(dir, modules, with_syms)
 }
 
 /// Writes `<basename>.sym` for each module (path, build-id as the session map has it); two
-/// modules of one base name get the second a suffix, as uftrace names them.
-pub fn write_module_syms(dir: &Path, modules: Vec<(String, Option<String>)>) -> anyhow::Result<()> {
+/// modules of one base name get the second a suffix, as uftrace names them. With
+/// `--with-syms DIR`, a module whose file is in DIR gets a copy of it (a stripped program's
+/// symbols, kept from before it was stripped).
+pub fn write_module_syms(
+    dir: &Path,
+    modules: Vec<(String, Option<String>)>,
+    with_syms: Option<&Path>,
+) -> anyhow::Result<()> {
     // File name -> module path already written under it.
     let mut written: HashMap<String, String> = HashMap::new();
     for (path, map_build_id) in modules {
+        if let Some(from) = with_syms {
+            let names = record_format::sym::file_names(&path, map_build_id.as_deref());
+            let kept = names.into_iter().take(2).find(|n| !written.contains_key(n));
+            if let Some(name) = kept {
+                if let Ok(text) = fs::read(from.join(&name)) {
+                    super::write_file(dir, &name, &text)?;
+                    written.insert(name, path);
+                    continue;
+                }
+            }
+        }
         let Some(symbols) = record_format::elf::read_sym_table(Path::new(&path)) else {
             continue;
         };
@@ -485,7 +508,7 @@ mod tests {
             );
         }
         assert_eq!(lines[2], "7ffd000-7ffe000 rw-p 00000000 00:00 0 [stack]");
-        write_sym_files(d).unwrap();
+        write_sym_files(d, None).unwrap();
         let sym = record_format::sym::parse_sym(&fs::read_to_string(d.join("true.sym")).unwrap());
         assert_eq!(sym.path_name.as_deref(), Some("/bin/true"));
         assert!(!d.join("libmcount.so.sym").exists());

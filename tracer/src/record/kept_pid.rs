@@ -96,20 +96,7 @@ fn become_program(launch: &Launch<'_>, mut socket: UnixStream) -> ! {
     // SAFETY: fcntl on the descriptor just taken from the socket; clears FD_CLOEXEC only, so
     // that libmcount in the program finds it.
     unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
-    if launch.no_randomize {
-        super::launch::disable_aslr();
-    }
-    let mut cmd = std::process::Command::new(launch.exe);
-    if let Some(arg0) = launch.argv.first() {
-        cmd.arg0(arg0);
-    }
-    cmd.args(launch.argv.iter().skip(1));
-    for name in &launch.env_remove {
-        cmd.env_remove(name);
-    }
-    for (name, value) in &launch.env {
-        cmd.env(name, value);
-    }
+    let mut cmd = launch.command();
     cmd.env(record_format::env::RECORDER, recorder);
     cmd.env(
         record_format::env::KEEP_PID,

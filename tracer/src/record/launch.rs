@@ -48,6 +48,29 @@ pub struct Launch<'a> {
     pub no_randomize: bool,
 }
 
+impl Launch<'_> {
+    /// The program's command: its argv (argv[0] as written) and environment; with
+    /// `--no-randomize-addr`, address randomization is turned off for this process first,
+    /// which the program inherits.
+    pub fn command(&self) -> Command {
+        if self.no_randomize {
+            disable_aslr();
+        }
+        let mut cmd = Command::new(self.exe);
+        if let Some(arg0) = self.argv.first() {
+            cmd.arg0(arg0);
+        }
+        cmd.args(self.argv.iter().skip(1));
+        for name in &self.env_remove {
+            cmd.env_remove(name);
+        }
+        for (name, value) in &self.env {
+            cmd.env(name, value);
+        }
+        cmd
+    }
+}
+
 /// How the program and its descendants ended.
 #[derive(Debug, Clone, Copy)]
 pub struct Ended {
@@ -161,20 +184,7 @@ pub fn run(launch: &Launch<'_>) -> anyhow::Result<Ended> {
     if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) } != 0 {
         return Err(std::io::Error::last_os_error()).context("cannot become a child subreaper");
     }
-    if launch.no_randomize {
-        disable_aslr();
-    }
-    let mut cmd = Command::new(launch.exe);
-    if let Some(arg0) = launch.argv.first() {
-        cmd.arg0(arg0);
-    }
-    cmd.args(launch.argv.iter().skip(1));
-    for name in &launch.env_remove {
-        cmd.env_remove(name);
-    }
-    for (name, value) in &launch.env {
-        cmd.env(name, value);
-    }
+    let mut cmd = launch.command();
 
     // SAFETY: time(NULL) only returns the current time.
     let started_at = unsafe { libc::time(std::ptr::null_mut()) };
@@ -216,7 +226,7 @@ pub fn run(launch: &Launch<'_>) -> anyhow::Result<Ended> {
 
 /// Adds `ADDR_NO_RANDOMIZE` to this process's execution domain; children inherit it and keep
 /// it across exec. The recorder itself is already mapped, so nothing changes for it.
-pub(super) fn disable_aslr() {
+fn disable_aslr() {
     const QUERY: libc::c_ulong = 0xffff_ffff;
     // SAFETY: personality() with 0xffffffff only returns the current persona.
     let current = unsafe { libc::personality(QUERY) };

@@ -286,6 +286,7 @@ pub fn record(
             perf,
             events,
             version: version.clone(),
+            with_syms: inv.args.record.with_syms.as_deref().map(Path::new),
         };
         write(&dir, &summary)
     };

@@ -312,7 +312,9 @@ impl<'w> ReplayPrinter<'w> {
             self.buf.push('(');
             self.buf.push_str(args);
             self.buf.push(')');
-        } else if !name.ends_with(')') || name.ends_with("operator()") {
+        } else if !name.ends_with(')') {
+            // A name that ends with its own parentheses (`X::operator()`, `X::operator(cast)`)
+            // gets none more, as uftrace prints it.
             self.buf.push_str("()");
         }
     }
