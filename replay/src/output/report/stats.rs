@@ -168,8 +168,8 @@ pub struct Aggregate {
     sched: [Stats; 2],
     /// Which of the two are rows (`--no-sched`, `--no-event` hide both).
     pub show_sched: [bool; 2],
-    /// Per task: the time and function of its last exit, for the size of a switch row.
-    last_exit: Vec<Option<(u64, FuncId)>>,
+    /// Per task: the function of its last exit, for the size of a switch row.
+    last_exit: Vec<Option<FuncId>>,
 }
 
 impl Visitor for Aggregate {
@@ -193,7 +193,7 @@ impl Visitor for Aggregate {
         if self.last_exit.len() <= call.task {
             self.last_exit.resize(call.task + 1, None);
         }
-        self.last_exit[call.task] = Some((call.time, call.func));
+        self.last_exit[call.task] = Some(call.func);
         let _ = view;
     }
 
@@ -212,18 +212,10 @@ impl Visitor for Aggregate {
         };
         let row = &mut self.sched[usize::from(preempted)];
         row.add(&call);
-        // uftrace shows the size of the function of the task's last record before the
-        // switch (the last one shown): the open call's entry, or a later exit.
-        let open = view.stack(task).last().filter(|f| f.func.is_some());
+        // uftrace shows the size of the task's last function to return before the switch
+        // (measured: not the call switched out in), 0 before the first return.
         let exited = self.last_exit.get(task).copied().flatten();
-        let func = match (open, exited) {
-            (Some(f), Some((time, func))) if time > f.start => Some(func),
-            (Some(f), _) => f.func,
-            (None, exited) => exited.map(|(_, func)| func),
-        };
-        if let Some(func) = func {
-            row.size = view.func(func).size;
-        }
+        row.size = exited.map_or(0, |func| view.func(func).size);
     }
 }
 
