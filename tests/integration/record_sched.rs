@@ -186,3 +186,48 @@ fn keep_pid_records_sched_events() {
     let text = voluntary(&dir);
     assert!(text.contains(&format!("    {SCHEDULE}\n")), "{text}");
 }
+
+/// `utrace replay` shows the context switches as `uftrace replay` does on the same data,
+/// uftrace's and ours, pre-emptions and split `sched-out`/`sched-in` pairs included: the whole
+/// function column, and the `linux:schedule` durations (`--no-sched` and `--no-sched-preempt`
+/// too). Programs: a sleep and threads. (A fork child's inherited calls differ in duration:
+/// uftrace 0.13 starts them at the child's first context switch, utrace at its first record.)
+#[test]
+fn replay_shows_context_switches_as_uftrace() {
+    if !util::need_uftrace("replay_shows_context_switches_as_uftrace") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    for prog in ["sleep", "thread"] {
+        let exe = util::testprog(prog, Mode::Pg);
+        for uftrace in [true, false] {
+            let dir = tmp.path().join(format!("{prog}-{uftrace}"));
+            record(uftrace, &dir, &[], &exe);
+            for opts in [&[][..], &["--no-sched"], &["--no-sched-preempt"]] {
+                // The time column too: the schedule lines carry their durations.
+                let strip = |text: &str| -> String {
+                    text.lines()
+                        .skip_while(|l| l.starts_with('#'))
+                        .map(|l| {
+                            let (head, func) = l.split_once(" | ").unwrap_or(("", l));
+                            let dur = head.split('[').next().unwrap_or("").trim();
+                            format!("{dur} | {func}\n")
+                        })
+                        .collect()
+                };
+                let want = strip(&util::uftrace_replay(&dir, opts).stdout);
+                let got = strip(&util::utrace_replay(&dir, opts).stdout);
+                if want != got {
+                    failures.push(format!(
+                        "{prog} (recorded by {}) replay {}:\n{}",
+                        if uftrace { "uftrace" } else { "utrace" },
+                        opts.join(" "),
+                        normalize::diff(&want, &got)
+                    ));
+                }
+            }
+        }
+    }
+    util::assert_no_failures(&failures);
+}

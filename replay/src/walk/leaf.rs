@@ -36,6 +36,10 @@ impl Core<'_> {
         let next = loop {
             let next = self.merge.peek()?;
             let h = *self.merge.head(next)?;
+            // A context switch of the task before it is a line of its own.
+            if self.switch_before(ti, h.raw.time) {
+                return None;
+            }
             if next == ti && curr_depth >= h.raw.depth {
                 break next;
             }

@@ -29,11 +29,11 @@ impl Core<'_> {
             let mut preempted = false;
             let exit = match e.id {
                 perf::SCHED_OUT | perf::SCHED_OUT_PREEMPT => {
+                    // A pre-emption begins nothing for the analysis (its consumers pass it
+                    // over); replay may show it as `linux:sched-out (pre-empted)`.
                     let preempt = e.id == perf::SCHED_OUT_PREEMPT;
                     t.sched_out = Some((e.time, preempt));
-                    if preempt {
-                        continue;
-                    }
+                    preempted = preempt;
                     false
                 }
                 perf::SCHED_IN => {
@@ -60,5 +60,30 @@ impl Core<'_> {
             });
         }
         None
+    }
+}
+
+impl Core<'_> {
+    /// Whether a context switch of task `ti` comes before `time` (replay's leaf look-ahead:
+    /// a call with a switch inside is not a leaf).
+    pub(super) fn switch_before(&self, ti: usize, time: u64) -> bool {
+        self.perf[self.perf_next.min(self.perf.len())..]
+            .iter()
+            .take_while(|(_, e)| e.time < time)
+            .any(|&(t, _)| t == ti)
+    }
+
+    /// Whether the next thing in time order is task `ti`'s switch-in (a switch-out just
+    /// stepped and its switch-in then make one `linux:schedule` line).
+    pub fn sched_in_next(&mut self, ti: usize) -> bool {
+        let Some(&(t, e)) = self.perf.get(self.perf_next) else {
+            return false;
+        };
+        let next_record = self
+            .merge
+            .peek()
+            .and_then(|n| self.merge.head(n))
+            .map_or(u64::MAX, |h| h.raw.time);
+        t == ti && e.id == perf::SCHED_IN && e.time <= next_record
     }
 }

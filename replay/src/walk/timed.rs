@@ -138,7 +138,8 @@ impl<'d> Walk<'d> {
                     continue;
                 }
                 Step::Sched(s) => {
-                    if self.show_sched && s.visible {
+                    // A pre-emption begins nothing; its switch-in ends the pair.
+                    if self.show_sched && s.visible && (s.exit || !s.preempted) {
                         sink.call(&Call {
                             task: s.task,
                             tid: self.tasks[s.task].tid,

@@ -13,7 +13,7 @@
 use crate::callstack::Verdict;
 use crate::config::{Config, ReplayOptions};
 use crate::merge::{Head, Merge};
-use crate::walk::core::{Core, EntryStep, Step};
+use crate::walk::core::{Core, EntryStep, SchedStep, Step};
 use crate::walk::policy::Policy;
 pub mod printer;
 use printer::{Call, LineCtx, ReplayPrinter};
@@ -30,6 +30,8 @@ struct Layout {
     display_depth: i64,
     display_depth_set: bool,
     fork_display_depth: i64,
+    /// A `linux:sched-out` line was printed: the switch-in shows as `linux:sched-in`.
+    sched_split: bool,
     /// Time of the record being shown and of the one before (`time`, `delta` columns).
     timestamp: u64,
     timestamp_last: u64,
@@ -112,6 +114,13 @@ impl<'d, 'w> Engine<'d, 'w> {
         } else {
             Policy::REPLAY
         };
+        // Context switches show as `/* linux:schedule */` lines, unless asked not to.
+        let policy = Policy {
+            // With --no-sched they still break leaves (`usleep() { }`), as uftrace's hidden
+            // records do.
+            sched: !cfg.no_event && !opts.flat,
+            ..policy
+        };
         let core = Core::new(dir, cfg, policy);
         let mut printer = ReplayPrinter::new(out, opts.clone(), 0);
         for n in &core.notices {
@@ -175,7 +184,7 @@ impl<'d, 'w> Engine<'d, 'w> {
                         }
                     }
                 }
-                Step::Sched(_) => {}
+                Step::Sched(s) => self.sched(&s)?,
             }
             if self.finished {
                 break;
@@ -396,6 +405,44 @@ impl<'d, 'w> Engine<'d, 'w> {
             ..line_ctx(&self.core.merge, &self.layout.tasks, ti, 0, None)
         };
         self.printer.comment(&ctx, None, depth, &text, false)?;
+        Ok(())
+    }
+
+    /// A switch-in ends a `linux:schedule` line carrying the time switched out (its
+    /// switch-out begins nothing on its own: the task is off the CPU until it).
+    fn sched(&mut self, s: &SchedStep) -> Result<()> {
+        if !s.visible || !self.core.enabled || self.cfg.no_sched {
+            return Ok(());
+        }
+        if s.preempted && self.cfg.no_sched_preempt {
+            return Ok(());
+        }
+        let split = &mut self.layout.tasks[s.task].sched_split;
+        let (text, dur) = if !s.exit {
+            // A switch-out whose switch-in does not follow at once shows on its own.
+            if self.core.sched_in_next(s.task) {
+                return Ok(());
+            }
+            *split = true;
+            if s.preempted {
+                ("linux:sched-out (pre-empted)", None)
+            } else {
+                ("linux:sched-out", None)
+            }
+        } else if std::mem::take(split) {
+            ("linux:sched-in", Some(s.total))
+        } else if s.preempted {
+            ("linux:schedule (pre-empted)", Some(s.total))
+        } else {
+            ("linux:schedule", Some(s.total))
+        };
+        self.stamp(s.task, s.time);
+        let depth = self.layout.tasks[s.task].display_depth as u32;
+        let ctx = LineCtx {
+            time: s.time,
+            ..line_ctx(&self.core.merge, &self.layout.tasks, s.task, 0, None)
+        };
+        self.printer.comment(&ctx, dur, depth, text, false)?;
         Ok(())
     }
 
