@@ -159,7 +159,12 @@ const PROGS: &[Prog] = &[
 /// `utrace record OPTS -d DIR PROG ARGS`, on the slow path when `slow` (any exit status).
 fn record(dir: &Path, slow: bool, p: &Prog, bin: &Path) -> Output {
     let mut cmd = Command::new(util::utrace_bin());
-    cmd.arg("record").args(p.record).arg("-d").arg(dir);
+    // Without context switches: pre-emptions differ from run to run.
+    cmd.arg("record")
+        .arg("--no-sched")
+        .args(p.record)
+        .arg("-d")
+        .arg(dir);
     cmd.arg(bin).args(p.args);
     if slow {
         cmd.env(record_format::env::SLOW_PATH, "1");

@@ -25,7 +25,12 @@ fn record(mode: Mode, link: &[&str], opts: &[&str]) -> (String, String, String) 
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("utrace.data");
     let mut cmd = Command::new(util::utrace_bin());
-    cmd.arg("record").args(opts).arg("-d").arg(&dir).arg(&exe);
+    cmd.arg("record")
+        .arg("--no-sched")
+        .args(opts)
+        .arg("-d")
+        .arg(&dir)
+        .arg(&exe);
     let traced = util::run(cmd);
     traced.assert_success();
     let mut cmd = Command::new(util::utrace_bin());

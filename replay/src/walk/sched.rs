@@ -76,14 +76,16 @@ impl Core<'_> {
     /// Whether the next thing in time order is task `ti`'s switch-in (a switch-out just
     /// stepped and its switch-in then make one `linux:schedule` line).
     pub fn sched_in_next(&mut self, ti: usize) -> bool {
-        let Some(&(t, e)) = self.perf.get(self.perf_next) else {
-            return false;
-        };
         let next_record = self
             .merge
             .peek()
             .and_then(|n| self.merge.head(n))
             .map_or(u64::MAX, |h| h.raw.time);
-        t == ti && e.id == perf::SCHED_IN && e.time <= next_record
+        // The other tasks' switches in between print nothing of their own (their switch-outs
+        // wait for their switch-ins): records do.
+        self.perf[self.perf_next.min(self.perf.len())..]
+            .iter()
+            .find(|&&(t, _)| t == ti)
+            .is_some_and(|&(_, e)| e.id == perf::SCHED_IN && e.time <= next_record)
     }
 }
