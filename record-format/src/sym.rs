@@ -106,7 +106,9 @@ pub fn file_names(path: &str, build_id: Option<&str>) -> Vec<String> {
     let base = path.rsplit('/').next().unwrap_or(path);
     let mut names = vec![format!("{base}.sym")];
     if let Some(id) = build_id {
-        names.push(format!("{base}-{}.sym", &id[..id.len().min(4)]));
+        // A damaged map may hold any text: the first four characters, not bytes.
+        let short: String = id.chars().take(4).collect();
+        names.push(format!("{base}-{short}.sym"));
     }
     let sum = path.bytes().fold(0u16, |a, b| a.wrapping_add(u16::from(b)));
     names.push(format!("{base}-{sum:04x}.sym"));
@@ -156,6 +158,12 @@ pub fn write_sym(path_name: &str, build_id: Option<&str>, symbols: &[Symbol]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn file_names_of_a_damaged_build_id() {
+        let names = file_names("/x/lib.so", Some("72\u{fffd}44fc"));
+        assert_eq!(names[1], "lib.so-72\u{fffd}4.sym");
+    }
 
     #[test]
     fn v4_implicit_sizes() {
