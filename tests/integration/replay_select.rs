@@ -10,7 +10,8 @@ use crate::util::{self, Mode};
 /// `utrace record -d DIR OPTS EXE ARGS`, which must succeed.
 fn record(dir: &Path, opts: &[&str], exe: &Path, args: &[&str]) {
     let mut cmd = Command::new(util::utrace_bin());
-    cmd.args(["record", "-d"])
+    // Without context switches: pre-emptions differ between the two recordings.
+    cmd.args(["record", "--no-sched", "-d"])
         .arg(dir)
         .args(opts)
         .arg(exe)
