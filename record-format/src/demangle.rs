@@ -83,8 +83,8 @@ fn thunk_target(raw: &str) -> Option<&str> {
 /// `iostream` as `basic_ostream` … (`std::string` as `basic_string<>`).
 pub fn simplify(full: &str) -> String {
     let full = uftrace_spelling(full);
-    let s = qualified_name(&full);
-    let s = tagged_constructors(&s);
+    let (s, tags) = qualified_name(&full);
+    let s = tagged_constructors(&s, &tags);
     let s = standard_abbreviations(&s);
     s.replace(ANON, "_GLOBAL__N_1")
 }
@@ -139,14 +139,14 @@ fn uftrace_spelling(full: &str) -> String {
 /// A constructor or destructor named after a class with an ABI tag takes the tag's name
 /// (`failure::cxx11::failure` → `failure::cxx11::cxx11`), as uftrace's demangler repeats the
 /// last name it read.
-fn tagged_constructors(s: &str) -> String {
+fn tagged_constructors(s: &str, tags: &[String]) -> String {
     let parts: Vec<&str> = s.split("::").collect();
     if parts.len() < 3 {
         return s.to_string();
     }
     let n = parts.len();
     let (class, tag, last) = (parts[n - 3], parts[n - 2], parts[n - 1]);
-    if !TAGS.with(|t| t.borrow().contains(&tag.to_string())) {
+    if !tags.iter().any(|t| t == tag) {
         return s.to_string();
     }
     let renamed = if last == class {
@@ -160,11 +160,6 @@ fn tagged_constructors(s: &str) -> String {
     out.push_str("::");
     out.push_str(&renamed);
     out
-}
-
-std::thread_local! {
-    /// The ABI tags met in the name being simplified (`cxx11`).
-    static TAGS: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// The standard abbreviations as uftrace spells them.
@@ -194,9 +189,9 @@ fn standard_abbreviations(s: &str) -> String {
 }
 
 /// The qualified name of a full demangled name: no parameters, template arguments, return
-/// type or qualifiers; `[abi:TAG]` kept as `TAG`.
-fn qualified_name(full: &str) -> String {
-    TAGS.with(|t| t.borrow_mut().clear());
+/// type or qualifiers; `[abi:TAG]` kept as `TAG`. Also the tags met.
+fn qualified_name(full: &str) -> (String, Vec<String>) {
+    let mut tags = Vec::new();
     let bytes = full.as_bytes();
     let mut out = String::with_capacity(full.len());
     let (mut angle, mut paren, mut square) = (0i32, 0i32, 0i32);
@@ -212,7 +207,7 @@ fn qualified_name(full: &str) -> String {
             if let Some(tag) = rest.strip_prefix("[abi:") {
                 if let Some(end) = tag.find(']') {
                     out.push_str(&tag[..end]);
-                    TAGS.with(|t| t.borrow_mut().push(tag[..end].to_string()));
+                    tags.push(tag[..end].to_string());
                     i += 5 + end + 1;
                     continue;
                 }
@@ -263,7 +258,7 @@ fn qualified_name(full: &str) -> String {
     if let Some(sp) = anon_free.rfind(' ') {
         s = s[sp + 1..].to_string();
     }
-    s
+    (s, tags)
 }
 
 /// The operator token at the start of `s` (`operator()`, `operator<<`, `operator new[]`, ...).

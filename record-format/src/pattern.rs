@@ -61,17 +61,21 @@ pub fn is_literal(name: &str) -> bool {
     !name.contains(REGEX_CHARS) || name.starts_with("operator ")
 }
 
+/// The expression of pattern `name` of match type `ty`.
+fn compile(name: &str, ty: MatchType) -> Result<Regex, regex::Error> {
+    match ty {
+        MatchType::Regex => Regex::new(name),
+        MatchType::Glob => Regex::new(&glob_to_regex(name)),
+    }
+}
+
 /// Why `name` is not a valid pattern of match type `ty` (a regex that does not compile), in
 /// one line; `None` when it is valid.
 pub fn invalid(name: &str, ty: MatchType) -> Option<String> {
     if is_literal(name) {
         return None;
     }
-    let re = match ty {
-        MatchType::Regex => Regex::new(name),
-        MatchType::Glob => Regex::new(&glob_to_regex(name)),
-    };
-    let err = re.err()?.to_string();
+    let err = compile(name, ty).err()?.to_string();
     // The regex crate's message spans lines (the pattern, a caret, the reason).
     let reason = err
         .lines()
@@ -90,11 +94,7 @@ impl NameMatcher {
         if is_literal(name) {
             return NameMatcher::Exact(name.to_string());
         }
-        let re = match ty {
-            MatchType::Regex => Regex::new(name),
-            MatchType::Glob => Regex::new(&glob_to_regex(name)),
-        };
-        match re {
+        match compile(name, ty) {
             Ok(r) => NameMatcher::Regex(r),
             Err(_) => NameMatcher::Exact(name.to_string()),
         }

@@ -178,16 +178,15 @@ pub struct Core<'d> {
     pub notices: Vec<String>,
 }
 
-/// The process of thread `tid` by its last `TASK` line (its own tid without one).
-fn pid_of(dir: &TraceDir, tid: u32) -> u32 {
+/// The process of each thread by its last `TASK` line (a thread without one is its own).
+fn pids(dir: &TraceDir) -> std::collections::HashMap<u32, u32> {
     dir.tasks
         .iter()
-        .rev()
-        .find_map(|l| match *l {
-            record_format::task::TaskLine::Task { tid: t, pid, .. } if t == tid => Some(pid),
+        .filter_map(|l| match *l {
+            record_format::task::TaskLine::Task { tid, pid, .. } => Some((tid, pid)),
             _ => None,
         })
-        .unwrap_or(tid)
+        .collect()
 }
 
 fn time_point(p: TimePoint, first: u64) -> u64 {
@@ -235,6 +234,7 @@ impl<'d> Core<'d> {
             && cfg.depth.is_none()
             && (!cfg.no_libcall || policy.libcall == Libcall::Ignored)
             && policy.fixups == Fixups::Shown;
+        let pids = pids(dir);
         let tasks = dir
             .data
             .iter()
@@ -244,7 +244,7 @@ impl<'d> Core<'d> {
                     s.set_size_limit(cfg.size_filter.unwrap_or(0));
                     s
                 },
-                pid: pid_of(dir, d.tid),
+                pid: pids.get(&d.tid).copied().unwrap_or(d.tid),
                 allowed: cfg.tids.is_empty() || cfg.tids.contains(&d.tid),
                 first_time: 0,
                 last_time: 0,

@@ -68,19 +68,10 @@ impl Stats {
 
     /// Adds one call.
     pub fn add(&mut self, call: &Call) {
+        self.add_plain(call);
         let (total, selft) = (call.total, call.self_time());
-        if !call.recursive {
-            self.total += total;
-        }
-        self.total_all += total;
-        self.total_min = self.total_min.min(total);
-        self.total_max = self.total_max.max(total);
         self.total_sq += u128::from(total) * u128::from(total);
-        self.self_sum += selft;
-        self.self_min = self.self_min.min(selft);
-        self.self_max = self.self_max.max(selft);
         self.self_sq += u128::from(selft) * u128::from(selft);
-        self.calls += 1;
     }
 
     pub(super) fn merge(&mut self, o: &Stats) {
