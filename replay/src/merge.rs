@@ -20,7 +20,9 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 mod gate;
+mod outside;
 mod plain;
+pub use outside::OpenKernelCall;
 pub use plain::parse_extern;
 
 /// One decoded record.
@@ -56,6 +58,8 @@ struct Cursor<'d> {
     /// User functions open after the last user record taken (kernel records nest under
     /// them).
     user_depth: u32,
+    /// Kernel calls open outside every user function.
+    outside: outside::Outside,
 }
 
 /// The records of `kernel`, by task index (`tids`: the tasks' tids), each in time order; the
@@ -142,6 +146,7 @@ impl<'d> Merge<'d> {
                 kernel: Vec::new(),
                 kpos: 0,
                 user_depth: 0,
+                outside: outside::Outside::default(),
             })
             .collect();
         let n = cursors.len();
@@ -236,6 +241,7 @@ impl<'d> Merge<'d> {
             c.released = 0;
             c.kpos = 0;
             c.user_depth = 0;
+            c.outside = outside::Outside::default();
         }
         for h in &mut self.heads {
             *h = None;
@@ -578,6 +584,9 @@ impl<'d> Merge<'d> {
                 RecordKind::Exit => c.user_depth = u32::from(head.raw.depth),
                 _ => {}
             }
+            if matches!(head.raw.kind, RecordKind::Entry | RecordKind::Exit) {
+                c.outside.clear();
+            }
             if c.pos > c.released + 2 * RELEASE_WINDOW {
                 c.released = c.pos - RELEASE_WINDOW;
                 c.file.release(c.released);
@@ -603,7 +612,13 @@ impl<'d> Merge<'d> {
         let user = self.cursors[ti].user_depth;
         // Events outside every user function stay hidden even with `--kernel-full`, as uftrace.
         let outside = user == 0 && (!view.full || k.event.is_some());
-        if outside || !self.gate.in_range(k.time) {
+        if !self.gate.in_range(k.time) {
+            return None;
+        }
+        if outside {
+            if !view.full {
+                self.cursors[ti].outside.take(&k);
+            }
             return None;
         }
         // Alone, kernel records nest only among themselves.
@@ -619,6 +634,12 @@ impl<'d> Merge<'d> {
             payload: (0, 0),
             kernel_event: k.event,
         })
+    }
+
+    /// The kernel calls outside every user function still open at the end of task `ti`'s
+    /// data, innermost first (hidden calls, which uftrace's report counts).
+    pub fn open_kernel_calls(&self, ti: usize) -> impl Iterator<Item = OpenKernelCall> + '_ {
+        self.cursors[ti].outside.open()
     }
 
     /// `-C`: keeps targets and functions that call one; drops the rest with their subtrees.

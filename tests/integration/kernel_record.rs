@@ -293,3 +293,42 @@ fn function_graph_in_a_vm() {
     assert!(out.stdout.contains("function_graph"), "{out}");
     assert!(out.stdout.contains("vfs_write"), "{out}");
 }
+
+/// A process's last system call, `exit_group`, enters after `main` returns and never comes
+/// back: hidden in replay and graph (outside every user function), but uftrace's report
+/// counts it, with the time to the task's last record, and so does ours — on the same data the
+/// two reports are the same, line for line.
+#[test]
+fn report_counts_kernel_calls_that_never_return() {
+    if !kernel_tracing_possible() || !util::need_uftrace("report_counts_kernel_calls") {
+        eprintln!("kernel_record skipped: needs root, tracefs and uftrace");
+        return;
+    }
+    let exe = util::testprog("abc", Mode::Pg);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.args(["record", "--no-event", "-k", "-d"])
+        .arg(&dir)
+        .arg(&exe);
+    util::run(cmd).assert_success();
+    let run = |bin, args: &[&str]| {
+        let mut cmd = Command::new(bin);
+        cmd.args(args).arg("--no-pager").arg("-d").arg(&dir);
+        let out = util::run(cmd);
+        out.assert_success();
+        out.stdout
+    };
+    let ours = run(util::utrace_bin(), &["report"]);
+    assert!(ours.contains("  __x64_sys_exit_group\n"), "{ours}");
+    for args in [&["report"][..], &["report", "-s", "call"], &["graph"]] {
+        let theirs = run(util::uftrace_bin(), args);
+        let ours = run(util::utrace_bin(), args);
+        assert_eq!(
+            ours,
+            theirs,
+            "{args:?} differs (- uftrace, + utrace):\n{}",
+            crate::normalize::diff(&theirs, &ours)
+        );
+    }
+}

@@ -84,6 +84,7 @@ impl Merge<'_> {
         c.last_time = c.last_time.max(raw.time);
         c.pos = next;
         c.user_depth = u32::from(raw.depth) + u32::from(raw.kind == RecordKind::Entry);
+        c.outside.clear();
         if c.pos > c.released + 2 * RELEASE_WINDOW {
             c.released = c.pos - RELEASE_WINDOW;
             c.file.release(c.released);

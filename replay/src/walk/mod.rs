@@ -194,6 +194,9 @@ pub struct Walker<'d> {
     /// Nothing reorders records at read time (`-t`, `-r`, `-C`, `time=`) and no trigger
     /// switches tracing for all tasks: the direct reader may be used.
     direct_ok: bool,
+    /// Also report the hidden kernel calls that never returned
+    /// ([`Walker::with_open_kernel_calls`]).
+    open_kernel_calls: bool,
 }
 
 impl<'d> Walker<'d> {
@@ -218,6 +221,7 @@ impl<'d> Walker<'d> {
             core,
             direct: false,
             direct_ok,
+            open_kernel_calls: false,
         })
     }
 
@@ -241,6 +245,14 @@ impl<'d> Walker<'d> {
             self.direct_ok = false;
             self.direct = false;
         }
+        self
+    }
+
+    /// Also hands over, as unfinished calls after a task's own, the kernel calls outside
+    /// every user function that never returned (hidden otherwise), as uftrace's report
+    /// counts them: the process's `exit_group` with the calls still open inside it.
+    pub fn with_open_kernel_calls(mut self) -> Self {
+        self.open_kernel_calls = true;
         self
     }
 
@@ -409,6 +421,31 @@ impl<'d> Walker<'d> {
                 };
                 v.exit(&self.view(), &call);
             }
+            if self.open_kernel_calls && self.core.tasks[ti].allowed {
+                self.finish_kernel_calls(ti, v);
+            }
+        }
+    }
+
+    /// Reports the hidden kernel calls of task `ti` that never returned.
+    fn finish_kernel_calls<V: Visitor + ?Sized>(&mut self, ti: usize, v: &mut V) {
+        let session = self.core.tasks[ti].session;
+        let open: Vec<_> = self.core.merge.open_kernel_calls(ti).collect();
+        for k in open {
+            let func = self.core.merge.sym.resolve(session, k.time, k.addr);
+            let call = Call {
+                task: ti,
+                func,
+                addr: k.addr,
+                exit_addr: k.addr,
+                total: k.total,
+                child: k.child,
+                time: k.time,
+                depth: k.depth,
+                recursive: false,
+                unfinished: true,
+            };
+            v.exit(&self.view(), &call);
         }
     }
 }

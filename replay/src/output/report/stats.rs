@@ -271,7 +271,10 @@ pub struct Collected {
 /// Walks `dir` and returns the rows (unsorted), the `Usage:` notices and the warnings.
 pub fn collect(dir: &TraceDir, cfg: &Config, stdv: bool) -> Result<Collected> {
     // Per-function sums do not depend on how the tasks' records interleave.
-    let mut walker = Walker::new(dir, cfg)?.with_sched().task_order();
+    let mut walker = Walker::new(dir, cfg)?
+        .with_sched()
+        .with_open_kernel_calls()
+        .task_order();
     let shown = !cfg.no_sched && !cfg.no_event;
     let mut agg = Aggregate {
         stdv,
