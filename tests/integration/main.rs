@@ -36,6 +36,8 @@
 //! * `report_conformance`: `utrace report` against uftrace 0.13's, whole outputs, for every
 //!   `--avg-*`, `-s`, `--task -f` and `--diff-policy`/`--sort-column` combination, on data
 //!   recorded by both tools (uftrace's with its scheduling events);
+//! * `replay_extern`: `extern.dat` lines in replay against uftrace (times, `-r`, `--flat`,
+//!   filters);
 //! * `replay_select`: replay-time `-A`/`-R` selection of recorded arguments;
 //! * `slow_path`: every test program recorded on libmcount's fast and slow paths, same trace;
 //! * `tui`: `utrace tui` driven in tmux (open, fold, search, report, info, quit);
@@ -81,6 +83,7 @@ mod record_processes;
 mod record_sched;
 mod recorder_faults;
 mod replay_diff;
+mod replay_extern;
 mod replay_select;
 mod report_conformance;
 mod slow_path;

@@ -304,6 +304,21 @@ impl<'d> Core<'d> {
         }
     }
 
+    /// The time of the next step, `None` at the end of the data (records of tasks `--tid`
+    /// leaves out and switches outside `-r` included: an upper bound for what comes before it).
+    pub fn peek_time(&self) -> Option<u64> {
+        let record = self
+            .merge
+            .peek()
+            .and_then(|t| self.merge.head(t))
+            .map(|h| h.raw.time);
+        let switch = self.perf.get(self.perf_next).map(|e| e.1.time);
+        match (record, switch) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// The step of record `h` of task `ti` (records of a task must come in order).
     #[inline]
     pub fn step(&mut self, ti: usize, h: Head) -> Step {

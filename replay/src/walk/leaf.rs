@@ -40,6 +40,10 @@ impl Core<'_> {
             if self.switch_before(ti, h.raw.time) {
                 return None;
             }
+            // External data in between is a line of its own.
+            if self.merge.has_extern() && self.merge.extern_before(h.raw.time) {
+                return None;
+            }
             if next == ti && curr_depth >= h.raw.depth {
                 break next;
             }

@@ -157,10 +157,15 @@ impl<'d, 'w> Engine<'d, 'w> {
             self.run_flat()?;
             return Ok(self.core.merge.warnings);
         }
-        while let Some(step) = self.core.next_step() {
+        loop {
+            // External data before the next step, seen in the state before it.
             if self.core.merge.has_extern() {
-                self.flush_extern(step_time(&step))?;
+                let upto = self.core.peek_time().unwrap_or(u64::MAX);
+                self.flush_extern(upto)?;
             }
+            let Some(step) = self.core.next_step() else {
+                break;
+            };
             self.layout.step(&step);
             if matches!(step, Step::Entry(_) | Step::Exit(_)) {
                 self.printer.record_seen()?;
@@ -190,7 +195,6 @@ impl<'d, 'w> Engine<'d, 'w> {
                 break;
             }
         }
-        self.flush_extern(u64::MAX)?;
         self.printer.finish()?;
         let remaining = self.remaining();
         self.printer.remaining(&remaining)?;
@@ -385,13 +389,7 @@ impl<'d, 'w> Engine<'d, 'w> {
 
     fn event(&mut self, ti: usize, h: &Head) -> Result<()> {
         let depth = self.layout.tasks[ti].display_depth as u32;
-        let s = &mut self.core.tasks[ti].stack;
-        let i = s.open_calls();
-        if !self.core.enabled || s.hidden(i) {
-            return Ok(());
-        }
-        // Outside every `-F` function, or inside a `-N` one, as uftrace hides them.
-        if s.inside_notrace() || (self.core.merge.filters.has_filter && !s.inside_filter()) {
+        if !self.event_shown(ti) {
             return Ok(());
         }
         let Some(text) = self.core.merge.event_text(ti, h) else {
@@ -406,6 +404,17 @@ impl<'d, 'w> Engine<'d, 'w> {
         };
         self.printer.comment(&ctx, None, depth, &text, false)?;
         Ok(())
+    }
+
+    /// Whether an event of task `ti` shows now: tracing on, and inside the calls the filters
+    /// show (outside every `-F` function, or inside a `-N` one, uftrace hides them).
+    fn event_shown(&mut self, ti: usize) -> bool {
+        let s = &mut self.core.tasks[ti].stack;
+        let i = s.open_calls();
+        if !self.core.enabled || s.hidden(i) {
+            return false;
+        }
+        !(s.inside_notrace() || (self.core.merge.filters.has_filter && !s.inside_filter()))
     }
 
     /// A switch-in ends a `linux:schedule` line carrying the time switched out (its
@@ -446,14 +455,23 @@ impl<'d, 'w> Engine<'d, 'w> {
         Ok(())
     }
 
+    /// Prints the `extern.dat` lines before `upto` as comments of the task of the last record
+    /// (shown where an event of that task would be).
     fn flush_extern(&mut self, upto: u64) -> Result<()> {
         while let Some((time, msg)) = self.core.merge.next_extern(upto) {
-            let Some(ti) = self
-                .last_task
-                .or((!self.layout.tasks.is_empty()).then_some(0))
-            else {
-                return Ok(());
-            };
+            let Some(ti) = self.last_task else { continue };
+            if !self.core.merge.task_goes_past(ti, time) || !self.event_shown(ti) {
+                continue;
+            }
+            // Not inside a call entered before the data (or `-r`) starts, as uftrace.
+            if self.core.tasks[ti]
+                .stack
+                .open()
+                .last()
+                .is_some_and(|f| f.addr == 0)
+            {
+                continue;
+            }
             let text = format!("external-data: {msg}");
             let ctx = LineCtx {
                 time,
@@ -502,7 +520,14 @@ impl<'d, 'w> Engine<'d, 'w> {
         use std::fmt::Write as _;
         let mut n = 0usize;
         let mut line = String::new();
-        while let Some(step) = self.core.next_step() {
+        loop {
+            if self.core.merge.has_extern() {
+                let upto = self.core.peek_time().unwrap_or(u64::MAX);
+                self.flat_extern(upto, &mut n)?;
+            }
+            let Some(step) = self.core.next_step() else {
+                break;
+            };
             let (ti, h) = match step {
                 Step::Entry(e) => (e.task, e.head),
                 Step::Exit(x) => (x.task, x.head),
@@ -548,11 +573,30 @@ impl<'d, 'w> Engine<'d, 'w> {
                 }
             }
             self.printer.raw(&line)?;
+            self.last_task = Some(ti);
             n += 1;
         }
         self.printer.finish()?;
         let remaining = self.remaining();
         self.printer.remaining(&remaining)?;
+        Ok(())
+    }
+}
+
+impl Engine<'_, '_> {
+    /// `--flat`: the `extern.dat` lines before `upto`, numbered on from `n`, as lines of the
+    /// task of the last record.
+    fn flat_extern(&mut self, upto: u64, n: &mut usize) -> Result<()> {
+        while let Some((time, msg)) = self.core.merge.next_extern(upto) {
+            let Some(ti) = self.last_task else { continue };
+            if !self.core.merge.task_goes_past(ti, time) {
+                continue;
+            }
+            let tid = self.core.merge.tid(ti);
+            let line = format!("[{n}] !!! {tid}: external-data: {msg} time ({time})");
+            self.printer.raw(&line)?;
+            *n += 1;
+        }
         Ok(())
     }
 }
@@ -580,16 +624,6 @@ fn parent_tasks(dir: &TraceDir) -> Vec<Option<usize>> {
             })
         })
         .collect()
-}
-
-/// The time of a step (for external data interleaved by time).
-fn step_time(step: &Step) -> u64 {
-    match step {
-        Step::Entry(e) => e.head.raw.time,
-        Step::Exit(x) => x.head.raw.time,
-        Step::Event { head, .. } | Step::Lost { head, .. } => head.raw.time,
-        Step::Sched(s) => s.time,
-    }
 }
 
 /// The context of a line of task `ti` (`addr`, `func`: the call's).

@@ -418,7 +418,9 @@ impl<'w> ReplayPrinter<'w> {
             for (d, name) in frames.iter().rev() {
                 writeln!(self.out, "[{d}] {name}")?;
             }
+            // An empty line ends each task's list.
+            writeln!(self.out)?;
         }
-        writeln!(self.out)
+        Ok(())
     }
 }
