@@ -61,6 +61,17 @@ pub fn parse_trigger(spec: &str, ty: MatchType, notices: &mut Vec<String>) -> (P
     (Pattern::new(t.name, t.module, ty), t.actions)
 }
 
+/// The depth of a `-F` value given as an action (`FUNC@depth=N`, among a module name or other
+/// words).
+fn filter_depth(spec: &str) -> Option<&str> {
+    let (_, rest) = spec.split_once('@')?;
+    rest.split(',').find_map(|w| {
+        w.get(..6)
+            .filter(|p| p.eq_ignore_ascii_case("depth="))
+            .map(|_| &w[6..])
+    })
+}
+
 /// Everything the filters decide about one function.
 #[derive(Debug, Clone, Copy)]
 pub struct FuncFilter {
@@ -127,7 +138,20 @@ impl Filters {
                 (p, a, s.to_string())
             })
             .collect();
-        let filter = pats(&cfg.filters);
+        // `-F FUNC@depth=N`: a filter with a depth, as the trigger `FUNC@filter,depth=N`.
+        let (with_depth, plain): (Vec<&str>, Vec<&str>) = cfg
+            .filters
+            .iter()
+            .flat_map(|s| s.split(';'))
+            .filter(|s| !s.is_empty())
+            .partition(|s| filter_depth(s).is_some());
+        let mut triggers = triggers;
+        for s in with_depth {
+            let (p, mut a) = parse_trigger(s, ty, &mut notices);
+            a.filter = true;
+            triggers.push((p, a, s.to_string()));
+        }
+        let filter: Vec<Pattern> = plain.iter().map(|s| Pattern::parse(s, ty)).collect();
         let caller = pats(&cfg.caller);
         Filters {
             has_filter: !filter.is_empty() || triggers.iter().any(|(_, a, _)| a.filter),

@@ -92,6 +92,9 @@ fn family(name: &str, f: &Funcs, last_tid: &str) -> Vec<Case> {
             case(&["-F", &fmt("^{}$", f.mid)], START),
             case(&["-F", "no_such_function"], How::Whole),
             case(&["--no-libcall", "-D", "2", "-F", f.mid], START),
+            // A depth given to -F as an action.
+            case(&["-F", "main", "-F", &fmt("{}@depth=1", f.mid)], START),
+            case(&["-F", &fmt("{}@depth=2", f.outer)], START),
             // -Z: functions smaller than 30 bytes hidden, callees in their place; a size=
             // trigger sets another limit below its function.
             case(&["-Z", "30"], MAIN),
