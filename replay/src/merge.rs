@@ -115,6 +115,9 @@ pub struct Merge<'d> {
     /// data straight to the heads.
     plain: bool,
     first_time: u64,
+    /// `--kernel-only` passed over a user record inside `-r` (see
+    /// [`Merge::user_record_passed_over`]).
+    user_passed_over: bool,
     /// Problems met while decoding (printed as warnings by the caller).
     pub warnings: Vec<String>,
 }
@@ -186,6 +189,7 @@ impl<'d> Merge<'d> {
             kernel_view,
             plain: false,
             first_time: u64::MAX,
+            user_passed_over: false,
             warnings,
         };
         m.gate.init(n);
@@ -277,6 +281,12 @@ impl<'d> Merge<'d> {
 
     pub fn first_time(&self) -> u64 {
         self.first_time
+    }
+
+    /// Whether `--kernel-only` passed over a user record inside `-r`: uftrace reads it before
+    /// leaving it out, and prints the output's header.
+    pub fn user_record_passed_over(&self) -> bool {
+        self.user_passed_over
     }
 
     pub fn tid(&self, ti: usize) -> u32 {
@@ -619,6 +629,7 @@ impl<'d> Merge<'d> {
                 continue;
             }
             if self.kernel_view.only && head.raw.kind != RecordKind::Lost {
+                self.user_passed_over = true;
                 continue;
             }
             if self.gate.caller && !self.caller_pass(ti, &head) {

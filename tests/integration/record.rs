@@ -560,3 +560,49 @@ fn unsupported_options_are_refused() {
         }
     }
 }
+
+/// `live --list-event` lists the program's SDT events without running it, and `live --report`
+/// prints the report, then the replay, each under uftrace's title, as uftrace's `live` does.
+#[test]
+fn live_report_and_list_event_like_uftrace() {
+    if !util::need_uftrace("live_report_and_list_event_like_uftrace") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let sdt = util::testprog("sdt", Mode::Pg);
+    let sdt = sdt.to_str().unwrap();
+    let mut cmd = Command::new(util::uftrace_bin());
+    cmd.current_dir(tmp.path())
+        .args(["live", "--list-event", sdt]);
+    let theirs = util::run(cmd);
+    let ours = utrace_in(tmp.path(), &["live", "--list-event", sdt]);
+    assert_status(&ours, 0);
+    assert!(ours.stdout.contains("[SDT event] "), "{ours}");
+    assert_eq!(ours.stdout, theirs.stdout, "{ours}");
+
+    let prog = util::testprog("abc", Mode::Pg);
+    let prog = prog.to_str().unwrap();
+    let args = ["live", "--report", "--no-event", "--no-pager", prog];
+    let mut cmd = Command::new(util::uftrace_bin());
+    cmd.current_dir(tmp.path()).args(args);
+    let theirs = util::run(cmd);
+    let ours = utrace_in(tmp.path(), &args);
+    assert_status(&ours, 0);
+    // The titles, the report's function names, then the trace.
+    let shape = |out: &str| {
+        let (report, replay) = out
+            .split_once("\n#\n# uftrace replay\n#\n")
+            .unwrap_or_else(|| panic!("no replay title:\n{out}"));
+        let report = report
+            .strip_prefix("#\n# uftrace report\n#\n")
+            .unwrap_or_else(|| panic!("no report title:\n{out}"));
+        let mut names: Vec<String> = report
+            .lines()
+            .skip(2)
+            .filter_map(|l| l.split_whitespace().last().map(str::to_string))
+            .collect();
+        names.sort();
+        (names, normalize::by_task(replay, Anchor::Main))
+    };
+    assert_eq!(shape(&ours.stdout), shape(&theirs.stdout), "{ours}");
+}

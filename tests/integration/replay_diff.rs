@@ -41,6 +41,9 @@ enum How {
     Whole,
     /// `--flat` output with times masked.
     Flat,
+    /// Whole, and whether there is a header line or an empty output (the header shows once a
+    /// record inside `-r` was read, whatever hid it).
+    Header,
 }
 
 /// One replay invocation to compare.
@@ -92,6 +95,11 @@ fn family(name: &str, f: &Funcs, last_tid: &str) -> Vec<Case> {
             case(&["-F", &fmt("^{}$", f.mid)], START),
             case(&["-F", "no_such_function"], How::Whole),
             case(&["--no-libcall", "-D", "2", "-F", f.mid], START),
+            // Everything hidden: the header only (an empty line with nothing in -r).
+            case(&["-C", "no_such_function"], How::Header),
+            case(&["-t", "100s"], How::Header),
+            case(&["--tid", "1"], How::Header),
+            case(&["-r", "1~2"], How::Header),
             // A depth given to -F as an action.
             case(&["-F", "main", "-F", &fmt("{}@depth=1", f.mid)], START),
             case(&["-F", &fmt("{}@depth=2", f.outer)], START),
@@ -113,6 +121,8 @@ fn family(name: &str, f: &Funcs, last_tid: &str) -> Vec<Case> {
                 MAIN,
             ),
             case(&["-T", &fmt("{}@backtrace", f.mid)], MAIN),
+            // `finish` acts while recording only.
+            case(&["-T", &fmt("{}@finish", f.mid)], How::Whole),
             case(&["-T", &fmt("{}@backtrace", f.leaf)], MAIN),
             case(&["-T", &fmt("{}@filter,backtrace,depth=2", f.mid)], START),
             case(&["-T", &fmt("{}@notrace", f.leaf)], MAIN),
@@ -198,6 +208,10 @@ fn normalized(output: &str, how: How) -> String {
         How::Task(anchor) => normalize::by_task(output, anchor),
         How::Whole => normalize::whole(output),
         How::Flat => normalize::flat(output),
+        How::Header => {
+            let header = output.lines().any(|l| l.starts_with('#'));
+            format!("header: {header}\n{}", normalize::whole(output))
+        }
     }
 }
 

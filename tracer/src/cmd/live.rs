@@ -14,6 +14,9 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
         return Ok(super::missing_program(notices));
     }
     crate::config::check_patterns(inv)?;
+    if inv.args.record.list_event {
+        return list_events(inv);
+    }
     if inv.args.record.nop {
         return Ok(record::run_untraced(inv)?.report(notices));
     }
@@ -39,7 +42,18 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     let (ended, dir) = dir?;
     let status = ended.report(notices);
     let data = super::open_data_at(&dir)?;
-    let replayed = super::replay::show(&data, &replay_invocation(inv), notices)?;
+    let mut replay_inv = replay_invocation(inv);
+    // Two outputs one after the other: straight to the terminal, not one pager each.
+    replay_inv.args.common.no_pager |= inv.args.record.report;
+    if inv.args.record.report {
+        // `--report`: the report first, then the replay, each under a title as uftrace's.
+        print!("#\n# uftrace report\n#\n");
+        let mut report_inv = replay_inv.clone();
+        report_inv.args.replay.output_fields = None;
+        super::report::show(&data, &report_inv, notices)?;
+        print!("\n#\n# uftrace replay\n#\n");
+    }
+    let replayed = super::replay::show(&data, &replay_inv, notices)?;
     drop(data);
     drop(temp);
     Ok(if replayed == ExitCode::SUCCESS {
@@ -47,6 +61,13 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     } else {
         replayed
     })
+}
+
+/// `--list-event`: the events the program offers, listed without running it.
+pub fn list_events(inv: &Invocation) -> anyhow::Result<ExitCode> {
+    let exe = record::program::find_program(&inv.program[0])?;
+    print!("{}", record::event_list(&exe)?);
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The invocation of the replay phase: what the recorder already applied is dropped (cli.md

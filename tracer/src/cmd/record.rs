@@ -11,6 +11,9 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
         return Ok(super::missing_program(notices));
     }
     crate::config::check_patterns(inv)?;
+    if inv.args.record.list_event {
+        return super::live::list_events(inv);
+    }
     if inv.args.record.nop {
         return Ok(record::run_untraced(inv)?.report(notices));
     }

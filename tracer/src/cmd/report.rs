@@ -7,6 +7,7 @@ use crate::invocation::Invocation;
 use crate::notice::Notices;
 use crate::pager::Output;
 use anyhow::Context;
+use record_format::TraceDir;
 use replay::output::report::{
     self, parse_sort_keys, DiffOptions, DiffPolicy, DiffSide, ReportField, ReportOptions, SortKey,
     TaskField, TaskKey,
@@ -15,6 +16,12 @@ use std::process::ExitCode;
 
 pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> {
     let dir = super::open_data(inv)?;
+    show(&dir, inv, notices)
+}
+
+/// Reports the opened data directory `dir` with the options of `inv` (and the directory's
+/// `default.opts`); `live --report` calls this before its replay.
+pub fn show(dir: &TraceDir, inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> {
     let inv = inv.with_default_opts(dir.default_opts.as_deref(), notices)?;
     let cfg = config::analysis_config(&inv, notices)?;
     let args = &inv.args.analysis;
@@ -26,7 +33,7 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     if let Some(func) = &args.histogram {
         notices.flush();
         let mut out = Output::start(!inv.args.common.no_pager);
-        let warnings = replay::output::histogram::histogram(&dir, &cfg, func, out.writer())
+        let warnings = replay::output::histogram::histogram(dir, &cfg, func, out.writer())
             .with_context(|| format!("cannot read {}", dir.path.display()))?;
         out.finish()?;
         warn_all(&warnings);
@@ -51,7 +58,7 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
         };
         notices.flush();
         let mut out = Output::start(!inv.args.common.no_pager);
-        let warnings = report::report_tasks(&dir, &cfg, &fields, &keys, tid_width, out.writer())
+        let warnings = report::report_tasks(dir, &cfg, &fields, &keys, tid_width, out.writer())
             .with_context(|| format!("cannot read {}", dir.path.display()))?;
         out.finish()?;
         warn_all(&warnings);
@@ -123,10 +130,7 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
         let label = label.to_string_lossy();
         let mut out = Output::start(!inv.args.common.no_pager);
         let warnings = report::report_diff(
-            DiffSide {
-                dir: &dir,
-                label: &label,
-            },
+            DiffSide { dir, label: &label },
             DiffSide {
                 dir: &dir2,
                 label: other.trim_end_matches('/'),
@@ -148,7 +152,7 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
         tid_width,
     };
     let mut out = Output::start(!inv.args.common.no_pager);
-    let warnings = report::report(&dir, &cfg, &opts, out.writer())
+    let warnings = report::report(dir, &cfg, &opts, out.writer())
         .with_context(|| format!("cannot report {}", dir.path.display()))?;
     out.finish()?;
     warn_all(&warnings);

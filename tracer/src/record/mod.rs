@@ -39,6 +39,7 @@ use std::process::ExitCode;
 use dir::no_room_left;
 pub(crate) use dir::write_file;
 pub use dir::{prepare_dir, Target};
+pub use sdt::event_list;
 use settings::{runtime_env, settings, Settings, CONTRACT_VARS};
 
 /// How the traced program ended, from its raw wait status.

@@ -41,3 +41,16 @@ pub(super) fn write_events(
     super::write_file(dir, "events.txt", events_txt(&events).as_bytes())?;
     Ok(true)
 }
+
+/// `live --list-event`: the SDT events of the executable `exe`, one
+/// `[SDT event] PROVIDER:NAME ARGS` line each, as uftrace lists them.
+pub fn event_list(exe: &Path) -> anyhow::Result<String> {
+    let bytes = std::fs::read(exe).with_context(|| format!("cannot read {}", exe.display()))?;
+    let probes = record_format::elf::parse(&bytes)
+        .map(|elf| record_format::elf::sdt::sdt_probes(&elf, &bytes))
+        .unwrap_or_default();
+    Ok(probes
+        .iter()
+        .map(|p| format!("[SDT event] {} {}\n", p.full_name(), p.args))
+        .collect())
+}

@@ -97,7 +97,6 @@ pub struct Engine<'d, 'w> {
     layout: Layouts,
     printer: ReplayPrinter<'w>,
     last_task: Option<usize>,
-    finished: bool,
     /// The name of the line being printed (reused buffer).
     name: String,
 }
@@ -146,7 +145,6 @@ impl<'d, 'w> Engine<'d, 'w> {
             },
             printer,
             last_task: None,
-            finished: false,
             name: String::new(),
         })
     }
@@ -167,9 +165,8 @@ impl<'d, 'w> Engine<'d, 'w> {
                 break;
             };
             self.layout.step(&step);
-            if matches!(step, Step::Entry(_) | Step::Exit(_)) {
-                self.printer.record_seen()?;
-            }
+            // Whatever the record, uftrace prints the header once one passed the reader.
+            self.printer.record_seen()?;
             match step {
                 Step::Event { .. } if self.cfg.no_event => continue,
                 Step::Event { task, head } => self.event(task, &head)?,
@@ -191,9 +188,13 @@ impl<'d, 'w> Engine<'d, 'w> {
                 }
                 Step::Sched(s) => self.sched(&s)?,
             }
-            if self.finished {
-                break;
-            }
+        }
+        // (Records of tasks `--tid` leaves out may have hidden the end of the data.)
+        if self.core.merge.has_extern() {
+            self.flush_extern(u64::MAX)?;
+        }
+        if self.core.merge.user_record_passed_over() {
+            self.printer.record_seen()?;
         }
         self.printer.finish()?;
         let remaining = self.remaining();
@@ -339,9 +340,6 @@ impl<'d, 'w> Engine<'d, 'w> {
             )?;
             self.update_entry(ti);
         }
-        if e.actions.finish {
-            self.finished = true;
-        }
         Ok(())
     }
 
@@ -459,6 +457,7 @@ impl<'d, 'w> Engine<'d, 'w> {
     /// (shown where an event of that task would be).
     fn flush_extern(&mut self, upto: u64) -> Result<()> {
         while let Some((time, msg)) = self.core.merge.next_extern(upto) {
+            self.printer.record_seen()?;
             let Some(ti) = self.last_task else { continue };
             if !self.core.merge.task_goes_past(ti, time) || !self.event_shown(ti) {
                 continue;
@@ -588,6 +587,7 @@ impl Engine<'_, '_> {
     /// task of the last record.
     fn flat_extern(&mut self, upto: u64, n: &mut usize) -> Result<()> {
         while let Some((time, msg)) = self.core.merge.next_extern(upto) {
+            self.printer.record_seen()?;
             let Some(ti) = self.last_task else { continue };
             if !self.core.merge.task_goes_past(ti, time) {
                 continue;
