@@ -215,7 +215,13 @@ impl<'d> Merge<'d> {
         if self.decided.len() <= i {
             self.decided.resize(i + 1, None);
         }
-        let d = self.filters.decide(self.sym.func(id));
+        let mut d = self.filters.decide(self.sym.func(id));
+        if !self.filters.loc.is_empty() {
+            d.hide |= self
+                .filters
+                .loc
+                .hides(self.sym.srcline(id).map(|l| l.file()));
+        }
         self.decided[i] = Some(d);
         d
     }
@@ -728,6 +734,9 @@ enum Stop {
 /// produced.
 pub(crate) fn open_merge<'d>(dir: &'d TraceDir, cfg: &Config) -> (Merge<'d>, Vec<String>) {
     let mut sym = Symbolizer::new(dir, cfg.demangle);
+    if cfg.srcline || !cfg.loc_filters.is_empty() {
+        sym.load_srclines();
+    }
     let mut specs = Specs::new(dir);
     specs.select(&cfg.args, &cfg.retvals, cfg.match_type);
     let mut filters = Filters::new(cfg);
@@ -736,6 +745,9 @@ pub(crate) fn open_merge<'d>(dir: &'d TraceDir, cfg: &Config) -> (Merge<'d>, Vec
     let mut hints = Vec::new();
     if !filters.is_empty() || specs.has_selection() {
         let ids = sym.all_functions();
+        if !filters.loc.is_empty() {
+            filters.check_locations(ids.iter().filter_map(|&i| Some(sym.srcline(i)?.file())));
+        }
         let funcs: Vec<_> = ids.iter().map(|&i| sym.func(i)).collect();
         if !filters.is_empty() {
             if let Some(msg) = filters.check(&funcs, specs.binds_any(&funcs)) {
