@@ -6,9 +6,10 @@
 //!
 //! * `-L LOC` shows only the functions whose file matches (every other function, library
 //!   calls and functions without a location included, is hidden as `-H` hides: its callees
-//!   stay, one level up); `-L LOC@hide` hides the matching ones. Several patterns (repeated
-//!   options or `;`-separated) add up: hidden is what no shown pattern matches, or what a
-//!   hiding pattern matches.
+//!   stay, one level up); `-L LOC@hide` hides the matching ones. Of several patterns
+//!   (repeated options or `;`-separated), the last one that matches a file decides
+//!   (`-L net -L tcp.c@hide` hides `net/tcp.c`, `-L tcp.c@hide -L net` shows it); a file
+//!   none matches is hidden when some pattern shows.
 //! * A pattern with regex metacharacters (cli.md §2.4) is searched, unanchored, in the file
 //!   path (`'prog.c$'`, `lib\.c`, `^src/`); a glob (`--match=glob`) must match it whole.
 //! * A plain word names a directory: it matches when a directory above the file (`a` and
@@ -127,17 +128,14 @@ impl LocFilter {
         ok
     }
 
-    /// Whether a function with source file `file` (`None`: no location) is hidden.
+    /// Whether a function with source file `file` (`None`: no location) is hidden: as the
+    /// last pattern that matches it says, else whether some pattern shows.
     pub fn hides(&self, file: Option<&str>) -> bool {
-        let matching = |p: &&LocPattern| file.is_some_and(|f| p.matches(f));
-        let mut shown = self.patterns.iter().filter(|p| !p.hide).peekable();
-        let outside = shown.peek().is_some() && !shown.any(|p| matching(&p));
-        outside
-            || self
-                .patterns
-                .iter()
-                .filter(|p| p.hide)
-                .any(|p| matching(&p))
+        let last = file.and_then(|f| self.patterns.iter().rev().find(|p| p.matches(f)));
+        match last {
+            Some(p) => p.hide,
+            None => self.patterns.iter().any(|p| !p.hide),
+        }
     }
 }
 
@@ -194,6 +192,10 @@ mod tests {
         assert!(f.hides(Some("prog.c")) && f.hides(None));
         assert!(!f.hides(Some("sub/lib.c")));
         assert_eq!(f.text(), "!prog.c;lib.c");
+        let f = filter(&["net", "tcp.c@hide"]);
+        assert!(f.hides(Some("net/tcp.c")) && !f.hides(Some("net/socket.c")));
+        let f = filter(&["tcp.c@hide", "net"]);
+        assert!(!f.hides(Some("net/tcp.c")) && f.hides(Some("ui/w.c")));
     }
 
     #[test]

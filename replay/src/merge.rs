@@ -216,8 +216,9 @@ impl<'d> Merge<'d> {
             self.decided.resize(i + 1, None);
         }
         let mut d = self.filters.decide(self.sym.func(id));
-        if !self.filters.loc.is_empty() {
-            d.hide |= self
+        // `-L`: hidden as `-H` hides (its callees stay, one level up).
+        if !d.hide && !self.filters.loc.is_empty() {
+            d.hide = self
                 .filters
                 .loc
                 .hides(self.sym.srcline(id).map(|l| l.file()));
@@ -743,13 +744,14 @@ pub(crate) fn open_merge<'d>(dir: &'d TraceDir, cfg: &Config) -> (Merge<'d>, Vec
     let mut notices: Vec<String> = specs.notices.clone();
     notices.append(&mut filters.notices);
     let mut hints = Vec::new();
-    if !filters.is_empty() || specs.has_selection() {
+    let any_filter = !filters.is_empty();
+    if any_filter || specs.has_selection() {
         let ids = sym.all_functions();
         if !filters.loc.is_empty() {
             filters.check_locations(ids.iter().filter_map(|&i| Some(sym.srcline(i)?.file())));
         }
         let funcs: Vec<_> = ids.iter().map(|&i| sym.func(i)).collect();
-        if !filters.is_empty() {
+        if any_filter {
             if let Some(msg) = filters.check(&funcs, specs.binds_any(&funcs)) {
                 notices.push(msg);
             }
