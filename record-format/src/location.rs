@@ -131,11 +131,21 @@ impl LocFilter {
     /// Whether a function with source file `file` (`None`: no location) is hidden: as the
     /// last pattern that matches it says, else whether some pattern shows.
     pub fn hides(&self, file: Option<&str>) -> bool {
-        let last = file.and_then(|f| self.patterns.iter().rev().find(|p| p.matches(f)));
-        match last {
+        match self.last_match(file) {
             Some(p) => p.hide,
             None => self.patterns.iter().any(|p| !p.hide),
         }
+    }
+
+    /// Whether `file` is hidden by a matching `@hide` pattern (rather than for matching no
+    /// shown one).
+    pub fn hidden_by_pattern(&self, file: Option<&str>) -> bool {
+        self.last_match(file).is_some_and(|p| p.hide)
+    }
+
+    fn last_match(&self, file: Option<&str>) -> Option<&LocPattern> {
+        let f = file?;
+        self.patterns.iter().rev().find(|p| p.matches(f))
     }
 }
 
@@ -196,6 +206,9 @@ mod tests {
         assert!(f.hides(Some("net/tcp.c")) && !f.hides(Some("net/socket.c")));
         let f = filter(&["tcp.c@hide", "net"]);
         assert!(!f.hides(Some("net/tcp.c")) && f.hides(Some("ui/w.c")));
+        let f = filter(&["ui", "socket.c@hide"]);
+        assert!(f.hidden_by_pattern(Some("net/socket.c")));
+        assert!(f.hides(Some("net/tcp.c")) && !f.hidden_by_pattern(Some("net/tcp.c")));
     }
 
     #[test]

@@ -68,6 +68,10 @@ pub struct FuncFilter {
     pub filter: bool,
     pub notrace: bool,
     pub hide: bool,
+    /// Hidden by `-L` where uftrace 0.13 hides when printing, not when reading: the
+    /// function still keeps its caller from being a leaf (`f() {` and `}`). So are those a
+    /// `LOC@hide` pattern hides, and, with `-F`, those no shown pattern matches.
+    pub loc_hidden: bool,
     pub caller: bool,
     pub actions: Actions,
     /// The function's size in bytes, for `-Z` and `size=` (`u32::MAX` when unknown: never
@@ -81,6 +85,7 @@ impl Default for FuncFilter {
             filter: false,
             notrace: false,
             hide: false,
+            loc_hidden: false,
             caller: false,
             actions: Actions::default(),
             size: u32::MAX,
@@ -182,6 +187,7 @@ impl Filters {
             filter: any(&self.filter),
             notrace: any(&self.notrace),
             hide: any(&self.hide) || (self.no_libcall && f.is_plt),
+            loc_hidden: false,
             caller: any(&self.caller),
             actions: Actions::default(),
             size: if f.known {

@@ -218,10 +218,10 @@ impl<'d> Merge<'d> {
         let mut d = self.filters.decide(self.sym.func(id));
         // `-L`: hidden as `-H` hides (its callees stay, one level up).
         if !d.hide && !self.filters.loc.is_empty() {
-            d.hide = self
-                .filters
-                .loc
-                .hides(self.sym.srcline(id).map(|l| l.file()));
+            let file = self.sym.srcline(id).map(|l| l.file());
+            let loc = &self.filters.loc;
+            d.hide = loc.hides(file);
+            d.loc_hidden = d.hide && (self.filters.has_filter || loc.hidden_by_pattern(file));
         }
         self.decided[i] = Some(d);
         d
