@@ -12,10 +12,10 @@
 //!   none matches is hidden when some pattern shows.
 //! * A pattern with regex metacharacters (cli.md §2.4) is searched, unanchored, in the file
 //!   path (`'prog.c$'`, `lib\.c`, `^src/`); a glob (`--match=glob`) must match it whole.
-//! * A plain word names a directory: it matches when a directory above the file (`a` and
-//!   `a/b` for `a/b/c.c`) ends with it, a trailing `/` aside (`-L sub`, `-L b/` for
-//!   `sub/lib.c`). uftrace 0.13 also matches some plain words against file names in ways its
-//!   documentation does not describe (`c` matches `zq.c`, `c/` too); utrace does not.
+//! * A plain word (one leading and one trailing `/` aside) matches when the file path, or the
+//!   path of a directory above it (`a` and `a/b` for `a/b/c.c`), ends with it: `-L sub`,
+//!   `-L /sub`, `-L ub/` and `-L b` all match `sub/lib.c`, `-L lib` does not; so does `-L c`
+//!   (every `.c` file), as uftrace 0.13 matches them.
 //! * A pattern that matches no function's file is dropped (the `Usage: failed to set filter
 //!   or trigger` notice names it, as `!LOC` for `@hide`); when no pattern of a command matches,
 //!   nothing is filtered.
@@ -26,8 +26,8 @@ use regex::Regex;
 /// How one pattern compares with a file path.
 #[derive(Debug, Clone)]
 enum Matcher {
-    /// A directory suffix (a plain word).
-    Dir(String),
+    /// A suffix of the path or of a directory above (a plain word).
+    Suffix(String),
     Regex(Regex),
 }
 
@@ -55,7 +55,10 @@ impl LocPattern {
         };
         let matcher = match compiled {
             Some(r) => Matcher::Regex(r),
-            None => Matcher::Dir(loc.strip_suffix('/').unwrap_or(loc).to_string()),
+            None => {
+                let word = loc.strip_prefix('/').unwrap_or(loc);
+                Matcher::Suffix(word.strip_suffix('/').unwrap_or(word).to_string())
+            }
         };
         LocPattern {
             matcher,
@@ -72,10 +75,12 @@ impl LocPattern {
     pub fn matches(&self, file: &str) -> bool {
         match &self.matcher {
             Matcher::Regex(r) => r.is_match(file),
-            Matcher::Dir(d) => {
-                // Every directory above the file: `a`, `a/b` for `a/b/c.c`.
+            Matcher::Suffix(word) => {
+                // The path and every directory above the file: `a`, `a/b` for `a/b/c.c`.
                 let dirs = file.match_indices('/').map(|(i, _)| &file[..i]);
-                d.is_empty() || dirs.into_iter().any(|dir| dir.ends_with(d.as_str()))
+                std::iter::once(file)
+                    .chain(dirs)
+                    .any(|path| path.ends_with(word.as_str()))
             }
         }
     }
@@ -93,8 +98,8 @@ impl LocFilter {
         LocFilter {
             patterns: specs
                 .iter()
+                // An empty piece (`-L ''`, `-L 'a;'`) matches every file, as in uftrace.
                 .flat_map(|s| s.split(';'))
-                .filter(|s| !s.is_empty())
                 .map(|s| LocPattern::parse(s, ty))
                 .collect(),
         }
@@ -172,6 +177,16 @@ mod tests {
             ("gamma", "alpha/beta/gamma.c", false),
             ("prog", "prog.c", false),
             ("/", "prog.c", true),
+            ("/sub", "sub/lib.c", true),
+            ("c", "zq.c", true),
+            ("/c", "zq.c", true),
+            ("c/", "zq.c", true),
+            ("//", "zq.c", true),
+            ("///", "zq.c", false),
+            ("c//", "zq.c", false),
+            ("q", "zq.c", false),
+            ("e", "dd/ee.c", false),
+            ("d/", "dd/ee.c", true),
         ] {
             assert_eq!(p(pat).matches(file), want, "{pat} {file}");
         }
