@@ -61,7 +61,9 @@ const RECORD_LOCS: &[&str] = &[
     "srcline.c$",
     "net",
     "window.c@hide",
+    "socket.c@hide",
     "srcline_lib.c$",
+    "srcline",
     "nomatch.c",
 ];
 

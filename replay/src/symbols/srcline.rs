@@ -106,7 +106,7 @@ impl SrcLines {
         let m = self
             .mappings
             .iter()
-            .filter(|m| m.name == f.module && m.start <= f.addr && f.addr < m.end)
+            .filter(|m| m.start <= f.addr && f.addr < m.end && m.name == f.module)
             // A dlopen base is open-ended: prefer the closest one.
             .max_by_key(|m| (m.end != u64::MAX, m.start))?;
         self.modules[m.module].get(&(f.addr - m.start))

@@ -5,7 +5,10 @@
 //! The recorder reads the executable and the libraries it needs (`DT_NEEDED`, found as the
 //! dynamic loader finds them: `RPATH`, `LD_LIBRARY_PATH`, `RUNPATH`, the system directories),
 //! takes the source file of each function from its DWARF and decides each function with the
-//! analysis' rule ([`record_format::location`]). Only modules that call the profiling hooks
+//! analysis' rule ([`record_format::location`]). As uftrace 0.13 does at record time, the
+//! patterns see the file as the line program names it, the compile directory included
+//! (`/src/prog.c` where the `.dbg` file says `prog.c`: `-L src` keeps it when recording, not
+//! when replaying). Only modules that call the profiling hooks
 //! (`mcount`, `__fentry__`, `__cyg_profile_func_enter`) can record functions; of those, a
 //! module none of whose functions is shown gets one pattern for all of it, the others the
 //! names to hide (one anchored regex per batch of names, or one exact name per trigger with

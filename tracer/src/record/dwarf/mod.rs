@@ -108,7 +108,10 @@ impl Ctx<'_, '_> {
 struct Func {
     addr: u64,
     name: String,
+    /// Declaration line and file (relative to the common compile directory, [`srcfile`]).
     line: Option<(u64, String)>,
+    /// The file as the line program names it (what record-time `-L` matches).
+    path: Option<String>,
     args: String,
     ret: Option<String>,
 }
@@ -220,11 +223,13 @@ impl ModuleDebug {
         out
     }
 
-    /// The source file of each function with one: (module-relative address, file).
+    /// The source file of each function with one, as the line program names it (the whole
+    /// path of a file in a compile directory, not the `.dbg` file's relative one: uftrace
+    /// 0.13's record-time `-L` matches that): (module-relative address, file).
     pub fn files(&self) -> impl Iterator<Item = (u64, &str)> {
         self.funcs
             .iter()
-            .filter_map(|f| Some((f.addr, f.line.as_ref()?.1.as_str())))
+            .filter_map(|f| Some((f.addr, f.path.as_deref()?)))
     }
 }
 
@@ -278,6 +283,7 @@ fn function<'a>(
         return Some(Func {
             addr,
             name,
+            path: line.as_ref().map(|l| l.1.clone()),
             line,
             args: String::new(),
             ret: None,
@@ -314,6 +320,7 @@ fn function<'a>(
     Some(Func {
         addr,
         name,
+        path: line.as_ref().map(|l| l.1.clone()),
         line,
         args,
         ret,

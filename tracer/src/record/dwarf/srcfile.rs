@@ -98,6 +98,7 @@ mod tests {
             addr: 0,
             name: String::new(),
             line: Some((1, file.to_string())),
+            path: Some(file.to_string()),
             args: String::new(),
             ret: None,
         };
