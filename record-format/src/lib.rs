@@ -42,6 +42,7 @@ pub mod file;
 pub mod info;
 pub mod kernel;
 pub mod libcall;
+pub mod location;
 pub mod maps;
 pub mod pattern;
 pub mod perf;

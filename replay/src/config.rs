@@ -105,6 +105,10 @@ pub struct Config {
     pub match_type: MatchType,
     pub demangle: Demangle,
     pub kernel: KernelView,
+    /// `--srcline`: show source locations (read from the `.dbg` files).
+    pub srcline: bool,
+    /// `-L LOC[@hide]`, unparsed (see [`record_format::location`]).
+    pub loc_filters: Vec<String>,
 }
 
 /// Which kernel records (`record -k` data) show.
@@ -135,6 +139,8 @@ pub struct ReplayOptions {
     pub column_offset: Option<u32>,
     /// TID column width: 7 (uftrace 0.17+ layout, default) or 6 (0.13 layout).
     pub tid_width: usize,
+    /// `--srcline`: ` [SOURCE]` in the header, `/* file:line */` after entries and leaves.
+    pub srcline: bool,
 }
 
 impl Default for ReplayOptions {
@@ -150,6 +156,7 @@ impl Default for ReplayOptions {
             task_newline: false,
             column_offset: None,
             tid_width: 7,
+            srcline: false,
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::config::{Config, MatchType};
 use crate::symbols::FuncInfo;
+use record_format::location::LocFilter;
 use record_format::pattern::{split_module, NameMatcher};
 use record_format::trigger;
 pub use record_format::trigger::{color_code, Actions};
@@ -78,6 +79,10 @@ pub struct FuncFilter {
     pub filter: bool,
     pub notrace: bool,
     pub hide: bool,
+    /// Hidden by `-L` where uftrace 0.13 hides when printing, not when reading: the
+    /// function still keeps its caller from being a leaf (`f() {` and `}`). So are those a
+    /// `LOC@hide` pattern hides, and, with `-F`, those no shown pattern matches.
+    pub loc_hidden: bool,
     pub caller: bool,
     pub actions: Actions,
     /// The function's size in bytes, for `-Z` and `size=` (`u32::MAX` when unknown: never
@@ -91,6 +96,7 @@ impl Default for FuncFilter {
             filter: false,
             notrace: false,
             hide: false,
+            loc_hidden: false,
             caller: false,
             actions: Actions::default(),
             size: u32::MAX,
@@ -109,6 +115,13 @@ pub struct Filters {
     caller: Vec<Pattern>,
     triggers: Vec<(Pattern, Actions, String)>,
     pub no_libcall: bool,
+    /// `-L`: functions hidden by their source file (decided by the caller, which has the
+    /// locations).
+    pub loc: LocFilter,
+    /// The `-L` patterns as the `failed to set filter` notice names them, and whether none
+    /// matched ([`Filters::check_locations`]).
+    loc_text: String,
+    loc_fail: bool,
     /// `-F` (or a `filter` trigger) is in use: only filtered regions are shown.
     pub has_filter: bool,
     /// `-C` (or a `caller` trigger) is in use.
@@ -163,6 +176,9 @@ impl Filters {
             caller,
             triggers,
             no_libcall: cfg.no_libcall,
+            loc: LocFilter::new(&cfg.loc_filters, ty),
+            loc_text: String::new(),
+            loc_fail: false,
             notices,
         }
     }
@@ -178,6 +194,14 @@ impl Filters {
             && self.hide.is_empty()
             && self.caller.is_empty()
             && self.triggers.is_empty()
+            && self.loc.is_empty()
+    }
+
+    /// Checks the `-L` patterns against the source files of every function of the trace
+    /// (before [`Filters::check`], which reports them): those that match none are dropped.
+    pub fn check_locations<'a>(&mut self, files: impl IntoIterator<Item = &'a str>) {
+        self.loc_text = self.loc.text();
+        self.loc_fail = !self.loc.retain_matching(files);
     }
 
     /// Decides everything for one function.
@@ -187,6 +211,7 @@ impl Filters {
             filter: any(&self.filter),
             notrace: any(&self.notrace),
             hide: any(&self.hide) || (self.no_libcall && f.is_plt),
+            loc_hidden: false,
             caller: any(&self.caller),
             actions: Actions::default(),
             size: if f.known {
@@ -252,16 +277,18 @@ impl Filters {
         self.triggers.retain(|(p, _, _)| hit(p));
         self.has_filter = !self.filter.is_empty() || self.triggers.iter().any(|(_, a, _)| a.filter);
         self.has_caller = !self.caller.is_empty() || self.triggers.iter().any(|(_, a, _)| a.caller);
-        if !(filter_fail || trigger_fail) {
+        if !(filter_fail || trigger_fail || self.loc_fail) {
             return None;
         }
-        let (f, t) = (filter_text.join(";"), trigger_text.join(";"));
-        let sep = if !f.is_empty() && !t.is_empty() {
-            " or "
-        } else {
-            ""
-        };
-        Some(format!("failed to set filter or trigger: {f}{sep}{t}"))
+        let parts: Vec<String> = [filter_text.join(";"), trigger_text.join(";")]
+            .into_iter()
+            .chain([self.loc_text.clone()])
+            .filter(|p| !p.is_empty())
+            .collect();
+        Some(format!(
+            "failed to set filter or trigger: {}",
+            parts.join(" or ")
+        ))
     }
 }
 

@@ -224,7 +224,14 @@ impl<'d> Merge<'d> {
         if self.decided.len() <= i {
             self.decided.resize(i + 1, None);
         }
-        let d = self.filters.decide(self.sym.func(id));
+        let mut d = self.filters.decide(self.sym.func(id));
+        // `-L`: hidden as `-H` hides (its callees stay, one level up).
+        if !d.hide && !self.filters.loc.is_empty() {
+            let file = self.sym.srcline(id).map(|l| l.file());
+            let loc = &self.filters.loc;
+            d.hide = loc.hides(file);
+            d.loc_hidden = d.hide && (self.filters.has_filter || loc.hidden_by_pattern(file));
+        }
         self.decided[i] = Some(d);
         d
     }
@@ -784,16 +791,23 @@ enum Stop {
 /// produced.
 pub(crate) fn open_merge<'d>(dir: &'d TraceDir, cfg: &Config) -> (Merge<'d>, Vec<String>) {
     let mut sym = Symbolizer::new(dir, cfg.demangle);
+    if cfg.srcline || !cfg.loc_filters.is_empty() {
+        sym.load_srclines();
+    }
     let mut specs = Specs::new(dir);
     specs.select(&cfg.args, &cfg.retvals, cfg.match_type);
     let mut filters = Filters::new(cfg);
     let mut notices: Vec<String> = specs.notices.clone();
     notices.append(&mut filters.notices);
     let mut hints = Vec::new();
-    if !filters.is_empty() || specs.has_selection() {
+    let any_filter = !filters.is_empty();
+    if any_filter || specs.has_selection() {
         let ids = sym.all_functions();
+        if !filters.loc.is_empty() {
+            filters.check_locations(ids.iter().filter_map(|&i| Some(sym.srcline(i)?.file())));
+        }
         let funcs: Vec<_> = ids.iter().map(|&i| sym.func(i)).collect();
-        if !filters.is_empty() {
+        if any_filter {
             if let Some(msg) = filters.check(&funcs, specs.binds_any(&funcs)) {
                 notices.push(msg);
             }

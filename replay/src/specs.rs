@@ -147,7 +147,7 @@ fn basename(p: &str) -> &str {
 /// Reads the `.dbg` file of a module: `<name>.dbg` if its header names this module, else the
 /// suffixed name used for colliding basenames (`<name>-<build-id:4>.dbg`, or a checksum of the
 /// path without build id).
-fn load_dbg(dir: &TraceDir, path: &str, build_id: Option<&str>) -> DbgFile {
+pub(crate) fn load_dbg(dir: &TraceDir, path: &str, build_id: Option<&str>) -> DbgFile {
     let base = basename(path);
     if let Some(f) = dir.read_text(&format!("{base}.dbg")).map(|t| parse_dbg(&t)) {
         if f.matches(path, build_id) {

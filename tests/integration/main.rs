@@ -44,6 +44,8 @@
 //! * `kernel_replay`, `kernel_record`: kernel data (`-k`) in the analysis commands (crafted
 //!   pages, against uftrace) and recorded from this kernel's system call events;
 //! * `analysis_histogram`: `report --histogram` on crafted data with known durations.
+//! * `srcline`: `--srcline` (the `.dbg` files, replay, report, graph, chrome) and `-L` at
+//!   record and replay time against uftrace (testprogs/srcline.c and its library);
 //! * `stack_walks`: a traced program calling `backtrace()` and `_Unwind_Backtrace()` sees the
 //!   stack it sees untraced.
 //! * `special_files`: a symlink to `/dev/zero` or `/dev/urandom`, a FIFO or a directory in place
@@ -88,6 +90,7 @@ mod replay_select;
 mod report_conformance;
 mod slow_path;
 mod special_files;
+mod srcline;
 mod stack_walks;
 mod survival;
 mod symbols;

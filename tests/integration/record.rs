@@ -538,8 +538,6 @@ fn unsupported_options_are_refused() {
         (&["-U", "main"], "--unpatch"),
         (&["-e"], "--estimate-return"),
         (&["-g"], "--agent"),
-        (&["--srcline"], "--srcline"),
-        (&["-L", "a.c"], "--loc-filter"),
         (&["--host=localhost"], "--host"),
         (&["--format=html"], "--format"),
     ] {

@@ -95,6 +95,21 @@ const PROGS: &[Prog] = &[
         reduce: EXACT,
     },
     tasks("fork", FOLD),
+    // Source locations (the library's too) and a record-time location filter.
+    Prog {
+        name: "srcline",
+        args: &[],
+        record: &["--srcline"],
+        replay: &["--srcline"],
+        reduce: EXACT,
+    },
+    Prog {
+        name: "srcline",
+        args: &[],
+        record: &["-L", "window.c@hide"],
+        replay: &[],
+        reduce: EXACT,
+    },
     prog("kill", &[], Reduce::Tasks(Norm::Exact)),
     prog("ksys", &[], EXACT),
     prog("libcall", &["hello"], EXACT),

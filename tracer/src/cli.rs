@@ -276,8 +276,8 @@ pub struct ReplayArgs {
     /// Width of the TID column: 7 (default) or 6 (older layout)
     #[arg(long, value_name = "N", hide = true)]
     pub tid_width: Option<String>,
-    /// Show source locations
-    #[arg(hide = true, long)]
+    /// Record and show source locations (file and line)
+    #[arg(long)]
     pub srcline: bool,
 }
 

@@ -298,6 +298,8 @@ pub fn analysis_config(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
                     }
                 }),
         },
+        srcline: inv.args.replay.srcline,
+        loc_filters: filter.loc_filter.clone(),
     })
 }
 
@@ -345,6 +347,7 @@ pub fn replay_options(
         task_newline: args.task_newline,
         column_offset,
         tid_width,
+        srcline: args.srcline,
     })
 }
 

@@ -20,7 +20,7 @@ fn first(inv: &Invocation) -> Option<(&'static str, &'static str)> {
     let a = &inv.args;
     let r = &a.record;
     let records = matches!(inv.subcommand, Subcommand::Record | Subcommand::Live);
-    let checks: [(bool, &str, &str); 11] = [
+    let checks: [(bool, &str, &str); 9] = [
         (
             !r.patch.is_empty(),
             "-P/--patch",
@@ -37,16 +37,6 @@ fn first(inv: &Invocation) -> Option<(&'static str, &'static str)> {
             r.pid.is_some(),
             "-p/--pid",
             "the agent in the traced program",
-        ),
-        (
-            a.replay.srcline,
-            "--srcline",
-            "source lines are not recorded (DWARF line tables)",
-        ),
-        (
-            !a.filter.loc_filter.is_empty(),
-            "-L/--loc-filter",
-            "source lines are not recorded (DWARF line tables)",
         ),
         (
             records && r.host.is_some(),

@@ -5,6 +5,8 @@
 //! * a `"B"` event per shown entry and an `"E"` event per shown exit, `ts` in microseconds
 //!   with three decimals; a main thread has only `pid`, other threads `pid` and `tid`;
 //! * arguments as `"args":{"arguments":"(1, 2)"}`, return values as `"args":{"retval":"3"}`;
+//! * with `--srcline`, an entry's location first in its `args`: `"args":{"srcline":"a.c:4"}`
+//!   (as uftrace 0.14+ writes it; 0.13 writes no location);
 //! * a footer with `displayTimeUnit` and the recording's metadata.
 //!
 //! Data recorded by uftrace 0.17+ carries a UTC offset: `ts` is then wall-clock time, as in
@@ -30,6 +32,8 @@ struct Chrome<'w> {
     line: Vec<u8>,
     /// Per task: `,"pid":P` or `,"pid":P,"tid":T`.
     ids: Vec<Vec<u8>>,
+    /// `--srcline`: `"srcline":"file:line"` first in the `args` of an entry.
+    srcline: bool,
 }
 
 /// Writes `s` as a JSON string (with its quotes).
@@ -101,13 +105,20 @@ impl Sink for Chrome<'_> {
         line.extend_from_slice(&self.ids[c.task]);
         line.extend_from_slice(b",\"name\":");
         push_json_str(line, c.name);
+        let srcline = c.srcline.filter(|_| self.srcline);
+        if let Some(loc) = srcline {
+            line.extend_from_slice(b",\"args\":{\"srcline\":");
+            push_json_str(line, loc);
+        }
         if let Some(args) = c.args {
-            line.extend_from_slice(if c.exit {
-                b",\"args\":{\"retval\":"
-            } else {
-                b",\"args\":{\"arguments\":"
+            line.extend_from_slice(match (c.exit, srcline.is_some()) {
+                (true, _) => b",\"args\":{\"retval\":",
+                (false, true) => b",\"arguments\":",
+                (false, false) => b",\"args\":{\"arguments\":",
             });
             push_json_str(line, args);
+        }
+        if srcline.is_some() || c.args.is_some() {
             line.push(b'}');
         }
         line.push(b'}');
@@ -156,6 +167,7 @@ pub fn dump(
         shift,
         line: Vec::with_capacity(256),
         ids: Vec::new(),
+        srcline: cfg.srcline,
     };
     let warnings = walk.run(&mut sink)?;
     let lost = sink.lost;

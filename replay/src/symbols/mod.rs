@@ -10,6 +10,8 @@
 
 pub use record_format::demangle;
 
+pub mod srcline;
+
 use crate::config::Demangle;
 use record_format::maps::{kernel_base, MapEntry};
 use record_format::sym::Symbol;
@@ -87,6 +89,8 @@ pub struct Symbolizer<'d> {
     /// Kernel functions from `kallsyms` (full addresses), sorted, and their ids once used.
     kernel_syms: Vec<(u64, String)>,
     kernel_ids: HashMap<usize, FuncId>,
+    /// Source locations, when a command asks for them ([`Symbolizer::load_srclines`]).
+    srclines: Option<srcline::SrcLines>,
 }
 
 /// The text symbols of a `kallsyms` file, sorted by address.
@@ -162,6 +166,7 @@ impl<'d> Symbolizer<'d> {
             kernel_ids: HashMap::new(),
             module_names: HashMap::new(),
             libname_cache: HashMap::new(),
+            srclines: None,
         };
         s.build_timelines();
         s
@@ -247,6 +252,18 @@ impl<'d> Symbolizer<'d> {
 
     pub fn func(&self, id: FuncId) -> &FuncInfo {
         &self.funcs[id as usize]
+    }
+
+    /// Reads the modules' source locations (`--srcline`, `-L`).
+    pub fn load_srclines(&mut self) {
+        if self.srclines.is_none() {
+            self.srclines = Some(srcline::SrcLines::new(self.dir));
+        }
+    }
+
+    /// The source location of `id` (`None` unless [`Symbolizer::load_srclines`] ran).
+    pub fn srcline(&self, id: FuncId) -> Option<&srcline::Loc> {
+        self.srclines.as_ref()?.of(self.funcs.get(id as usize)?)
     }
 
     pub fn func_count(&self) -> usize {

@@ -151,7 +151,7 @@ impl Core<'_> {
             .actions
             .size
             .map_or(s.size_limit(), |z| u32::try_from(z).unwrap_or(u32::MAX));
-        if ff.hide || ff.size < size_limit {
+        if (ff.hide && !ff.loc_hidden) || ff.size < size_limit {
             return true;
         }
         if ff.actions.depth.is_some() || ff.actions.trace_on {

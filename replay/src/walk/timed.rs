@@ -34,6 +34,8 @@ pub struct Call<'a> {
     /// Rendered arguments (`(1, "a")`) or return value; `None` when none was recorded (or
     /// the sink does not want them).
     pub args: Option<&'a str>,
+    /// `file:line` of an entry's function, when the locations were loaded (`--srcline`).
+    pub srcline: Option<&'a str>,
     /// Duration and time spent in callees, for an exit.
     pub total: u64,
     pub child: u64,
@@ -149,6 +151,7 @@ impl<'d> Walk<'d> {
                             func: None,
                             name: "linux:schedule",
                             args: None,
+                            srcline: None,
                             total: s.total,
                             child: 0,
                         })?;
@@ -167,6 +170,10 @@ impl<'d> Walk<'d> {
                 func: Some(head.func),
                 name: &self.core.merge.sym.func(head.func).name,
                 args: has_args.then_some(args.as_str()),
+                srcline: match exit {
+                    true => None,
+                    false => self.core.merge.sym.srcline(head.func).map(|l| l.text()),
+                },
                 total: closed.total,
                 child: closed.child,
             };
@@ -192,6 +199,7 @@ impl<'d> Walk<'d> {
                     func: Some(func),
                     name: &merge.sym.func(func).name,
                     args: None,
+                    srcline: None,
                     total: u.closed.total,
                     child: u.closed.child,
                 };

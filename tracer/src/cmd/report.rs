@@ -145,11 +145,23 @@ pub fn show(dir: &TraceDir, inv: &Invocation, notices: &mut Notices) -> anyhow::
         return Ok(ExitCode::SUCCESS);
     }
 
+    // Colors only matter for the gray locations of `--srcline`.
+    let color = cfg.srcline
+        && inv
+            .args
+            .common
+            .color
+            .as_deref()
+            .map_or(crate::config::ColorChoice::Auto, |c| {
+                crate::config::parse_color(c, notices)
+            })
+            .for_stdout();
     notices.flush();
     let opts = ReportOptions {
         fields,
         sort,
         tid_width,
+        color,
     };
     let mut out = Output::start(!inv.args.common.no_pager);
     let warnings = report::report(dir, &cfg, &opts, out.writer())

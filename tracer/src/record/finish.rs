@@ -30,6 +30,8 @@ pub struct RecordSummary<'a> {
     pub args: Option<ArgSpecInfo>,
     /// The executable's `.dbg` file was written.
     pub debug_info: bool,
+    /// `--srcline` or `-L`: the libraries get `.dbg` files too.
+    pub srcline: bool,
     /// The kernel files (`-k`) were written.
     pub kernel: bool,
     /// The `perf-cpu*.dat` files were written.
@@ -62,7 +64,17 @@ pub fn start(dir: &Path, summary: &RecordSummary<'_>) -> anyhow::Result<()> {
 pub fn finish(dir: &Path, summary: &RecordSummary<'_>) -> anyhow::Result<()> {
     let tids = data_file_tids(dir)?;
     let symbols = add_map_build_ids(dir).and_then(|()| write_sym_files(dir, summary.with_syms));
-    let info = build_info(summary, tids).to_bytes();
+    // `--srcline`, `-L`: the libraries' source locations (the program's `.dbg` is written
+    // before it runs).
+    let dbg = match summary.srcline {
+        true => recorded_modules(dir).and_then(|m| super::dwarf::files::write_dbg_files(dir, &m)),
+        false => Ok(false),
+    };
+    let mut info = build_info(summary, tids);
+    if dbg.as_ref().is_ok_and(|&written| written) {
+        info.header.feat_mask |= feat::DEBUG_INFO;
+    }
+    let info = info.to_bytes();
     if let Err(e) = super::write_file(dir, "info", &info) {
         // No room for a new file: the old one's blocks are enough for the new text.
         let path = dir.join("info");
@@ -74,7 +86,7 @@ pub fn finish(dir: &Path, summary: &RecordSummary<'_>) -> anyhow::Result<()> {
             })
             .map_err(|_| e)?;
     }
-    symbols
+    symbols.and(dbg.map(|_| ()))
 }
 
 /// The tids whose `<tid>.dat` holds records, ascending. The files need no repair: libmcount
@@ -381,7 +393,13 @@ pub fn add_map_build_ids(dir: &Path) -> anyhow::Result<()> {
 /// Writes `<basename>.sym` for every module named in a session map, and for every library
 /// loaded with `dlopen` (`DLOP` lines of `task.txt`) that can still be found (data-format §7).
 pub fn write_sym_files(dir: &Path, with_syms: Option<&Path>) -> anyhow::Result<()> {
-    // Module path -> build-id as the map has it (the reader picks file names from it).
+    write_module_syms(dir, recorded_modules(dir)?, with_syms)
+}
+
+/// Every module named in a session map or loaded with `dlopen` (`DLOP` lines of `task.txt`):
+/// path and build-id as the map has it (the reader picks file names from it), libmcount left
+/// out.
+pub fn recorded_modules(dir: &Path) -> anyhow::Result<Vec<(String, Option<String>)>> {
     let mut modules: Vec<(String, Option<String>)> = Vec::new();
     for map in map_files(dir)? {
         let text = fs::read_to_string(&map).unwrap_or_default();
@@ -404,7 +422,7 @@ pub fn write_sym_files(dir: &Path, with_syms: Option<&Path>) -> anyhow::Result<(
             }
         }
     }
-    write_module_syms(dir, modules, with_syms)
+    Ok(modules)
 }
 
 /// Writes `<basename>.sym` for each module (path, build-id as the session map has it); two

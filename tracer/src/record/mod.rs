@@ -228,18 +228,22 @@ pub fn record(
     if events {
         env.push((env::EVENT.to_string(), "1".into()));
     }
-    // With arguments, the program's DWARF as a `.dbg` file: enum names for the readers, and the
-    // automatic specs of its functions (`-a`, or `-A`/`-R` entries without items), for the
-    // runtime too.
+    // With arguments, `--srcline` or `-L`, the program's DWARF as a `.dbg` file: enum names for
+    // the readers, the automatic specs of its functions (`-a`, or `-A`/`-R` entries without
+    // items), for the runtime too, and the functions' source locations. `-L` becomes hide
+    // triggers here; the libraries' `.dbg` files are written at the end (`finish`).
+    let srcline = wants_srcline(inv);
     let mut debug_info = false;
-    if settings.args.is_some() {
-        if let Some(text) = std::fs::read(&program.absolute).ok().and_then(|bytes| {
-            dwarf::dbg_text(
+    if settings.args.is_some() || srcline {
+        let args = settings.args.is_some();
+        let debug = std::fs::read(&program.absolute)
+            .ok()
+            .and_then(|bytes| dwarf::read(&bytes, args));
+        if let Some(d) = &debug {
+            let text = d.text(
                 &program.absolute.to_string_lossy(),
-                &bytes,
                 program.build_id.as_deref(),
-            )
-        }) {
+            );
             let name = program
                 .absolute
                 .file_name()
@@ -248,7 +252,15 @@ pub fn record(
             let path = dir.join(format!("{name}.dbg"));
             write(&format!("{name}.dbg"), &text)?;
             debug_info = true;
-            env.push((env::DBG.to_string(), path.into_os_string()));
+            if args {
+                env.push((env::DBG.to_string(), path.into_os_string()));
+            }
+        }
+        let locs = &inv.args.filter.loc_filter;
+        if !locs.is_empty() {
+            let hide =
+                dwarf::hide::hide_triggers(&program.absolute, debug.as_ref(), locs, match_type);
+            add_triggers(&mut env, &hide);
         }
     }
     let rings = ring_prefix();
@@ -283,6 +295,7 @@ pub fn record(
             pattern_type: settings.pattern_type,
             args: settings.args.clone(),
             debug_info,
+            srcline,
             kernel,
             perf,
             events,
@@ -373,6 +386,28 @@ pub fn record(
         true => Termination::Stopped,
         false => Termination::from_raw(ended.raw_status),
     })
+}
+
+/// Whether the recording keeps source locations: `--srcline`, or `-L` (which implies it).
+fn wants_srcline(inv: &Invocation) -> bool {
+    inv.args.replay.srcline || !inv.args.filter.loc_filter.is_empty()
+}
+
+/// Appends `triggers` to the runtime's trigger list (`UTRACE_TRIGGER`).
+fn add_triggers(env: &mut Vec<(String, std::ffi::OsString)>, triggers: &[String]) {
+    if triggers.is_empty() {
+        return;
+    }
+    let added = triggers.join(";");
+    match env.iter_mut().find(|(k, _)| k == env::TRIGGER) {
+        Some((_, v)) => {
+            let mut list = v.to_string_lossy().into_owned();
+            list.push(';');
+            list.push_str(&added);
+            *v = list.into();
+        }
+        None => env.push((env::TRIGGER.to_string(), added.into())),
+    }
 }
 
 /// Runs the program with the writer thread and the kernel readers (`-k`) around it, then

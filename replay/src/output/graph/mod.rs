@@ -332,7 +332,11 @@ pub fn graph(
         return Ok(warnings);
     }
     let sym = walker.symbols();
-    let name_of = |f: FuncId| sym.func(f).name.clone();
+    // `--srcline`: ` [file:line]` after every name but the root's.
+    let name_of = |f: FuncId| match sym.srcline(f).filter(|_| cfg.srcline) {
+        Some(loc) => format!("{} [{}]", sym.func(f).name, loc.text()),
+        None => sym.func(f).name.clone(),
+    };
     let mut p = Printer {
         fields: &opts.fields,
         mask: Vec::new(),
@@ -375,7 +379,8 @@ pub fn graph(
             p.s.push_str("# ");
             let heads: Vec<&str> = opts.fields.iter().map(|f| f.header()).collect();
             p.s.push_str(&heads.join("  "));
-            p.s.push_str("   FUNCTION\n");
+            p.s.push_str("   FUNCTION");
+            p.s.push_str(if cfg.srcline { " [SOURCE]\n" } else { "\n" });
         }
         p.mask.clear();
         print_tree(g, &root_name, &name_of, &mut p, out)?;

@@ -323,6 +323,7 @@ impl<'d, 'w> Engine<'d, 'w> {
                     args: &args,
                     ret: ret.as_deref(),
                     color,
+                    srcline: self.core.merge.sym.srcline(h.func).map(|l| l.text()),
                 },
             )?;
         } else {
@@ -336,6 +337,7 @@ impl<'d, 'w> Engine<'d, 'w> {
                     args: &args,
                     ret: None,
                     color,
+                    srcline: self.core.merge.sym.srcline(h.func).map(|l| l.text()),
                 },
             )?;
             self.update_entry(ti);

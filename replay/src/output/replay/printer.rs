@@ -29,6 +29,8 @@ pub struct Call<'a> {
     pub ret: Option<&'a str>,
     /// ANSI color of the name (`-T f@color=...`).
     pub color: Option<&'a str>,
+    /// `file:line` (`--srcline`).
+    pub srcline: Option<&'a str>,
 }
 
 /// The duration column: blank, a time, or a word (`backtrace`).
@@ -136,8 +138,13 @@ impl<'w> ReplayPrinter<'w> {
     fn write_header(&mut self) -> io::Result<()> {
         self.header_done = true;
         self.flush_lines()?;
+        let source = match (self.opts.srcline, self.opts.color) {
+            (false, _) => "",
+            (true, false) => " [SOURCE]",
+            (true, true) => "\x1b[90m [SOURCE]\x1b[0m",
+        };
         if self.opts.flat {
-            return writeln!(self.out);
+            return writeln!(self.out, "{source}");
         }
         if self.opts.fields.is_empty() {
             return Ok(());
@@ -148,6 +155,7 @@ impl<'w> ReplayPrinter<'w> {
             h.push_str(header_text(*f, self.opts.tid_width));
         }
         h.push_str("   FUNCTION");
+        h.push_str(source);
         writeln!(self.out, "{h}")
     }
 
@@ -319,12 +327,25 @@ impl<'w> ReplayPrinter<'w> {
         }
     }
 
+    /// ` /* file:line */` after an entry or a leaf (`--srcline`; not with `--no-comment`).
+    fn location(&mut self, srcline: Option<&str>) {
+        let Some(loc) = srcline.filter(|_| self.opts.srcline && !self.opts.no_comment) else {
+            return;
+        };
+        if self.opts.color {
+            let _ = write!(self.buf, "{GRAY} /* {loc} */{RESET}");
+        } else {
+            let _ = write!(self.buf, " /* {loc} */");
+        }
+    }
+
     /// `name(args) {`
     pub fn entry(&mut self, ctx: &LineCtx<'_>, depth: u32, call: &Call<'_>) -> io::Result<()> {
         self.start(ctx, DurCol::Blank, depth)?;
         self.name(call.name, call.color);
         self.parens(call.name, call.args);
         self.buf.push_str(" {");
+        self.location(call.srcline);
         self.end()
     }
 
@@ -344,6 +365,7 @@ impl<'w> ReplayPrinter<'w> {
             self.buf.push_str(r);
         }
         self.buf.push(';');
+        self.location(call.srcline);
         self.end()
     }
 

@@ -329,6 +329,7 @@ pub fn report_diff(
         rows: rows0,
         notices,
         mut warnings,
+        ..
     } = collect(base.dir, cfg, stdv)?;
     let other = collect(new.dir, cfg, stdv)?;
     warnings.extend(other.warnings);

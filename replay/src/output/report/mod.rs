@@ -177,6 +177,8 @@ pub struct ReportOptions {
     pub sort: Vec<SortKey>,
     /// TID column width of `--task` (7, or 6 for the 0.13 layout).
     pub tid_width: usize,
+    /// Colors (`--srcline` locations are gray).
+    pub color: bool,
 }
 
 /// Whether a stdv column is shown or sorted on.
@@ -200,6 +202,7 @@ pub fn report(
         mut rows,
         notices,
         warnings,
+        srclines,
     } = collect(dir, cfg, needs_stdv(opts))?;
     for n in &notices {
         writeln!(out, "Usage: {n}")?;
@@ -210,7 +213,13 @@ pub fn report(
         for f in &opts.fields {
             let _ = write!(s, "  {:>10}", f.header());
         }
-        s.push_str("  Function\n");
+        s.push_str("  Function");
+        s.push_str(match (cfg.srcline, opts.color) {
+            (false, _) => "",
+            (true, false) => " [Source]",
+            (true, true) => "\x1b[90m [Source]\x1b[0m",
+        });
+        s.push('\n');
         for _ in &opts.fields {
             s.push_str("  ==========");
         }
@@ -222,6 +231,16 @@ pub fn report(
         }
         s.push_str("  ");
         s.push_str(name);
+        if let Some(loc) = srclines.get(name) {
+            match opts.color {
+                true => {
+                    let _ = write!(s, "\x1b[90m [{loc}]\x1b[0m");
+                }
+                false => {
+                    let _ = write!(s, " [{loc}]");
+                }
+            }
+        }
         s.push('\n');
         if s.len() > 1 << 16 {
             out.write_all(s.as_bytes())?;

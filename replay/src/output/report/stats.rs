@@ -242,6 +242,32 @@ impl Aggregate {
     }
 }
 
+impl Aggregate {
+    /// Source locations by row name (`--srcline`): that of the function of the name called
+    /// last, as for the size (a library call and the library's function of the same name
+    /// are one row, shown with the location of the one that returned last).
+    pub fn srclines(&self, walker: &Walker<'_>) -> HashMap<String, String> {
+        let mut last: HashMap<&str, (u64, FuncId)> = HashMap::new();
+        for (i, s) in self.by_func.iter().enumerate() {
+            if s.calls == 0 {
+                continue;
+            }
+            let name = walker.symbols().func(i as FuncId).name.as_str();
+            let seq = self.sizes[i].1;
+            let e = last.entry(name).or_insert((seq, i as FuncId));
+            if seq > e.0 {
+                *e = (seq, i as FuncId);
+            }
+        }
+        last.into_iter()
+            .filter_map(|(name, (_, func))| {
+                let loc = walker.symbols().srcline(func)?;
+                Some((name.to_string(), loc.text().to_string()))
+            })
+            .collect()
+    }
+}
+
 /// Sorts rows by `keys` (numbers descending, names ascending), then by name.
 pub fn sort_rows(rows: &mut [(String, Stats)], keys: &[SortKey]) {
     rows.sort_by(|a, b| {
@@ -266,6 +292,8 @@ pub struct Collected {
     pub notices: Vec<String>,
     /// Problems met while reading.
     pub warnings: Vec<String>,
+    /// `--srcline`: the location of each row name that has one.
+    pub srclines: HashMap<String, String>,
 }
 
 /// Walks `dir` and returns the rows (unsorted), the `Usage:` notices and the warnings.
@@ -283,8 +311,13 @@ pub fn collect(dir: &TraceDir, cfg: &Config, stdv: bool) -> Result<Collected> {
     };
     let warnings = walker.run(&mut agg)?;
     let rows = agg.rows(&walker);
+    let srclines = match cfg.srcline {
+        true => agg.srclines(&walker),
+        false => HashMap::new(),
+    };
     Ok(Collected {
         rows,
+        srclines,
         notices: walker.notices().to_vec(),
         warnings,
     })

@@ -19,10 +19,17 @@
 //! after a `long double` is read from `xmm0` (`fparg2/64%XMM0`); an empty class with member
 //! functions (a lambda without captures) passes nothing (`/t0`); a class only declared in the
 //! unit is placed when passed by reference. `std::wstring` is a class, not `/S`.
+//!
+//! `--srcline` and `-L` need only each function's `L:` line (its declaration line and file,
+//! [`srcfile`]): then the types are not read. The libraries get theirs at the end of the
+//! recording ([`files`]); `-L` at record time becomes hide triggers ([`hide`]).
 
 mod abi;
+pub mod files;
+pub mod hide;
 mod place;
 mod records;
+mod srcfile;
 mod types;
 
 use gimli::{
@@ -101,14 +108,27 @@ impl Ctx<'_, '_> {
 struct Func {
     addr: u64,
     name: String,
+    /// Declaration line and file (relative to the common compile directory, [`srcfile`]).
     line: Option<(u64, String)>,
+    /// The file as the line program names it (what record-time `-L` matches).
+    path: Option<String>,
     args: String,
     ret: Option<String>,
 }
 
-/// The `.dbg` text for the ELF file `bytes` at `path` (build id `build_id`), or `None` when it
-/// has no DWARF.
-pub fn dbg_text(path: &str, bytes: &[u8], build_id: Option<&str>) -> Option<String> {
+/// What a module's DWARF says about its defined functions: their locations and, when asked
+/// for, their argument specs and the enums these name.
+pub struct ModuleDebug {
+    funcs: Vec<Func>,
+    /// Enum definitions seen: name → `E:` text.
+    enums: BTreeMap<String, String>,
+    args: bool,
+}
+
+/// Reads the functions of the ELF file `bytes`; `None` when it has no DWARF. Without `args`
+/// only their locations (`F:` and `L:` lines, what `--srcline` and `-L` need), as uftrace
+/// writes them for `--srcline` alone.
+pub fn read(bytes: &[u8], args: bool) -> Option<ModuleDebug> {
     let elf = Elf::parse(bytes).ok()?;
     let section = |name: &str| -> &[u8] {
         elf.section_headers
@@ -137,11 +157,15 @@ pub fn dbg_text(path: &str, bytes: &[u8], build_id: Option<&str>) -> Option<Stri
     let enums = RefCell::new(BTreeMap::new());
     let sizes = OnceCell::new();
     let mut funcs = Vec::new();
+    let mut comp_dirs = Vec::new();
     let mut units = dwarf.units();
     while let Ok(Some(header)) = units.next() {
         let Ok(unit) = dwarf.unit(header) else {
             continue;
         };
+        if let Some(dir) = unit.comp_dir {
+            comp_dirs.push(dir.to_string_lossy().into_owned());
+        }
         let ctx = Ctx {
             dwarf: &dwarf,
             unit: &unit,
@@ -155,34 +179,58 @@ pub fn dbg_text(path: &str, bytes: &[u8], build_id: Option<&str>) -> Option<Stri
                 continue;
             }
             let e = e.clone();
-            if let Some(f) = function(&ctx, &e, base) {
+            if let Some(f) = function(&ctx, &e, base, args) {
                 funcs.push(f);
             }
         }
     }
     funcs.sort_by_key(|f| f.addr);
     funcs.dedup_by_key(|f| f.addr);
-    let mut out = format!(
-        "# path name: {path}\n# build-id: {}\n",
-        build_id.unwrap_or("")
-    );
-    // In uftrace's order: by name, last first.
-    for e in enums.borrow().values().rev() {
-        let _ = writeln!(out, "E: {e}");
+    srcfile::relative_to(&mut funcs, &comp_dirs);
+    Some(ModuleDebug {
+        funcs,
+        enums: enums.into_inner(),
+        args,
+    })
+}
+
+impl ModuleDebug {
+    /// The `.dbg` text of the module at `path`.
+    pub fn text(&self, path: &str, build_id: Option<&str>) -> String {
+        let mut out = format!(
+            "# path name: {path}\n# build-id: {}\n",
+            build_id.unwrap_or("")
+        );
+        // In uftrace's order: by name, last first.
+        for e in self.enums.values().rev() {
+            let _ = writeln!(out, "E: {e}");
+        }
+        for f in &self.funcs {
+            if !self.args && f.line.is_none() {
+                continue;
+            }
+            let _ = writeln!(out, "F: {:x} {}", f.addr, f.name);
+            if let Some((line, file)) = &f.line {
+                let _ = writeln!(out, "L: {line} {file}");
+            }
+            if !f.args.is_empty() {
+                let _ = writeln!(out, "A: @{}", f.args);
+            }
+            if let Some(r) = &f.ret {
+                let _ = writeln!(out, "R: @{r}");
+            }
+        }
+        out
     }
-    for f in funcs {
-        let _ = writeln!(out, "F: {:x} {}", f.addr, f.name);
-        if let Some((line, file)) = f.line {
-            let _ = writeln!(out, "L: {line} {file}");
-        }
-        if !f.args.is_empty() {
-            let _ = writeln!(out, "A: @{}", f.args);
-        }
-        if let Some(r) = f.ret {
-            let _ = writeln!(out, "R: @{r}");
-        }
+
+    /// The source file of each function with one, as the line program names it (the whole
+    /// path of a file in a compile directory, not the `.dbg` file's relative one: uftrace
+    /// 0.13's record-time `-L` matches that): (module-relative address, file).
+    pub fn files(&self) -> impl Iterator<Item = (u64, &str)> {
+        self.funcs
+            .iter()
+            .filter_map(|f| Some((f.addr, f.path.as_deref()?)))
     }
-    Some(out)
 }
 
 /// The lines of a defined function (`e` has a `low_pc`).
@@ -190,6 +238,7 @@ fn function<'a>(
     ctx: &Ctx<'_, 'a>,
     e: &DebuggingInformationEntry<R<'a>>,
     base: u64,
+    args: bool,
 ) -> Option<Func> {
     let low = e.attr_value(gimli::DW_AT_low_pc).ok()??;
     let addr = ctx.dwarf.attr_address(ctx.unit, low).ok()??;
@@ -225,7 +274,21 @@ fn function<'a>(
         };
     let line = udata(e, gimli::DW_AT_decl_line)
         .or_else(|| decls.iter().find_map(|d| udata(d, gimli::DW_AT_decl_line)))
-        .zip(file_name(ctx, e).or_else(|| decls.iter().find_map(|d| file_name(ctx, d))));
+        .zip(
+            srcfile::file_name(ctx, e)
+                .or_else(|| decls.iter().find_map(|d| srcfile::file_name(ctx, d))),
+        );
+    let addr = addr.checked_sub(base)?;
+    if !args {
+        return Some(Func {
+            addr,
+            name,
+            path: line.as_ref().map(|l| l.1.clone()),
+            line,
+            args: String::new(),
+            ret: None,
+        });
+    }
     let ret_ty = ctx.ty(ctx
         .type_ref(e)
         .or_else(|| decls.iter().find_map(|d| ctx.type_ref(d))));
@@ -255,34 +318,11 @@ fn function<'a>(
     let ret = place::ret_item(ret_ty.as_ref()).text;
     let args = place::arg_items(&params, ret_ty.as_ref()).join(",");
     Some(Func {
-        addr: addr.checked_sub(base)?,
+        addr,
         name,
+        path: line.as_ref().map(|l| l.1.clone()),
         line,
         args,
         ret,
     })
-}
-
-/// The source file of a DIE's `decl_file`, as the line program names it.
-fn file_name(ctx: &Ctx<'_, '_>, e: &DebuggingInformationEntry<R<'_>>) -> Option<String> {
-    let index = match e.attr_value(gimli::DW_AT_decl_file).ok()?? {
-        AttributeValue::FileIndex(i) => i,
-        v => v.udata_value()?,
-    };
-    let header = ctx.unit.line_program.as_ref()?.header();
-    let file = header.file(index)?;
-    let text = |v| {
-        ctx.dwarf
-            .attr_string(ctx.unit, v)
-            .ok()
-            .map(|s| s.to_string_lossy().into_owned())
-    };
-    let name = text(file.path_name())?;
-    if name.starts_with('/') {
-        return Some(name);
-    }
-    match file.directory(header).and_then(text) {
-        Some(dir) if !dir.is_empty() => Some(format!("{dir}/{name}")),
-        _ => Some(name),
-    }
 }
