@@ -254,7 +254,8 @@ fn keep_pid_keeps_the_pid_and_the_status() {
     let mut stdout = child.stdout.take().unwrap();
     let status = child.wait().unwrap();
     // The data is complete now, before the recorder's output pipe is even read to its end.
-    let info = util::utrace_replay(&dir, &[]);
+    // (Without scheduling lines: a pre-emption would differ from uftrace's reading below.)
+    let info = util::utrace_replay(&dir, &["--no-sched"]);
     let mut printed = String::new();
     std::io::Read::read_to_string(&mut stdout, &mut printed).unwrap();
     assert_eq!(printed, format!("pid={pid}\n"));
@@ -277,7 +278,6 @@ fn keep_pid_keeps_the_pid_and_the_status() {
         "{info}"
     );
     if util::uftrace_available() {
-        // Scheduling lines aside: utrace's replay does not show them yet.
         let replay = util::uftrace_replay(&dir, &["--no-sched"]);
         assert_eq!(
             normalize::by_task(&replay.stdout, Anchor::Main),

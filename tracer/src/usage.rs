@@ -7,15 +7,15 @@ use std::fmt::Write as _;
 
 /// Optional features this build really supports, as listed by `--version`. uftrace's test
 /// suite skips tests whose feature word (`dwarf`, `perf`, `luajit`, `python`) is missing, so
-/// only add a word here once the feature works: `perf` and `sched` (scheduler events recorded
-/// from perf events), `tui` (`utrace tui`). Not yet: `dwarf` (`-A .` with DWARF types works,
-/// `--srcline` not yet), `dynamic` (`-P`), `python3` and `luajit` (scripts).
-pub const FEATURES: &[&str] = &["perf", "sched", "tui"];
+/// only add a word here once the feature works: `dwarf` (`-A .` with DWARF types,
+/// `--srcline`), `perf` and `sched` (scheduler events recorded from perf events), `tui`
+/// (`utrace tui`). Not yet: `dynamic` (`-P`), `python3` and `luajit` (scripts).
+pub const FEATURES: &[&str] = &["dwarf", "perf", "sched", "tui"];
 
 /// Column where option descriptions start in `--help` (0-based).
 const HELP_COLUMN: usize = 29;
 
-/// `utrace v0.1.0 ( x86_64 perf sched tui )`.
+/// `utrace v0.1.0 ( x86_64 dwarf perf sched tui )`.
 pub fn version_line() -> String {
     let mut line = format!(
         "utrace v{} ( {}",
@@ -128,7 +128,10 @@ mod tests {
             .unwrap()
             .split_whitespace()
             .collect();
-        assert_eq!(words, [std::env::consts::ARCH, "perf", "sched", "tui"]);
+        assert_eq!(
+            words,
+            [std::env::consts::ARCH, "dwarf", "perf", "sched", "tui"]
+        );
     }
 
     #[test]
