@@ -162,6 +162,18 @@ fn threads_and_children_are_followed() {
             let dir = tmp.path().join(format!("{prog}-{uftrace}"));
             record(uftrace, &dir, &[], &exe);
             let events = dumped_events(&dir);
+            // `info --task` times each task from its first scheduling event when that comes
+            // before its TASK line, as uftrace does.
+            let info = |bin: &Path, opts: &[&str]| {
+                let mut cmd = Command::new(bin);
+                cmd.args(["info", "--task"]).args(opts).arg("-d").arg(&dir);
+                util::run(cmd).stdout
+            };
+            let (ours, theirs) = (
+                info(&util::utrace_bin(), &["--tid-width=6"]),
+                info(&util::uftrace_bin(), &[]),
+            );
+            assert_eq!(ours, theirs, "{prog}: info --task");
             let count = |name: &str| events.iter().filter(|e| e.starts_with(name)).count();
             counts.push((
                 count("linux:task-name"),

@@ -250,6 +250,16 @@ pub fn task_text(dir: &TraceDir, tid_width: usize) -> String {
     );
     let mut tasks = task_comms(dir);
     tasks.sort_by_key(|t| t.0);
+    // A task's scheduling events may come before its TASK line: uftrace shows the earlier.
+    let mut first_event: std::collections::HashMap<u32, u64> = std::collections::HashMap::new();
+    for (_, e) in crate::perf::events_by_time(dir) {
+        first_event.entry(e.tid).or_insert(e.time);
+    }
+    for (tid, _, time, _) in &mut tasks {
+        if let Some(&t) = first_event.get(tid) {
+            *time = (*time).min(t);
+        }
+    }
     let session_tids: Vec<u32> = dir
         .tasks
         .iter()
