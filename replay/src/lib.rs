@@ -38,6 +38,7 @@ pub mod callstack;
 pub mod config;
 pub mod filter;
 pub mod merge;
+pub mod modules;
 pub mod output;
 pub mod payload;
 pub mod perf;

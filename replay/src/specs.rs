@@ -10,13 +10,13 @@
 
 use crate::config::{Demangle, MatchType};
 use crate::filter::Pattern;
+use crate::modules::{basename, ModuleTable};
 use crate::symbols::demangle::demangle;
 use crate::symbols::{FuncId, FuncInfo};
 use record_format::argbind::{self, SpecEntry};
 use record_format::argspec::{ArgFormat, ArgItem, ArgSlot, ItemKind as Kind, ItemSet};
 use record_format::dbg::{parse_dbg, parse_enums, DbgFile, EnumDefs, EnumValues};
 use record_format::info::{feat, ArgSpecInfo};
-use record_format::task::TaskLine;
 use record_format::TraceDir;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -130,20 +130,6 @@ impl ModuleDebug {
     }
 }
 
-/// Where a module was loaded in some session (or by `dlopen`).
-#[derive(Debug)]
-struct Mapping {
-    start: u64,
-    end: u64,
-    /// Basename of the module, as in [`FuncInfo::module`].
-    name: String,
-    module: usize,
-}
-
-fn basename(p: &str) -> &str {
-    p.rsplit('/').next().unwrap_or(p)
-}
-
 /// Reads the `.dbg` file of a module: `<name>.dbg` if its header names this module, else the
 /// suffixed name used for colliding basenames (`<name>-<build-id:4>.dbg`, or a checksum of the
 /// path without build id).
@@ -179,8 +165,7 @@ pub struct Specs {
     builtin: HashMap<String, Builtin>,
     builtin_enums: Arc<EnumDefs>,
     all_auto: bool,
-    mappings: Vec<Mapping>,
-    modules: Vec<ModuleDebug>,
+    modules: ModuleTable<ModuleDebug>,
     cache: Vec<Option<FuncSpec>>,
     /// Replay-time `-A` and `-R` entries (selection among the recorded items).
     select_args: Vec<Entry>,
@@ -241,8 +226,16 @@ impl Specs {
                 notices.extend(notes.iter().cycle().take(n).cloned());
             }
         }
-        let (mappings, modules) = Self::load_modules(dir);
-        let no_auto = builtin.is_empty() && modules.iter().all(|m| m.args.is_empty());
+        let debug_info = dir.info.has_feature(feat::DEBUG_INFO);
+        // The modules' `.dbg` contents (DEBUG_INFO only).
+        let modules = ModuleTable::load(dir, |path, build_id| {
+            ModuleDebug::from_dbg(if debug_info {
+                load_dbg(dir, path, build_id)
+            } else {
+                DbgFile::default()
+            })
+        });
+        let no_auto = builtin.is_empty() && modules.modules().iter().all(|m| m.args.is_empty());
         Specs {
             empty: arg_entries.is_empty() && ret_entries.is_empty() && (!all_auto || no_auto),
             long,
@@ -251,7 +244,6 @@ impl Specs {
             builtin,
             builtin_enums: Arc::new(builtin_enums),
             all_auto,
-            mappings,
             modules,
             cache: Vec::new(),
             select_args: Vec::new(),
@@ -384,57 +376,6 @@ impl Specs {
         out
     }
 
-    /// The modules of every session and `dlopen`, with their `.dbg` contents (DEBUG_INFO only).
-    fn load_modules(dir: &TraceDir) -> (Vec<Mapping>, Vec<ModuleDebug>) {
-        let debug_info = dir.info.has_feature(feat::DEBUG_INFO);
-        let mut mappings = Vec::new();
-        let mut modules = Vec::new();
-        let mut index: HashMap<(String, Option<String>), usize> = HashMap::new();
-        let mut add = |start: u64, end: u64, path: &str, build_id: Option<&str>| {
-            let key = (path.to_string(), build_id.map(str::to_string));
-            let module = *index.entry(key).or_insert_with(|| {
-                let dbg = if debug_info {
-                    load_dbg(dir, path, build_id)
-                } else {
-                    DbgFile::default()
-                };
-                modules.push(ModuleDebug::from_dbg(dbg));
-                modules.len() - 1
-            });
-            mappings.push(Mapping {
-                start,
-                end,
-                name: basename(path).to_string(),
-                module,
-            });
-        };
-        for s in &dir.sessions {
-            for m in s.maps.iter().filter(|m| !m.is_stack()) {
-                add(m.start, m.end, &m.path, m.build_id.as_deref());
-            }
-        }
-        for t in &dir.tasks {
-            if let TaskLine::Dlop { base, libname, .. } = t {
-                add(*base, u64::MAX, libname, None);
-            }
-        }
-        (mappings, modules)
-    }
-
-    /// The module holding `f`, and `f`'s address relative to it.
-    fn module_of(&self, f: &FuncInfo) -> Option<(&ModuleDebug, u64)> {
-        if !f.known {
-            return None;
-        }
-        let m = self
-            .mappings
-            .iter()
-            .filter(|m| m.name == f.module && m.start <= f.addr && f.addr < m.end)
-            // A dlopen base is open-ended: prefer the closest one.
-            .max_by_key(|m| (m.end != u64::MAX, m.start))?;
-        Some((&self.modules[m.module], f.addr - m.start))
-    }
-
     /// The automatic items of `kind` for `f`: its `.dbg` line, else the built-in entry.
     fn auto_items(
         &self,
@@ -472,7 +413,7 @@ impl Specs {
 
     /// The items recorded for `f` (what its payloads hold).
     fn recorded(&self, f: &FuncInfo) -> FuncSpec {
-        let module = self.module_of(f);
+        let module = self.modules.of(f);
         let (args, ret) = argbind::bind(
             self.arg_entries
                 .iter()
@@ -507,7 +448,7 @@ impl Specs {
         named
             || (self.all_auto
                 && funcs.iter().any(|f| {
-                    let m = self.module_of(f);
+                    let m = self.modules.of(f);
                     !self.auto_items(f, m, Kind::Args).is_empty()
                         || !self.auto_items(f, m, Kind::Ret).is_empty()
                 }))
