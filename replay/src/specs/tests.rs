@@ -5,6 +5,7 @@ use super::*;
 use record_format::argspec::ArgFormat;
 use record_format::info::{ArgSpecInfo, Info, InfoHeader};
 use record_format::maps::MapEntry;
+use record_format::task::TaskLine;
 use record_format::{RawRecord, RecordKind, TraceWriter};
 
 const DBG: &str = "# path name: /x/prog\n# build-id: abcd1234\n\
