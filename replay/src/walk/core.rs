@@ -174,6 +174,8 @@ pub struct Core<'d> {
     /// The perf events by time and the next one ([`Policy::sched`]).
     pub(super) perf: Vec<(usize, PerfEvent)>,
     pub(super) perf_next: usize,
+    /// `-t`: context switches shorter than this are dropped, as calls are.
+    pub(super) sched_min: u64,
     /// `Usage:` complaints about the filters and argument specs.
     pub notices: Vec<String>,
 }
@@ -278,6 +280,7 @@ impl<'d> Core<'d> {
             no_libcall: cfg.no_libcall,
             perf,
             perf_next: 0,
+            sched_min: cfg.time_filter.unwrap_or(0),
             notices,
         }
     }

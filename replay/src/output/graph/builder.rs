@@ -4,6 +4,20 @@
 
 use super::*;
 pub(super) use crate::output::calltree::{Node, Tree};
+use crate::output::report::stats::SCHED_NAMES;
+use crate::symbols::Symbolizer;
+
+/// The function ids of the `linux:schedule` and `linux:schedule (pre-empted)` nodes (no
+/// symbol has them: the symbolizer's ids count up from 0).
+pub(super) const SCHED_FUNCS: [FuncId; 2] = [FuncId::MAX, FuncId::MAX - 1];
+
+/// The name of a node's function id, the context switches' included.
+pub(super) fn func_name<'s>(sym: &'s Symbolizer<'_>, id: FuncId) -> &'s str {
+    match SCHED_FUNCS.iter().position(|&s| s == id) {
+        Some(i) => SCHED_NAMES[i],
+        None => &sym.func(id).name,
+    }
+}
 
 /// One distinct call stack leading to FUNC.
 #[derive(Debug)]
@@ -66,6 +80,9 @@ pub(super) struct Builder<'a> {
     pub(super) no_libcall: bool,
     /// Per task: its process id and its parent process id (0 if unknown).
     pub(super) pids: Vec<(u32, u32)>,
+    /// Which context switches are nodes: other ones, pre-emptions (`--no-sched`,
+    /// `--no-event`, `--no-sched-preempt`).
+    pub(super) show_sched: [bool; 2],
 }
 
 impl Builder<'_> {
@@ -178,7 +195,8 @@ impl Builder<'_> {
         curr: u32,
     ) -> u32 {
         let graph = &mut self.graphs[g];
-        let same = |a: FuncId, b: FuncId| view.name(a) == view.name(b);
+        let sym = view.symbols();
+        let same = |a: FuncId, b: FuncId| func_name(sym, a) == func_name(sym, b);
         let (id, created) = graph.tree.enter(curr, e.func, e.addr, same);
         if created && matches!(view.name(e.func), "fork" | "vfork" | "daemon") {
             graph.forks.push((id, self.pids[task].0));
@@ -249,6 +267,22 @@ impl Builder<'_> {
 }
 
 impl Visitor for Builder<'_> {
+    /// A context switch inside a graphed call: a `linux:schedule` child of the task's
+    /// innermost call, one call of `total` ns (uftrace's graph).
+    fn sched(&mut self, view: &View<'_, '_>, task: usize, total: u64, preempted: bool) {
+        if !self.show_sched[usize::from(preempted)] || self.tasks[task].enabled == 0 {
+            return;
+        }
+        let Some((g, n)) = self.fast_node(view, task) else {
+            return;
+        };
+        let sym = view.symbols();
+        let same = |a: FuncId, b: FuncId| func_name(sym, a) == func_name(sym, b);
+        let tree = &mut self.graphs[g].tree;
+        let (id, _) = tree.enter(n, SCHED_FUNCS[usize::from(preempted)], 0, same);
+        tree.exit(id, total, 0, self.minmax);
+    }
+
     fn entry(&mut self, view: &View<'_, '_>, e: &Entry) {
         let target = self.func.is_some() && self.is_target(view, e.func);
         if !target {
@@ -347,7 +381,8 @@ pub(super) fn has_filter(cfg: &Config) -> bool {
         && cfg.hide.is_empty()
         && cfg.caller.is_empty()
         && cfg.triggers.is_empty()
-        && cfg.size_filter.is_none())
+        && cfg.size_filter.is_none()
+        && cfg.time_filter.is_none())
 }
 
 /// The graphs of `dir`'s sessions, newest first, with nothing-to-show ones left out.
@@ -371,7 +406,8 @@ pub(super) fn build<'d>(dir: &'d TraceDir, cfg: &Config, opts: &GraphOptions) ->
         cfg.triggers.push(format!("{f}@{kernel}depth={d}"));
     }
     let cfg = &cfg;
-    let mut walker = Walker::new(dir, cfg)?;
+    // Context switches are `linux:schedule` nodes, their time callee time of the call.
+    let mut walker = Walker::new(dir, cfg)?.with_sched();
     let notices = walker.notices().to_vec();
     // Children keep first-call order across tasks, so only one task can be read directly.
     if dir.data.iter().filter(|d| !d.is_empty()).count() <= 1 {
@@ -384,6 +420,10 @@ pub(super) fn build<'d>(dir: &'d TraceDir, cfg: &Config, opts: &GraphOptions) ->
         tasks: vec![TaskCursor::default(); dir.data.len()],
         pids: task_pids(dir),
         no_libcall: cfg.no_libcall,
+        show_sched: {
+            let shown = !cfg.no_sched && !cfg.no_event;
+            [shown, shown && !cfg.no_sched_preempt]
+        },
         targets: Vec::new(),
         minmax: opts.fields.iter().any(|f| {
             matches!(

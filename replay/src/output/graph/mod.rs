@@ -287,7 +287,7 @@ pub fn call_graphs(dir: &TraceDir, cfg: &Config) -> Result<(Vec<CallGraph>, Vec<
                 name: if i == 0 {
                     root.clone()
                 } else {
-                    sym.func(n.func).name.clone()
+                    func_name(sym, n.func).to_string()
                 },
                 calls: n.calls,
                 total: n.time,
@@ -332,7 +332,7 @@ pub fn graph(
         return Ok(warnings);
     }
     let sym = walker.symbols();
-    let name_of = |f: FuncId| sym.func(f).name.clone();
+    let name_of = |f: FuncId| func_name(sym, f).to_string();
     let mut p = Printer {
         fields: &opts.fields,
         mask: Vec::new(),
