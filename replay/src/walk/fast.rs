@@ -79,11 +79,32 @@ impl<'d> Walker<'d> {
         t.sess_until = until;
     }
 
-    /// Reads every task's file on its own, in task order (the direct reader).
+    /// Reads every task's file on its own, in task order (the direct reader), each with its
+    /// own context switches merged in by time.
     pub(super) fn run_direct<V: Visitor + ?Sized>(&mut self, v: &mut V) {
+        // The switches grouped by task, in time order within each.
+        self.core.perf.sort_by_key(|&(ti, _)| ti);
+        let mut next = 0;
         for ti in 0..self.core.tasks.len() {
+            let end = next + self.core.perf[next..].partition_point(|&(t, _)| t == ti);
+            (self.core.perf_next, self.core.perf_until) = (next, end);
             if self.core.tasks[ti].allowed {
                 self.read_task(ti, v);
+                // Switches after the task's last record still count in its open calls.
+                self.sched_until(u64::MAX, v);
+            }
+            next = end;
+        }
+        self.core.perf_until = self.core.perf.len();
+    }
+
+    /// Hands over the task's context switches before `time` (the direct reader).
+    #[inline]
+    fn sched_until<V: Visitor + ?Sized>(&mut self, time: u64, v: &mut V) {
+        while self.core.perf_next < self.core.perf_until {
+            match self.core.next_sched(time) {
+                Some(s) => self.visit(Step::Sched(s), v),
+                None => break,
             }
         }
     }
@@ -187,6 +208,11 @@ impl<'d> Walker<'d> {
                 payload: (pstart, plen),
                 kernel_event: None,
             };
+            if self.core.perf_next < self.core.perf_until
+                && self.core.perf[self.core.perf_next].1.time < head.raw.time
+            {
+                self.sched_until(head.raw.time, v);
+            }
             if self.core.plain && self.plain_record(ti, &head, v) {
                 continue;
             }

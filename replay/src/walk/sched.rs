@@ -15,7 +15,7 @@ impl Core<'_> {
     /// The next context switch before `upto`, if any (switches of tasks `--tid` leaves out,
     /// or outside `-r`, are passed over).
     pub(super) fn next_sched(&mut self, upto: u64) -> Option<SchedStep> {
-        while let Some(&(ti, e)) = self.perf.get(self.perf_next) {
+        while let Some(&(ti, e)) = self.perf[..self.perf_until].get(self.perf_next) {
             if e.time >= upto {
                 return None;
             }
