@@ -118,11 +118,19 @@ impl<'d> Walker<'d> {
 
         const WINDOW: usize = 4 << 20;
         const CACHE: usize = 256;
+
         let file = &self.merge_dir().data[ti];
         let (bytes, tid) = (file.bytes(), file.tid);
         let mut pos = 0;
         let mut released = 0;
         let mut last_time = 0;
+        // Time of the task's next context switch (u64::MAX: none left).
+        let next_switch = |core: &Core<'_>| {
+            core.perf[core.perf_next..core.perf_until]
+                .first()
+                .map_or(u64::MAX, |(_, e)| e.time)
+        };
+        let mut switch_at = next_switch(&self.core);
         // Direct-mapped cache: (addr, session, func).
         let mut cache = vec![(0u64, None, 0 as FuncId); CACHE];
         loop {
@@ -202,16 +210,16 @@ impl<'d> Walker<'d> {
                 released = pos - WINDOW;
                 file.release(released);
             }
+
             let head = Head {
                 raw,
                 func,
                 payload: (pstart, plen),
                 kernel_event: None,
             };
-            if self.core.perf_next < self.core.perf_until
-                && self.core.perf[self.core.perf_next].1.time < head.raw.time
-            {
+            if switch_at < head.raw.time {
                 self.sched_until(head.raw.time, v);
+                switch_at = next_switch(&self.core);
             }
             if self.core.plain && self.plain_record(ti, &head, v) {
                 continue;

@@ -223,7 +223,7 @@ impl Builder<'_> {
     ) -> Option<u32> {
         let graph = &mut self.graphs[g];
         let nodes = &graph.tree.nodes;
-        if nodes[n as usize].addr != call.addr {
+        if !graph.forks.is_empty() && nodes[n as usize].addr != call.addr {
             // A forked child returning from the fork its parent called.
             let ppid = self.pids[task].1;
             if let Some(i) = graph
