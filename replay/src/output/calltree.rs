@@ -95,6 +95,22 @@ impl Tree {
         self.enter_new(cur, func, addr, same)
     }
 
+    /// [`Tree::enter`]'s common case alone: when the child entered last from `cur` is a call
+    /// of `func`, its call count raised and its id; `None` otherwise (nothing changed).
+    #[inline(always)]
+    pub fn enter_again(&mut self, cur: u32, func: FuncId) -> Option<u32> {
+        let last = self.nodes[cur as usize].last_child;
+        if last == 0 {
+            return None;
+        }
+        let n = self
+            .nodes
+            .get_mut(last as usize)
+            .filter(|n| n.func == func)?;
+        n.calls += 1;
+        Some(last)
+    }
+
     /// [`Tree::enter`] when the last child entered is not the one.
     #[inline(never)]
     fn enter_new(

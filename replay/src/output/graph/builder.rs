@@ -283,7 +283,42 @@ impl Visitor for Builder<'_> {
         tree.exit(id, total, 0, self.minmax);
     }
 
+    /// The common case inline (a whole-program graph, the task's cursor on a node, the call
+    /// seen from there before); the rest in [`Builder::entry_general`].
+    #[inline]
     fn entry(&mut self, view: &View<'_, '_>, e: &Entry) {
+        if self.func.is_none() {
+            if let Some((g, n)) = self.fast_node(view, e.task) {
+                if let Some(id) = self.graphs[g].tree.enter_again(n, e.func) {
+                    self.tasks[e.task].node = Some((g, id));
+                    return;
+                }
+            }
+        }
+        self.entry_general(view, e);
+    }
+
+    /// The common case inline (a whole-program graph without forks, the task's cursor on a
+    /// node); the rest in [`Builder::exit_general`].
+    #[inline]
+    fn exit(&mut self, view: &View<'_, '_>, call: &Call) {
+        if self.func.is_none() && !call.unfinished {
+            if let Some((g, n)) = self.fast_node(view, call.task) {
+                let graph = &mut self.graphs[g];
+                if graph.forks.is_empty() {
+                    let parent = graph.tree.exit(n, call.total, call.child, self.minmax);
+                    self.tasks[call.task].node = parent.map(|p| (g, p));
+                    return;
+                }
+            }
+        }
+        self.exit_general(view, call);
+    }
+}
+
+impl Builder<'_> {
+    #[inline(never)]
+    fn entry_general(&mut self, view: &View<'_, '_>, e: &Entry) {
         let target = self.func.is_some() && self.is_target(view, e.func);
         if !target {
             if self.func.is_some() && self.tasks[e.task].enabled == 0 {
@@ -316,7 +351,8 @@ impl Visitor for Builder<'_> {
         self.tasks[e.task] = c;
     }
 
-    fn exit(&mut self, view: &View<'_, '_>, call: &Call) {
+    #[inline(never)]
+    fn exit_general(&mut self, view: &View<'_, '_>, call: &Call) {
         if call.unfinished && self.no_libcall && view.func(call.func).is_plt {
             return;
         }
