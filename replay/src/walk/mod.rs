@@ -17,8 +17,8 @@
 //!   setting each; the walk's consumers pick [`policy::Policy::REPLAY`], `ANALYSIS`,
 //!   `TASK_REPORT`, `DUMP` or `FLAT`.
 //! - [`leaf`]: replay's one-record look-ahead (an entry and its exit printed as `f();`).
-//! - `sched`: the perf context switches merged in by time (dump; report with
-//!   [`Walker::with_sched`]).
+//! - `sched`: the perf context switches merged in by time (replay, dump; report, graph and
+//!   the task graph with [`Walker::with_sched`]; the direct reader merges each task's own).
 //! - [`Walker`] (this module): the analysis consumer, handing entries, finished calls and
 //!   LOST to a [`Visitor`]; `fast.rs` holds its fast paths (a task's file read directly when
 //!   the visitor does not depend on the order across tasks, and entries/exits paired in one
