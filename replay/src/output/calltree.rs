@@ -164,6 +164,15 @@ impl Tree {
         node.parent
     }
 
+    /// Visits node `root` and the nodes under it (depth first, children in first-call order).
+    pub fn walk_from(&self, root: u32, mut visit: impl FnMut(u32)) {
+        let mut stack = vec![root];
+        while let Some(n) = stack.pop() {
+            visit(n);
+            stack.extend(self.nodes[n as usize].children.iter().rev());
+        }
+    }
+
     /// Visits the nodes depth first (children in first-call order) with their depth; the
     /// root is visited first at depth 0.
     pub fn walk(&self, mut visit: impl FnMut(u32, usize)) {

@@ -1,6 +1,10 @@
 //! Building the call graphs of `graph`: a [`Visitor`] of the walk that keeps, per session, a
 //! tree of calls merged by name (the whole program, or the subtrees of `graph FUNC` with the
 //! call stacks that led to them) and, per task, a cursor on its innermost reported call.
+//!
+//! While the walk runs, the nodes of all sessions live in one arena (a cursor is then a node
+//! index: entering or leaving a call reads the node without first finding its session's
+//! tree); each session's tree is taken out of it at the end.
 
 use super::*;
 pub(super) use crate::output::calltree::{Node, Tree};
@@ -32,8 +36,11 @@ pub(super) struct Backtrace {
 #[derive(Debug)]
 pub(super) struct SessionGraph {
     pub(super) session: Option<usize>,
-    /// The calls (the one call-tree builder; node 0 is the program or FUNC).
+    /// The calls (the one call-tree builder; node 0 is the program or FUNC), filled from the
+    /// arena when the walk is over.
     pub(super) tree: Tree,
+    /// The root's node in the builder's arena.
+    pub(super) root: u32,
     pub(super) backtraces: Vec<Backtrace>,
     /// Nodes of `fork` calls, newest last, with the pid of the calling process: a forked
     /// child's return from `fork` continues from there.
@@ -41,10 +48,11 @@ pub(super) struct SessionGraph {
 }
 
 impl SessionGraph {
-    pub(super) fn new(session: Option<usize>) -> SessionGraph {
+    pub(super) fn new(session: Option<usize>, root: u32) -> SessionGraph {
         SessionGraph {
             session,
             tree: Tree::new(0),
+            root,
             backtraces: Vec::new(),
             forks: Vec::new(),
         }
@@ -58,7 +66,7 @@ pub(super) struct TaskCursor {
     pub(super) session: Option<usize>,
     /// The next entry starts at the root of a new session's graph.
     pub(super) new_session: bool,
-    /// The node of the innermost graphed call: (graph, node).
+    /// The node of the innermost graphed call: (graph, node in the arena).
     pub(super) node: Option<(usize, u32)>,
     /// Nesting of graphed calls (full graph: 1 once the task started).
     pub(super) enabled: u32,
@@ -70,6 +78,10 @@ pub(super) struct Builder<'a> {
     /// `graph FUNC`; `None` for the whole program.
     pub(super) func: Option<&'a str>,
     pub(super) graphs: Vec<SessionGraph>,
+    /// The nodes of every session's graph (node 0 is unused: 0 means "no child").
+    pub(super) arena: Tree,
+    /// Some graph has a `fork` node (a forked child's exit may belong to it).
+    pub(super) forks_seen: bool,
     pub(super) by_session: HashMap<Option<usize>, usize>,
     pub(super) tasks: Vec<TaskCursor>,
     /// Per function: 0 unknown, 1 FUNC, 2 another function.
@@ -90,7 +102,9 @@ impl Builder<'_> {
         if let Some(&g) = self.by_session.get(&session) {
             return g;
         }
-        self.graphs.push(SessionGraph::new(session));
+        self.arena.nodes.push(Node::new(0, 0, None));
+        let root = (self.arena.nodes.len() - 1) as u32;
+        self.graphs.push(SessionGraph::new(session, root));
         let g = self.graphs.len() - 1;
         self.by_session.insert(session, g);
         g
@@ -158,10 +172,10 @@ impl Builder<'_> {
             g.backtraces[bt].hits += 1;
             c.backtrace = Some((gi, bt));
         }
-        let root = &mut g.tree.nodes[0];
+        let root = &mut self.arena.nodes[g.root as usize];
         root.addr = addr;
         root.calls += 1;
-        c.node = c.graph.map(|g| (g, 0));
+        c.node = Some((gi, g.root));
         c
     }
 
@@ -174,7 +188,7 @@ impl Builder<'_> {
     ) {
         let curr = if c.new_session {
             c.new_session = false;
-            c.graph.map(|g| (g, 0))
+            c.graph.map(|g| (g, self.graphs[g].root))
         } else {
             c.node
         };
@@ -194,12 +208,12 @@ impl Builder<'_> {
         g: usize,
         curr: u32,
     ) -> u32 {
-        let graph = &mut self.graphs[g];
         let sym = view.symbols();
         let same = |a: FuncId, b: FuncId| func_name(sym, a) == func_name(sym, b);
-        let (id, created) = graph.tree.enter(curr, e.func, e.addr, same);
+        let (id, created) = self.arena.enter(curr, e.func, e.addr, same);
         if created && matches!(view.name(e.func), "fork" | "vfork" | "daemon") {
-            graph.forks.push((id, self.pids[task].0));
+            self.graphs[g].forks.push((id, self.pids[task].0));
+            self.forks_seen = true;
         }
         id
     }
@@ -222,7 +236,7 @@ impl Builder<'_> {
         mut n: u32,
     ) -> Option<u32> {
         let graph = &mut self.graphs[g];
-        let nodes = &graph.tree.nodes;
+        let nodes = &self.arena.nodes;
         if !graph.forks.is_empty() && nodes[n as usize].addr != call.addr {
             // A forked child returning from the fork its parent called.
             let ppid = self.pids[task].1;
@@ -234,7 +248,7 @@ impl Builder<'_> {
                 n = graph.forks.remove(i).0;
             }
         }
-        graph.tree.exit(n, call.total, call.child, self.minmax)
+        self.arena.exit(n, call.total, call.child, self.minmax)
     }
 
     /// Whether `f` is the FUNC of `graph FUNC` (cached per function; never in a full graph).
@@ -273,12 +287,12 @@ impl Visitor for Builder<'_> {
         if !self.show_sched[usize::from(preempted)] || self.tasks[task].enabled == 0 {
             return;
         }
-        let Some((g, n)) = self.fast_node(view, task) else {
+        let Some((_, n)) = self.fast_node(view, task) else {
             return;
         };
         let sym = view.symbols();
         let same = |a: FuncId, b: FuncId| func_name(sym, a) == func_name(sym, b);
-        let tree = &mut self.graphs[g].tree;
+        let tree = &mut self.arena;
         let (id, _) = tree.enter(n, SCHED_FUNCS[usize::from(preempted)], 0, same);
         tree.exit(id, total, 0, self.minmax);
     }
@@ -289,7 +303,7 @@ impl Visitor for Builder<'_> {
     fn entry(&mut self, view: &View<'_, '_>, e: &Entry) {
         if self.func.is_none() {
             if let Some((g, n)) = self.fast_node(view, e.task) {
-                if let Some(id) = self.graphs[g].tree.enter_again(n, e.func) {
+                if let Some(id) = self.arena.enter_again(n, e.func) {
                     self.tasks[e.task].node = Some((g, id));
                     return;
                 }
@@ -304,9 +318,8 @@ impl Visitor for Builder<'_> {
     fn exit(&mut self, view: &View<'_, '_>, call: &Call) {
         if self.func.is_none() && !call.unfinished {
             if let Some((g, n)) = self.fast_node(view, call.task) {
-                let graph = &mut self.graphs[g];
-                if graph.forks.is_empty() {
-                    let parent = graph.tree.exit(n, call.total, call.child, self.minmax);
+                if !self.forks_seen {
+                    let parent = self.arena.exit(n, call.total, call.child, self.minmax);
                     self.tasks[call.task].node = parent.map(|p| (g, p));
                     return;
                 }
@@ -392,6 +405,31 @@ impl Builder<'_> {
     }
 }
 
+/// The nodes of `arena` under `root` as a tree of their own (root first, the others in
+/// creation order).
+fn subtree(arena: &Tree, root: u32) -> Tree {
+    let mut ids = Vec::new();
+    arena.walk_from(root, |n| ids.push(n));
+    ids.sort_unstable();
+    let index: HashMap<u32, u32> = ids
+        .iter()
+        .enumerate()
+        .map(|(new, &old)| (old, new as u32))
+        .collect();
+    let map = |old: u32| index.get(&old).copied().unwrap_or(0);
+    let nodes = ids
+        .iter()
+        .map(|&old| {
+            let mut n = arena.nodes[old as usize].clone();
+            n.parent = if old == root { None } else { n.parent.map(map) };
+            n.children = n.children.iter().map(|&c| map(c)).collect();
+            n.last_child = map(n.last_child);
+            n
+        })
+        .collect();
+    Tree { nodes }
+}
+
 /// For each task: its process id and the id of the process that forked it (task.txt).
 pub(super) fn task_pids(dir: &TraceDir) -> Vec<(u32, u32)> {
     dir.data
@@ -452,6 +490,8 @@ pub(super) fn build<'d>(dir: &'d TraceDir, cfg: &Config, opts: &GraphOptions) ->
     let mut b = Builder {
         func: opts.func.as_deref(),
         graphs: Vec::new(),
+        arena: Tree::new(0),
+        forks_seen: false,
         by_session: HashMap::new(),
         tasks: vec![TaskCursor::default(); dir.data.len()],
         pids: task_pids(dir),
@@ -473,6 +513,9 @@ pub(super) fn build<'d>(dir: &'d TraceDir, cfg: &Config, opts: &GraphOptions) ->
     };
     let warnings = walker.run(&mut b)?;
     let mut graphs = b.graphs;
+    for g in &mut graphs {
+        g.tree = subtree(&b.arena, g.root);
+    }
     if opts.func.is_none() {
         // The root adds up its children (on top of what calls returning to it added).
         for g in &mut graphs {
