@@ -1,10 +1,12 @@
 //! The `perf-cpu<N>.dat` files (data-format §10): per-CPU perf ring-buffer records of context
 //! switches, task names, forks and exits, turned into the `linux:*` events 200001..200007.
 //!
-//! Only `dump` reads them: the raw dump lists them per file; the time-ordered formats show a
-//! task's scheduling inside its functions as `linux:schedule` calls. The files are small (a few
-//! records per context switch), so each is read whole.
+//! The raw dump lists them per file; the walk (replay, report, graph, the time-ordered dump
+//! formats) merges the traced tasks' events into their records by time and shows a task's
+//! scheduling inside its functions as `linux:schedule` calls. The files are mapped and their
+//! records decoded as they are read ([`Events`]).
 
+use record_format::file::Mapped;
 use record_format::TraceDir;
 use std::collections::HashMap;
 
@@ -48,55 +50,80 @@ fn u64_at(b: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
 }
 
-/// The events of one file, in file order. A truncated or malformed record ends the list.
-pub fn parse(bytes: &[u8]) -> Vec<PerfEvent> {
-    let mut out = Vec::new();
-    let mut pos = 0;
-    while let (Some(ty), Some(misc), Some(size)) = (
-        u32_at(bytes, pos),
-        u16_at(bytes, pos + 4),
-        u16_at(bytes, pos + 6),
-    ) {
-        let size = size as usize;
-        let Some(rec) = bytes.get(pos..pos + size).filter(|_| size >= 8) else {
-            break;
-        };
-        pos += size;
-        // Every record ends with the sample_id trailer: u32 pid, u32 tid, u64 time.
-        let trailer = size.saturating_sub(16);
-        let (Some(sample_tid), Some(time)) = (u32_at(rec, trailer + 4), u64_at(rec, trailer + 8))
-        else {
-            continue;
-        };
-        let (id, tid) = match ty {
-            PERF_RECORD_SWITCH if misc & MISC_SWITCH_OUT == 0 => (SCHED_IN, sample_tid),
-            PERF_RECORD_SWITCH if misc & MISC_SWITCH_OUT_PREEMPT != 0 => {
-                (SCHED_OUT_PREEMPT, sample_tid)
-            }
-            PERF_RECORD_SWITCH => (SCHED_OUT, sample_tid),
-            PERF_RECORD_COMM => (TASK_NAME, u32_at(rec, 12).unwrap_or(sample_tid)),
-            // Forks and exits carry their own time: u32 pid, ppid, tid, ptid, u64 time.
-            PERF_RECORD_FORK | PERF_RECORD_EXIT => {
-                let id = if ty == PERF_RECORD_FORK {
-                    TASK_NEW
-                } else {
-                    TASK_EXIT
-                };
-                let tid = u32_at(rec, 16).unwrap_or(sample_tid);
-                let time = u64_at(rec, 24).unwrap_or(time);
-                out.push(PerfEvent { time, tid, id });
-                continue;
-            }
-            _ => continue,
-        };
-        out.push(PerfEvent { time, tid, id });
-    }
-    out
+/// The event of the record at the start of `rec` (its header says `size` bytes), if it is one
+/// of the kinds the analysis uses.
+fn decode(rec: &[u8], ty: u32, misc: u16) -> Option<PerfEvent> {
+    // Every record ends with the sample_id trailer: u32 pid, u32 tid, u64 time.
+    let trailer = rec.len().saturating_sub(16);
+    let (sample_tid, time) = (u32_at(rec, trailer + 4)?, u64_at(rec, trailer + 8)?);
+    let (id, tid, time) = match ty {
+        PERF_RECORD_SWITCH if misc & MISC_SWITCH_OUT == 0 => (SCHED_IN, sample_tid, time),
+        PERF_RECORD_SWITCH if misc & MISC_SWITCH_OUT_PREEMPT != 0 => {
+            (SCHED_OUT_PREEMPT, sample_tid, time)
+        }
+        PERF_RECORD_SWITCH => (SCHED_OUT, sample_tid, time),
+        PERF_RECORD_COMM => (TASK_NAME, u32_at(rec, 12).unwrap_or(sample_tid), time),
+        // Forks and exits carry their own time: u32 pid, ppid, tid, ptid, u64 time.
+        PERF_RECORD_FORK | PERF_RECORD_EXIT => {
+            let id = if ty == PERF_RECORD_FORK {
+                TASK_NEW
+            } else {
+                TASK_EXIT
+            };
+            let tid = u32_at(rec, 16).unwrap_or(sample_tid);
+            (id, tid, u64_at(rec, 24).unwrap_or(time))
+        }
+        _ => return None,
+    };
+    Some(PerfEvent { time, tid, id })
 }
 
-/// The non-empty perf files of `dir` as (cpu, events), by cpu number; none unless the
-/// recording has feature PERF_EVENT. A file that cannot be read is left out with a warning.
-pub fn cpu_files(dir: &TraceDir) -> Vec<(u32, Vec<PerfEvent>)> {
+/// The events of one file's bytes, in file order, decoded as they are asked for. A truncated
+/// or malformed record ends them.
+pub struct Events<B> {
+    bytes: B,
+    pos: usize,
+}
+
+impl<B: std::ops::Deref<Target = [u8]>> Events<B> {
+    pub fn new(bytes: B) -> Events<B> {
+        Events { bytes, pos: 0 }
+    }
+}
+
+impl<B: std::ops::Deref<Target = [u8]>> Iterator for Events<B> {
+    type Item = PerfEvent;
+
+    fn next(&mut self) -> Option<PerfEvent> {
+        let bytes = &*self.bytes;
+        loop {
+            let pos = self.pos;
+            let (ty, misc, size) = (
+                u32_at(bytes, pos)?,
+                u16_at(bytes, pos + 4)?,
+                u16_at(bytes, pos + 6)? as usize,
+            );
+            let Some(rec) = bytes.get(pos..pos + size).filter(|_| size >= 8) else {
+                self.pos = bytes.len();
+                return None;
+            };
+            self.pos += size;
+            if let Some(e) = decode(rec, ty, misc) {
+                return Some(e);
+            }
+        }
+    }
+}
+
+/// The events of one file, in file order (see [`Events`]).
+pub fn parse(bytes: &[u8]) -> Vec<PerfEvent> {
+    Events::new(bytes).collect()
+}
+
+/// The non-empty perf files of `dir` as (cpu, its events read from the mapped file), by cpu
+/// number; none unless the recording has feature PERF_EVENT. A file that cannot be read is
+/// left out with a warning.
+pub fn cpu_files(dir: &TraceDir) -> Vec<(u32, Events<Mapped>)> {
     if dir.info.header.feat_mask & FEAT_PERF_EVENT == 0 {
         return Vec::new();
     }
@@ -122,13 +149,15 @@ pub fn cpu_files(dir: &TraceDir) -> Vec<(u32, Vec<PerfEvent>)> {
                     return None;
                 }
             };
-            (!bytes.is_empty()).then(|| (cpu, parse(&bytes)))
+            (!bytes.is_empty()).then(|| (cpu, Events::new(bytes)))
         })
         .collect()
 }
 
 /// The events of the recorded tasks, with the task index (into `TraceDir::data`), in time
-/// order (ties keep the order of the files).
+/// order (ties keep the order of the files). The files are merged as they are read (each
+/// CPU's records come in time order), so only the events kept are held: the scheduling of
+/// the traced tasks, a few records per context switch.
 pub fn events_by_time(dir: &TraceDir) -> Vec<(usize, PerfEvent)> {
     let index: HashMap<u32, usize> = dir
         .data
@@ -136,11 +165,30 @@ pub fn events_by_time(dir: &TraceDir) -> Vec<(usize, PerfEvent)> {
         .enumerate()
         .map(|(i, d)| (d.tid, i))
         .collect();
-    let mut all: Vec<(usize, PerfEvent)> = cpu_files(dir)
+    let mut files: Vec<std::iter::Peekable<_>> = cpu_files(dir)
         .into_iter()
-        .flat_map(|(_, events)| events)
-        .filter_map(|e| Some((*index.get(&e.tid)?, e)))
+        .map(|(_, events)| {
+            events
+                .filter_map(|e| Some((*index.get(&e.tid)?, e)))
+                .peekable()
+        })
         .collect();
+    let mut all = Vec::new();
+    loop {
+        // The earliest head, the first file's on ties.
+        let mut best: Option<(usize, u64)> = None;
+        for (i, f) in files.iter_mut().enumerate() {
+            if let Some(&(_, e)) = f.peek() {
+                if best.is_none_or(|(_, t)| e.time < t) {
+                    best = Some((i, e.time));
+                }
+            }
+        }
+        let Some((i, _)) = best else { break };
+        all.extend(files[i].next());
+    }
+    // A file out of time order (not seen from the kernel) is put in order all the same; the
+    // merged events are already sorted, which the sort checks in one pass.
     all.sort_by_key(|(_, e)| e.time);
     all
 }

@@ -25,6 +25,8 @@
 //!   several depths and in a loop, pthread_exit and daemon, with library calls, against uftrace;
 //! * `record_sched`: scheduling events (`perf-cpu*.dat`) recorded by default, replayed by
 //!   uftrace as its own; `--no-sched`, `--no-event`, threads, children and `--keep-pid`;
+//! * `graph_sched`: `utrace graph` with scheduling events (`linux:schedule` nodes) against
+//!   uftrace's graph of the same data, both tools' recordings;
 //! * `record_matrix`: every test program in every build mode recorded by utrace and by
 //!   uftrace, both replays of utrace's data against uftrace's;
 //! * `survival`: programs that crash, are killed or exit with threads running still leave a
@@ -68,6 +70,7 @@ mod crafted;
 mod cxx_names;
 mod fixtures;
 mod fuzz_dirs;
+mod graph_sched;
 mod install;
 mod kernel_record;
 mod kernel_replay;

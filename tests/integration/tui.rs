@@ -181,6 +181,63 @@ fn tui_opens_folds_searches_and_quits() {
     assert!(!pane.alive(), "q did not quit:\n{}", pane.capture(false));
 }
 
+/// With scheduling events recorded, the graph shows the switch in `usleep` as a
+/// `linux:schedule` node (as `graph` does) and the report a `linux:schedule` row (as `report`
+/// does); Enter on the row jumps to the node.
+#[test]
+fn tui_shows_context_switches() {
+    if !tmux_available() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tmux is missing (tests/setup.sh installs it)"
+        );
+        eprintln!("tui test skipped: no tmux");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let exe = util::testprog("sleep", Mode::Pg);
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.args(["record", "-d"]).arg(&dir).arg(&exe);
+    util::run(cmd).assert_success();
+    let cmd = format!("{} tui -d {}", util::utrace_bin().display(), dir.display());
+    let pane = Pane::start(&cmd);
+    let screen = pane.wait("the graph", false, |s| s.contains("└─(1) main"));
+    let lines: Vec<&str> = screen.lines().collect();
+    let usleep = lines.iter().position(|l| l.ends_with("└─(1) usleep"));
+    let sched = lines
+        .iter()
+        .position(|l| l.trim_end().ends_with("└─(1) linux:schedule"));
+    assert!(
+        usleep.is_some() && sched == usleep.map(|u| u + 1),
+        "no linux:schedule under usleep:\n{screen}"
+    );
+
+    pane.send(&["R"]);
+    let screen = pane.wait("the report", false, |s| s.contains("*TOTAL TIME"));
+    let rows: Vec<&str> = screen
+        .lines()
+        .skip_while(|l| !l.contains("*TOTAL TIME"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    let row = rows
+        .iter()
+        .position(|l| l.trim_end().ends_with("  linux:schedule"));
+    assert!(row.is_some(), "no linux:schedule row:\n{screen}");
+    // Sorted by total time: main, slow, usleep, then the switch inside usleep.
+    pane.send(&["Home"]);
+    for _ in 0..row.unwrap() {
+        pane.send(&["Down"]);
+    }
+    pane.send(&["Enter"]);
+    pane.wait("the jump to the node", true, |s| {
+        s.contains("TOTAL TIME : FUNCTION")
+            && highlighted(s).is_some_and(|l| l.contains("(1) linux:schedule"))
+    });
+    pane.send(&["q", "q"]);
+}
+
 #[test]
 fn tui_needs_a_terminal() {
     let tmp = tempfile::tempdir().unwrap();

@@ -35,8 +35,10 @@ impl TaskField {
     }
 }
 
-/// First and last times of the records of each task that pass the filters.
-struct TaskSpan(Vec<(u64, u64)>);
+/// First and last times of the records of each task that pass the filters, and the time
+/// each was switched out inside its calls (its self time is the rest, as in uftrace).
+/// (`--no-sched`, `--no-event` and `--no-sched-preempt` leave the switches they hide in).
+struct TaskSpan(Vec<(u64, u64)>, Vec<u64>, [bool; 2]);
 
 impl TaskSpan {
     fn see(&mut self, task: usize, time: u64) {
@@ -58,6 +60,12 @@ impl Visitor for TaskSpan {
             self.see(call.task, call.time);
         }
     }
+
+    fn sched(&mut self, _view: &View<'_, '_>, task: usize, total: u64, preempted: bool) {
+        if self.2[usize::from(preempted)] {
+            self.1[task] += total;
+        }
+    }
 }
 
 /// One task of the tree.
@@ -66,6 +74,8 @@ struct TaskNode {
     pid: u32,
     comm: String,
     run: u64,
+    /// Switched out inside its calls.
+    sched: u64,
     children: Vec<usize>,
 }
 
@@ -78,25 +88,29 @@ pub fn task_graph(
     tid_width: usize,
     out: &mut dyn Write,
 ) -> Result<Vec<String>> {
-    let mut walker = Walker::new(dir, cfg)?;
+    let mut walker = Walker::new(dir, cfg)?.with_sched();
     for n in walker.notices() {
         writeln!(out, "Usage: {n}")?;
     }
-    let mut span = TaskSpan(vec![(0, 0); dir.data.len()]);
+    let shown = !cfg.no_sched && !cfg.no_event;
+    let mut span = TaskSpan(
+        vec![(0, 0); dir.data.len()],
+        vec![0; dir.data.len()],
+        [shown, shown && !cfg.no_sched_preempt],
+    );
     let warnings = walker.run(&mut span)?;
     let mut nodes: Vec<TaskNode> = super::info::task_comms(dir)
         .into_iter()
         .map(|(tid, pid, _, comm)| {
-            let run = dir
-                .data
-                .iter()
-                .position(|d| d.tid == tid)
-                .map_or(0, |i| span.0[i].1.saturating_sub(span.0[i].0));
+            let i = dir.data.iter().position(|d| d.tid == tid);
+            let run = i.map_or(0, |i| span.0[i].1.saturating_sub(span.0[i].0));
+            let sched = i.map_or(0, |i| span.1[i]);
             TaskNode {
                 tid,
                 pid,
                 comm,
                 run,
+                sched,
                 children: Vec::new(),
             }
         })
@@ -170,6 +184,9 @@ impl TaskPrinter<'_> {
                 }
                 (TaskField::Tid, None) => {
                     let _ = write!(self.s, "{:w$}", "", w = self.tid_width + 2);
+                }
+                (TaskField::SelfTime, Some(n)) => {
+                    push_duration(self.s, n.run.saturating_sub(n.sched), false)
                 }
                 (_, Some(n)) => push_duration(self.s, n.run, false),
                 (_, None) => self.s.push_str("          "),

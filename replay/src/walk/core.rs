@@ -174,6 +174,11 @@ pub struct Core<'d> {
     /// The perf events by time and the next one ([`Policy::sched`]).
     pub(super) perf: Vec<(usize, PerfEvent)>,
     pub(super) perf_next: usize,
+    /// End of the events [`Core::next_sched`] looks at (the direct reader: the end of the
+    /// task's own).
+    pub(super) perf_until: usize,
+    /// `-t`: context switches shorter than this are dropped, as calls are.
+    pub(super) sched_min: u64,
     /// `Usage:` complaints about the filters and argument specs.
     pub notices: Vec<String>,
 }
@@ -263,6 +268,7 @@ impl<'d> Core<'d> {
         } else {
             Vec::new()
         };
+        let perf_until = perf.len();
         Core {
             merge,
             tasks,
@@ -278,6 +284,8 @@ impl<'d> Core<'d> {
             no_libcall: cfg.no_libcall,
             perf,
             perf_next: 0,
+            perf_until,
+            sched_min: cfg.time_filter.unwrap_or(0),
             notices,
         }
     }

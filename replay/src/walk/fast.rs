@@ -79,11 +79,32 @@ impl<'d> Walker<'d> {
         t.sess_until = until;
     }
 
-    /// Reads every task's file on its own, in task order (the direct reader).
+    /// Reads every task's file on its own, in task order (the direct reader), each with its
+    /// own context switches merged in by time.
     pub(super) fn run_direct<V: Visitor + ?Sized>(&mut self, v: &mut V) {
+        // The switches grouped by task, in time order within each.
+        self.core.perf.sort_by_key(|&(ti, _)| ti);
+        let mut next = 0;
         for ti in 0..self.core.tasks.len() {
+            let end = next + self.core.perf[next..].partition_point(|&(t, _)| t == ti);
+            (self.core.perf_next, self.core.perf_until) = (next, end);
             if self.core.tasks[ti].allowed {
                 self.read_task(ti, v);
+                // Switches after the task's last record still count in its open calls.
+                self.sched_until(u64::MAX, v);
+            }
+            next = end;
+        }
+        self.core.perf_until = self.core.perf.len();
+    }
+
+    /// Hands over the task's context switches before `time` (the direct reader).
+    #[inline]
+    fn sched_until<V: Visitor + ?Sized>(&mut self, time: u64, v: &mut V) {
+        while self.core.perf_next < self.core.perf_until {
+            match self.core.next_sched(time) {
+                Some(s) => self.visit(Step::Sched(s), v),
+                None => break,
             }
         }
     }
@@ -97,11 +118,19 @@ impl<'d> Walker<'d> {
 
         const WINDOW: usize = 4 << 20;
         const CACHE: usize = 256;
+
         let file = &self.merge_dir().data[ti];
         let (bytes, tid) = (file.bytes(), file.tid);
         let mut pos = 0;
         let mut released = 0;
         let mut last_time = 0;
+        // Time of the task's next context switch (u64::MAX: none left).
+        let next_switch = |core: &Core<'_>| {
+            core.perf[core.perf_next..core.perf_until]
+                .first()
+                .map_or(u64::MAX, |(_, e)| e.time)
+        };
+        let mut switch_at = next_switch(&self.core);
         // Direct-mapped cache: (addr, session, func).
         let mut cache = vec![(0u64, None, 0 as FuncId); CACHE];
         loop {
@@ -181,12 +210,17 @@ impl<'d> Walker<'d> {
                 released = pos - WINDOW;
                 file.release(released);
             }
+
             let head = Head {
                 raw,
                 func,
                 payload: (pstart, plen),
                 kernel_event: None,
             };
+            if switch_at < head.raw.time {
+                self.sched_until(head.raw.time, v);
+                switch_at = next_switch(&self.core);
+            }
             if self.core.plain && self.plain_record(ti, &head, v) {
                 continue;
             }

@@ -17,8 +17,8 @@
 //!   setting each; the walk's consumers pick [`policy::Policy::REPLAY`], `ANALYSIS`,
 //!   `TASK_REPORT`, `DUMP` or `FLAT`.
 //! - [`leaf`]: replay's one-record look-ahead (an entry and its exit printed as `f();`).
-//! - `sched`: the perf context switches merged in by time (dump; report with
-//!   [`Walker::with_sched`]).
+//! - `sched`: the perf context switches merged in by time (replay, dump; report, graph and
+//!   the task graph with [`Walker::with_sched`]; the direct reader merges each task's own).
 //! - [`Walker`] (this module): the analysis consumer, handing entries, finished calls and
 //!   LOST to a [`Visitor`]; `fast.rs` holds its fast paths (a task's file read directly when
 //!   the visitor does not depend on the order across tasks, and entries/exits paired in one
@@ -235,16 +235,13 @@ impl<'d> Walker<'d> {
 
     /// Merges the perf context switches of the trace (`perf-cpu*.dat`), as uftrace's report
     /// does: the time a task is switched out counts as callee time of its running call, and
-    /// each switch inside a shown call is handed to [`Visitor::sched`].
+    /// each switch inside a shown call is handed to [`Visitor::sched`]. A switch concerns its
+    /// task only: the direct reader merges each task's own into its records.
     pub fn with_sched(mut self) -> Self {
         self.core.policy.sched = true;
         self.core.perf = crate::perf::events_by_time(self.dir);
         self.core.perf_next = 0;
-        // The switches are merged by time with every task's records.
-        if !self.core.perf.is_empty() {
-            self.direct_ok = false;
-            self.direct = false;
-        }
+        self.core.perf_until = self.core.perf.len();
         self
     }
 

@@ -5,7 +5,8 @@
 //! the switch-in ends it, and the time switched out counts as callee time of the running
 //! call (even when the switches are not shown). As in uftrace 0.13, a pre-empting
 //! switch-out begins nothing (its switch-in still ends a call), and a switch-in before the
-//! task's first record is ignored.
+//! task's first record is ignored. With `-t`, a switch shorter than the threshold is dropped
+//! like a short call: not shown, and its time is not callee time.
 
 use super::core::{Core, SchedStep};
 use crate::perf;
@@ -14,7 +15,7 @@ impl Core<'_> {
     /// The next context switch before `upto`, if any (switches of tasks `--tid` leaves out,
     /// or outside `-r`, are passed over).
     pub(super) fn next_sched(&mut self, upto: u64) -> Option<SchedStep> {
-        while let Some(&(ti, e)) = self.perf.get(self.perf_next) {
+        while let Some(&(ti, e)) = self.perf[..self.perf_until].get(self.perf_next) {
             if e.time >= upto {
                 return None;
             }
@@ -34,12 +35,18 @@ impl Core<'_> {
                     let preempt = e.id == perf::SCHED_OUT_PREEMPT;
                     t.sched_out = Some((e.time, preempt));
                     preempted = preempt;
+                    if self.sched_min > 0 && self.switched_out_for(ti) < self.sched_min {
+                        continue;
+                    }
                     false
                 }
                 perf::SCHED_IN => {
                     if let Some((out, preempt)) = t.sched_out.take() {
                         total = e.time.saturating_sub(out);
                         preempted = preempt;
+                    }
+                    if total < self.sched_min {
+                        continue;
                     }
                     t.stack.add_child_time(total);
                     if first {
@@ -49,7 +56,9 @@ impl Core<'_> {
                 }
                 _ => continue,
             };
-            let visible = t.stack.event_visible(self.merge.filters.has_filter);
+            let visible = self.tasks[ti]
+                .stack
+                .event_visible(self.merge.filters.has_filter);
             return Some(SchedStep {
                 task: ti,
                 time: e.time,
@@ -64,6 +73,17 @@ impl Core<'_> {
 }
 
 impl Core<'_> {
+    /// How long task `ti`, switched out by the switch just taken, stays out: until its next
+    /// switch-in (`u64::MAX` if none follows).
+    fn switched_out_for(&self, ti: usize) -> u64 {
+        let out = self.perf[self.perf_next - 1].1.time;
+        self.perf[self.perf_next..]
+            .iter()
+            .find(|&&(t, _)| t == ti)
+            .filter(|(_, e)| e.id == perf::SCHED_IN)
+            .map_or(u64::MAX, |(_, e)| e.time.saturating_sub(out))
+    }
+
     /// Whether a context switch of task `ti` comes before `time` (replay's leaf look-ahead:
     /// a call with a switch inside is not a leaf).
     pub(super) fn switch_before(&self, ti: usize, time: u64) -> bool {

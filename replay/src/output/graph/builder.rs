@@ -1,9 +1,27 @@
 //! Building the call graphs of `graph`: a [`Visitor`] of the walk that keeps, per session, a
 //! tree of calls merged by name (the whole program, or the subtrees of `graph FUNC` with the
 //! call stacks that led to them) and, per task, a cursor on its innermost reported call.
+//!
+//! While the walk runs, the nodes of all sessions live in one arena (a cursor is then a node
+//! index: entering or leaving a call reads the node without first finding its session's
+//! tree); each session's tree is taken out of it at the end.
 
 use super::*;
 pub(super) use crate::output::calltree::{Node, Tree};
+use crate::output::report::stats::SCHED_NAMES;
+use crate::symbols::Symbolizer;
+
+/// The function ids of the `linux:schedule` and `linux:schedule (pre-empted)` nodes (no
+/// symbol has them: the symbolizer's ids count up from 0).
+pub(super) const SCHED_FUNCS: [FuncId; 2] = [FuncId::MAX, FuncId::MAX - 1];
+
+/// The name of a node's function id, the context switches' included.
+pub(super) fn func_name<'s>(sym: &'s Symbolizer<'_>, id: FuncId) -> &'s str {
+    match SCHED_FUNCS.iter().position(|&s| s == id) {
+        Some(i) => SCHED_NAMES[i],
+        None => &sym.func(id).name,
+    }
+}
 
 /// One distinct call stack leading to FUNC.
 #[derive(Debug)]
@@ -18,8 +36,11 @@ pub(super) struct Backtrace {
 #[derive(Debug)]
 pub(super) struct SessionGraph {
     pub(super) session: Option<usize>,
-    /// The calls (the one call-tree builder; node 0 is the program or FUNC).
+    /// The calls (the one call-tree builder; node 0 is the program or FUNC), filled from the
+    /// arena when the walk is over.
     pub(super) tree: Tree,
+    /// The root's node in the builder's arena.
+    pub(super) root: u32,
     pub(super) backtraces: Vec<Backtrace>,
     /// Nodes of `fork` calls, newest last, with the pid of the calling process: a forked
     /// child's return from `fork` continues from there.
@@ -27,10 +48,11 @@ pub(super) struct SessionGraph {
 }
 
 impl SessionGraph {
-    pub(super) fn new(session: Option<usize>) -> SessionGraph {
+    pub(super) fn new(session: Option<usize>, root: u32) -> SessionGraph {
         SessionGraph {
             session,
             tree: Tree::new(0),
+            root,
             backtraces: Vec::new(),
             forks: Vec::new(),
         }
@@ -44,7 +66,7 @@ pub(super) struct TaskCursor {
     pub(super) session: Option<usize>,
     /// The next entry starts at the root of a new session's graph.
     pub(super) new_session: bool,
-    /// The node of the innermost graphed call: (graph, node).
+    /// The node of the innermost graphed call: (graph, node in the arena).
     pub(super) node: Option<(usize, u32)>,
     /// Nesting of graphed calls (full graph: 1 once the task started).
     pub(super) enabled: u32,
@@ -56,6 +78,10 @@ pub(super) struct Builder<'a> {
     /// `graph FUNC`; `None` for the whole program.
     pub(super) func: Option<&'a str>,
     pub(super) graphs: Vec<SessionGraph>,
+    /// The nodes of every session's graph (node 0 is unused: 0 means "no child").
+    pub(super) arena: Tree,
+    /// Some graph has a `fork` node (a forked child's exit may belong to it).
+    pub(super) forks_seen: bool,
     pub(super) by_session: HashMap<Option<usize>, usize>,
     pub(super) tasks: Vec<TaskCursor>,
     /// Per function: 0 unknown, 1 FUNC, 2 another function.
@@ -66,6 +92,9 @@ pub(super) struct Builder<'a> {
     pub(super) no_libcall: bool,
     /// Per task: its process id and its parent process id (0 if unknown).
     pub(super) pids: Vec<(u32, u32)>,
+    /// Which context switches are nodes: other ones, pre-emptions (`--no-sched`,
+    /// `--no-event`, `--no-sched-preempt`).
+    pub(super) show_sched: [bool; 2],
 }
 
 impl Builder<'_> {
@@ -73,7 +102,9 @@ impl Builder<'_> {
         if let Some(&g) = self.by_session.get(&session) {
             return g;
         }
-        self.graphs.push(SessionGraph::new(session));
+        self.arena.nodes.push(Node::new(0, 0, None));
+        let root = (self.arena.nodes.len() - 1) as u32;
+        self.graphs.push(SessionGraph::new(session, root));
         let g = self.graphs.len() - 1;
         self.by_session.insert(session, g);
         g
@@ -141,10 +172,10 @@ impl Builder<'_> {
             g.backtraces[bt].hits += 1;
             c.backtrace = Some((gi, bt));
         }
-        let root = &mut g.tree.nodes[0];
+        let root = &mut self.arena.nodes[g.root as usize];
         root.addr = addr;
         root.calls += 1;
-        c.node = c.graph.map(|g| (g, 0));
+        c.node = Some((gi, g.root));
         c
     }
 
@@ -157,7 +188,7 @@ impl Builder<'_> {
     ) {
         let curr = if c.new_session {
             c.new_session = false;
-            c.graph.map(|g| (g, 0))
+            c.graph.map(|g| (g, self.graphs[g].root))
         } else {
             c.node
         };
@@ -177,11 +208,12 @@ impl Builder<'_> {
         g: usize,
         curr: u32,
     ) -> u32 {
-        let graph = &mut self.graphs[g];
-        let same = |a: FuncId, b: FuncId| view.name(a) == view.name(b);
-        let (id, created) = graph.tree.enter(curr, e.func, e.addr, same);
+        let sym = view.symbols();
+        let same = |a: FuncId, b: FuncId| func_name(sym, a) == func_name(sym, b);
+        let (id, created) = self.arena.enter(curr, e.func, e.addr, same);
         if created && matches!(view.name(e.func), "fork" | "vfork" | "daemon") {
-            graph.forks.push((id, self.pids[task].0));
+            self.graphs[g].forks.push((id, self.pids[task].0));
+            self.forks_seen = true;
         }
         id
     }
@@ -204,8 +236,8 @@ impl Builder<'_> {
         mut n: u32,
     ) -> Option<u32> {
         let graph = &mut self.graphs[g];
-        let nodes = &graph.tree.nodes;
-        if nodes[n as usize].addr != call.addr {
+        let nodes = &self.arena.nodes;
+        if !graph.forks.is_empty() && nodes[n as usize].addr != call.addr {
             // A forked child returning from the fork its parent called.
             let ppid = self.pids[task].1;
             if let Some(i) = graph
@@ -216,7 +248,7 @@ impl Builder<'_> {
                 n = graph.forks.remove(i).0;
             }
         }
-        graph.tree.exit(n, call.total, call.child, self.minmax)
+        self.arena.exit(n, call.total, call.child, self.minmax)
     }
 
     /// Whether `f` is the FUNC of `graph FUNC` (cached per function; never in a full graph).
@@ -249,7 +281,57 @@ impl Builder<'_> {
 }
 
 impl Visitor for Builder<'_> {
+    /// A context switch inside a graphed call: a `linux:schedule` child of the task's
+    /// innermost call, one call of `total` ns (uftrace's graph).
+    fn sched(&mut self, view: &View<'_, '_>, task: usize, total: u64, preempted: bool) {
+        if !self.show_sched[usize::from(preempted)] || self.tasks[task].enabled == 0 {
+            return;
+        }
+        let Some((_, n)) = self.fast_node(view, task) else {
+            return;
+        };
+        let sym = view.symbols();
+        let same = |a: FuncId, b: FuncId| func_name(sym, a) == func_name(sym, b);
+        let tree = &mut self.arena;
+        let (id, _) = tree.enter(n, SCHED_FUNCS[usize::from(preempted)], 0, same);
+        tree.exit(id, total, 0, self.minmax);
+    }
+
+    /// The common case inline (a whole-program graph, the task's cursor on a node, the call
+    /// seen from there before); the rest in [`Builder::entry_general`].
+    #[inline]
     fn entry(&mut self, view: &View<'_, '_>, e: &Entry) {
+        if self.func.is_none() {
+            if let Some((g, n)) = self.fast_node(view, e.task) {
+                if let Some(id) = self.arena.enter_again(n, e.func) {
+                    self.tasks[e.task].node = Some((g, id));
+                    return;
+                }
+            }
+        }
+        self.entry_general(view, e);
+    }
+
+    /// The common case inline (a whole-program graph without forks, the task's cursor on a
+    /// node); the rest in [`Builder::exit_general`].
+    #[inline]
+    fn exit(&mut self, view: &View<'_, '_>, call: &Call) {
+        if self.func.is_none() && !call.unfinished {
+            if let Some((g, n)) = self.fast_node(view, call.task) {
+                if !self.forks_seen {
+                    let parent = self.arena.exit(n, call.total, call.child, self.minmax);
+                    self.tasks[call.task].node = parent.map(|p| (g, p));
+                    return;
+                }
+            }
+        }
+        self.exit_general(view, call);
+    }
+}
+
+impl Builder<'_> {
+    #[inline(never)]
+    fn entry_general(&mut self, view: &View<'_, '_>, e: &Entry) {
         let target = self.func.is_some() && self.is_target(view, e.func);
         if !target {
             if self.func.is_some() && self.tasks[e.task].enabled == 0 {
@@ -282,7 +364,8 @@ impl Visitor for Builder<'_> {
         self.tasks[e.task] = c;
     }
 
-    fn exit(&mut self, view: &View<'_, '_>, call: &Call) {
+    #[inline(never)]
+    fn exit_general(&mut self, view: &View<'_, '_>, call: &Call) {
         if call.unfinished && self.no_libcall && view.func(call.func).is_plt {
             return;
         }
@@ -322,6 +405,31 @@ impl Visitor for Builder<'_> {
     }
 }
 
+/// The nodes of `arena` under `root` as a tree of their own (root first, the others in
+/// creation order).
+fn subtree(arena: &Tree, root: u32) -> Tree {
+    let mut ids = Vec::new();
+    arena.walk_from(root, |n| ids.push(n));
+    ids.sort_unstable();
+    let index: HashMap<u32, u32> = ids
+        .iter()
+        .enumerate()
+        .map(|(new, &old)| (old, new as u32))
+        .collect();
+    let map = |old: u32| index.get(&old).copied().unwrap_or(0);
+    let nodes = ids
+        .iter()
+        .map(|&old| {
+            let mut n = arena.nodes[old as usize].clone();
+            n.parent = if old == root { None } else { n.parent.map(map) };
+            n.children = n.children.iter().map(|&c| map(c)).collect();
+            n.last_child = map(n.last_child);
+            n
+        })
+        .collect();
+    Tree { nodes }
+}
+
 /// For each task: its process id and the id of the process that forked it (task.txt).
 pub(super) fn task_pids(dir: &TraceDir) -> Vec<(u32, u32)> {
     dir.data
@@ -347,7 +455,8 @@ pub(super) fn has_filter(cfg: &Config) -> bool {
         && cfg.hide.is_empty()
         && cfg.caller.is_empty()
         && cfg.triggers.is_empty()
-        && cfg.size_filter.is_none())
+        && cfg.size_filter.is_none()
+        && cfg.time_filter.is_none())
 }
 
 /// The graphs of `dir`'s sessions, newest first, with nothing-to-show ones left out.
@@ -371,7 +480,8 @@ pub(super) fn build<'d>(dir: &'d TraceDir, cfg: &Config, opts: &GraphOptions) ->
         cfg.triggers.push(format!("{f}@{kernel}depth={d}"));
     }
     let cfg = &cfg;
-    let mut walker = Walker::new(dir, cfg)?;
+    // Context switches are `linux:schedule` nodes, their time callee time of the call.
+    let mut walker = Walker::new(dir, cfg)?.with_sched();
     let notices = walker.notices().to_vec();
     // Children keep first-call order across tasks, so only one task can be read directly.
     if dir.data.iter().filter(|d| !d.is_empty()).count() <= 1 {
@@ -380,10 +490,16 @@ pub(super) fn build<'d>(dir: &'d TraceDir, cfg: &Config, opts: &GraphOptions) ->
     let mut b = Builder {
         func: opts.func.as_deref(),
         graphs: Vec::new(),
+        arena: Tree::new(0),
+        forks_seen: false,
         by_session: HashMap::new(),
         tasks: vec![TaskCursor::default(); dir.data.len()],
         pids: task_pids(dir),
         no_libcall: cfg.no_libcall,
+        show_sched: {
+            let shown = !cfg.no_sched && !cfg.no_event;
+            [shown, shown && !cfg.no_sched_preempt]
+        },
         targets: Vec::new(),
         minmax: opts.fields.iter().any(|f| {
             matches!(
@@ -397,6 +513,9 @@ pub(super) fn build<'d>(dir: &'d TraceDir, cfg: &Config, opts: &GraphOptions) ->
     };
     let warnings = walker.run(&mut b)?;
     let mut graphs = b.graphs;
+    for g in &mut graphs {
+        g.tree = subtree(&b.arena, g.root);
+    }
     if opts.func.is_none() {
         // The root adds up its children (on top of what calls returning to it added).
         for g in &mut graphs {

@@ -287,7 +287,7 @@ pub fn call_graphs(dir: &TraceDir, cfg: &Config) -> Result<(Vec<CallGraph>, Vec<
                 name: if i == 0 {
                     root.clone()
                 } else {
-                    sym.func(n.func).name.clone()
+                    func_name(sym, n.func).to_string()
                 },
                 calls: n.calls,
                 total: n.time,
@@ -332,10 +332,16 @@ pub fn graph(
         return Ok(warnings);
     }
     let sym = walker.symbols();
-    // `--srcline`: ` [file:line]` after every name but the root's.
-    let name_of = |f: FuncId| match sym.srcline(f).filter(|_| cfg.srcline) {
-        Some(loc) => format!("{} [{}]", sym.func(f).name, loc.text()),
-        None => sym.func(f).name.clone(),
+    // `--srcline`: ` [file:line]` after every name but the root's (and the switches').
+    let name_of = |f: FuncId| {
+        let name = func_name(sym, f);
+        let loc = (cfg.srcline && !builder::SCHED_FUNCS.contains(&f))
+            .then(|| sym.srcline(f))
+            .flatten();
+        match loc {
+            Some(loc) => format!("{name} [{}]", loc.text()),
+            None => name.to_string(),
+        }
     };
     let mut p = Printer {
         fields: &opts.fields,
