@@ -35,7 +35,7 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
         return Ok(ExitCode::SUCCESS);
     }
     let fields = match inv.args.replay.output_fields.as_deref() {
-        Some(spec) => parse_fields(spec)?,
+        Some(spec) => parse_fields(spec, &GraphField::ALL)?,
         None => vec![GraphField::Total],
     };
     let func = inv
@@ -54,8 +54,9 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
-/// `-f` for graph: table order; `+LIST` adds to the default (`total`); `none`.
-fn parse_fields(spec: &str) -> Result<Vec<GraphField>, UsageExit> {
+/// `-f` for graph: table order; `+LIST` adds to the default (`total`); `none`. `known`: the
+/// fields accepted (all for `graph`).
+pub(crate) fn parse_fields(spec: &str, known: &[GraphField]) -> Result<Vec<GraphField>, UsageExit> {
     let (mut named, list) = match spec.strip_prefix('+') {
         Some(list) => (vec![GraphField::Total], list),
         None => (Vec::new(), spec),
@@ -65,8 +66,9 @@ fn parse_fields(spec: &str) -> Result<Vec<GraphField>, UsageExit> {
             named.clear();
             continue;
         }
-        named.push(GraphField::from_name(name).ok_or_else(|| {
-            let possible: Vec<&str> = GraphField::ALL.iter().map(|f| f.names()[0]).collect();
+        let field = GraphField::from_name(name).filter(|f| known.contains(f));
+        named.push(field.ok_or_else(|| {
+            let possible: Vec<&str> = known.iter().map(|f| f.names()[0]).collect();
             UsageExit {
                 stdout_lines: vec![
                     format!("utrace: Unknown field name '{name}'"),

@@ -24,7 +24,7 @@ fn draw(f: &mut Frame, app: &mut App) {
     match app.mode {
         Mode::Graph => {
             lines.push(
-                Line::from("  TOTAL TIME : FUNCTION")
+                Line::from(tree::Tree::header(&app.fields))
                     .style(Style::default().add_modifier(Modifier::BOLD)),
             );
             for (k, &i) in app
@@ -34,7 +34,7 @@ fn draw(f: &mut Frame, app: &mut App) {
                 .skip(app.top)
                 .take(app.height)
             {
-                let line = Line::from(app.tree.line(i));
+                let line = Line::from(app.tree.line(i, &app.fields));
                 lines.push(if k == app.cursor {
                     line.style(reversed)
                 } else {

@@ -2,7 +2,7 @@
 //! graph with folding, the report, the info text, search and jumps (cli.md §9).
 
 use record_format::timeval::push_duration;
-use replay::output::graph::CallGraph;
+use replay::output::graph::{CallGraph, GraphField};
 
 use super::tree::Tree;
 
@@ -78,6 +78,8 @@ pub struct App {
     pub sessions: Vec<(String, String)>,
     /// The data directory's name (report status).
     pub data: String,
+    /// The graph's columns (`-f`; empty for `none`).
+    pub fields: Vec<GraphField>,
 }
 
 impl App {
@@ -107,10 +109,17 @@ impl App {
                 .map(|g| (g.sid.clone(), g.exe.clone()))
                 .collect(),
             data,
+            fields: vec![GraphField::Total],
         };
         app.sort_rows();
         app.refresh();
         app
+    }
+
+    /// The graph's columns (`-f`).
+    pub fn with_fields(mut self, fields: Vec<GraphField>) -> App {
+        self.fields = fields;
+        self
     }
 
     fn refresh(&mut self) {
@@ -540,6 +549,7 @@ mod tests {
             calls: 1,
             total,
             self_time: total / 2,
+            addr: 0x1000 + total,
             parent,
             children: children.to_vec(),
         }
@@ -569,7 +579,10 @@ mod tests {
     }
 
     fn lines(a: &App) -> Vec<String> {
-        a.visible.iter().map(|&i| a.tree.line(i)).collect()
+        a.visible
+            .iter()
+            .map(|&i| a.tree.line(i, &a.fields))
+            .collect()
     }
 
     #[test]
@@ -578,18 +591,18 @@ mod tests {
         assert_eq!(
             lines(&a),
             [
-                " 10.000 us : (1) prog",
-                " 10.000 us :  └─(1) main",
-                "  6.000 us :    ├─(1) a",
-                "  1.000 us :    │ └─(1) b",
-                "  3.000 us :    └─(1) c",
-                "  2.000 us :      └─(1) b",
+                "   10.000 us : (1) prog",
+                "   10.000 us :  └─(1) main",
+                "    6.000 us :    ├─(1) a",
+                "    1.000 us :    │ └─(1) b",
+                "    3.000 us :    └─(1) c",
+                "    2.000 us :      └─(1) b",
             ]
         );
         a.key(Key::Down);
         a.key(Key::Down);
         a.key(Key::Enter);
-        assert_eq!(lines(&a)[2], "  6.000 us :    ├─▶(1) a");
+        assert_eq!(lines(&a)[2], "    6.000 us :    ├─▶(1) a");
         assert_eq!(a.visible.len(), 5);
         a.key(Key::Char('u'));
         a.key(Key::Char('C'));
@@ -616,7 +629,7 @@ mod tests {
         a.key(Key::Char('P'));
         assert_eq!(a.current(), Some(3));
         a.key(Key::Char('g'));
-        assert_eq!(lines(&a), ["  3.000 us : (2) b"]);
+        assert_eq!(lines(&a), ["    3.000 us : (2) b"]);
         assert!(a.status().0.starts_with("utrace graph: b"));
         a.key(Key::Char('q'));
         assert!(a.graph_of.is_none());
@@ -630,5 +643,28 @@ mod tests {
         assert_eq!(a.mode, Mode::Graph);
         assert_eq!(a.current(), Some(3));
         assert!(!a.key(Key::Char('q')), "q in the full graph quits");
+    }
+
+    #[test]
+    fn graph_columns_as_uftrace_tui() {
+        let a = app().with_fields(vec![
+            GraphField::Total,
+            GraphField::SelfTime,
+            GraphField::Addr,
+        ]);
+        assert_eq!(
+            Tree::header(&a.fields),
+            "  TOTAL TIME   SELF TIME     ADDRESS   : FUNCTION"
+        );
+        assert_eq!(
+            lines(&a)[..2],
+            [
+                "   10.000 us    5.000 us             0 : (1) prog",
+                "   10.000 us    5.000 us          3710 :  └─(1) main",
+            ]
+        );
+        let a = a.with_fields(Vec::new());
+        assert_eq!(Tree::header(&a.fields), "uftrace graph TUI");
+        assert_eq!(lines(&a)[..2], [" (1) prog", "  └─(1) main"]);
     }
 }

@@ -2,7 +2,7 @@
 //! ([`CallGraph`]) flattened into one tree with folding, or the merged calls of one function.
 
 use record_format::timeval::push_duration;
-use replay::output::graph::CallGraph;
+use replay::output::graph::{CallGraph, GraphField};
 /// One node of the shown tree.
 #[derive(Debug, Clone)]
 pub struct Node {
@@ -10,6 +10,8 @@ pub struct Node {
     pub calls: u64,
     pub total: u64,
     pub self_time: u64,
+    /// Address of the first call (`-f addr`).
+    pub addr: u64,
     pub parent: Option<usize>,
     pub children: Vec<usize>,
     pub folded: bool,
@@ -37,6 +39,8 @@ impl Tree {
                     calls: n.calls,
                     total: n.total,
                     self_time: n.self_time,
+                    // The program (the root) has none in uftrace's tui.
+                    addr: if n.parent.is_some() { n.addr } else { 0 },
                     parent: n.parent.map(|p| base + p as usize),
                     children: n.children.iter().map(|&c| base + c as usize).collect(),
                     folded: false,
@@ -65,6 +69,7 @@ impl Tree {
             calls: 0,
             total: 0,
             self_time: 0,
+            addr: full.nodes[starts[0]].addr,
             parent: None,
             children: Vec::new(),
             folded: false,
@@ -109,6 +114,7 @@ impl Tree {
                         calls: 0,
                         total: 0,
                         self_time: 0,
+                        addr: full.nodes[c].addr,
                         parent: Some(into),
                         children: Vec::new(),
                         folded: false,
@@ -154,12 +160,36 @@ impl Tree {
         out
     }
 
-    /// The graph line of node `i`: `  10.121 ms :  └─(1) main`.
-    pub fn line(&self, i: usize) -> String {
+    /// The header of the graph lines with the columns `fields` (`-f`; none: a title).
+    pub fn header(fields: &[GraphField]) -> String {
+        if fields.is_empty() {
+            return "uftrace graph TUI".to_string();
+        }
+        let mut s = String::new();
+        for f in fields {
+            s.push_str(match f {
+                GraphField::Addr => "     ADDRESS  ",
+                GraphField::SelfTime => "   SELF TIME",
+                _ => "  TOTAL TIME",
+            });
+        }
+        s.push_str(" : FUNCTION");
+        s
+    }
+
+    /// The graph line of node `i` with the columns `fields`: `   10.121 ms :  └─(1) main`.
+    pub fn line(&self, i: usize, fields: &[GraphField]) -> String {
         let n = &self.nodes[i];
         let mut s = String::new();
-        push_duration(&mut s, n.total, false);
-        s.push_str(" : ");
+        for f in fields {
+            s.push_str("  ");
+            match f {
+                GraphField::Addr => s.push_str(&format!("{:>12x}", n.addr)),
+                GraphField::SelfTime => push_duration(&mut s, n.self_time, false),
+                _ => push_duration(&mut s, n.total, false),
+            }
+        }
+        s.push_str(if fields.is_empty() { " " } else { " : " });
         let depth = self.depth(i);
         if depth > 0 {
             // One column pair per ancestor below the root: a bar while it has siblings after.

@@ -248,6 +248,8 @@ pub struct GraphNode {
     pub total: u64,
     /// Total time minus its callees' (ns).
     pub self_time: u64,
+    /// Address of its first call's entry.
+    pub addr: u64,
     pub parent: Option<u32>,
     /// In first-call order.
     pub children: Vec<u32>,
@@ -292,6 +294,7 @@ pub fn call_graphs(dir: &TraceDir, cfg: &Config) -> Result<(Vec<CallGraph>, Vec<
                 calls: n.calls,
                 total: n.time,
                 self_time: n.time.saturating_sub(n.child_time),
+                addr: n.addr,
                 parent: n.parent,
                 children: n.children.clone(),
             })
