@@ -118,7 +118,7 @@ impl<'d, 'w> Engine<'d, 'w> {
         let policy = Policy {
             // With --no-sched they still break leaves (`usleep() { }`), as uftrace's hidden
             // records do.
-            sched: !cfg.no_event && !opts.flat,
+            sched: !cfg.no_event,
             ..policy
         };
         let core = Core::new(dir, cfg, policy);
@@ -534,7 +534,12 @@ impl<'d, 'w> Engine<'d, 'w> {
                 Step::Lost { task, head, .. } => (task, head),
                 Step::Event { .. } if self.cfg.no_event => continue,
                 Step::Event { task, head } => (task, head),
-                Step::Sched(_) => continue,
+                Step::Sched(s) => {
+                    if self.flat_sched(&s, n)? {
+                        n += 1;
+                    }
+                    continue;
+                }
             };
             line.clear();
             let tid = self.core.merge.tid(ti);
@@ -584,6 +589,29 @@ impl<'d, 'w> Engine<'d, 'w> {
 }
 
 impl Engine<'_, '_> {
+    /// `--flat`: a context switch as its own numbered line (`linux:sched-out`,
+    /// `linux:sched-in`); returns whether it printed one. As uftrace, only the switches
+    /// between the task's first and last records show.
+    fn flat_sched(&mut self, s: &SchedStep, n: usize) -> Result<bool> {
+        if self.cfg.no_sched || (s.preempted && self.cfg.no_sched_preempt) {
+            return Ok(false);
+        }
+        let started = self.core.tasks[s.task].stack.started();
+        if !started || !self.core.merge.task_goes_past(s.task, s.time) {
+            return Ok(false);
+        }
+        let text = match (s.exit, s.preempted) {
+            (true, _) => "linux:sched-in",
+            (false, true) => "linux:sched-out (pre-empted)",
+            (false, false) => "linux:sched-out",
+        };
+        let tid = self.core.merge.tid(s.task);
+        let line = format!("[{n}] !!! {tid}: {text} time ({})", s.time);
+        self.printer.raw(&line)?;
+        self.last_task = Some(s.task);
+        Ok(true)
+    }
+
     /// `--flat`: the `extern.dat` lines before `upto`, numbered on from `n`, as lines of the
     /// task of the last record.
     fn flat_extern(&mut self, upto: u64, n: &mut usize) -> Result<()> {

@@ -1,0 +1,76 @@
+//! Context switches (`perf-cpu*.dat`) in the analysis commands, against uftrace 0.13 on the
+//! same data directory: `sleep.c` (a voluntary switch inside `usleep()`, every run) and
+//! `thread.c` recorded once by each tool with scheduling events on, then every command of
+//! [`CASES`] run by both tools on each directory, whole outputs compared (utrace with
+//! `--tid-width=6`, uftrace's width). Pre-emptions differ between runs, not between the two
+//! tools reading one directory.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::normalize;
+use crate::util::{self, Mode};
+
+/// (programs, command and options): `-d DIR` is added. `dump` runs without `--tid-width`.
+const CASES: &[(&[&str], &[&str])] = &[
+    // 1. --flat numbers the switches with the other records.
+    (&["sleep", "thread"], &["replay", "--flat"]),
+    (&["thread"], &["replay", "--flat", "--no-sched-preempt"]),
+    (&["thread"], &["replay", "--flat", "--no-sched"]),
+];
+
+/// Runs `bin CMD OPTS -d DIR` and returns its stdout and stderr.
+fn output(bin: &Path, args: &[&str], dir: &Path) -> String {
+    let mut cmd = Command::new(bin);
+    cmd.arg(args[0]).arg("--no-pager");
+    if bin == util::utrace_bin() && args[0] != "dump" {
+        cmd.arg("--tid-width=6");
+    }
+    cmd.args(&args[1..]).arg("-d").arg(dir);
+    let out = util::run(cmd);
+    format!("{}{}", out.stdout, out.stderr)
+}
+
+/// `prog` recorded by both tools with scheduling events on: (which, directory).
+fn recordings(tmp: &Path, prog: &str) -> Vec<(&'static str, PathBuf)> {
+    let exe = util::testprog(prog, Mode::Pg);
+    [
+        ("uftrace", util::uftrace_bin()),
+        ("utrace", util::utrace_bin()),
+    ]
+    .into_iter()
+    .map(|(who, bin)| {
+        let dir = tmp.join(format!("{prog}-{who}"));
+        let mut cmd = Command::new(bin);
+        cmd.arg("record").arg("-d").arg(&dir).arg(&exe);
+        util::run(cmd).assert_success();
+        (who, dir)
+    })
+    .collect()
+}
+
+#[test]
+fn sched_events_in_every_command_as_uftrace() {
+    if !util::need_uftrace("sched_events_in_every_command_as_uftrace") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    for prog in ["sleep", "thread"] {
+        let dirs = recordings(tmp.path(), prog);
+        for (progs, args) in CASES.iter().filter(|c| c.0.contains(&prog)) {
+            for (who, dir) in &dirs {
+                let want = output(&util::uftrace_bin(), args, dir);
+                let got = output(&util::utrace_bin(), args, dir);
+                if want != got {
+                    failures.push(format!(
+                        "{prog} ({who}'s data, of {progs:?}) {}:\n{}",
+                        args.join(" "),
+                        normalize::diff(&want, &got)
+                    ));
+                }
+            }
+        }
+    }
+    util::assert_no_failures(&failures);
+}
