@@ -11,19 +11,31 @@ use std::process::Command;
 use crate::normalize;
 use crate::util::{self, Mode};
 
-/// (programs, command and options): `-d DIR` is added. `dump` runs without `--tid-width`.
+/// (programs, command and options): `-d DIR` is added.
 const CASES: &[(&[&str], &[&str])] = &[
     // 1. --flat numbers the switches with the other records.
     (&["sleep", "thread"], &["replay", "--flat"]),
     (&["thread"], &["replay", "--flat", "--no-sched-preempt"]),
     (&["thread"], &["replay", "--flat", "--no-sched"]),
+    // 2. Elapsed times count from the first switch-in when it is earlier than every function
+    // record; an elapsed -r stop too, an elapsed start from the first function record.
+    (
+        &["sleep", "thread"],
+        &["replay", "-f", "time,delta,elapsed,duration"],
+    ),
+    (&["sleep"], &["replay", "-f", "elapsed", "--no-sched"]),
+    (&["sleep"], &["replay", "-r", "~6ms"]),
+    (&["sleep"], &["replay", "-r", "~6.3ms"]),
+    (&["sleep"], &["replay", "-r", "1us~"]),
+    (&["sleep"], &["replay", "-r", "5ms~"]),
+    (&["sleep"], &["report", "-r", "~6.3ms"]),
 ];
 
 /// Runs `bin CMD OPTS -d DIR` and returns its stdout and stderr.
 fn output(bin: &Path, args: &[&str], dir: &Path) -> String {
     let mut cmd = Command::new(bin);
     cmd.arg(args[0]).arg("--no-pager");
-    if bin == util::utrace_bin() && args[0] != "dump" {
+    if bin == util::utrace_bin() {
         cmd.arg("--tid-width=6");
     }
     cmd.args(&args[1..]).arg("-d").arg(dir);

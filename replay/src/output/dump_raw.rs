@@ -152,12 +152,17 @@ pub fn dump(
         })
         .min()
         .unwrap_or(0);
-    let point = |p: TimePoint| match p {
+    // An elapsed stop counts from the first record of the data, switches included.
+    let origin = crate::walk::sched::origin(dir, &cfg.tids, (0, u64::MAX), first);
+    let point = |p: TimePoint, first: u64| match p {
         TimePoint::Elapsed(ns) => first.saturating_add(ns),
         TimePoint::Absolute(ns) => ns,
     };
     let range = cfg.time_range.map_or((0, u64::MAX), |r| {
-        (r.start.map_or(0, point), r.stop.map_or(u64::MAX, point))
+        (
+            r.start.map_or(0, |p| point(p, first)),
+            r.stop.map_or(u64::MAX, |p| point(p, origin)),
+        )
     });
     for ti in 0..dir.data.len() {
         let allowed = cfg.tids.is_empty() || cfg.tids.contains(&dir.data[ti].tid);

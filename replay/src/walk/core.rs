@@ -213,9 +213,12 @@ impl<'d> Core<'d> {
         let first = merge.first_time();
         let (mut range, mut range_stop) = ((0, u64::MAX), None);
         if let Some(r) = cfg.time_range {
+            // As uftrace, an elapsed start counts from the first function record, a stop
+            // from the first record of the data (switches included).
+            let origin = super::sched::origin(dir, &cfg.tids, (0, u64::MAX), first);
             range = (
                 r.start.map_or(0, |p| time_point(p, first)),
-                r.stop.map_or(u64::MAX, |p| time_point(p, first)),
+                r.stop.map_or(u64::MAX, |p| time_point(p, origin)),
             );
             // uftrace closes unfinished calls at the stop value as written: an elapsed stop
             // is compared with absolute times, which leaves such calls out.

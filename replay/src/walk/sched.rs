@@ -64,6 +64,11 @@ impl Core<'_> {
 }
 
 impl Core<'_> {
+    /// The `-r` range in absolute times (everything without one).
+    pub fn time_range(&self) -> (u64, u64) {
+        self.range
+    }
+
     /// Whether a context switch of task `ti` comes before `time` (replay's leaf look-ahead:
     /// a call with a switch inside is not a leaf).
     pub(super) fn switch_before(&self, ti: usize, time: u64) -> bool {
@@ -86,6 +91,23 @@ impl Core<'_> {
         self.perf[self.perf_next.min(self.perf.len())..]
             .iter()
             .find(|&&(t, _)| t == ti)
-            .is_some_and(|&(_, e)| e.id == perf::SCHED_IN && e.time <= next_record)
+            .is_some_and(|&(_, e)| {
+                e.id == perf::SCHED_IN && e.time <= next_record && e.time <= self.range.1
+            })
     }
+}
+
+/// The origin of elapsed times shown (`-f elapsed`) and of an elapsed `-r` stop: uftrace's
+/// first record of the data, `first` (the first function record) or the first switch-in
+/// inside `range` of a task `tids` keeps, when earlier (switch-outs, task names and exits do
+/// not count). (An elapsed `-r` start counts from `first`.)
+pub fn origin(dir: &record_format::TraceDir, tids: &[u32], range: (u64, u64), first: u64) -> u64 {
+    perf::events_by_time(dir)
+        .iter()
+        .find(|(ti, e)| {
+            e.id == perf::SCHED_IN
+                && (range.0..=range.1).contains(&e.time)
+                && (tids.is_empty() || tids.contains(&dir.data[*ti].tid))
+        })
+        .map_or(first, |(_, e)| e.time.min(first))
 }

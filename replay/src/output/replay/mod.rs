@@ -32,6 +32,8 @@ struct Layout {
     fork_display_depth: i64,
     /// A `linux:sched-out` line was printed: the switch-in shows as `linux:sched-in`.
     sched_split: bool,
+    /// That switch-out was a pre-emption.
+    split_preempted: bool,
     /// Time of the record being shown and of the one before (`time`, `delta` columns).
     timestamp: u64,
     timestamp_last: u64,
@@ -126,7 +128,9 @@ impl<'d, 'w> Engine<'d, 'w> {
         for n in &core.notices {
             writeln!(printer.out(), "Usage: {n}")?;
         }
-        printer.set_first_time(core.merge.first_time());
+        let range = core.time_range();
+        let origin = crate::walk::sched::origin(dir, &cfg.tids, range, core.merge.first_time());
+        printer.set_first_time(origin);
         let ppids = parent_tasks(dir);
         let tasks = (0..dir.data.len())
             .map(|i| Layout {
@@ -433,6 +437,7 @@ impl<'d, 'w> Engine<'d, 'w> {
                 return Ok(());
             }
             *split = true;
+            self.layout.tasks[s.task].split_preempted = s.preempted;
             if s.preempted {
                 ("linux:sched-out (pre-empted)", None)
             } else {
@@ -445,10 +450,15 @@ impl<'d, 'w> Engine<'d, 'w> {
         } else {
             ("linux:schedule", Some(s.total))
         };
-        self.stamp(s.task, s.time);
+        // One `linux:schedule` line is stamped at its switch-out.
+        let time = match dur {
+            Some(total) if text.starts_with("linux:schedule") => s.time.saturating_sub(total),
+            _ => s.time,
+        };
+        self.stamp(s.task, time);
         let depth = self.layout.tasks[s.task].display_depth as u32;
         let ctx = LineCtx {
-            time: s.time,
+            time,
             ..line_ctx(&self.core.merge, &self.layout.tasks, s.task, 0, None)
         };
         self.printer.comment(&ctx, dur, depth, text, false)?;
@@ -501,7 +511,7 @@ impl<'d, 'w> Engine<'d, 'w> {
             if zero == user {
                 continue;
             }
-            let frames = (zero..user)
+            let mut frames: Vec<(u16, String)> = (zero..user)
                 .map(|k| {
                     let s = slots.get(k).copied().unwrap_or_default();
                     let name = s.func.map_or_else(
@@ -511,6 +521,15 @@ impl<'d, 'w> Engine<'d, 'w> {
                     ((k - zero) as u16, name)
                 })
                 .collect();
+            // A `linux:sched-out` line whose switch-in never came (after `-r`'s stop).
+            if self.layout.tasks[ti].sched_split && user == count {
+                let name = if self.layout.tasks[ti].split_preempted {
+                    "linux:schedule (pre-empted)"
+                } else {
+                    "linux:schedule"
+                };
+                frames.push(((user - zero) as u16, name.to_string()));
+            }
             out.push((self.core.merge.tid(ti), frames));
         }
         out
