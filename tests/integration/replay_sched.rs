@@ -29,6 +29,15 @@ const CASES: &[(&[&str], &[&str])] = &[
     (&["sleep"], &["replay", "-r", "1us~"]),
     (&["sleep"], &["replay", "-r", "5ms~"]),
     (&["sleep"], &["report", "-r", "~6.3ms"]),
+    // 3. A switch the filters hide does not break a leaf...
+    (&["sleep"], &["replay", "-N", "usleep"]),
+    (&["sleep", "thread"], &["replay", "-D", "2"]),
+    (&["sleep", "thread"], &["replay", "-F", "main", "-D", "2"]),
+    (&["thread"], &["replay", "-N", "pthread_join"]),
+    // 4. ... one --no-event or --no-sched hides does.
+    (&["sleep", "thread"], &["replay", "--no-event"]),
+    (&["sleep"], &["replay", "-f", "elapsed", "--no-event"]),
+    (&["sleep", "thread"], &["replay", "--no-sched"]),
 ];
 
 /// Runs `bin CMD OPTS -d DIR` and returns its stdout and stderr.

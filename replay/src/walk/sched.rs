@@ -70,12 +70,35 @@ impl Core<'_> {
     }
 
     /// Whether a context switch of task `ti` comes before `time` (replay's leaf look-ahead:
-    /// a call with a switch inside is not a leaf).
+    /// a call with a switch inside is not a leaf, even when `--no-event` or `--no-sched`
+    /// hides it, as uftrace).
     pub(super) fn switch_before(&self, ti: usize, time: u64) -> bool {
         self.perf[self.perf_next.min(self.perf.len())..]
             .iter()
             .take_while(|(_, e)| e.time < time)
             .any(|&(t, _)| t == ti)
+    }
+
+    /// The look-ahead passes over the switches before `time` when the filters hide them all
+    /// (task `ti`'s inside `-N` or below `-D`, other tasks' likewise or before their first
+    /// record): as uftrace, they do not break the leaf. Returns whether it did (they are
+    /// consumed).
+    pub(super) fn pass_hidden_switches(&mut self, ti: usize, time: u64) -> bool {
+        let has_filter = self.merge.filters.has_filter;
+        let hidden = |t: usize| {
+            let s = &self.tasks[t].stack;
+            (t != ti && !s.started()) || !s.event_visible(has_filter)
+        };
+        if !hidden(ti)
+            || self.perf[self.perf_next.min(self.perf.len())..]
+                .iter()
+                .take_while(|(_, e)| e.time < time)
+                .any(|&(t, _)| !hidden(t))
+        {
+            return false;
+        }
+        while self.next_sched(time).is_some() {}
+        true
     }
 
     /// Whether the next thing in time order is task `ti`'s switch-in (a switch-out just

@@ -118,9 +118,9 @@ impl<'d, 'w> Engine<'d, 'w> {
         };
         // Context switches show as `/* linux:schedule */` lines, unless asked not to.
         let policy = Policy {
-            // With --no-sched they still break leaves (`usleep() { }`), as uftrace's hidden
-            // records do.
-            sched: !cfg.no_event,
+            // With --no-sched or --no-event they still break leaves (`usleep() { }`), as
+            // uftrace's hidden records do.
+            sched: true,
             ..policy
         };
         let core = Core::new(dir, cfg, policy);
@@ -424,7 +424,7 @@ impl<'d, 'w> Engine<'d, 'w> {
     /// A switch-in ends a `linux:schedule` line carrying the time switched out (its
     /// switch-out begins nothing on its own: the task is off the CPU until it).
     fn sched(&mut self, s: &SchedStep) -> Result<()> {
-        if !s.visible || !self.core.enabled || self.cfg.no_sched {
+        if !s.visible || !self.core.enabled || self.cfg.no_sched || self.cfg.no_event {
             return Ok(());
         }
         if s.preempted && self.cfg.no_sched_preempt {
@@ -612,7 +612,7 @@ impl Engine<'_, '_> {
     /// `linux:sched-in`); returns whether it printed one. As uftrace, only the switches
     /// between the task's first and last records show.
     fn flat_sched(&mut self, s: &SchedStep, n: usize) -> Result<bool> {
-        if self.cfg.no_sched || (s.preempted && self.cfg.no_sched_preempt) {
+        if self.cfg.no_sched || self.cfg.no_event || (s.preempted && self.cfg.no_sched_preempt) {
             return Ok(false);
         }
         let started = self.core.tasks[s.task].stack.started();
