@@ -11,7 +11,8 @@ use std::process::Command;
 use crate::normalize;
 use crate::util::{self, Mode};
 
-/// (programs, command and options): `-d DIR` is added.
+/// (programs, command and options): `-d DIR` is added; `LAST` stands for the last task's
+/// tid (a thread of `thread.c`).
 const CASES: &[(&[&str], &[&str])] = &[
     // 1. --flat numbers the switches with the other records.
     (&["sleep", "thread"], &["replay", "--flat"]),
@@ -38,6 +39,10 @@ const CASES: &[(&[&str], &[&str])] = &[
     (&["sleep", "thread"], &["replay", "--no-event"]),
     (&["sleep"], &["replay", "-f", "elapsed", "--no-event"]),
     (&["sleep", "thread"], &["replay", "--no-sched"]),
+    // 5. dump: the perf events of the tasks --tid keeps, inside -r; --debug's hex lines.
+    (&["thread"], &["dump", "--tid", "LAST"]),
+    (&["sleep"], &["dump", "-r", "1us~"]),
+    (&["sleep", "thread"], &["dump", "--debug"]),
 ];
 
 /// Runs `bin CMD OPTS -d DIR` and returns its stdout and stderr.
@@ -49,6 +54,10 @@ fn output(bin: &Path, args: &[&str], dir: &Path) -> String {
     }
     cmd.args(&args[1..]).arg("-d").arg(dir);
     let out = util::run(cmd);
+    if args.contains(&"--debug") {
+        // The debug messages on stderr differ.
+        return out.stdout;
+    }
     format!("{}{}", out.stdout, out.stderr)
 }
 
@@ -70,6 +79,17 @@ fn recordings(tmp: &Path, prog: &str) -> Vec<(&'static str, PathBuf)> {
     .collect()
 }
 
+/// The tid of the last `TASK` line of `dir`'s `task.txt`.
+fn last_tid(dir: &Path) -> String {
+    let text = std::fs::read_to_string(dir.join("task.txt")).unwrap();
+    text.lines()
+        .filter(|l| l.starts_with("TASK"))
+        .filter_map(|l| l.split("tid=").nth(1))
+        .last()
+        .map(|t| t.split_whitespace().next().unwrap_or("").to_string())
+        .expect("a TASK line in task.txt")
+}
+
 #[test]
 fn sched_events_in_every_command_as_uftrace() {
     if !util::need_uftrace("sched_events_in_every_command_as_uftrace") {
@@ -81,6 +101,12 @@ fn sched_events_in_every_command_as_uftrace() {
         let dirs = recordings(tmp.path(), prog);
         for (progs, args) in CASES.iter().filter(|c| c.0.contains(&prog)) {
             for (who, dir) in &dirs {
+                let last = last_tid(dir);
+                let args: Vec<&str> = args
+                    .iter()
+                    .map(|a| if *a == "LAST" { last.as_str() } else { a })
+                    .collect();
+                let args = &args[..];
                 let want = output(&util::uftrace_bin(), args, dir);
                 let got = output(&util::utrace_bin(), args, dir);
                 if want != got {
