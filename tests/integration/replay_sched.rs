@@ -43,6 +43,20 @@ const CASES: &[(&[&str], &[&str])] = &[
     (&["thread"], &["dump", "--tid", "LAST"]),
     (&["sleep"], &["dump", "-r", "1us~"]),
     (&["sleep", "thread"], &["dump", "--debug"]),
+    // 6. -Z: no switch line outside every shown call; a switch-out and its switch-in with
+    // nothing shown between are one line.
+    (&["sleep", "thread"], &["replay", "-Z", "60"]),
+    // 7. --no-merge splits them; the address and module columns; colours.
+    (&["sleep", "thread"], &["replay", "--no-merge"]),
+    (
+        &["sleep", "thread"],
+        &["replay", "-f", "duration,tid,addr,module"],
+    ),
+    (&["sleep", "thread"], &["replay", "--color=yes"]),
+    (
+        &["thread"],
+        &["replay", "--color=yes", "--no-merge", "-f", "addr,module"],
+    ),
 ];
 
 /// Runs `bin CMD OPTS -d DIR` and returns its stdout and stderr.

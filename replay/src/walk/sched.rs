@@ -100,24 +100,6 @@ impl Core<'_> {
         while self.next_sched(time).is_some() {}
         true
     }
-
-    /// Whether the next thing in time order is task `ti`'s switch-in (a switch-out just
-    /// stepped and its switch-in then make one `linux:schedule` line).
-    pub fn sched_in_next(&mut self, ti: usize) -> bool {
-        let next_record = self
-            .merge
-            .peek()
-            .and_then(|n| self.merge.head(n))
-            .map_or(u64::MAX, |h| h.raw.time);
-        // The other tasks' switches in between print nothing of their own (their switch-outs
-        // wait for their switch-ins): records do.
-        self.perf[self.perf_next.min(self.perf.len())..]
-            .iter()
-            .find(|&&(t, _)| t == ti)
-            .is_some_and(|&(_, e)| {
-                e.id == perf::SCHED_IN && e.time <= next_record && e.time <= self.range.1
-            })
-    }
 }
 
 /// The origin of elapsed times shown (`-f elapsed`) and of an elapsed `-r` stop: uftrace's

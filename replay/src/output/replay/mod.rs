@@ -430,38 +430,67 @@ impl<'d, 'w> Engine<'d, 'w> {
         if s.preempted && self.cfg.no_sched_preempt {
             return Ok(());
         }
-        let split = &mut self.layout.tasks[s.task].sched_split;
-        let (text, dur) = if !s.exit {
-            // A switch-out whose switch-in does not follow at once shows on its own.
-            if self.core.sched_in_next(s.task) {
-                return Ok(());
-            }
-            *split = true;
-            self.layout.tasks[s.task].split_preempted = s.preempted;
-            if s.preempted {
-                ("linux:sched-out (pre-empted)", None)
+        // With -Z, a switch where no shown call is open shows nothing (as uftrace).
+        if self.cfg.size_filter.is_some() && self.layout.tasks[s.task].display_depth == 0 {
+            return Ok(());
+        }
+        let no_merge = self.printer.opts().no_merge;
+        let t = &mut self.layout.tasks[s.task];
+        let depth = t.display_depth as u32;
+        if !s.exit {
+            // A switch-out line waits: with nothing printed before the task's switch-in, the
+            // two make one `linux:schedule` line (not with --no-merge).
+            t.sched_split = true;
+            t.split_preempted = s.preempted;
+            let text = if s.preempted {
+                "linux:sched-out (pre-empted)"
             } else {
-                ("linux:sched-out", None)
+                "linux:sched-out"
+            };
+            self.stamp(s.task, s.time);
+            let ctx = LineCtx {
+                addr: printer::NO_ADDR,
+                ..line_ctx(&self.core.merge, &self.layout.tasks, s.task, 0, None)
+            };
+            if no_merge {
+                self.printer.sched(&ctx, None, depth, text)?;
+            } else {
+                self.printer.defer_sched(&ctx, depth, text)?;
             }
-        } else if std::mem::take(split) {
-            ("linux:sched-in", Some(s.total))
-        } else if s.preempted {
-            ("linux:schedule (pre-empted)", Some(s.total))
+            return Ok(());
+        }
+        let tid = self.core.merge.tid(s.task);
+        let was_split = std::mem::take(&mut t.sched_split);
+        let merged = was_split && self.printer.take_sched(tid);
+        let text = match (was_split && !merged, s.preempted) {
+            (true, _) => "linux:sched-in",
+            (false, true) => "linux:schedule (pre-empted)",
+            (false, false) => "linux:schedule",
+        };
+        // The address column shows the switch-out's event id on the line that ends the
+        // switch, with the module `[event]`.
+        let addr = if s.preempted {
+            crate::perf::SCHED_OUT_PREEMPT
         } else {
-            ("linux:schedule", Some(s.total))
+            crate::perf::SCHED_OUT
         };
-        // One `linux:schedule` line is stamped at its switch-out.
-        let time = match dur {
-            Some(total) if text.starts_with("linux:schedule") => s.time.saturating_sub(total),
-            _ => s.time,
-        };
-        self.stamp(s.task, time);
-        let depth = self.layout.tasks[s.task].display_depth as u32;
+        // One `linux:schedule` line stands at its switch-out (stamped already when its line
+        // was held back), a `linux:sched-in` at the switch-in.
+        if !merged {
+            let time = if was_split {
+                s.time
+            } else {
+                s.time.saturating_sub(s.total)
+            };
+            self.stamp(s.task, time);
+        }
+        let ctx = line_ctx(&self.core.merge, &self.layout.tasks, s.task, 0, None);
         let ctx = LineCtx {
-            time,
-            ..line_ctx(&self.core.merge, &self.layout.tasks, s.task, 0, None)
+            addr,
+            module: "[event]",
+            ..ctx
         };
-        self.printer.comment(&ctx, dur, depth, text, false)?;
+        self.printer.sched(&ctx, Some(s.total), depth, text)?;
         Ok(())
     }
 
