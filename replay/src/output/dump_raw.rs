@@ -154,7 +154,7 @@ pub fn dump(
         .min()
         .unwrap_or(0);
     // An elapsed stop counts from the first record of the data, switches included.
-    let origin = crate::walk::sched::origin(dir, &cfg.tids, (0, u64::MAX), first);
+    let origin = crate::walk::sched::origin(dir, &cfg.tids, (0, u64::MAX), first, false);
     let point = |p: TimePoint, first: u64| match p {
         TimePoint::Elapsed(ns) => first.saturating_add(ns),
         TimePoint::Absolute(ns) => ns,

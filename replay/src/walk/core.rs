@@ -102,6 +102,8 @@ pub struct SchedStep {
     pub visible: bool,
     /// The switch-out it ends was a pre-emption (`linux:schedule (pre-empted)`).
     pub preempted: bool,
+    /// The perf event (for a switch-in that ends a switch-out, the switch-out's id).
+    pub id: u64,
 }
 
 /// A call closed at the end of the data ([`Core::close_next`]).
@@ -174,6 +176,8 @@ pub struct Core<'d> {
     /// The perf events by time and the next one ([`Policy::sched`]).
     pub(super) perf: Vec<(usize, PerfEvent)>,
     pub(super) perf_next: usize,
+    /// `--event-full` (replay): every switch and task event is stepped, also outside calls.
+    pub sched_all: bool,
     /// `Usage:` complaints about the filters and argument specs.
     pub notices: Vec<String>,
 }
@@ -215,7 +219,7 @@ impl<'d> Core<'d> {
         if let Some(r) = cfg.time_range {
             // As uftrace, an elapsed start counts from the first function record, a stop
             // from the first record of the data (switches included).
-            let origin = super::sched::origin(dir, &cfg.tids, (0, u64::MAX), first);
+            let origin = super::sched::origin(dir, &cfg.tids, (0, u64::MAX), first, false);
             range = (
                 r.start.map_or(0, |p| time_point(p, first)),
                 r.stop.map_or(u64::MAX, |p| time_point(p, origin)),
@@ -281,6 +285,7 @@ impl<'d> Core<'d> {
             no_libcall: cfg.no_libcall,
             perf,
             perf_next: 0,
+            sched_all: false,
             notices,
         }
     }

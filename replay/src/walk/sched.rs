@@ -27,6 +27,7 @@ impl Core<'_> {
             t.last_seen = e.time;
             let mut total = 0;
             let mut preempted = false;
+            let mut id = e.id;
             let exit = match e.id {
                 perf::SCHED_OUT | perf::SCHED_OUT_PREEMPT => {
                     // A pre-emption begins nothing for the analysis (its consumers pass it
@@ -40,16 +41,22 @@ impl Core<'_> {
                     if let Some((out, preempt)) = t.sched_out.take() {
                         total = e.time.saturating_sub(out);
                         preempted = preempt;
+                        id = if preempt {
+                            perf::SCHED_OUT_PREEMPT
+                        } else {
+                            perf::SCHED_OUT
+                        };
                     }
                     t.stack.add_child_time(total);
-                    if first {
+                    if first && !self.sched_all {
                         continue;
                     }
                     true
                 }
+                perf::TASK_NAME | perf::TASK_NEW | perf::TASK_EXIT if self.sched_all => false,
                 _ => continue,
             };
-            let visible = t.stack.event_visible(self.merge.filters.has_filter);
+            let visible = self.sched_visible(ti);
             return Some(SchedStep {
                 task: ti,
                 time: e.time,
@@ -57,6 +64,7 @@ impl Core<'_> {
                 total,
                 visible,
                 preempted,
+                id,
             });
         }
         None
@@ -64,6 +72,13 @@ impl Core<'_> {
 }
 
 impl Core<'_> {
+    /// Whether an event of task `ti` shows now: inside a call the filters show, or with
+    /// `--event-full` outside every call.
+    fn sched_visible(&self, ti: usize) -> bool {
+        let (s, has_filter) = (&self.tasks[ti].stack, self.merge.filters.has_filter);
+        s.event_visible(has_filter) || (self.sched_all && !has_filter && s.open_calls() == 0)
+    }
+
     /// The `-r` range in absolute times (everything without one).
     pub fn time_range(&self) -> (u64, u64) {
         self.range
@@ -72,11 +87,12 @@ impl Core<'_> {
     /// Whether a context switch of task `ti` comes before `time` (replay's leaf look-ahead:
     /// a call with a switch inside is not a leaf, even when `--no-event` or `--no-sched`
     /// hides it, as uftrace).
+    /// With `--event-full`, any task's event shows (`linux:task-new` of a thread created).
     pub(super) fn switch_before(&self, ti: usize, time: u64) -> bool {
         self.perf[self.perf_next.min(self.perf.len())..]
             .iter()
             .take_while(|(_, e)| e.time < time)
-            .any(|&(t, _)| t == ti)
+            .any(|&(t, _)| t == ti || (self.sched_all && self.sched_visible(t)))
     }
 
     /// The look-ahead passes over the switches before `time` when the filters hide them all
@@ -84,16 +100,13 @@ impl Core<'_> {
     /// record): as uftrace, they do not break the leaf. Returns whether it did (they are
     /// consumed).
     pub(super) fn pass_hidden_switches(&mut self, ti: usize, time: u64) -> bool {
-        let has_filter = self.merge.filters.has_filter;
         let hidden = |t: usize| {
-            let s = &self.tasks[t].stack;
-            (t != ti && !s.started()) || !s.event_visible(has_filter)
+            (t != ti && !self.tasks[t].stack.started() && !self.sched_all) || !self.sched_visible(t)
         };
-        if !hidden(ti)
-            || self.perf[self.perf_next.min(self.perf.len())..]
-                .iter()
-                .take_while(|(_, e)| e.time < time)
-                .any(|&(t, _)| !hidden(t))
+        if self.perf[self.perf_next.min(self.perf.len())..]
+            .iter()
+            .take_while(|(_, e)| e.time < time)
+            .any(|&(t, _)| !hidden(t))
         {
             return false;
         }
@@ -105,12 +118,19 @@ impl Core<'_> {
 /// The origin of elapsed times shown (`-f elapsed`) and of an elapsed `-r` stop: uftrace's
 /// first record of the data, `first` (the first function record) or the first switch-in
 /// inside `range` of a task `tids` keeps, when earlier (switch-outs, task names and exits do
-/// not count). (An elapsed `-r` start counts from `first`.)
-pub fn origin(dir: &record_format::TraceDir, tids: &[u32], range: (u64, u64), first: u64) -> u64 {
+/// not count, unless `all`: with `--event-full` every event does). (An elapsed `-r` start
+/// counts from `first`.)
+pub fn origin(
+    dir: &record_format::TraceDir,
+    tids: &[u32],
+    range: (u64, u64),
+    first: u64,
+    all: bool,
+) -> u64 {
     perf::events_by_time(dir)
         .iter()
         .find(|(ti, e)| {
-            e.id == perf::SCHED_IN
+            (all || e.id == perf::SCHED_IN)
                 && (range.0..=range.1).contains(&e.time)
                 && (tids.is_empty() || tids.contains(&dir.data[*ti].tid))
         })

@@ -38,6 +38,9 @@ struct Layout {
     timestamp: u64,
     timestamp_last: u64,
     ppid_task: Option<usize>,
+    /// Time of the `TASK` line of the task's process leader: before it, a switch line's
+    /// module is `[unknown]` (as uftrace, which finds no session then).
+    known_from: u64,
 }
 
 /// The display bookkeeping of every task, kept in step with the walk.
@@ -123,17 +126,20 @@ impl<'d, 'w> Engine<'d, 'w> {
             sched: true,
             ..policy
         };
-        let core = Core::new(dir, cfg, policy);
+        let mut core = Core::new(dir, cfg, policy);
+        core.sched_all = cfg.event_full && !opts.flat;
         let mut printer = ReplayPrinter::new(out, opts.clone(), 0);
         for n in &core.notices {
             writeln!(printer.out(), "Usage: {n}")?;
         }
         let range = core.time_range();
-        let origin = crate::walk::sched::origin(dir, &cfg.tids, range, core.merge.first_time());
+        let first = core.merge.first_time();
+        let origin = crate::walk::sched::origin(dir, &cfg.tids, range, first, core.sched_all);
         printer.set_first_time(origin);
         let ppids = parent_tasks(dir);
         let tasks = (0..dir.data.len())
             .map(|i| Layout {
+                known_from: known_from(dir, core.tasks[i].pid),
                 // Shown calls keep their real depth after a range start or `--disable`.
                 display_depth_set: cfg.time_range.is_none_or(|r| r.start.is_none())
                     && !cfg.start_disabled,
@@ -424,10 +430,11 @@ impl<'d, 'w> Engine<'d, 'w> {
     /// A switch-in ends a `linux:schedule` line carrying the time switched out (its
     /// switch-out begins nothing on its own: the task is off the CPU until it).
     fn sched(&mut self, s: &SchedStep) -> Result<()> {
-        if !s.visible || !self.core.enabled || self.cfg.no_sched || self.cfg.no_event {
+        if !s.visible || !self.core.enabled || self.cfg.no_event {
             return Ok(());
         }
-        if s.preempted && self.cfg.no_sched_preempt {
+        let switch = crate::perf::is_sched(s.id);
+        if switch && (self.cfg.no_sched || (s.preempted && self.cfg.no_sched_preempt)) {
             return Ok(());
         }
         // With -Z, a switch where no shown call is open shows nothing (as uftrace).
@@ -437,6 +444,30 @@ impl<'d, 'w> Engine<'d, 'w> {
         let no_merge = self.printer.opts().no_merge;
         let t = &mut self.layout.tasks[s.task];
         let depth = t.display_depth as u32;
+        // --event-full: task events, and a switch-in without its switch-out.
+        let task_event = match s.id {
+            crate::perf::TASK_NAME => Some(format!(
+                "linux:task-name (comm=\"{}\")",
+                self.core
+                    .merge
+                    .comm(s.task)
+                    .chars()
+                    .take(15)
+                    .collect::<String>()
+            )),
+            crate::perf::TASK_NEW => Some("linux:task-new".to_string()),
+            crate::perf::TASK_EXIT => Some("linux:task-exit".to_string()),
+            crate::perf::SCHED_IN if !t.sched_split => Some("linux:sched-in".to_string()),
+            _ => None,
+        };
+        if let Some(text) = task_event {
+            self.stamp(s.task, s.time);
+            let ctx = LineCtx {
+                addr: printer::NO_ADDR,
+                ..line_ctx(&self.core.merge, &self.layout.tasks, s.task, 0, None)
+            };
+            return Ok(self.printer.sched(&ctx, None, depth, &text)?);
+        }
         if !s.exit {
             // A switch-out line waits: with nothing printed before the task's switch-in, the
             // two make one `linux:schedule` line (not with --no-merge).
@@ -469,11 +500,7 @@ impl<'d, 'w> Engine<'d, 'w> {
         };
         // The address column shows the switch-out's event id on the line that ends the
         // switch, with the module `[event]`.
-        let addr = if s.preempted {
-            crate::perf::SCHED_OUT_PREEMPT
-        } else {
-            crate::perf::SCHED_OUT
-        };
+        let addr = s.id;
         // One `linux:schedule` line stands at its switch-out (stamped already when its line
         // was held back), a `linux:sched-in` at the switch-in.
         if !merged {
@@ -485,9 +512,15 @@ impl<'d, 'w> Engine<'d, 'w> {
             self.stamp(s.task, time);
         }
         let ctx = line_ctx(&self.core.merge, &self.layout.tasks, s.task, 0, None);
+        // Before its process's task is known (--event-full) the module is unknown.
+        let module = if ctx.time < self.layout.tasks[s.task].known_from {
+            "[unknown]"
+        } else {
+            "[event]"
+        };
         let ctx = LineCtx {
             addr,
-            module: "[event]",
+            module,
             ..ctx
         };
         self.printer.sched(&ctx, Some(s.total), depth, text)?;
@@ -684,6 +717,18 @@ fn pick_name<'a>(own: bool, buf: &'a str, merge: &'a Merge<'_>, func: FuncId) ->
     } else {
         &merge.sym.func(func).name
     }
+}
+
+/// The time of the first `TASK` line of task `pid` (0 without one).
+fn known_from(dir: &TraceDir, pid: u32) -> u64 {
+    use record_format::task::TaskLine;
+    dir.tasks
+        .iter()
+        .find_map(|t| match *t {
+            TaskLine::Task { time, tid, .. } if tid == pid => Some(time),
+            _ => None,
+        })
+        .unwrap_or(0)
 }
 
 /// For each task, the index of its parent task (from FORK lines).
