@@ -102,6 +102,8 @@ pub struct Config {
     pub size_filter: Option<u32>,
     /// `--no-sched-preempt`: pre-emptions are not shown (other switches are).
     pub no_sched_preempt: bool,
+    /// `--event-full`: events outside every function shown too.
+    pub event_full: bool,
     pub match_type: MatchType,
     pub demangle: Demangle,
     pub kernel: KernelView,

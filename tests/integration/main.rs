@@ -38,6 +38,8 @@
 //! * `report_conformance`: `utrace report` against uftrace 0.13's, whole outputs, for every
 //!   `--avg-*`, `-s`, `--task -f` and `--diff-policy`/`--sort-column` combination, on data
 //!   recorded by both tools (uftrace's with its scheduling events);
+//! * `replay_sched`: context switches in replay, dump and the rest, both tools on one data
+//!   directory recorded with scheduling events;
 //! * `replay_extern`: `extern.dat` lines in replay against uftrace (times, `-r`, `--flat`,
 //!   filters);
 //! * `replay_select`: replay-time `-A`/`-R` selection of recorded arguments;
@@ -89,6 +91,7 @@ mod record_sched;
 mod recorder_faults;
 mod replay_diff;
 mod replay_extern;
+mod replay_sched;
 mod replay_select;
 mod report_conformance;
 mod slow_path;

@@ -274,6 +274,7 @@ pub fn analysis_config(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
                 }
             }),
         no_sched_preempt: filter.no_sched_preempt,
+        event_full: filter.event_full,
         match_type: common
             .match_type
             .as_deref()

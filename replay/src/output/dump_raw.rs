@@ -25,6 +25,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 mod payload;
+mod perf_debug;
 use payload::payload_items;
 
 const FEATURES: [&str; 11] = [
@@ -152,21 +153,26 @@ pub fn dump(
         })
         .min()
         .unwrap_or(0);
-    let point = |p: TimePoint| match p {
+    // An elapsed stop counts from the first record of the data, switches included.
+    let origin = crate::walk::sched::origin(dir, &cfg.tids, (0, u64::MAX), first, false);
+    let point = |p: TimePoint, first: u64| match p {
         TimePoint::Elapsed(ns) => first.saturating_add(ns),
         TimePoint::Absolute(ns) => ns,
     };
     let range = cfg.time_range.map_or((0, u64::MAX), |r| {
-        (r.start.map_or(0, point), r.stop.map_or(u64::MAX, point))
+        (
+            r.start.map_or(0, |p| point(p, first)),
+            r.stop.map_or(u64::MAX, |p| point(p, origin)),
+        )
     });
     for ti in 0..dir.data.len() {
         let allowed = cfg.tids.is_empty() || cfg.tids.contains(&dir.data[ti].tid);
         raw.task(ti, cfg, allowed, range)?;
     }
     // uftrace 0.13 lists the kernel files before the perf files.
-    raw.kernel_files()?;
+    raw.kernel_files(cfg.no_event)?;
     if !cfg.no_event {
-        raw.perf_files(cfg.no_sched)?;
+        raw.perf_files(cfg, range)?;
     }
     Ok(raw.warnings)
 }
@@ -395,7 +401,8 @@ impl Raw<'_, '_> {
 
     /// The `kernel-cpu<N>.dat` files (`-k`): their function-graph records in file order, as
     /// `[entry]`/`[exit ]` lines with the kernel's graph depth.
-    fn kernel_files(&mut self) -> io::Result<()> {
+    /// The `kernel-cpu<N>.dat` files; their events (page faults) not with `--no-event`.
+    fn kernel_files(&mut self, no_event: bool) -> io::Result<()> {
         let Some(k) = &self.dir.kernel else {
             return Ok(());
         };
@@ -413,6 +420,9 @@ impl Raw<'_, '_> {
             writeln!(self.out, "reading kernel-cpu{cpu}.dat")?;
             for g in list {
                 if let Some(ev) = g.event {
+                    if no_event {
+                        continue;
+                    }
                     let tid = recs.owner(&g, |t| tasks.contains(&t));
                     self.prefix(tid, g.time)?;
                     let sym = &self.sym;
@@ -438,20 +448,37 @@ impl Raw<'_, '_> {
         Ok(())
     }
 
-    /// The `perf-cpu<N>.dat` files: `[event] NAME(ID)` lines in file order.
-    fn perf_files(&mut self, no_sched: bool) -> io::Result<()> {
+    /// The `perf-cpu<N>.dat` files: `[event] NAME(ID)` lines in file order, of the tasks
+    /// `--tid` keeps and inside `-r` (as uftrace).
+    fn perf_files(&mut self, cfg: &Config, range: (u64, u64)) -> io::Result<()> {
         for (cpu, events) in perf::cpu_files(self.dir) {
+            // `--debug` offsets count from each file's start.
+            self.offset = 0;
             if cpu == 0 {
                 self.out.write_all(b"\n")?;
             }
-            writeln!(self.out, "reading {}", record_format::perf::file_name(cpu))?;
-            for e in events {
-                if no_sched && perf::is_sched(e.id) {
+            let name = record_format::perf::file_name(cpu);
+            writeln!(self.out, "reading {name}")?;
+            let payloads = if self.opts.debug {
+                record_format::file::map_regular(&self.dir.path.join(&name))
+                    .map(|b| perf_debug::payloads(&b))
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            for (i, e) in events.into_iter().enumerate() {
+                if (cfg.no_sched && perf::is_sched(e.id))
+                    || !(cfg.tids.is_empty() || cfg.tids.contains(&e.tid))
+                    || !(range.0..=range.1).contains(&e.time)
+                {
                     continue;
                 }
                 self.prefix(e.tid, e.time)?;
                 let name = record_format::event::builtin(e.id).map_or("", |(n, _)| n);
                 writeln!(self.out, "[event] {name}({})", e.id)?;
+                if let Some(p) = payloads.get(i).filter(|p| !p.is_empty()) {
+                    hex(self.out, &mut self.offset, p)?;
+                }
             }
         }
         Ok(())

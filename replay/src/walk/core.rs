@@ -102,6 +102,8 @@ pub struct SchedStep {
     pub visible: bool,
     /// The switch-out it ends was a pre-emption (`linux:schedule (pre-empted)`).
     pub preempted: bool,
+    /// The perf event (for a switch-in that ends a switch-out, the switch-out's id).
+    pub id: u64,
 }
 
 /// A call closed at the end of the data ([`Core::close_next`]).
@@ -179,6 +181,8 @@ pub struct Core<'d> {
     pub(super) perf_until: usize,
     /// `-t`: context switches shorter than this are dropped, as calls are.
     pub(super) sched_min: u64,
+    /// `--event-full` (replay): every switch and task event is stepped, also outside calls.
+    pub sched_all: bool,
     /// `Usage:` complaints about the filters and argument specs.
     pub notices: Vec<String>,
 }
@@ -218,9 +222,12 @@ impl<'d> Core<'d> {
         let first = merge.first_time();
         let (mut range, mut range_stop) = ((0, u64::MAX), None);
         if let Some(r) = cfg.time_range {
+            // As uftrace, an elapsed start counts from the first function record, a stop
+            // from the first record of the data (switches included).
+            let origin = super::sched::origin(dir, &cfg.tids, (0, u64::MAX), first, false);
             range = (
                 r.start.map_or(0, |p| time_point(p, first)),
-                r.stop.map_or(u64::MAX, |p| time_point(p, first)),
+                r.stop.map_or(u64::MAX, |p| time_point(p, origin)),
             );
             // uftrace closes unfinished calls at the stop value as written: an elapsed stop
             // is compared with absolute times, which leaves such calls out.
@@ -286,6 +293,7 @@ impl<'d> Core<'d> {
             perf_next: 0,
             perf_until,
             sched_min: cfg.time_filter.unwrap_or(0),
+            sched_all: false,
             notices,
         }
     }

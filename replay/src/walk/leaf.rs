@@ -36,8 +36,9 @@ impl Core<'_> {
         let next = loop {
             let next = self.merge.peek()?;
             let h = *self.merge.head(next)?;
-            // A context switch of the task before it is a line of its own.
-            if self.switch_before(ti, h.raw.time) {
+            // A context switch of the task before it is a line of its own (unless hidden by
+            // the filters).
+            if self.switch_before(ti, h.raw.time) && !self.pass_hidden_switches(ti, h.raw.time) {
                 return None;
             }
             // External data in between is a line of its own.

@@ -63,7 +63,7 @@ pub mod core;
 mod fast;
 pub mod leaf;
 pub mod policy;
-mod sched;
+pub mod sched;
 pub mod timed;
 
 /// A function entry that passed the filters.

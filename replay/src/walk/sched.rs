@@ -28,6 +28,7 @@ impl Core<'_> {
             t.last_seen = e.time;
             let mut total = 0;
             let mut preempted = false;
+            let mut id = e.id;
             let exit = match e.id {
                 perf::SCHED_OUT | perf::SCHED_OUT_PREEMPT => {
                     // A pre-emption begins nothing for the analysis (its consumers pass it
@@ -44,21 +45,25 @@ impl Core<'_> {
                     if let Some((out, preempt)) = t.sched_out.take() {
                         total = e.time.saturating_sub(out);
                         preempted = preempt;
+                        id = if preempt {
+                            perf::SCHED_OUT_PREEMPT
+                        } else {
+                            perf::SCHED_OUT
+                        };
                     }
                     if total < self.sched_min {
                         continue;
                     }
                     t.stack.add_child_time(total);
-                    if first {
+                    if first && !self.sched_all {
                         continue;
                     }
                     true
                 }
+                perf::TASK_NAME | perf::TASK_NEW | perf::TASK_EXIT if self.sched_all => false,
                 _ => continue,
             };
-            let visible = self.tasks[ti]
-                .stack
-                .event_visible(self.merge.filters.has_filter);
+            let visible = self.sched_visible(ti);
             return Some(SchedStep {
                 task: ti,
                 time: e.time,
@@ -66,6 +71,7 @@ impl Core<'_> {
                 total,
                 visible,
                 preempted,
+                id,
             });
         }
         None
@@ -84,28 +90,67 @@ impl Core<'_> {
             .map_or(u64::MAX, |(_, e)| e.time.saturating_sub(out))
     }
 
+    /// Whether an event of task `ti` shows now: inside a call the filters show, or with
+    /// `--event-full` outside every call.
+    fn sched_visible(&self, ti: usize) -> bool {
+        let (s, has_filter) = (&self.tasks[ti].stack, self.merge.filters.has_filter);
+        s.event_visible(has_filter) || (self.sched_all && !has_filter && s.open_calls() == 0)
+    }
+
+    /// The `-r` range in absolute times (everything without one).
+    pub fn time_range(&self) -> (u64, u64) {
+        self.range
+    }
+
     /// Whether a context switch of task `ti` comes before `time` (replay's leaf look-ahead:
-    /// a call with a switch inside is not a leaf).
+    /// a call with a switch inside is not a leaf, even when `--no-event` or `--no-sched`
+    /// hides it, as uftrace).
+    /// With `--event-full`, any task's event shows (`linux:task-new` of a thread created).
     pub(super) fn switch_before(&self, ti: usize, time: u64) -> bool {
         self.perf[self.perf_next.min(self.perf.len())..]
             .iter()
             .take_while(|(_, e)| e.time < time)
-            .any(|&(t, _)| t == ti)
+            .any(|&(t, _)| t == ti || (self.sched_all && self.sched_visible(t)))
     }
 
-    /// Whether the next thing in time order is task `ti`'s switch-in (a switch-out just
-    /// stepped and its switch-in then make one `linux:schedule` line).
-    pub fn sched_in_next(&mut self, ti: usize) -> bool {
-        let next_record = self
-            .merge
-            .peek()
-            .and_then(|n| self.merge.head(n))
-            .map_or(u64::MAX, |h| h.raw.time);
-        // The other tasks' switches in between print nothing of their own (their switch-outs
-        // wait for their switch-ins): records do.
-        self.perf[self.perf_next.min(self.perf.len())..]
+    /// The look-ahead passes over the switches before `time` when the filters hide them all
+    /// (task `ti`'s inside `-N` or below `-D`, other tasks' likewise or before their first
+    /// record): as uftrace, they do not break the leaf. Returns whether it did (they are
+    /// consumed).
+    pub(super) fn pass_hidden_switches(&mut self, ti: usize, time: u64) -> bool {
+        let hidden = |t: usize| {
+            (t != ti && !self.tasks[t].stack.started() && !self.sched_all) || !self.sched_visible(t)
+        };
+        if self.perf[self.perf_next.min(self.perf.len())..]
             .iter()
-            .find(|&&(t, _)| t == ti)
-            .is_some_and(|&(_, e)| e.id == perf::SCHED_IN && e.time <= next_record)
+            .take_while(|(_, e)| e.time < time)
+            .any(|&(t, _)| !hidden(t))
+        {
+            return false;
+        }
+        while self.next_sched(time).is_some() {}
+        true
     }
+}
+
+/// The origin of elapsed times shown (`-f elapsed`) and of an elapsed `-r` stop: uftrace's
+/// first record of the data, `first` (the first function record) or the first switch-in
+/// inside `range` of a task `tids` keeps, when earlier (switch-outs, task names and exits do
+/// not count, unless `all`: with `--event-full` every event does). (An elapsed `-r` start
+/// counts from `first`.)
+pub fn origin(
+    dir: &record_format::TraceDir,
+    tids: &[u32],
+    range: (u64, u64),
+    first: u64,
+    all: bool,
+) -> u64 {
+    perf::events_by_time(dir)
+        .iter()
+        .find(|(ti, e)| {
+            (all || e.id == perf::SCHED_IN)
+                && (range.0..=range.1).contains(&e.time)
+                && (tids.is_empty() || tids.contains(&dir.data[*ti].tid))
+        })
+        .map_or(first, |(_, e)| e.time.min(first))
 }

@@ -13,9 +13,10 @@
 use crate::callstack::Verdict;
 use crate::config::{Config, ReplayOptions};
 use crate::merge::{Head, Merge};
-use crate::walk::core::{Core, EntryStep, SchedStep, Step};
+use crate::walk::core::{Core, EntryStep, Step};
 use crate::walk::policy::Policy;
 pub mod printer;
+mod sched;
 use printer::{Call, LineCtx, ReplayPrinter};
 
 use crate::symbols::FuncId;
@@ -32,10 +33,15 @@ struct Layout {
     fork_display_depth: i64,
     /// A `linux:sched-out` line was printed: the switch-in shows as `linux:sched-in`.
     sched_split: bool,
+    /// That switch-out was a pre-emption.
+    split_preempted: bool,
     /// Time of the record being shown and of the one before (`time`, `delta` columns).
     timestamp: u64,
     timestamp_last: u64,
     ppid_task: Option<usize>,
+    /// Time of the `TASK` line of the task's process leader: before it, a switch line's
+    /// module is `[unknown]` (as uftrace, which finds no session then).
+    known_from: u64,
 }
 
 /// The display bookkeeping of every task, kept in step with the walk.
@@ -115,20 +121,25 @@ impl<'d, 'w> Engine<'d, 'w> {
         };
         // Context switches show as `/* linux:schedule */` lines, unless asked not to.
         let policy = Policy {
-            // With --no-sched they still break leaves (`usleep() { }`), as uftrace's hidden
-            // records do.
-            sched: !cfg.no_event && !opts.flat,
+            // With --no-sched or --no-event they still break leaves (`usleep() { }`), as
+            // uftrace's hidden records do.
+            sched: true,
             ..policy
         };
-        let core = Core::new(dir, cfg, policy);
+        let mut core = Core::new(dir, cfg, policy);
+        core.sched_all = cfg.event_full && !opts.flat;
         let mut printer = ReplayPrinter::new(out, opts.clone(), 0);
         for n in &core.notices {
             writeln!(printer.out(), "Usage: {n}")?;
         }
-        printer.set_first_time(core.merge.first_time());
+        let range = core.time_range();
+        let first = core.merge.first_time();
+        let origin = crate::walk::sched::origin(dir, &cfg.tids, range, first, core.sched_all);
+        printer.set_first_time(origin);
         let ppids = parent_tasks(dir);
         let tasks = (0..dir.data.len())
             .map(|i| Layout {
+                known_from: sched::known_from(dir, core.tasks[i].pid),
                 // Shown calls keep their real depth after a range start or `--disable`.
                 display_depth_set: cfg.time_range.is_none_or(|r| r.start.is_none())
                     && !cfg.start_disabled,
@@ -417,44 +428,6 @@ impl<'d, 'w> Engine<'d, 'w> {
         !(s.inside_notrace() || (self.core.merge.filters.has_filter && !s.inside_filter()))
     }
 
-    /// A switch-in ends a `linux:schedule` line carrying the time switched out (its
-    /// switch-out begins nothing on its own: the task is off the CPU until it).
-    fn sched(&mut self, s: &SchedStep) -> Result<()> {
-        if !s.visible || !self.core.enabled || self.cfg.no_sched {
-            return Ok(());
-        }
-        if s.preempted && self.cfg.no_sched_preempt {
-            return Ok(());
-        }
-        let split = &mut self.layout.tasks[s.task].sched_split;
-        let (text, dur) = if !s.exit {
-            // A switch-out whose switch-in does not follow at once shows on its own.
-            if self.core.sched_in_next(s.task) {
-                return Ok(());
-            }
-            *split = true;
-            if s.preempted {
-                ("linux:sched-out (pre-empted)", None)
-            } else {
-                ("linux:sched-out", None)
-            }
-        } else if std::mem::take(split) {
-            ("linux:sched-in", Some(s.total))
-        } else if s.preempted {
-            ("linux:schedule (pre-empted)", Some(s.total))
-        } else {
-            ("linux:schedule", Some(s.total))
-        };
-        self.stamp(s.task, s.time);
-        let depth = self.layout.tasks[s.task].display_depth as u32;
-        let ctx = LineCtx {
-            time: s.time,
-            ..line_ctx(&self.core.merge, &self.layout.tasks, s.task, 0, None)
-        };
-        self.printer.comment(&ctx, dur, depth, text, false)?;
-        Ok(())
-    }
-
     /// Prints the `extern.dat` lines before `upto` as comments of the task of the last record
     /// (shown where an event of that task would be).
     fn flush_extern(&mut self, upto: u64) -> Result<()> {
@@ -502,7 +475,7 @@ impl<'d, 'w> Engine<'d, 'w> {
             if zero == user {
                 continue;
             }
-            let frames = (zero..user)
+            let mut frames: Vec<(u16, String)> = (zero..user)
                 .map(|k| {
                     let s = slots.get(k).copied().unwrap_or_default();
                     let name = s.func.map_or_else(
@@ -512,6 +485,15 @@ impl<'d, 'w> Engine<'d, 'w> {
                     ((k - zero) as u16, name)
                 })
                 .collect();
+            // A `linux:sched-out` line whose switch-in never came (after `-r`'s stop).
+            if self.layout.tasks[ti].sched_split && user == count {
+                let name = if self.layout.tasks[ti].split_preempted {
+                    "linux:schedule (pre-empted)"
+                } else {
+                    "linux:schedule"
+                };
+                frames.push(((user - zero) as u16, name.to_string()));
+            }
             out.push((self.core.merge.tid(ti), frames));
         }
         out
@@ -535,7 +517,12 @@ impl<'d, 'w> Engine<'d, 'w> {
                 Step::Lost { task, head, .. } => (task, head),
                 Step::Event { .. } if self.cfg.no_event => continue,
                 Step::Event { task, head } => (task, head),
-                Step::Sched(_) => continue,
+                Step::Sched(s) => {
+                    if self.flat_sched(&s, n)? {
+                        n += 1;
+                    }
+                    continue;
+                }
             };
             line.clear();
             let tid = self.core.merge.tid(ti);

@@ -47,6 +47,10 @@ const TAIL_SPACES: usize = 128;
 const GRAY: &str = "\x1b[90m";
 const RED: &str = "\x1b[91m";
 const RESET: &str = "\x1b[0m";
+const GREEN: &str = "\x1b[32m";
+
+/// [`LineCtx::addr`] of a line whose address column is blank.
+pub const NO_ADDR: u64 = u64::MAX;
 
 /// Writes replay lines to an output stream.
 pub struct ReplayPrinter<'w> {
@@ -63,6 +67,19 @@ pub struct ReplayPrinter<'w> {
     /// For the default fields: ` [  tid] | ` of the last task printed, then
     /// [`TAIL_SPACES`] spaces.
     tid_tail: (u32, String),
+    /// A `linux:sched-out` line held back: printed before the next line, unless the task's
+    /// switch-in comes first (one `linux:schedule` line then).
+    pending: Option<PendingSched>,
+}
+
+/// A held-back switch-out line: its context as it was when the switch happened.
+struct PendingSched {
+    tid: u32,
+    comm: String,
+    time: u64,
+    prev: Option<u64>,
+    depth: u32,
+    text: &'static str,
 }
 
 fn header_text(f: Field, tid_width: usize) -> &'static str {
@@ -100,6 +117,7 @@ impl<'w> ReplayPrinter<'w> {
             tid_cache: (0, String::new()),
             default_fields,
             tid_tail: (0, String::new()),
+            pending: None,
         }
     }
 
@@ -167,6 +185,7 @@ impl<'w> ReplayPrinter<'w> {
 
     /// Ends the output: an empty result (no record read) is a single empty line.
     pub fn finish(&mut self) -> io::Result<()> {
+        self.flush_sched()?;
         self.flush_lines()?;
         if !self.header_done && (!self.opts.fields.is_empty() || self.opts.flat) {
             writeln!(self.out)?;
@@ -177,6 +196,9 @@ impl<'w> ReplayPrinter<'w> {
 
     /// Starts a line: header if needed, task separator, fields, ` | ` and the indentation.
     fn start(&mut self, ctx: &LineCtx<'_>, dur: DurCol<'_>, depth: u32) -> io::Result<()> {
+        if self.pending.is_some() {
+            self.flush_sched()?;
+        }
         self.header()?;
         if self.opts.task_newline && self.last_tid.is_some_and(|t| t != ctx.tid) {
             if !self.opts.fields.is_empty() {
@@ -263,6 +285,7 @@ impl<'w> ReplayPrinter<'w> {
                     }
                     self.buf.push_str(&self.tid_cache.1);
                 }
+                Field::Addr if ctx.addr == NO_ADDR => self.buf.push_str("            "),
                 Field::Addr => {
                     let _ = write!(self.buf, "{:>12x}", ctx.addr);
                 }
@@ -411,6 +434,75 @@ impl<'w> ReplayPrinter<'w> {
             let _ = write!(self.buf, "/* {text} */");
         }
         self.end()
+    }
+
+    /// A context-switch line `/* linux:schedule */`: green with `--color`, indentation
+    /// included (the colour is reset after the newline, as uftrace does).
+    pub fn sched(
+        &mut self,
+        ctx: &LineCtx<'_>,
+        dur: Option<u64>,
+        depth: u32,
+        text: &str,
+    ) -> io::Result<()> {
+        if !self.opts.color {
+            return self.comment(ctx, dur, depth, text, false);
+        }
+        self.start(ctx, dur.map_or(DurCol::Blank, DurCol::Time), 0)?;
+        let indent = depth as usize * 2;
+        let _ = write!(
+            self.buf,
+            "{GREEN}{:indent$}/* {RESET}{GREEN}{text}{RESET}{GREEN} */\n{RESET}",
+            ""
+        );
+        if self.buf.len() >= 64 * 1024 {
+            self.flush_lines()?;
+        }
+        Ok(())
+    }
+
+    /// Holds back a switch-out line of `ctx`'s task (see [`ReplayPrinter::take_sched`]).
+    pub fn defer_sched(
+        &mut self,
+        ctx: &LineCtx<'_>,
+        depth: u32,
+        text: &'static str,
+    ) -> io::Result<()> {
+        self.flush_sched()?;
+        self.pending = Some(PendingSched {
+            tid: ctx.tid,
+            comm: ctx.comm.to_string(),
+            time: ctx.time,
+            prev: ctx.prev,
+            depth,
+            text,
+        });
+        Ok(())
+    }
+
+    /// Drops the held-back switch-out line of task `tid`, if it is the one held back: no
+    /// line came since, its switch-in makes one `linux:schedule` line.
+    pub fn take_sched(&mut self, tid: u32) -> bool {
+        if self.pending.as_ref().is_some_and(|p| p.tid == tid) {
+            self.pending = None;
+            return true;
+        }
+        false
+    }
+
+    fn flush_sched(&mut self) -> io::Result<()> {
+        let Some(p) = self.pending.take() else {
+            return Ok(());
+        };
+        let ctx = LineCtx {
+            tid: p.tid,
+            comm: &p.comm,
+            module: "",
+            addr: NO_ADDR,
+            time: p.time,
+            prev: p.prev,
+        };
+        self.sched(&ctx, None, p.depth, p.text)
     }
 
     /// One `backtrace` line: `/* [ 0] main */`.
