@@ -51,6 +51,8 @@ const PLAIN: &[&[&str]] = &[
     &["--no-event"],
     &["--no-sched-preempt"],
     &["--avg-self", "--no-sched-preempt"],
+    &["--event-full"],
+    &["--event-full", "-s", "call"],
 ];
 
 /// Option sets of `--task`.

@@ -245,6 +245,13 @@ impl<'d> Walker<'d> {
         self
     }
 
+    /// `--event-full`: also the context switches outside every call are handed to
+    /// [`Visitor::sched`] (uftrace's report then has rows for them).
+    pub fn with_event_full(mut self, on: bool) -> Self {
+        self.core.sched_all = on;
+        self
+    }
+
     /// Also hands over, as unfinished calls after a task's own, the kernel calls outside
     /// every user function that never returned (hidden otherwise), as uftrace's report
     /// counts them: the process's `exit_group` with the calls still open inside it.

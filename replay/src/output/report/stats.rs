@@ -189,6 +189,11 @@ impl Visitor for Aggregate {
     }
 
     fn sched(&mut self, view: &View<'_, '_>, task: usize, total: u64, preempted: bool) {
+        // A switch-in without its switch-out (a thread's first, with `--event-full`) is not
+        // a stay off the CPU.
+        if total == 0 {
+            return;
+        }
         let call = Call {
             task: 0,
             func: 0,
@@ -301,6 +306,7 @@ pub fn collect(dir: &TraceDir, cfg: &Config, stdv: bool) -> Result<Collected> {
     // Per-function sums do not depend on how the tasks' records interleave.
     let mut walker = Walker::new(dir, cfg)?
         .with_sched()
+        .with_event_full(cfg.event_full)
         .with_open_kernel_calls()
         .task_order();
     let shown = !cfg.no_sched && !cfg.no_event;
