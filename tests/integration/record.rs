@@ -316,10 +316,7 @@ fn live_exit_statuses() {
     let prog = prog.to_str().unwrap();
 
     // Without scheduling events: a pre-emption would add a line to the exact trace below.
-    let out = utrace_in(
-        tmp.path(),
-        &["--no-pager", "--no-libcall", "--no-event", prog],
-    );
+    let out = utrace_in(tmp.path(), &["--no-pager", "--no-libcall", "--no-event", prog]);
     assert_status(&out, 1);
     assert!(out.stderr.is_empty(), "{out}");
     assert_eq!(
