@@ -17,10 +17,18 @@
 # utrace's output, `-`, and utrace's lines not in uftrace's, `+`) and the first differences.
 # Exits 1 when any comparison differs.
 #
+# The default run writes 400 values of 1000 bytes with a 64 KB memtable, so that db_bench also
+# flushes tables, compacts them and reads them back (838 distinct functions, 1.5 million replay
+# lines); `-N leveldb::test::CompressibleString` leaves out the megabyte of random values that
+# db_bench makes first (a million calls of the same four functions).
+#
 # Environment: UTRACE (default target/release/utrace, built if missing), UFTRACE (default
 # uftrace), CACHE (default ${XDG_CACHE_HOME:-~/.cache}/utrace-bench/leveldb), CFLAGS (default
-# uftrace's test flags, `-pg -O0 -fno-inline -fno-omit-frame-pointer`), NUM (db_bench --num,
-# default 2000), BENCHMARKS (default fillseq,readrandom), MODES (default "simple full no"),
+# uftrace's test flags, `-pg -O0 -fno-inline -fno-omit-frame-pointer`; `-O2 -pg` has clones
+# such as `.isra.0`), NUM (db_bench --num, default 400), BENCHMARKS (default
+# fillseq,readrandom), DB_ARGS (more db_bench options, default
+# "--value_size=1000 --write_buffer_size=65536"), RECORD_ARGS (options of both `record`s,
+# default "--no-event -N leveldb::test::CompressibleString"), MODES (default "simple full no"),
 # SHOW (differences shown per comparison, default 10), KEEP (a directory: keep the data and the
 # normalized outputs there instead of a temporary directory).
 set -euo pipefail
@@ -33,8 +41,10 @@ started=$(date +%s)
 UFTRACE=${UFTRACE:-uftrace}
 CACHE=${CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/utrace-bench/leveldb}
 CFLAGS=${CFLAGS:--pg -O0 -fno-inline -fno-omit-frame-pointer}
-NUM=${NUM:-2000}
+NUM=${NUM:-400}
 BENCHMARKS=${BENCHMARKS:-fillseq,readrandom}
+DB_ARGS=${DB_ARGS---value_size=1000 --write_buffer_size=65536}
+RECORD_ARGS=${RECORD_ARGS---no-event -N leveldb::test::CompressibleString}
 MODES=${MODES:-simple full no}
 SHOW=${SHOW:-10}
 
@@ -129,14 +139,24 @@ else
 	trap 'rm -rf "$tmp"' EXIT
 fi
 
-run_args=(--num="$NUM" --benchmarks="$BENCHMARKS")
+read -ra db_args <<<"$DB_ARGS"
+read -ra record_args <<<"$RECORD_ARGS"
+run_args=(--num="$NUM" --benchmarks="$BENCHMARKS" "${db_args[@]}")
+# uftrace 0.13 sometimes fails on db_bench ("writing shmem name to pipe: Bad file descriptor"
+# when a thread starts, then exit status 1): up to 3 tries.
 for tool in uftrace utrace; do
 	bin=$UFTRACE
 	[[ $tool == utrace ]] && bin=$UTRACE
-	say "$tool record db_bench ${run_args[*]}"
-	rm -rf "$tmp/db"
-	"$bin" record --no-event -d "$tmp/$tool.data" "$DB_BENCH" "${run_args[@]}" --db="$tmp/db" \
-		>"$tmp/$tool.record.out" 2>&1 || die "$tool record failed: $(tail -n 3 "$tmp/$tool.record.out")"
+	for try in 1 2 3; do
+		say "$tool record db_bench ${run_args[*]} (try $try)"
+		rm -rf "$tmp/db" "$tmp/$tool.data"
+		status=0
+		"$bin" record "${record_args[@]}" -d "$tmp/$tool.data" "$DB_BENCH" "${run_args[@]}" \
+			--db="$tmp/db" >"$tmp/$tool.record.out" 2>&1 || status=$?
+		((status == 0)) && break
+		say "$tool record failed (exit $status): $(grep -v '^\.\.\.' "$tmp/$tool.record.out" | tail -n 2)"
+		((try < 3)) || die "$tool record failed 3 times"
+	done
 done
 rm -rf "$tmp/db"
 
@@ -221,6 +241,7 @@ compare() {
 echo "uftrace: $("$UFTRACE" --version | head -n 1)"
 echo "utrace:  $UTRACE (built $(date -r "$UTRACE" '+%F %T'))"
 echo "program: $DB_BENCH ${run_args[*]} (built with $CFLAGS)"
+echo "record:  ${record_args[*]}"
 for data in uftrace utrace; do
 	echo "data:    $data record: $(cat "$tmp/$data.data"/*.dat | wc -c) bytes of .dat," \
 		"$(grep -c '^TASK' "$tmp/$data.data/task.txt") tasks"
