@@ -66,7 +66,15 @@ pub fn demangle(raw: &str, mode: Demangle) -> String {
 /// The demangled `<name>` at the start of a mangled function name, without the function type
 /// that follows it.
 fn name_only(base: &str) -> Option<String> {
-    let (sym, _type) = cpp_demangle::BorrowedSymbol::with_tail(base.as_bytes()).ok()?;
+    // A symbol version (`_ZTISt13runtime_error@GLIBCXX_3.4`) stays raw, as in uftrace; so do
+    // special names (`_ZT`: typeinfo, vtables), which have no function type.
+    if base.contains('@') || base.starts_with("_ZT") {
+        return None;
+    }
+    let (sym, function_type) = cpp_demangle::BorrowedSymbol::with_tail(base.as_bytes()).ok()?;
+    if function_type.is_empty() {
+        return None;
+    }
     sym.demangle(&cpp_demangle::DemangleOptions::default()).ok()
 }
 
@@ -453,6 +461,10 @@ mod tests {
         assert_eq!(simple("_ZNSsC1EOSs"), "std::basic_string<>::basic_string<>");
         assert_eq!(simple("_Z3fibi.constprop.0"), "fib");
         assert_eq!(simple("_ZStanSt13_Ios_FmtflagsS_"), "std::operator&");
+        assert_eq!(
+            simple("_ZTISt13runtime_error@GLIBCXX_3.4"),
+            "_ZTISt13runtime_error@GLIBCXX_3.4"
+        );
         assert_eq!(simple("_ZNKSt6vectorIiSaIiEE4sizeEv"), "std::vector::size");
         assert_eq!(
             simple("_ZSt14__relocate_a_1IPcS0_ENSt9enable_ifIXsrSt24__is_bitwise_relocatableIT_vE5valueEPS3_E4typeES5_S5_S5_RSaIT0_E"),
