@@ -2,8 +2,11 @@
 //! replayed by both tools, with regex filters on its names, and a corpus of mangled names
 //! (`tests/data/mangled-names.txt`: functions of libstdc++ and C++ programs, among them every
 //! form that once differed: ABI tags, thunks, anonymous namespaces, lambdas, `operator()`,
-//! conversion operators, `std::ostream`/`std::string` members) given to functions of a C
-//! program by assembler labels, recorded by uftrace and replayed by both tools name by name.
+//! conversion operators, `std::ostream`/`std::string` members, `std::operator&`, inheriting
+//! constructors, `sr` expressions in return types, function-pointer return types, templated
+//! constructors) given to functions of a C program by assembler labels, recorded by uftrace and
+//! replayed by both tools name by name, in simple and in full demangling.
+//! `bench/leveldb.sh` makes the same comparison on leveldb's db_bench.
 
 use crate::normalize::{self, Anchor};
 use crate::util::{self, Mode};
@@ -84,18 +87,23 @@ fn demangling_matches_uftrace_on_a_corpus() {
             .map(|l| l.trim().to_string())
             .collect()
     };
-    let want = lines(&util::uftrace_replay(&data, &["-f", "none"]).stdout);
-    let got = lines(&util::utrace_replay(&data, &["-f", "none"]).stdout);
-    assert_eq!(
-        want.len(),
-        names.len(),
-        "uftrace's replay has a line per function"
-    );
-    let differ: Vec<String> = names
-        .iter()
-        .zip(want.iter().zip(&got))
-        .filter(|(_, (w, g))| w != g)
-        .map(|(n, (w, g))| format!("{n}: uftrace {w}, utrace {g}"))
-        .collect();
+    let mut differ = Vec::new();
+    // Full mode is libstdc++'s `__cxa_demangle` in uftrace; utrace calls the same function.
+    for mode in ["--demangle=simple", "--demangle=full"] {
+        let want = lines(&util::uftrace_replay(&data, &["-f", "none", mode]).stdout);
+        let got = lines(&util::utrace_replay(&data, &["-f", "none", mode]).stdout);
+        assert_eq!(
+            want.len(),
+            names.len(),
+            "uftrace's replay {mode} has a line per function"
+        );
+        differ.extend(
+            names
+                .iter()
+                .zip(want.iter().zip(&got))
+                .filter(|(_, (w, g))| w != g)
+                .map(|(n, (w, g))| format!("{mode} {n}: uftrace {w}, utrace {g}")),
+        );
+    }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }

@@ -5,6 +5,8 @@
 //! name only: no parameter lists, template arguments, return type, cv-qualifiers or ABI tags
 //! (`int ns::twice<int>(int)` → `ns::twice`).
 
+mod gnu;
+
 /// `--demangle`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Demangle {
@@ -16,6 +18,14 @@ pub enum Demangle {
 
 /// Demangles `raw` according to `mode`; names that are not mangled come back unchanged.
 pub fn demangle(raw: &str, mode: Demangle) -> String {
+    if mode == Demangle::Full && gnu::available() {
+        // Not `_Z...`: libstdc++ would read `f` as the type `float`. Static initializers stay
+        // raw in full mode, as in uftrace.
+        if !raw.starts_with("_Z") {
+            return raw.to_string();
+        }
+        return gnu::demangle(raw).unwrap_or_else(|| raw.to_string());
+    }
     // gcc's static initializers carry the mangled name of their translation unit's first
     // function: `_GLOBAL__sub_I__ZN3ns17compareEii` is `_GLOBAL__sub_I_ns1::compare`.
     const INIT: &str = "_GLOBAL__sub_I_";
@@ -37,15 +47,74 @@ pub fn demangle(raw: &str, mode: Demangle) -> String {
         Some(i) => (&raw[..i], &raw[i..]),
         None => (raw, ""),
     };
-    let Ok(sym) = cpp_demangle::Symbol::new(base) else {
-        return raw.to_string();
+    let parsed = cpp_demangle::Symbol::new(base)
+        .ok()
+        .and_then(|sym| sym.demangle(&cpp_demangle::DemangleOptions::default()).ok());
+    match (mode, parsed) {
+        (Demangle::Full, Some(full)) => full,
+        (_, Some(full)) => inheriting_constructor(raw, simplify(&full)),
+        // The name alone is all simple mode needs: cpp_demangle stops at some types that gcc
+        // writes, e.g. `sr` with template arguments in a return type
+        // (`std::enable_if<std::__is_bitwise_relocatable<char*, void>::value, ...>::type`).
+        (Demangle::Simple, None) => {
+            name_only(base).map_or_else(|| raw.to_string(), |n| simplify(&n))
+        }
+        _ => raw.to_string(),
+    }
+}
+
+/// The demangled `<name>` at the start of a mangled function name, without the function type
+/// that follows it.
+fn name_only(base: &str) -> Option<String> {
+    // A symbol version (`_ZTISt13runtime_error@GLIBCXX_3.4`) stays raw, as in uftrace; so do
+    // special names (`_ZT`: typeinfo, vtables), which have no function type.
+    if base.contains('@') || base.starts_with("_ZT") {
+        return None;
+    }
+    let (sym, function_type) = cpp_demangle::BorrowedSymbol::with_tail(base.as_bytes()).ok()?;
+    if function_type.is_empty() {
+        return None;
+    }
+    sym.demangle(&cpp_demangle::DemangleOptions::default()).ok()
+}
+
+/// An inheriting constructor (`CI1`/`CI2` and the base class) is named by its class, as other
+/// constructors are: `std::__uniq_ptr_data::__uniq_ptr_data`, where the demangler prints the
+/// base class's name (`__uniq_ptr_impl`).
+fn inheriting_constructor(raw: &str, simple: String) -> String {
+    let Some((class_path, last)) = simple.rsplit_once("::") else {
+        return simple;
     };
-    let Ok(full) = sym.demangle(&cpp_demangle::DemangleOptions::default()) else {
-        return raw.to_string();
-    };
-    match mode {
-        Demangle::Full => full,
-        _ => simplify(&full),
+    let class = class_path.rsplit("::").next().unwrap_or(class_path);
+    if last == class {
+        return simple;
+    }
+    // The base class follows `CI1`/`CI2`, possibly after `N` and a scope (`St`, `S0_`).
+    let base = format!("{}{last}", last.len());
+    let inherits = ["CI1", "CI2"].iter().any(|ci| {
+        raw.match_indices(ci).any(|(at, _)| {
+            let after = &raw[at + ci.len()..];
+            let after = after.strip_prefix('N').unwrap_or(after);
+            let after = match after.strip_prefix("St") {
+                Some(std) => std,
+                None => after
+                    .strip_prefix('S')
+                    .and_then(|sub| {
+                        let u = sub.find('_')?;
+                        let id = &sub[..u];
+                        id.bytes()
+                            .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase())
+                            .then(|| &sub[u + 1..])
+                    })
+                    .unwrap_or(after),
+            };
+            after.starts_with(&base)
+        })
+    });
+    if inherits {
+        format!("{class_path}::{class}")
+    } else {
+        simple
     }
 }
 
@@ -195,6 +264,9 @@ fn qualified_name(full: &str) -> (String, Vec<String>) {
     let bytes = full.as_bytes();
     let mut out = String::with_capacity(full.len());
     let (mut angle, mut paren, mut square) = (0i32, 0i32, 0i32);
+    // Where the last top-level parameter list began: qualifiers after it are not part of the
+    // name, an `&` before it may be (`std::operator&`).
+    let mut params_at = 0;
     let mut i = 0;
     while i < bytes.len() {
         let rest = &full[i..];
@@ -224,7 +296,12 @@ fn qualified_name(full: &str) -> (String, Vec<String>) {
         match c {
             b'<' if paren == 0 && square == 0 => angle += 1,
             b'>' if paren == 0 && square == 0 && angle > 0 => angle -= 1,
-            b'(' if angle == 0 && square == 0 => paren += 1,
+            b'(' if angle == 0 && square == 0 => {
+                if paren == 0 {
+                    params_at = out.len();
+                }
+                paren += 1;
+            }
             b')' if angle == 0 && square == 0 && paren > 0 => paren -= 1,
             b'[' if angle == 0 && paren == 0 => square += 1,
             b']' if angle == 0 && paren == 0 && square > 0 => square -= 1,
@@ -239,18 +316,14 @@ fn qualified_name(full: &str) -> (String, Vec<String>) {
         i += 1;
     }
     // Trailing qualifiers left after the parameter list.
-    let mut s = out.trim_end().to_string();
-    loop {
-        let before = s.len();
-        for q in [" const", " volatile", " &&", " &", "&&", "&"] {
-            if let Some(t) = s.strip_suffix(q) {
-                s = t.trim_end().to_string();
-            }
-        }
-        if s.len() == before {
-            break;
-        }
+    let qualifiers = |t: &str| {
+        t.split_whitespace()
+            .all(|w| ["const", "volatile", "&&", "&"].contains(&w))
+    };
+    if params_at > 0 && qualifiers(&out[params_at..]) {
+        out.truncate(params_at);
     }
+    let mut s = out.trim_end().to_string();
     // The return type ends at the last top-level space before the name (and before any
     // `operator` keyword, whose own text may contain spaces).
     let limit = s.find("operator").unwrap_or(s.len());
@@ -387,6 +460,20 @@ mod tests {
         assert_eq!(simple("_ZNSoC1Ev"), "std::basic_ostream::basic_ostream");
         assert_eq!(simple("_ZNSsC1EOSs"), "std::basic_string<>::basic_string<>");
         assert_eq!(simple("_Z3fibi.constprop.0"), "fib");
+        assert_eq!(simple("_ZStanSt13_Ios_FmtflagsS_"), "std::operator&");
+        assert_eq!(
+            simple("_ZTISt13runtime_error@GLIBCXX_3.4"),
+            "_ZTISt13runtime_error@GLIBCXX_3.4"
+        );
+        assert_eq!(simple("_ZNKSt6vectorIiSaIiEE4sizeEv"), "std::vector::size");
+        assert_eq!(
+            simple("_ZSt14__relocate_a_1IPcS0_ENSt9enable_ifIXsrSt24__is_bitwise_relocatableIT_vE5valueEPS3_E4typeES5_S5_S5_RSaIT0_E"),
+            "std::__relocate_a_1"
+        );
+        assert_eq!(
+            simple("_ZNSt15__uniq_ptr_dataINSt6thread6_StateESt14default_deleteIS1_ELb1ELb1EECI1St15__uniq_ptr_implIS1_S3_EEPS1_"),
+            "std::__uniq_ptr_data::__uniq_ptr_data"
+        );
     }
 
     #[test]
