@@ -97,7 +97,8 @@ pub struct Call {
     /// Index of the call's slot (0 = outermost).
     pub depth: usize,
     /// An outer open call of the same task has the same address (uftrace counts only the
-    /// outermost of recursive calls in totals).
+    /// outermost of recursive calls in totals); `false` when [`Visitor::wants_recursive`]
+    /// is not.
     pub recursive: bool,
     /// Still open at the end of the task's data.
     pub unfinished: bool,
@@ -176,6 +177,11 @@ pub trait Visitor {
         true
     }
     fn entry(&mut self, _view: &View<'_, '_>, _entry: &Entry) {}
+    /// Whether [`Call::recursive`] is wanted (it scans the open calls at every exit; when
+    /// not, it is `false`).
+    fn wants_recursive(&self) -> bool {
+        true
+    }
     fn exit(&mut self, _view: &View<'_, '_>, _call: &Call) {}
     /// `count` records of the task were lost (0 when unknown).
     fn lost(&mut self, _view: &View<'_, '_>, _task: usize, _count: u64) {}
@@ -395,7 +401,7 @@ impl<'d> Walker<'d> {
             child: c.child,
             time: h.raw.time,
             depth,
-            recursive: t.recursive(depth, c.addr),
+            recursive: v.wants_recursive() && t.recursive(depth, c.addr),
             unfinished: false,
         };
         v.exit(&self.view(), &call);

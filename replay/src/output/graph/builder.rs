@@ -297,9 +297,14 @@ impl Visitor for Builder<'_> {
         tree.exit(id, total, 0, self.minmax);
     }
 
+    /// The graph does not tell recursive calls apart.
+    fn wants_recursive(&self) -> bool {
+        false
+    }
+
     /// The common case inline (a whole-program graph, the task's cursor on a node, the call
     /// seen from there before); the rest in [`Builder::entry_general`].
-    #[inline]
+    #[inline(always)]
     fn entry(&mut self, view: &View<'_, '_>, e: &Entry) {
         if self.func.is_none() {
             if let Some((g, n)) = self.fast_node(view, e.task) {
@@ -314,7 +319,7 @@ impl Visitor for Builder<'_> {
 
     /// The common case inline (a whole-program graph without forks, the task's cursor on a
     /// node); the rest in [`Builder::exit_general`].
-    #[inline]
+    #[inline(always)]
     fn exit(&mut self, view: &View<'_, '_>, call: &Call) {
         if self.func.is_none() && !call.unfinished {
             if let Some((g, n)) = self.fast_node(view, call.task) {
