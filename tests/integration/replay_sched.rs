@@ -99,7 +99,7 @@ fn last_tid(dir: &Path) -> String {
     text.lines()
         .filter(|l| l.starts_with("TASK"))
         .filter_map(|l| l.split("tid=").nth(1))
-        .last()
+        .next_back()
         .map(|t| t.split_whitespace().next().unwrap_or("").to_string())
         .expect("a TASK line in task.txt")
 }
