@@ -19,11 +19,12 @@ use record_format::{RawRecord, RecordKind, TraceDir};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
+mod externs;
 mod gate;
 mod outside;
 mod plain;
+pub use externs::parse_extern;
 pub use outside::OpenKernelCall;
-pub use plain::parse_extern;
 
 /// One decoded record.
 #[derive(Debug, Clone, Copy)]
@@ -371,50 +372,6 @@ impl<'d> Merge<'d> {
         }
         let data = self.payload(ti, h.payload);
         crate::payload::events::text(h.raw.addr, data, &self.event_names)
-    }
-
-    /// Whether `extern.dat` lines remain.
-    #[inline]
-    pub fn has_extern(&self) -> bool {
-        self.ext_pos < self.externs.len()
-    }
-
-    /// Whether an `extern.dat` line is shown at `time`: as uftrace, only from the first
-    /// record of the data on and inside `-r`.
-    fn extern_shown(&self, time: u64) -> bool {
-        time >= self.first_time && self.gate.in_range(time)
-    }
-
-    /// The next `extern.dat` line shown before `upto` (a record at the same time comes
-    /// first); the lines passed over on the way are dropped. Lines after the data's last
-    /// record are never taken: uftrace stops with the last record.
-    #[inline]
-    pub fn next_extern(&mut self, upto: u64) -> Option<(u64, String)> {
-        loop {
-            let e = self.externs.get(self.ext_pos)?;
-            if e.0 >= upto {
-                return None;
-            }
-            self.ext_pos += 1;
-            if self.extern_shown(e.0) {
-                return Some(e.clone());
-            }
-        }
-    }
-
-    /// Whether task `ti` has a record after `time` (read or still to come, `-r` or not): an
-    /// `extern.dat` line shows only between two records of the task before it, as uftrace.
-    pub fn task_goes_past(&self, ti: usize, time: u64) -> bool {
-        self.heads[ti].is_some() || time < self.cursors[ti].last_time
-    }
-
-    /// Whether an `extern.dat` line is shown before a record at `time` (it comes between two
-    /// records, which then are not printed as one leaf line).
-    pub fn extern_before(&self, time: u64) -> bool {
-        self.externs[self.ext_pos.min(self.externs.len())..]
-            .iter()
-            .take_while(|e| e.0 < time)
-            .any(|e| self.extern_shown(e.0))
     }
 
     /// Takes the earliest record of all tasks.

@@ -1,43 +1,10 @@
 //! The reader's fast path: records that no reader-level filter can hold back go from the
-//! mapped data straight to the task's head. Also the `extern.dat` parser.
+//! mapped data straight to the task's head.
 
 use super::{Head, Merge, RELEASE_WINDOW};
 use record_format::raw::RECORD_SIZE;
 use record_format::{RawRecord, RecordKind};
 use std::cmp::Reverse;
-
-/// Parses `extern.dat`: `<sec>[.<frac>] <message>` lines.
-pub fn parse_extern(text: &str) -> Vec<(u64, String)> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let line = line.trim_start();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (ts, msg) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-        let (sec, frac) = ts.split_once('.').unwrap_or((ts, ""));
-        let Ok(sec) = sec.parse::<u64>() else {
-            continue;
-        };
-        let frac: String = frac.chars().take(9).collect();
-        let nsec = if frac.is_empty() {
-            0
-        } else {
-            format!("{frac:0<9}").parse::<u64>().unwrap_or(0)
-        };
-        let mut msg = msg.trim().to_string();
-        if msg.len() > 1023 {
-            let mut cut = 1023;
-            while !msg.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            msg.truncate(cut);
-        }
-        out.push((sec * 1_000_000_000 + nsec, msg));
-    }
-    out.sort_by_key(|e| e.0);
-    out
-}
 
 impl Merge<'_> {
     /// Whether every record passes the reader-level filters untouched: no time range, `-t`,
