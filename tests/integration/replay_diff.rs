@@ -100,6 +100,8 @@ fn family(name: &str, f: &Funcs, last_tid: &str) -> Vec<Case> {
             case(&["-t", "100s"], How::Header),
             case(&["--tid", "1"], How::Header),
             case(&["-r", "1~2"], How::Header),
+            // A pattern on library calls (PLT entries) only.
+            case(&["-F", "get.?id@plt"], START),
             // A depth given to -F as an action.
             case(&["-F", "main", "-F", &fmt("{}@depth=1", f.mid)], START),
             case(&["-F", &fmt("{}@depth=2", f.outer)], START),
