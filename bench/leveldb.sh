@@ -56,16 +56,9 @@ say() {
 	echo "leveldb: $*" >&2
 }
 
-if [[ -n ${UTRACE:-} ]]; then
-	[[ $UTRACE == */* && $UTRACE != /* ]] && UTRACE=$orig_pwd/$UTRACE
-	UTRACE=$(type -P "$UTRACE") || die "UTRACE=$UTRACE is not executable"
-else
-	UTRACE=$PWD/${CARGO_TARGET_DIR:-target}/release/utrace
-	if [[ ! -x $UTRACE ]]; then
-		say "building $UTRACE"
-		cargo build --release -p tracer --bin utrace >&2
-	fi
-fi
+# shellcheck source=bench/utrace_bin.sh
+source bench/utrace_bin.sh
+locate_utrace leveldb
 command -v "$UFTRACE" >/dev/null || die "$UFTRACE not found"
 
 # --- the source ---------------------------------------------------------------------------------

@@ -22,17 +22,9 @@ die() {
 	exit 1
 }
 
-# A relative $UTRACE is taken from the caller's directory, not the repository root.
-if [[ -n ${UTRACE:-} ]]; then
-	[[ $UTRACE == */* && $UTRACE != /* ]] && UTRACE=$orig_pwd/$UTRACE
-	UTRACE=$(type -P "$UTRACE") || die "UTRACE=$UTRACE is not executable"
-else
-	UTRACE=$PWD/${CARGO_TARGET_DIR:-target}/release/utrace
-	if [[ ! -x $UTRACE ]]; then
-		echo "bench: building $UTRACE" >&2
-		cargo build --release -p tracer --bin utrace >&2
-	fi
-fi
+# shellcheck source=bench/utrace_bin.sh
+source bench/utrace_bin.sh
+locate_utrace bench
 command -v "$UFTRACE" >/dev/null || die "$UFTRACE not found"
 command -v gcc >/dev/null || die "gcc not found"
 [[ -x /usr/bin/time ]] || die "/usr/bin/time not found (apt-get install time)"
