@@ -20,7 +20,7 @@
 //!   or trigger` notice names it, as `!LOC` for `@hide`); when no pattern of a command matches,
 //!   nothing is filtered.
 
-use crate::pattern::{glob_to_regex, is_literal, MatchType};
+use crate::pattern::{compile, is_literal, MatchType};
 use regex::Regex;
 
 /// How one pattern compares with a file path.
@@ -48,10 +48,10 @@ impl LocPattern {
             Some(l) => (l, true),
             None => (spec, false),
         };
-        let compiled = match ty {
-            _ if is_literal(loc) => None,
-            MatchType::Regex => Regex::new(loc).ok(),
-            MatchType::Glob => Regex::new(&glob_to_regex(loc)).ok(),
+        let compiled = if is_literal(loc) {
+            None
+        } else {
+            compile(loc, ty).ok()
         };
         let matcher = match compiled {
             Some(r) => Matcher::Regex(r),

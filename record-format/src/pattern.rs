@@ -62,7 +62,7 @@ pub fn is_literal(name: &str) -> bool {
 }
 
 /// The expression of pattern `name` of match type `ty`.
-fn compile(name: &str, ty: MatchType) -> Result<Regex, regex::Error> {
+pub fn compile(name: &str, ty: MatchType) -> Result<Regex, regex::Error> {
     match ty {
         MatchType::Regex => Regex::new(name),
         MatchType::Glob => Regex::new(&glob_to_regex(name)),

@@ -62,14 +62,12 @@ pub fn parse_trigger(spec: &str, ty: MatchType, notices: &mut Vec<String>) -> (P
     (Pattern::new(t.name, t.module, ty), t.actions)
 }
 
-/// The depth of a `-F` value given as an action (`FUNC@depth=N`, among a module name or other
-/// words).
-fn filter_depth(spec: &str) -> Option<&str> {
-    let (_, rest) = spec.split_once('@')?;
-    rest.split(',').find_map(|w| {
-        w.get(..6)
-            .filter(|p| p.eq_ignore_ascii_case("depth="))
-            .map(|_| &w[6..])
+/// Whether a `-F` value gives a depth as an action (`FUNC@depth=N`, among a module name or
+/// other words).
+fn has_depth(spec: &str) -> bool {
+    spec.split_once('@').is_some_and(|(_, rest)| {
+        rest.split(',')
+            .any(|w| w.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("depth=")))
     })
 }
 
@@ -157,7 +155,7 @@ impl Filters {
             .iter()
             .flat_map(|s| s.split(';'))
             .filter(|s| !s.is_empty())
-            .partition(|s| filter_depth(s).is_some());
+            .partition(|s| has_depth(s));
         let mut triggers = triggers;
         for s in with_depth {
             let (p, mut a) = parse_trigger(s, ty, &mut notices);

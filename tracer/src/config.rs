@@ -118,13 +118,18 @@ pub fn parse_demangle(text: &str, notices: &mut Notices) -> Demangle {
 
 /// `--match=TYPE`.
 pub fn parse_match(text: &str, notices: &mut Notices) -> MatchType {
+    match_type(text).unwrap_or_else(|| {
+        notices.usage(format!("invalid match pattern: {text} (ignoring...)"));
+        MatchType::default()
+    })
+}
+
+/// The `--match` value named `text`, if it is one.
+fn match_type(text: &str) -> Option<MatchType> {
     match text {
-        "regex" => MatchType::Regex,
-        "glob" => MatchType::Glob,
-        _ => {
-            notices.usage(format!("invalid match pattern: {text} (ignoring...)"));
-            MatchType::default()
-        }
+        "regex" => Some(MatchType::Regex),
+        "glob" => Some(MatchType::Glob),
+        _ => None,
     }
 }
 
@@ -190,13 +195,8 @@ pub fn check_patterns(inv: &Invocation) -> anyhow::Result<()> {
         .common
         .match_type
         .as_deref()
-        .map_or_else(MatchType::default, |m| {
-            if m == "glob" {
-                MatchType::Glob
-            } else {
-                MatchType::Regex
-            }
-        });
+        .and_then(match_type)
+        .unwrap_or_default();
     let lists: [(&str, &[String]); 7] = [
         ("-F", &f.filter),
         ("-N", &f.notrace),

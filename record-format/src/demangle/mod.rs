@@ -43,10 +43,7 @@ pub fn demangle(raw: &str, mode: Demangle) -> String {
         }
     }
     // Clone suffixes such as `.constprop.0` are not part of the mangling grammar.
-    let (base, _suffix) = match raw.find('.') {
-        Some(i) => (&raw[..i], &raw[i..]),
-        None => (raw, ""),
-    };
+    let base = raw.split('.').next().unwrap_or(raw);
     let parsed = cpp_demangle::Symbol::new(base)
         .ok()
         .and_then(|sym| sym.demangle(&cpp_demangle::DemangleOptions::default()).ok());

@@ -85,12 +85,8 @@ impl Tree {
         same: impl Fn(FuncId, FuncId) -> bool,
     ) -> (u32, bool) {
         // The child entered last from this node is the usual one (loops, recursion).
-        let last = self.nodes[cur as usize].last_child;
-        if last != 0 {
-            if let Some(n) = self.nodes.get_mut(last as usize).filter(|n| n.func == func) {
-                n.calls += 1;
-                return (last, false);
-            }
+        if let Some(id) = self.enter_again(cur, func) {
+            return (id, false);
         }
         self.enter_new(cur, func, addr, same)
     }

@@ -153,16 +153,17 @@ pub fn dump(
         })
         .min()
         .unwrap_or(0);
-    // An elapsed stop counts from the first record of the data, switches included.
-    let origin = crate::walk::sched::origin(dir, &cfg.tids, (0, u64::MAX), first, false);
-    let point = |p: TimePoint, first: u64| match p {
-        TimePoint::Elapsed(ns) => first.saturating_add(ns),
+    // An elapsed stop counts from the first record of the data, switches included (the perf
+    // files are read for it only then).
+    let point = |p: TimePoint, origin: &dyn Fn() -> u64| match p {
+        TimePoint::Elapsed(ns) => origin().saturating_add(ns),
         TimePoint::Absolute(ns) => ns,
     };
+    let with_switches = || crate::walk::sched::origin(dir, &cfg.tids, (0, u64::MAX), first, false);
     let range = cfg.time_range.map_or((0, u64::MAX), |r| {
         (
-            r.start.map_or(0, |p| point(p, first)),
-            r.stop.map_or(u64::MAX, |p| point(p, origin)),
+            r.start.map_or(0, |p| point(p, &|| first)),
+            r.stop.map_or(u64::MAX, |p| point(p, &with_switches)),
         )
     });
     for ti in 0..dir.data.len() {

@@ -13,6 +13,7 @@ pub use record_format::demangle;
 pub mod srcline;
 
 use crate::config::Demangle;
+use crate::modules::basename;
 use record_format::maps::{kernel_base, MapEntry};
 use record_format::sym::Symbol;
 use record_format::task::TaskLine;
@@ -107,10 +108,6 @@ fn parse_kallsyms(text: &str) -> Vec<(u64, String)> {
         .collect();
     out.sort_by_key(|e| e.0);
     out
-}
-
-fn basename(p: &str) -> &str {
-    p.rsplit('/').next().unwrap_or(p)
 }
 
 impl<'d> Symbolizer<'d> {

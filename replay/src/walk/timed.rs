@@ -108,6 +108,8 @@ pub struct Walk<'d> {
     /// Context switches are shown (not with `--no-event`, `--no-sched`).
     show_sched: bool,
     no_args: bool,
+    /// `--srcline`: entries carry their source location.
+    srcline: bool,
     /// `Usage:` notices of the filters and argument specs.
     pub notices: Vec<String>,
 }
@@ -121,6 +123,7 @@ impl<'d> Walk<'d> {
             tasks: task_infos(dir),
             show_sched: !(cfg.no_event || cfg.no_sched),
             no_args,
+            srcline: cfg.srcline,
         }
     }
 
@@ -170,7 +173,7 @@ impl<'d> Walk<'d> {
                 func: Some(head.func),
                 name: &self.core.merge.sym.func(head.func).name,
                 args: has_args.then_some(args.as_str()),
-                srcline: match exit {
+                srcline: match exit || !self.srcline {
                     true => None,
                     false => self.core.merge.sym.srcline(head.func).map(|l| l.text()),
                 },

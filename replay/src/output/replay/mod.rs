@@ -334,7 +334,7 @@ impl<'d, 'w> Engine<'d, 'w> {
                     args: &args,
                     ret: ret.as_deref(),
                     color,
-                    srcline: self.core.merge.sym.srcline(h.func).map(|l| l.text()),
+                    srcline: srcline(self.printer.opts().srcline, &self.core.merge, h.func),
                 },
             )?;
         } else {
@@ -348,7 +348,7 @@ impl<'d, 'w> Engine<'d, 'w> {
                     args: &args,
                     ret: None,
                     color,
-                    srcline: self.core.merge.sym.srcline(h.func).map(|l| l.text()),
+                    srcline: srcline(self.printer.opts().srcline, &self.core.merge, h.func),
                 },
             )?;
             self.update_entry(ti);
@@ -588,6 +588,11 @@ impl Engine<'_, '_> {
         }
         Ok(())
     }
+}
+
+/// The source location printed after function `f` (`--srcline` only: not looked up otherwise).
+fn srcline<'a>(on: bool, merge: &'a Merge<'_>, f: FuncId) -> Option<&'a str> {
+    on.then(|| merge.sym.srcline(f).map(|l| l.text())).flatten()
 }
 
 /// The name to print: the `--libname` buffer or the symbol's own name.
