@@ -159,7 +159,10 @@ pub fn dump(
         TimePoint::Elapsed(ns) => origin().saturating_add(ns),
         TimePoint::Absolute(ns) => ns,
     };
-    let with_switches = || crate::walk::sched::origin(dir, &cfg.tids, (0, u64::MAX), first, false);
+    let with_switches = || {
+        let events = crate::perf::events_by_time(dir);
+        crate::walk::sched::origin(&events, dir, &cfg.tids, (0, u64::MAX), first, false)
+    };
     let range = cfg.time_range.map_or((0, u64::MAX), |r| {
         (
             r.start.map_or(0, |p| point(p, &|| first)),

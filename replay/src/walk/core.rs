@@ -223,11 +223,18 @@ impl<'d> Core<'d> {
         let (mut range, mut range_stop) = ((0, u64::MAX), None);
         if let Some(r) = cfg.time_range {
             // As uftrace, an elapsed start counts from the first function record, a stop
-            // from the first record of the data (switches included).
-            let origin = super::sched::origin(dir, &cfg.tids, (0, u64::MAX), first, false);
+            // from the first record of the data (switches included: the perf files are read
+            // for it only then).
+            let stop_origin = || {
+                let events = crate::perf::events_by_time(dir);
+                super::sched::origin(&events, dir, &cfg.tids, (0, u64::MAX), first, false)
+            };
             range = (
                 r.start.map_or(0, |p| time_point(p, first)),
-                r.stop.map_or(u64::MAX, |p| time_point(p, origin)),
+                r.stop.map_or(u64::MAX, |p| match p {
+                    TimePoint::Elapsed(_) => time_point(p, stop_origin()),
+                    TimePoint::Absolute(_) => time_point(p, first),
+                }),
             );
             // uftrace closes unfinished calls at the stop value as written: an elapsed stop
             // is compared with absolute times, which leaves such calls out.
@@ -318,6 +325,12 @@ impl<'d> Core<'d> {
                 return Some(self.step(ti, head));
             }
         }
+    }
+
+    /// The origin of elapsed times shown ([`super::sched::origin`], from the perf events the
+    /// walk already holds).
+    pub fn elapsed_origin(&self, dir: &TraceDir, tids: &[u32], first: u64) -> u64 {
+        super::sched::origin(&self.perf, dir, tids, self.range, first, self.sched_all)
     }
 
     /// The time of the next step, `None` at the end of the data (records of tasks `--tid`

@@ -97,11 +97,6 @@ impl Core<'_> {
         s.event_visible(has_filter) || (self.sched_all && !has_filter && s.open_calls() == 0)
     }
 
-    /// The `-r` range in absolute times (everything without one).
-    pub fn time_range(&self) -> (u64, u64) {
-        self.range
-    }
-
     /// Whether a context switch of task `ti` comes before `time` (replay's leaf look-ahead:
     /// a call with a switch inside is not a leaf, even when `--no-event` or `--no-sched`
     /// hides it, as uftrace).
@@ -137,15 +132,17 @@ impl Core<'_> {
 /// first record of the data, `first` (the first function record) or the first switch-in
 /// inside `range` of a task `tids` keeps, when earlier (switch-outs, task names and exits do
 /// not count, unless `all`: with `--event-full` every event does). (An elapsed `-r` start
-/// counts from `first`.)
+/// counts from `first`.) `events`: the trace's perf events by time
+/// ([`perf::events_by_time`]).
 pub fn origin(
+    events: &[(usize, perf::PerfEvent)],
     dir: &record_format::TraceDir,
     tids: &[u32],
     range: (u64, u64),
     first: u64,
     all: bool,
 ) -> u64 {
-    perf::events_by_time(dir)
+    events
         .iter()
         .find(|(ti, e)| {
             (all || e.id == perf::SCHED_IN)

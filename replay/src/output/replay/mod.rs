@@ -132,9 +132,8 @@ impl<'d, 'w> Engine<'d, 'w> {
         for n in &core.notices {
             writeln!(printer.out(), "Usage: {n}")?;
         }
-        let range = core.time_range();
         let first = core.merge.first_time();
-        let origin = crate::walk::sched::origin(dir, &cfg.tids, range, first, core.sched_all);
+        let origin = core.elapsed_origin(dir, &cfg.tids, first);
         printer.set_first_time(origin);
         let ppids = parent_tasks(dir);
         let tasks = (0..dir.data.len())
