@@ -113,6 +113,15 @@ pub struct Config {
     pub loc_filters: Vec<String>,
 }
 
+impl Config {
+    /// Which `linux:schedule` rows or nodes the analysis shows: `[voluntary, pre-empted]`
+    /// (none with `--no-sched` or `--no-event`, no pre-emptions with `--no-sched-preempt`).
+    pub fn sched_shown(&self) -> [bool; 2] {
+        let shown = !self.no_sched && !self.no_event;
+        [shown, shown && !self.no_sched_preempt]
+    }
+}
+
 /// Which kernel records (`record -k` data) show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct KernelView {

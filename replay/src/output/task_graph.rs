@@ -92,11 +92,10 @@ pub fn task_graph(
     for n in walker.notices() {
         writeln!(out, "Usage: {n}")?;
     }
-    let shown = !cfg.no_sched && !cfg.no_event;
     let mut span = TaskSpan(
         vec![(0, 0); dir.data.len()],
         vec![0; dir.data.len()],
-        [shown, shown && !cfg.no_sched_preempt],
+        cfg.sched_shown(),
     );
     let warnings = walker.run(&mut span)?;
     let mut nodes: Vec<TaskNode> = super::info::task_comms(dir)

@@ -501,10 +501,7 @@ pub(super) fn build<'d>(dir: &'d TraceDir, cfg: &Config, opts: &GraphOptions) ->
         tasks: vec![TaskCursor::default(); dir.data.len()],
         pids: task_pids(dir),
         no_libcall: cfg.no_libcall,
-        show_sched: {
-            let shown = !cfg.no_sched && !cfg.no_event;
-            [shown, shown && !cfg.no_sched_preempt]
-        },
+        show_sched: cfg.sched_shown(),
         targets: Vec::new(),
         minmax: opts.fields.iter().any(|f| {
             matches!(

@@ -309,10 +309,9 @@ pub fn collect(dir: &TraceDir, cfg: &Config, stdv: bool) -> Result<Collected> {
         .with_event_full(cfg.event_full)
         .with_open_kernel_calls()
         .task_order();
-    let shown = !cfg.no_sched && !cfg.no_event;
     let mut agg = Aggregate {
         stdv,
-        show_sched: [shown, shown && !cfg.no_sched_preempt],
+        show_sched: cfg.sched_shown(),
         ..Aggregate::default()
     };
     let warnings = walker.run(&mut agg)?;

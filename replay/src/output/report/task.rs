@@ -91,10 +91,9 @@ pub fn report_tasks(
     for n in walker.notices() {
         writeln!(out, "Usage: {n}")?;
     }
-    let shown = !cfg.no_sched && !cfg.no_event;
     let mut per_task = TaskTimes {
         tasks: vec![TaskTime::default(); dir.data.len()],
-        show_sched: [shown, shown && !cfg.no_sched_preempt],
+        show_sched: cfg.sched_shown(),
     };
     let warnings = walker.run(&mut per_task)?;
     let mut rows: Vec<TaskRow> = walker
