@@ -53,6 +53,7 @@ pub mod kept_pid;
 pub mod late_args;
 pub mod lifecycle;
 pub mod log;
+pub mod patch;
 pub mod plt;
 pub mod rstack;
 pub mod sdt;
