@@ -45,6 +45,41 @@ pub struct ExitRegs {
     pub xmm1: [u8; 16],
 }
 
+/// Registers saved by the dynamic entry and exit trampolines (full dynamic patching, runtime
+/// spec §2.5): every scratch register, since `-O2` callers keep values in the ones the
+/// patched function does not touch. `regs` is what the handlers read (arguments, or `rax`
+/// `rdx` `xmm0` `xmm1` for a return value).
+#[repr(C, align(16))]
+#[derive(Debug)]
+pub struct DynRegs {
+    pub regs: EntryRegs,
+    /// `xmm8-15`.
+    pub xmm_hi: [[u8; 16]; 8],
+}
+
+/// Address written into the return slots of frames entered through the dynamic entry
+/// trampoline (`frame_flags::DYN_EXIT`): arch's dynamic exit trampoline.
+#[inline]
+pub fn dyn_exit_trampoline_addr() -> usize {
+    utrace_dyn_exit_trampoline as *const () as usize
+}
+
+/// Address the stubs of fully patched functions jump to: arch's dynamic entry trampoline.
+#[inline]
+pub fn dyn_entry_trampoline_addr() -> usize {
+    utrace_dyn_entry_trampoline as *const () as usize
+}
+
+/// The exit trampoline a frame's hijacked slot holds (`frame_flags::DYN_EXIT` or not).
+#[inline]
+pub fn exit_trampoline_for(flags: u16) -> usize {
+    if flags & crate::frame_flags::DYN_EXIT != 0 {
+        dyn_exit_trampoline_addr()
+    } else {
+        exit_trampoline_addr()
+    }
+}
+
 /// Address written into hijacked return slots: arch's exit trampoline.
 #[inline]
 pub fn exit_trampoline_addr() -> usize {
@@ -63,6 +98,10 @@ unsafe extern "C" {
     fn utrace_exit_trampoline();
     /// The PLT hook (`arch::plt_hook`, defined under this name); address only, as above.
     fn utrace_plt_hook();
+    /// `arch::dynamic::dyn_exit_trampoline`, defined under this name; address only.
+    fn utrace_dyn_exit_trampoline();
+    /// `arch::dynamic::dyn_entry_trampoline`, defined under this name; address only.
+    fn utrace_dyn_entry_trampoline();
     /// `arch::read_st0`, defined under this name.
     fn utrace_read_st0(out: *mut [u8; 10]) -> u32;
 }
@@ -86,7 +125,9 @@ pub fn read_st0() -> Option<[u8; 10]> {
 global_asm!(
     ".hidden utrace_exit_trampoline",
     ".hidden utrace_plt_hook",
-    ".hidden utrace_read_st0"
+    ".hidden utrace_read_st0",
+    ".hidden utrace_dyn_exit_trampoline",
+    ".hidden utrace_dyn_entry_trampoline"
 );
 
 global_asm!(

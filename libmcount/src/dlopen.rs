@@ -9,7 +9,10 @@
 //! `dlopen` or `dlclose`, at thread exit and at process exit, and stamped with the time of the `dlopen`
 //! before them, so that records of their constructors already resolve. With `--nest-libcall`,
 //! a `dlopen` of a path (no search, no `$ORIGIN`: the caller glibc sees does not matter) goes
-//! through [`open_and_hook`] instead, which hooks the new objects' PLTs as soon as it returns.
+//! through [`open_and_hook`] instead, which hooks the new objects' PLTs as soon as it returns;
+//! so does it when `-P FUNC@MODULE` patterns may select a library: the new objects are patched
+//! before `dlopen` returns (`patch::loaded_later`; with a name that is not a path, at the
+//! next `dlopen`).
 
 use crate::{clock, config, sys, tasklog};
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -103,11 +106,13 @@ fn resolve(slot: &AtomicUsize, name: &core::ffi::CStr) -> usize {
 pub unsafe extern "C" fn prepare(file: *const libc::c_char) -> usize {
     scan();
     crate::plt::after_dlopen();
+    crate::patch::loaded_later();
     if config::tracing() {
         CALL_TIME.store(clock::now(), Ordering::Relaxed);
     }
     let real = resolve(&REAL_DLOPEN, c"dlopen");
-    if file.is_null() || !crate::plt::get().is_some_and(|p| p.nests()) {
+    let hook_now = crate::plt::get().is_some_and(|p| p.nests()) || crate::patch::wants_libraries();
+    if file.is_null() || !hook_now {
         return real;
     }
     // SAFETY: the caller passes dlopen's `file`: a NUL-terminated string when not null.
@@ -135,6 +140,7 @@ extern "C" fn open_and_hook(file: *const libc::c_char, flags: libc::c_int) -> *m
     if !handle.is_null() {
         scan();
         crate::plt::after_dlopen();
+        crate::patch::loaded_later();
     }
     handle
 }

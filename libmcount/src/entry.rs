@@ -3,7 +3,7 @@
 //!
 //! Nothing here allocates, locks or panics; nothing returns a `Result` across the FFI.
 
-use crate::cpu::{exit_trampoline_addr, EntryRegs, ExitRegs};
+use crate::cpu::{dyn_exit_trampoline_addr, exit_trampoline_addr, DynRegs, EntryRegs, ExitRegs};
 use crate::thread::{Hook, ThreadState};
 use crate::{config, lifecycle, plt};
 
@@ -100,6 +100,53 @@ pub unsafe extern "C" fn mcount_entry(
             unsafe { parent_loc.write(tramp) };
         }
     });
+}
+
+/// Called by the dynamic entry trampoline (full dynamic patching) for the patched function
+/// whose `call` returns to `child_ip`: records the entry as `mcount_entry` does (the frame
+/// returns through the dynamic exit trampoline) and returns where the function's displaced
+/// instructions run, whether or not it was traced.
+///
+/// # Safety
+/// As for [`mcount_entry`]; `child_ip` must be the return address of a patched `call`.
+pub unsafe extern "C" fn dyn_entry(
+    parent_loc: *mut usize,
+    child_ip: usize,
+    regs: *const DynRegs,
+) -> usize {
+    let Some(out_of_line) = crate::patch::table::lookup(child_ip) else {
+        crate::log::fatal(b"dynamic entry from an address that was not patched")
+    };
+    // SAFETY: the trampoline passes its save area, live for the whole call.
+    let regs = unsafe { regs.as_ref() }.map(|r| &r.regs);
+    let tramp = dyn_exit_trampoline_addr();
+    guarded(|td| {
+        if td.in_exception() {
+            td.set_in_exception(false);
+            td.prune(|slot| slot <= parent_loc as usize);
+            // SAFETY: the frames left are above this live slot, so still on the stack.
+            unsafe { td.rehijack_slots(exit_trampoline_addr()) };
+        }
+        if td.vfork_child() {
+            return;
+        }
+        // SAFETY: the caller guarantees `parent_loc` is a live, aligned stack slot.
+        let parent_ip = unsafe { parent_loc.read() };
+        let hook = td.enter_flagged(
+            parent_loc as usize,
+            parent_ip,
+            child_ip,
+            tramp,
+            crate::frame_flags::DYN_EXIT,
+            regs,
+            None,
+        );
+        if hook == Hook::Hijack {
+            // SAFETY: as above; the frame was pushed first, so the exit handler will find it.
+            unsafe { parent_loc.write(tramp) };
+        }
+    });
+    out_of_line
 }
 
 /// Called by the exit trampoline; returns where the hijacked function really returns to.

@@ -10,6 +10,7 @@
 //! | `ARGS_SAVED` | `thread` | the pending ENTRY has its argument payload saved |
 //! | `RET_INT_KIND`, `RET_FP_KIND`, `RETVAL` | `args` | a return value to record |
 //! | `REARM` | `plt` | the PLT slot was unbound at the call: re-arm it |
+//! | `DYN_EXIT` | `entry` (dynamic entry) | the slot holds the dynamic exit trampoline |
 //!
 //! The exit trampoline's fast path takes a frame whose flags are 0, [`RET_INT`] or [`RET_FP`];
 //! any other value sends the exit to the Rust handler. The entry trampoline stores the flags
@@ -40,6 +41,10 @@ pub const ARGS_SAVED: u16 = 0x0200;
 /// `read=`: counters are read at the entry and their differences recorded before the exit
 /// (`counters`).
 pub const READ: u16 = 0x0400;
+/// Entered through the dynamic entry trampoline (full dynamic patching): the hijacked slot
+/// holds the dynamic exit trampoline, which saves every scratch register; re-hijacking after
+/// an exception writes that one back.
+pub const DYN_EXIT: u16 = 0x0800;
 /// With [`RETVAL`]: the return value is the 8 bytes of `rax`.
 pub const RET_INT_KIND: u16 = 0x1000;
 /// With [`RETVAL`]: the return value is the 8 low bytes of `xmm0`.
@@ -58,7 +63,7 @@ pub const RET_INT: u16 = RETVAL | RET_INT_KIND;
 pub const RET_FP: u16 = RETVAL | RET_FP_KIND;
 
 /// Every single bit of the table, once.
-const ALL: [u16; 15] = [
+const ALL: [u16; 16] = [
     NORECORD,
     IN,
     OUT,
@@ -70,6 +75,7 @@ const ALL: [u16; 15] = [
     FINISH,
     ARGS_SAVED,
     READ,
+    DYN_EXIT,
     RET_INT_KIND,
     RET_FP_KIND,
     RETVAL,

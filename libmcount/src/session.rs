@@ -277,6 +277,7 @@ pub extern "C" fn init() {
             &[b"new session started: ", sid_hex.as_bytes(), b": ", comm],
         );
     }
+    crate::patch::init();
     // Pairs with the Acquire loads in the hooks: everything above is visible to them.
     STATE.store(ON, Ordering::Release);
     lifecycle::init_current(true);

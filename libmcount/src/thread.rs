@@ -337,7 +337,10 @@ impl ThreadState {
         }
     }
 
-    /// Hijacks every slot again after an exception has been caught.
+    /// Hijacks every slot again after an exception has been caught: with `tramp`, or the
+    /// dynamic exit trampoline for frames entered through the dynamic entry (`DYN_EXIT`).
+    /// Outermost first, so that a slot shared by a tail call ends with the innermost frame's
+    /// trampoline, as before.
     ///
     /// # Safety
     /// As for [`ThreadState::restore_slots`].
@@ -345,8 +348,13 @@ impl ThreadState {
         for i in 0..self.rstack.len() {
             if let Some(f) = self.rstack.get(i) {
                 if f.parent_loc != NO_SLOT {
+                    let t = if f.flags & flags::DYN_EXIT != 0 {
+                        crate::cpu::dyn_exit_trampoline_addr()
+                    } else {
+                        tramp
+                    };
                     // SAFETY: guaranteed live by the caller.
-                    unsafe { (f.parent_loc as *mut usize).write(tramp) };
+                    unsafe { (f.parent_loc as *mut usize).write(t) };
                 }
             }
         }

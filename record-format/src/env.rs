@@ -55,6 +55,14 @@ pub const DEBUG: &str = "UTRACE_DEBUG";
 /// recording (nothing would ever finish the data directory).
 pub const RECORDER: &str = "UTRACE_RECORDER";
 
+/// `-P`/`-U` in command-line order, `;`-separated, each `+PATTERN` (patch) or `-PATTERN`
+/// (unpatch); a `PATTERN@MODULE` names a library (by the start of its file name), a pattern
+/// without one the executable. Unset: nothing is patched. The pattern type is [`PATTERN`], the
+/// least function size [`SIZE`].
+pub const PATCH: &str = "UTRACE_PATCH";
+/// The debug level of the `dynamic` domain (`-v`, `--debug-domain=dynamic:N`): 1 to 3.
+pub const PATCH_DEBUG: &str = "UTRACE_PATCH_DEBUG";
+
 /// `-W`: watch points, `;`-separated; only `cpu` is known (an EVENT `watch:cpu` when the CPU
 /// of a task changes between function entries).
 pub const WATCH: &str = "UTRACE_WATCH";

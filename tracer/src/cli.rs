@@ -361,11 +361,11 @@ pub struct RecordArgs {
     /// Report changes of POINT (cpu: the CPU a task runs on)
     #[arg(short = 'W', long, value_name = "POINT")]
     pub watch: Vec<String>,
-    /// Patch FUNC at run time
-    #[arg(hide = true, short = 'P', long, value_name = "FUNC")]
+    /// Apply dynamic patching for FUNCs (FUNC@MODULE for a library's)
+    #[arg(short = 'P', long, value_name = "FUNC")]
     pub patch: Vec<String>,
-    /// Do not patch FUNC
-    #[arg(hide = true, short = 'U', long, value_name = "FUNC")]
+    /// Do not apply dynamic patching for FUNCs
+    #[arg(short = 'U', long, value_name = "FUNC")]
     pub unpatch: Vec<String>,
     /// Record entries only and estimate the returns
     #[arg(hide = true, short = 'e', long)]

@@ -38,6 +38,8 @@ pub struct Invocation {
     pub last_time_option: LastTimeOption,
     /// `-F` and `-N` in command-line order: (is `-F`, index in its list).
     pub filter_order: Vec<(bool, usize)>,
+    /// `-P` and `-U` in command-line order: (is `-P`, index in its list).
+    pub patch_order: Vec<(bool, usize)>,
     argv0: OsString,
     /// The option words of the command line (and option file), without the subcommand and
     /// the program; parsed again when `default.opts` adds options.
@@ -49,6 +51,7 @@ struct Parsed {
     cli: Cli,
     last_time_option: LastTimeOption,
     filter_order: Vec<(bool, usize)>,
+    patch_order: Vec<(bool, usize)>,
     /// The words parsed, argv0 first, unknown options removed.
     words: Vec<OsString>,
 }
@@ -92,6 +95,19 @@ fn find_unknown(words: &[OsString], bad: &str) -> Option<usize> {
     })
 }
 
+/// The values of the two list options `ids` in command-line order: (is the first option,
+/// index in its list).
+fn option_order(matches: &clap::ArgMatches, ids: (&str, &str)) -> Vec<(bool, usize)> {
+    let mut order: Vec<(usize, bool, usize)> = Vec::new();
+    for (id, first) in [(ids.0, true), (ids.1, false)] {
+        if let Some(at) = matches.indices_of(id) {
+            order.extend(at.enumerate().map(|(i, pos)| (pos, first, i)));
+        }
+    }
+    order.sort_unstable();
+    order.into_iter().map(|(_, f, i)| (f, i)).collect()
+}
+
 /// Parses `words` (argv0 first). Unknown options are reported like getopt does and skipped;
 /// other errors (a missing value, a value given to a flag) are fatal.
 fn parse_words(mut words: Vec<OsString>, notices: &mut Notices) -> anyhow::Result<Parsed> {
@@ -111,18 +127,13 @@ fn parse_words(mut words: Vec<OsString>, notices: &mut Notices) -> anyhow::Resul
                     (Some(t), Some(r)) if t > r => LastTimeOption::TimeFilter,
                     (Some(_), Some(_)) => LastTimeOption::TimeRange,
                 };
-                let mut filter_order: Vec<(usize, bool, usize)> = Vec::new();
-                for (id, is_filter) in [("filter", true), ("notrace", false)] {
-                    if let Some(at) = matches.indices_of(id) {
-                        filter_order.extend(at.enumerate().map(|(i, pos)| (pos, is_filter, i)));
-                    }
-                }
-                filter_order.sort_unstable();
-                let filter_order = filter_order.into_iter().map(|(_, f, i)| (f, i)).collect();
+                let filter_order = option_order(&matches, ("filter", "notrace"));
+                let patch_order = option_order(&matches, ("patch", "unpatch"));
                 return Ok(Parsed {
                     cli,
                     last_time_option,
                     filter_order,
+                    patch_order,
                     words,
                 });
             }
@@ -200,6 +211,7 @@ pub fn parse_command_line(
         program,
         last_time_option: parsed.last_time_option,
         filter_order: parsed.filter_order,
+        patch_order: parsed.patch_order,
         argv0,
         option_words,
     })
@@ -242,6 +254,7 @@ impl Invocation {
             program,
             last_time_option: parsed.last_time_option,
             filter_order: parsed.filter_order,
+            patch_order: parsed.patch_order,
             argv0: self.argv0.clone(),
             option_words,
         })
@@ -282,6 +295,7 @@ impl Invocation {
             program: self.program.clone(),
             last_time_option,
             filter_order: parsed.filter_order,
+            patch_order: parsed.patch_order,
             argv0: self.argv0.clone(),
             option_words: self.option_words.clone(),
         })

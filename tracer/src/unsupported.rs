@@ -20,13 +20,7 @@ fn first(inv: &Invocation) -> Option<(&'static str, &'static str)> {
     let a = &inv.args;
     let r = &a.record;
     let records = matches!(inv.subcommand, Subcommand::Record | Subcommand::Live);
-    let checks: [(bool, &str, &str); 9] = [
-        (
-            !r.patch.is_empty(),
-            "-P/--patch",
-            "dynamic patching of functions built without instrumentation",
-        ),
-        (!r.unpatch.is_empty(), "-U/--unpatch", "dynamic patching"),
+    let checks: [(bool, &str, &str); 7] = [
         (
             r.estimate_return,
             "-e/--estimate-return",

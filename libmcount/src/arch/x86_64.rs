@@ -45,6 +45,7 @@ use core::arch::naked_asm;
 use core::mem::{offset_of, size_of};
 use layout::{off, ENTRY_SIZE, EXIT_SIZE, XMM};
 
+pub mod dynamic;
 #[macro_use]
 mod layout;
 #[macro_use]

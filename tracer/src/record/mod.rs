@@ -154,7 +154,11 @@ fn print_times(ended: &launch::Ended) {
 pub fn run_untraced(inv: &Invocation) -> anyhow::Result<Termination> {
     let argv = &inv.program;
     let name = argv.first().context("no program to run")?;
-    let program = program::check_program(name, inv.args.record.force)?;
+    let program = program::check_program(
+        name,
+        inv.args.record.force,
+        !inv.args.record.patch.is_empty() || !inv.args.record.unpatch.is_empty(),
+    )?;
     let libmcount = launch::find_libmcount(inv.args.common.libmcount_path.as_deref())?;
     let ended = launch::run(&launch::Launch {
         exe: &program.absolute,
@@ -179,7 +183,11 @@ pub fn record(
     let argv = &inv.program;
     let name = argv.first().context("no program to record")?;
     debug(format!("checking binary {}", name.to_string_lossy()));
-    let program = program::check_program(name, inv.args.record.force)?;
+    let program = program::check_program(
+        name,
+        inv.args.record.force,
+        !inv.args.record.patch.is_empty() || !inv.args.record.unpatch.is_empty(),
+    )?;
     let libmcount = launch::find_libmcount(inv.args.common.libmcount_path.as_deref())?;
     debug(format!("using {} library for tracing", libmcount.display()));
     let settings = settings(inv, notices)?;

@@ -61,8 +61,9 @@ pub fn find_program(name: &OsStr) -> anyhow::Result<PathBuf> {
 }
 
 /// Looks `name` up and checks it. `force` skips the checks that only predict that nothing
-/// would be recorded (script, no hook symbol), as uftrace's `--force` does.
-pub fn check_program(name: &OsStr, force: bool) -> anyhow::Result<Program> {
+/// would be recorded (script, no hook symbol), as uftrace's `--force` does; `patching` (`-P`
+/// given) skips the hook-symbol check only, as uftrace does: the runtime writes the hooks.
+pub fn check_program(name: &OsStr, force: bool, patching: bool) -> anyhow::Result<Program> {
     let path = find_program(name)?;
     let shown = path.display();
     let bytes = std::fs::read(&path).map_err(|e| anyhow::anyhow!("Cannot trace '{shown}': {e}"))?;
@@ -97,7 +98,7 @@ pub fn check_program(name: &OsStr, force: bool) -> anyhow::Result<Program> {
             .get_at(s.st_name)
             .is_some_and(|n| HOOKS.contains(&n))
     });
-    if !hooked && !force {
+    if !hooked && !force && !patching {
         bail!(
             "Can't find 'mcount' symbol in the '{shown}'.\n\
              \tIt seems not to be compiled with -pg or -finstrument-functions flag.\n\
@@ -165,13 +166,14 @@ mod tests {
 
     #[test]
     fn uninstrumented_binary_is_refused() {
-        let err = check_program(OsStr::new("/bin/true"), false).unwrap_err();
+        let err = check_program(OsStr::new("/bin/true"), false, false).unwrap_err();
         let text = err.to_string();
         assert!(
             text.starts_with("Can't find 'mcount' symbol in the '/bin/true'."),
             "{text}"
         );
-        let forced = check_program(OsStr::new("/bin/true"), true).unwrap();
+        let forced = check_program(OsStr::new("/bin/true"), true, false).unwrap();
+        assert!(check_program(OsStr::new("/bin/true"), false, true).is_ok());
         assert_eq!(forced.elf_class, 2);
         assert_eq!(forced.endian, 1);
     }
@@ -182,12 +184,12 @@ mod tests {
         let script = dir.path().join("t.sh");
         std::fs::write(&script, "#!/bin/sh\ntrue\n").unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let err = check_program(script.as_os_str(), false).unwrap_err();
+        let err = check_program(script.as_os_str(), false, false).unwrap_err();
         assert!(err.to_string().starts_with("Cannot trace script file: "));
         let data = dir.path().join("data");
         std::fs::write(&data, "just text\n").unwrap();
         std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let err = check_program(data.as_os_str(), false).unwrap_err();
+        let err = check_program(data.as_os_str(), false, false).unwrap_err();
         assert!(err.to_string().contains("': Invalid file\n\t"), "{err}");
     }
 }

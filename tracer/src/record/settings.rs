@@ -18,7 +18,7 @@ const PAGE_SIZE: u64 = 4096;
 
 /// Every variable of the env contract, removed from the program's environment before the
 /// recorder sets its own (a stale one could come from an outer recording).
-pub(super) const CONTRACT_VARS: [&str; 24] = [
+pub(super) const CONTRACT_VARS: [&str; 26] = [
     env::DIR,
     env::CLOCK,
     record_format::ring::ENV_PREFIX,
@@ -43,6 +43,8 @@ pub(super) const CONTRACT_VARS: [&str; 24] = [
     env::WATCH,
     env::EVENT,
     env::KEEP_PID,
+    env::PATCH,
+    env::PATCH_DEBUG,
 ];
 
 /// The record-time settings taken from the options, with uftrace's complaints about values.
@@ -72,6 +74,27 @@ pub(super) struct Settings {
     pub(super) user_events: Vec<String>,
     /// The scheduling events, unless `--no-event` (`--no-sched` keeps task names and ends).
     pub(super) sched: Option<super::sched::Request>,
+}
+
+/// `-P`/`-U` as the `UTRACE_PATCH` list (`+PATTERN` / `-PATTERN`, command-line order);
+/// `None` when neither is given.
+pub(super) fn patch_env(inv: &Invocation) -> Option<String> {
+    let r = &inv.args.record;
+    let items: Vec<String> = inv
+        .patch_order
+        .iter()
+        .filter_map(|&(is_patch, i)| {
+            let list = if is_patch { &r.patch } else { &r.unpatch };
+            Some((is_patch, list.get(i)?))
+        })
+        .flat_map(|(is_patch, value)| {
+            value
+                .split(';')
+                .filter(|p| !p.trim().is_empty())
+                .map(move |p| format!("{}{}", if is_patch { '+' } else { '-' }, p.trim()))
+        })
+        .collect();
+    (!items.is_empty()).then(|| items.join(";"))
 }
 
 /// The `-A` or `-R` entries (`;`-separated lists split), without those whose items of `kind`
@@ -273,6 +296,13 @@ pub(super) fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
     let runtime_level = crate::diag::level("mcount");
     if runtime_level > 0 {
         set(env::DEBUG, runtime_level.to_string());
+    }
+    let dynamic_level = crate::diag::level("dynamic");
+    if dynamic_level > 0 {
+        set(env::PATCH_DEBUG, dynamic_level.to_string());
+    }
+    if let Some(patch) = patch_env(inv) {
+        set(env::PATCH, patch);
     }
     let mut signals = Vec::new();
     for spec in r
