@@ -27,6 +27,9 @@
 //!   uftrace as its own; `--no-sched`, `--no-event`, threads, children and `--keep-pid`;
 //! * `graph_sched`: `utrace graph` with scheduling events (`linux:schedule` nodes) against
 //!   uftrace's graph of the same data, both tools' recordings;
+//! * `record_patch`: dynamic patching (`-P`/`-U`, `-Z`) of patchable, `-mnop-mcount`, plain
+//!   `-O2`, `-pg -mfentry` and `-pg` builds with a linked and a `dlopen`ed library, against
+//!   uftrace; the analysis of patched functions; checksums unchanged under patching;
 //! * `record_matrix`: every test program in every build mode recorded by utrace and by
 //!   uftrace, both replays of utrace's data against uftrace's;
 //! * `survival`: programs that crash, are killed or exit with threads running still leave a
@@ -86,6 +89,7 @@ mod record_events;
 mod record_filters;
 mod record_libcalls;
 mod record_matrix;
+mod record_patch;
 mod record_processes;
 mod record_sched;
 mod recorder_faults;

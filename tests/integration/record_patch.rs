@@ -1,0 +1,368 @@
+//! Dynamic patching (`-P`/`-U`, `-Z`, issue 19) against uftrace 0.13: testprogs/patch_calc.c
+//! with its linked library and a `dlopen`ed one, built
+//!
+//! - with `-fpatchable-function-entry=5` and `=5,0` (NOP sleds: the ordinary hooks),
+//! - with `-pg -mfentry -mnop-mcount` (no PIE; its libraries with patchable sleds, since gcc
+//!   refuses `-mnop-mcount` with `-fPIC`),
+//! - at plain `-O2` (full dynamic patching: needs the relocation engine, `patch::reloc`; the
+//!   tests of that build say so and skip while the engine is the stub that refuses everything),
+//! - with `-pg -mfentry` (`-U`, or `-P` naming some functions, NOPs the other hooks) and `-pg`
+//!   (`-P`/`-U` ignored),
+//!
+//! recorded by both tools with the same options; `uftrace replay` and `utrace replay` of
+//! utrace's data must print, per task and by function column, what `uftrace replay` prints of
+//! uftrace's data. Also: the analysis on patched functions (`-A`/`-R`, `-F`/`-N`, a trigger,
+//! library calls), and that the program's checksums do not change when it is patched.
+
+use crate::normalize::{self, Anchor};
+use crate::util;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+
+/// The testprogs of this file (covered here rather than by the record matrix: they are not
+/// `-pg` programs).
+pub fn covers(name: &str) -> bool {
+    name == "patch_calc"
+}
+
+/// How patch_calc and its libraries are built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Build {
+    Patchable,
+    Patchable50,
+    NopMcount,
+    Plain,
+    Fentry,
+    Pg,
+}
+
+impl Build {
+    fn name(self) -> &'static str {
+        match self {
+            Build::Patchable => "patchable",
+            Build::Patchable50 => "patchable50",
+            Build::NopMcount => "nopmcount",
+            Build::Plain => "plain",
+            Build::Fentry => "fentry",
+            Build::Pg => "pg",
+        }
+    }
+
+    /// Flags of the program, then of its libraries.
+    fn flags(self) -> (&'static [&'static str], &'static [&'static str]) {
+        const PATCHABLE: &[&str] = &["-fpatchable-function-entry=5"];
+        match self {
+            Build::Patchable => (PATCHABLE, PATCHABLE),
+            Build::Patchable50 => (
+                &["-fpatchable-function-entry=5,0"],
+                &["-fpatchable-function-entry=5,0"],
+            ),
+            Build::NopMcount => (
+                &["-pg", "-mfentry", "-mnop-mcount", "-fno-pie", "-no-pie"],
+                PATCHABLE,
+            ),
+            Build::Plain => (&[], &[]),
+            Build::Fentry => (&["-pg", "-mfentry"], &["-pg", "-mfentry"]),
+            Build::Pg => (&["-pg"], &["-pg"]),
+        }
+    }
+}
+
+/// The program of `build` (its libraries beside it); built once per test process.
+fn program(build: Build) -> PathBuf {
+    static BUILT: OnceLock<Mutex<Vec<(Build, PathBuf)>>> = OnceLock::new();
+    let mut built = BUILT.get_or_init(Default::default).lock().unwrap();
+    if let Some((_, p)) = built.iter().find(|(b, _)| *b == build) {
+        return p.clone();
+    }
+    // Beside the other test programs; each file is written under a temporary name, then
+    // renamed, so that concurrent test processes never see half a binary.
+    let dir = util::utrace_bin()
+        .parent()
+        .unwrap()
+        .join("testprogs")
+        .join("patch")
+        .join(build.name());
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = util::testprogs_src();
+    let (prog_flags, lib_flags) = build.flags();
+    let gcc = |flags: &[&str], args: &[&str], out: &Path, source: &str| {
+        let tmp = out.with_extension(format!("tmp{}", std::process::id()));
+        let r = Command::new("gcc")
+            .args(["-O2", "-g"])
+            .args(flags)
+            .args(args)
+            .arg("-o")
+            .arg(&tmp)
+            .arg(src.join(source))
+            .args(if args.is_empty() {
+                vec![
+                    format!("-L{}", dir.display()),
+                    "-lpatch_calc_lib".to_string(),
+                    format!("-Wl,-rpath,{}", dir.display()),
+                    "-ldl".to_string(),
+                ]
+            } else {
+                Vec::new()
+            })
+            .output()
+            .expect("gcc");
+        assert!(
+            r.status.success(),
+            "gcc {source}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+        std::fs::rename(&tmp, out).unwrap();
+    };
+    let shared = ["-shared", "-fPIC"];
+    gcc(lib_flags, &shared, &dir.join("libpatch_calc_lib.so"), "patch_calc_lib.c");
+    gcc(lib_flags, &shared, &dir.join("libpatch_calc_dl_lib.so"), "patch_calc_dl_lib.c");
+    let prog = dir.join("patch_calc");
+    gcc(prog_flags, &[], &prog, "patch_calc.c");
+    built.push((build, prog.clone()));
+    prog
+}
+
+/// patch_calc's arguments: the library to dlopen, and the loop count.
+fn args(prog: &Path) -> Vec<String> {
+    let dl = prog.with_file_name("libpatch_calc_dl_lib.so");
+    vec![dl.display().to_string(), "4".to_string()]
+}
+
+/// Every function of the program and both libraries.
+const ALL: &[&str] = &[
+    "-P",
+    ".",
+    "-P",
+    ".@libpatch_calc_lib.so",
+    "-P",
+    ".@libpatch_calc_dl_lib",
+];
+
+/// The `-P`/`-U` cases of the NOP builds.
+const NOP_CASES: &[&[&str]] = &[
+    &["-P", "."],
+    ALL,
+    &["-P", ".", "-U", "mix"],
+    &["-U", "mix", "-P", "."],
+    &["-P", "^[sm]", "-U", "step"],
+    &["-P", "work", "-P", "lib_sq@libpatch_calc_lib.so"],
+    &["-P", ".@libpatch_calc_dl_lib.so"],
+    &["-U", "."],
+    &["-Z", "30", "-P", "."],
+    &["--match", "glob", "-P", "*step", "-P", "*_cube@libpatch_calc_dl*"],
+];
+
+/// Records with both tools and compares the replays; returns the mismatches.
+fn compare(build: Build, opts: &[&str], replay: &[&str]) -> Vec<String> {
+    let prog = program(build);
+    let a = args(&prog);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let (theirs, ours) = (tmp.path().join("uftrace"), tmp.path().join("utrace"));
+    let mut record: Vec<&str> = vec!["--no-sched"];
+    record.extend_from_slice(opts);
+    let u = util::record_with(true, &theirs, &prog, &a, &record);
+    u.assert_success();
+    let o = util::record_with(false, &ours, &prog, &a, &record);
+    o.assert_success();
+    assert_eq!(u.stdout, o.stdout, "the program's output changed");
+    let want = normalize::by_task(&util::uftrace_replay(&theirs, replay).stdout, Anchor::Start);
+    assert!(!want.is_empty(), "uftrace recorded nothing: {u}");
+    let what = format!("{} {opts:?} replay {replay:?}", build.name());
+    let mut failures = Vec::new();
+    for (who, out) in [
+        ("uftrace", util::uftrace_replay(&ours, replay)),
+        ("utrace", util::utrace_replay(&ours, replay)),
+    ] {
+        let got = normalize::by_task(&out.stdout, Anchor::Start);
+        if want != got {
+            failures.push(format!(
+                "{what}: `{who} replay` of utrace's data differs (- uftrace's data, + utrace's):\n{}\n{out}\n{o}",
+                normalize::diff(&want, &got)
+            ));
+        }
+    }
+    failures
+}
+
+fn compare_all(build: Build, cases: &[&[&str]]) {
+    if !util::need_uftrace("record_patch") {
+        return;
+    }
+    let mut failures = Vec::new();
+    for opts in cases {
+        failures.extend(compare(build, opts, &[]));
+    }
+    util::assert_no_failures(&failures);
+}
+
+#[test]
+fn patchable_sleds_match_uftrace() {
+    compare_all(Build::Patchable, NOP_CASES);
+}
+
+#[test]
+fn patchable_sleds_5_0_match_uftrace() {
+    compare_all(Build::Patchable50, &[&["-P", "."], ALL, &["-P", ".", "-U", "mix"]]);
+}
+
+#[test]
+fn nop_mcount_matches_uftrace() {
+    compare_all(Build::NopMcount, NOP_CASES);
+}
+
+#[test]
+fn fentry_hooks_are_unpatched_as_uftrace_does() {
+    compare_all(
+        Build::Fentry,
+        &[
+            &["-U", "mix"],
+            &["-P", "work", "-P", "step"],
+            &["-P", "work", "-U", "step"],
+            &["-U", "step", "-P", "."],
+        ],
+    );
+}
+
+#[test]
+fn pg_builds_ignore_patching() {
+    compare_all(Build::Pg, &[&["-P", "work"], &["-U", "."]]);
+}
+
+/// Whether utrace's relocation engine is still the stub that refuses every function (before
+/// `patch::reloc` is merged): the full dynamic tests have nothing to check then.
+fn reloc_is_stub(prog: &Path) -> bool {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = args(prog);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let out = util::record_with(
+        false,
+        tmp.path(),
+        prog,
+        &a,
+        &["--debug-domain=dynamic:3", "-P", "work"],
+    );
+    let stub = out.stderr.contains("not written yet");
+    if stub {
+        eprintln!("full dynamic patching: patch::reloc is not merged yet; skipping");
+    }
+    stub
+}
+
+/// Plain `-O2` code (full dynamic patching). uftrace 0.13 refuses `fwork` and `scale` (a
+/// RIP-relative SSE load in their first bytes), utrace relocates them: they are left out with
+/// `-U` in the comparisons.
+#[test]
+fn full_dynamic_matches_uftrace() {
+    if !util::need_uftrace("record_patch") || reloc_is_stub(&program(Build::Plain)) {
+        return;
+    }
+    let mut all_but: Vec<&str> = ALL.to_vec();
+    all_but.extend(["-U", "^fwork$", "-U", "^scale"]);
+    compare_all(
+        Build::Plain,
+        &[
+            &all_but,
+            &["-P", "^[wsm]", "-U", "step", "-U", "^scale"],
+            &["-P", ".@libpatch_calc_dl_lib.so"],
+            &["-Z", "30", "-P", ".", "-U", "^fwork$", "-U", "^scale"],
+        ],
+    );
+}
+
+/// Analysis of patched functions as of `-pg` ones: arguments and return values, filters, a
+/// trigger, library calls through the PLT hooks (printf, lib_sum, dlopen: in every case).
+#[test]
+fn analysis_works_on_patched_functions() {
+    if !util::need_uftrace("record_patch") {
+        return;
+    }
+    let mut failures = Vec::new();
+    let cases: &[&[&str]] = &[
+        &["-A", "step@arg1,arg2", "-R", "step@retval", "-A", "lib_sq@arg1"],
+        &["-A", "dl_cube@arg1", "-R", "dl_sum@retval", "-R", "work@retval"],
+        &["-F", "work"],
+        &["-N", "mix", "-N", "lib_sum"],
+        &["-T", "step@depth=1"],
+        &["-D", "2"],
+    ];
+    for build in [Build::Patchable, Build::NopMcount] {
+        for extra in cases {
+            let mut opts = ALL.to_vec();
+            opts.extend_from_slice(extra);
+            failures.extend(compare(build, &opts, &[]));
+        }
+        let replay: &[&[&str]] = &[&["-F", "work"], &["-N", "mix"], &["-D", "2"]];
+        for r in replay {
+            failures.extend(compare(build, ALL, r));
+        }
+    }
+    util::assert_no_failures(&failures);
+}
+
+/// utrace alone: the program prints the same checksums patched and not (a clobbered register
+/// shows there), and `-v` counts the function too small to patch (`tiny`).
+#[test]
+fn patched_programs_compute_the_same_and_refusals_are_counted() {
+    for build in [Build::Patchable, Build::NopMcount, Build::Plain] {
+        let prog = program(build);
+        let a = args(&prog);
+        let plain = util::run({
+            let mut c = Command::new(&prog);
+            c.args(&a);
+            c
+        });
+        plain.assert_success();
+        assert!(plain.stdout.starts_with("checksum "), "{plain}");
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("data");
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let mut opts = vec!["--debug-domain=dynamic:3"];
+        opts.extend_from_slice(ALL);
+        let out = util::record_with(false, &dir, &prog, &a, &opts);
+        out.assert_success();
+        assert_eq!(out.stdout, plain.stdout, "{}: output changed:\n{out}", build.name());
+        if build == Build::NopMcount {
+            continue;
+        }
+        // `tiny` has 4 bytes (NOP builds: 9, so patched).
+        let stats = out
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("dynamic:  skipped:") || l.contains("patched all"))
+            .unwrap_or_else(|| panic!("no dynamic patch stats:\n{out}"));
+        if build == Build::Plain {
+            assert!(out.stderr.contains("dynamic patch stats for 'patch_calc'"), "{out}");
+            assert!(stats.contains("skipped:        1 "), "{stats}\n{out}");
+            assert!(out.stderr.contains("skip tiny: smaller than 6 bytes"), "{out}");
+        }
+        let replay = util::utrace_replay(&dir, &["-f", "none"]);
+        if build != Build::Plain || !reloc_is_stub(&prog) {
+            for f in ["work()", "step()", "lib_sq()", "dl_cube()"] {
+                assert!(
+                    replay.stdout.lines().any(|l| l.trim_start().starts_with(&f[..f.len() - 1])),
+                    "{}: {f} not recorded:\n{replay}",
+                    build.name()
+                );
+            }
+        }
+    }
+}
+
+/// `-Z SIZE` leaves the smaller functions unpatched (all of them here: 8 in the program), and
+/// the program still runs correctly.
+#[test]
+fn size_limit_skips_small_functions() {
+    let prog = program(Build::Patchable);
+    let a = args(&prog);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let out = util::record_with(false, &dir, &prog, &a, &["-v", "-Z", "1000", "-P", "."]);
+    out.assert_success();
+    assert!(out.stdout.starts_with("checksum "), "{out}");
+    assert!(out.stderr.contains("dynamic:  patched:        0 "), "{out}");
+    assert!(out.stderr.contains("dynamic:  skipped:        8 "), "{out}");
+}
