@@ -31,6 +31,9 @@ pub fn covers(name: &str) -> bool {
 enum Build {
     Patchable,
     Patchable50,
+    /// Patchable with `-fcf-protection`: the sites follow an `endbr64` (at F+4, across an
+    /// 8-byte word: written with `cmpxchg16b`).
+    PatchableCet,
     NopMcount,
     Plain,
     Fentry,
@@ -42,6 +45,7 @@ impl Build {
         match self {
             Build::Patchable => "patchable",
             Build::Patchable50 => "patchable50",
+            Build::PatchableCet => "patchable-cet",
             Build::NopMcount => "nopmcount",
             Build::Plain => "plain",
             Build::Fentry => "fentry",
@@ -57,6 +61,10 @@ impl Build {
             Build::Patchable50 => (
                 &["-fpatchable-function-entry=5,0"],
                 &["-fpatchable-function-entry=5,0"],
+            ),
+            Build::PatchableCet => (
+                &["-fpatchable-function-entry=5", "-fcf-protection"],
+                &["-fpatchable-function-entry=5", "-fcf-protection"],
             ),
             Build::NopMcount => (
                 &["-pg", "-mfentry", "-mnop-mcount", "-fno-pie", "-no-pie"],
@@ -116,8 +124,18 @@ fn program(build: Build) -> PathBuf {
         std::fs::rename(&tmp, out).unwrap();
     };
     let shared = ["-shared", "-fPIC"];
-    gcc(lib_flags, &shared, &dir.join("libpatch_calc_lib.so"), "patch_calc_lib.c");
-    gcc(lib_flags, &shared, &dir.join("libpatch_calc_dl_lib.so"), "patch_calc_dl_lib.c");
+    gcc(
+        lib_flags,
+        &shared,
+        &dir.join("libpatch_calc_lib.so"),
+        "patch_calc_lib.c",
+    );
+    gcc(
+        lib_flags,
+        &shared,
+        &dir.join("libpatch_calc_dl_lib.so"),
+        "patch_calc_dl_lib.c",
+    );
     let prog = dir.join("patch_calc");
     gcc(prog_flags, &[], &prog, "patch_calc.c");
     built.push((build, prog.clone()));
@@ -151,7 +169,14 @@ const NOP_CASES: &[&[&str]] = &[
     &["-P", ".@libpatch_calc_dl_lib.so"],
     &["-U", "."],
     &["-Z", "30", "-P", "."],
-    &["--match", "glob", "-P", "*step", "-P", "*_cube@libpatch_calc_dl*"],
+    &[
+        "--match",
+        "glob",
+        "-P",
+        "*step",
+        "-P",
+        "*_cube@libpatch_calc_dl*",
+    ],
 ];
 
 /// Records with both tools and compares the replays; returns the mismatches.
@@ -205,7 +230,44 @@ fn patchable_sleds_match_uftrace() {
 
 #[test]
 fn patchable_sleds_5_0_match_uftrace() {
-    compare_all(Build::Patchable50, &[&["-P", "."], ALL, &["-P", ".", "-U", "mix"]]);
+    compare_all(
+        Build::Patchable50,
+        &[&["-P", "."], ALL, &["-P", ".", "-U", "mix"]],
+    );
+}
+
+/// uftrace 0.13 patches no sled that follows an `endbr64` (here: every function that is not
+/// static); utrace does, at F+4: checked alone, the whole call tree and the same checksums.
+#[test]
+fn patchable_sleds_after_endbr64_are_patched() {
+    let prog = program(Build::PatchableCet);
+    let a = args(&prog);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let plain = util::run({
+        let mut c = Command::new(&prog);
+        c.args(&a);
+        c
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let out = util::record_with(false, &dir, &prog, &a, ALL);
+    out.assert_success();
+    assert_eq!(out.stdout, plain.stdout, "{out}");
+    let replay = util::utrace_replay(&dir, &["-f", "none", "--no-libcall"]);
+    let want = "main() {\n  work() {\n    step() {\n      mix();\n    } /* step */\n";
+    assert!(replay.stdout.starts_with(want), "{replay}");
+    for f in [
+        "  tiny();",
+        "  lib_sum() {",
+        "    lib_sq();",
+        "  dl_sum() {",
+        "    dl_cube();",
+    ] {
+        assert!(
+            replay.stdout.lines().any(|l| l == f),
+            "{f} missing:\n{replay}"
+        );
+    }
 }
 
 #[test]
@@ -281,8 +343,22 @@ fn analysis_works_on_patched_functions() {
     }
     let mut failures = Vec::new();
     let cases: &[&[&str]] = &[
-        &["-A", "step@arg1,arg2", "-R", "step@retval", "-A", "lib_sq@arg1"],
-        &["-A", "dl_cube@arg1", "-R", "dl_sum@retval", "-R", "work@retval"],
+        &[
+            "-A",
+            "step@arg1,arg2",
+            "-R",
+            "step@retval",
+            "-A",
+            "lib_sq@arg1",
+        ],
+        &[
+            "-A",
+            "dl_cube@arg1",
+            "-R",
+            "dl_sum@retval",
+            "-R",
+            "work@retval",
+        ],
         &["-F", "work"],
         &["-N", "mix", "-N", "lib_sum"],
         &["-T", "step@depth=1"],
@@ -323,7 +399,12 @@ fn patched_programs_compute_the_same_and_refusals_are_counted() {
         opts.extend_from_slice(ALL);
         let out = util::record_with(false, &dir, &prog, &a, &opts);
         out.assert_success();
-        assert_eq!(out.stdout, plain.stdout, "{}: output changed:\n{out}", build.name());
+        assert_eq!(
+            out.stdout,
+            plain.stdout,
+            "{}: output changed:\n{out}",
+            build.name()
+        );
         if build == Build::NopMcount {
             continue;
         }
@@ -334,15 +415,24 @@ fn patched_programs_compute_the_same_and_refusals_are_counted() {
             .find(|l| l.starts_with("dynamic:  skipped:") || l.contains("patched all"))
             .unwrap_or_else(|| panic!("no dynamic patch stats:\n{out}"));
         if build == Build::Plain {
-            assert!(out.stderr.contains("dynamic patch stats for 'patch_calc'"), "{out}");
+            assert!(
+                out.stderr.contains("dynamic patch stats for 'patch_calc'"),
+                "{out}"
+            );
             assert!(stats.contains("skipped:        1 "), "{stats}\n{out}");
-            assert!(out.stderr.contains("skip tiny: smaller than 6 bytes"), "{out}");
+            assert!(
+                out.stderr.contains("skip tiny: smaller than 6 bytes"),
+                "{out}"
+            );
         }
         let replay = util::utrace_replay(&dir, &["-f", "none"]);
         if build != Build::Plain || !reloc_is_stub(&prog) {
             for f in ["work()", "step()", "lib_sq()", "dl_cube()"] {
                 assert!(
-                    replay.stdout.lines().any(|l| l.trim_start().starts_with(&f[..f.len() - 1])),
+                    replay
+                        .stdout
+                        .lines()
+                        .any(|l| l.trim_start().starts_with(&f[..f.len() - 1])),
                     "{}: {f} not recorded:\n{replay}",
                     build.name()
                 );

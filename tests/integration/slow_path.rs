@@ -277,7 +277,11 @@ fn every_testprog_runs_on_both_paths() {
         let is_source = matches!(path.extension().and_then(|e| e.to_str()), Some("c" | "cc"));
         // Programs built without -pg (dynamic patching) have their own tests.
         let elsewhere = crate::record_patch::covers(&name);
-        if is_source && !name.ends_with("_lib") && !elsewhere && !PROGS.iter().any(|p| p.name == name) {
+        if is_source
+            && !name.ends_with("_lib")
+            && !elsewhere
+            && !PROGS.iter().any(|p| p.name == name)
+        {
             missing.push(name);
         }
     }

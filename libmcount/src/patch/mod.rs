@@ -203,7 +203,9 @@ fn apply_with(settings: &Settings<'_>, concurrent: bool) -> Stats {
             continue;
         };
         let (n, name) = a.kind.describe();
-        debug(1, || format!("dynamic patch type: {}: {n} ({name})", m.basename()));
+        debug(1, || {
+            format!("dynamic patch type: {}: {n} ({name})", m.basename())
+        });
         let stats = patch_module(&m, &a, &mine, settings, concurrent);
         if matches!(a.kind, Kind::None | Kind::Patchable | Kind::FentryNop) {
             print_stats(m.basename(), a.kind, &stats);
@@ -217,7 +219,9 @@ fn apply_with(settings: &Settings<'_>, concurrent: bool) -> Stats {
 fn print_stats(module: &str, kind: Kind, s: &Stats) {
     let total = s.patched + s.failed + s.skipped;
     if kind != Kind::None && s.failed == 0 && s.skipped == 0 {
-        debug(1, || format!("patched all ({total}) functions in '{module}'"));
+        debug(1, || {
+            format!("patched all ({total}) functions in '{module}'")
+        });
         return;
     }
     let pct = |n: usize| {
@@ -229,9 +233,15 @@ fn print_stats(module: &str, kind: Kind, s: &Stats) {
     };
     debug(1, || format!("dynamic patch stats for '{module}'"));
     debug(1, || format!("   total: {total:8}"));
-    debug(1, || format!(" patched: {:8} ({:.2}%)", s.patched, pct(s.patched)));
-    debug(1, || format!("  failed: {:8} ({:.2}%)", s.failed, pct(s.failed)));
-    debug(1, || format!(" skipped: {:8} ({:.2}%)", s.skipped, pct(s.skipped)));
+    debug(1, || {
+        format!(" patched: {:8} ({:.2}%)", s.patched, pct(s.patched))
+    });
+    debug(1, || {
+        format!("  failed: {:8} ({:.2}%)", s.failed, pct(s.failed))
+    });
+    debug(1, || {
+        format!(" skipped: {:8} ({:.2}%)", s.skipped, pct(s.skipped))
+    });
     debug(1, || format!("no match: {:8}", s.no_match));
 }
 
@@ -267,7 +277,7 @@ fn patch_module(
                 .funcs
                 .iter()
                 .filter(|f| !decide(pats, f).unwrap_or(!any_patch))
-                .filter_map(|f| unpatch_fentry(f))
+                .filter_map(unpatch_fentry)
                 .collect();
             write_all(m, writes, concurrent, &mut stats);
             // NOPed calls are not counted as patched functions.
@@ -309,7 +319,9 @@ fn patch_module(
     };
     let Some(mut near) = text::Near::map(m.lo, m.hi, 2 * text::STUB + chosen.len() * per_func)
     else {
-        debug(1, || format!("no room for trampolines near '{}'", m.basename()));
+        debug(1, || {
+            format!("no room for trampolines near '{}'", m.basename())
+        });
         stats.failed += chosen.len();
         return stats;
     };
@@ -361,12 +373,18 @@ fn patch_module(
             let end = (site + r.patch_len) as u64;
             let lo = jumped_into.partition_point(|&t| t <= site as u64);
             if jumped_into.get(lo).is_some_and(|&t| t < end) {
-                debug(3, || format!("  >> FAIL: {} (another function jumps into it)", f.name()));
+                debug(3, || {
+                    format!("  >> FAIL: {} (another function jumps into it)", f.name())
+                });
                 stats.failed += 1;
                 continue;
             }
             debug(3, || {
-                format!("force patch normal func: {} (patch size: {})", f.name(), r.patch_len)
+                format!(
+                    "force patch normal func: {} (patch size: {})",
+                    f.name(),
+                    r.patch_len
+                )
             });
             near.put(dest, &r.code);
             entries.push((site + 5, dest));
@@ -375,8 +393,13 @@ fn patch_module(
             debug(3, || format!("patch {}", f.name()));
         }
         let len = head.len() + tail.len();
-        if s.avoid.iter().any(|&ip| ip as usize >= site && (ip as usize) < site + len) {
-            debug(3, || format!("skip {}: a stopped thread is in it", f.name()));
+        if s.avoid
+            .iter()
+            .any(|&ip| ip as usize >= site && (ip as usize) < site + len)
+        {
+            debug(3, || {
+                format!("skip {}: a stopped thread is in it", f.name())
+            });
             entries.retain(|e| e.0 != site + 5);
             stats.skipped += 1;
             continue;

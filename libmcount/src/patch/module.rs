@@ -55,9 +55,8 @@ pub fn loaded() -> Vec<Loaded> {
                 .to_vec()
         };
         // SAFETY: as above.
-        let phdrs = unsafe {
-            core::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize)
-        };
+        let phdrs =
+            unsafe { core::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
         let bias = info.dlpi_addr as usize;
         let mut text = Vec::new();
         let (mut lo, mut hi) = (usize::MAX, 0);
@@ -82,7 +81,12 @@ pub fn loaded() -> Vec<Loaded> {
     }
     let mut out: Vec<Loaded> = Vec::new();
     // SAFETY: the callback matches the expected signature and only uses `out` during the call.
-    unsafe { libc::dl_iterate_phdr(Some(each), &mut out as *mut Vec<Loaded> as *mut libc::c_void) };
+    unsafe {
+        libc::dl_iterate_phdr(
+            Some(each),
+            &mut out as *mut Vec<Loaded> as *mut libc::c_void,
+        )
+    };
     let own = loaded as *const () as usize;
     if let Some(exe) = out.first_mut() {
         exe.path = std::fs::read_link("/proc/self/exe")
@@ -193,7 +197,11 @@ pub fn analyse(m: &Loaded) -> Option<Analysis> {
     }
     let imports = |want: &[&str]| {
         elf.dynsyms.iter().any(|s| {
-            s.st_shndx == 0 && elf.dynstrtab.get_at(s.st_name).is_some_and(|n| want.contains(&n))
+            s.st_shndx == 0
+                && elf
+                    .dynstrtab
+                    .get_at(s.st_name)
+                    .is_some_and(|n| want.contains(&n))
         })
     };
     let kind = if elf::section(&elf, "__patchable_function_entries").is_some() {
@@ -208,7 +216,10 @@ pub fn analyse(m: &Loaded) -> Option<Analysis> {
             let b = b.strip_prefix(&ENDBR64[..]).unwrap_or(b);
             NOPS5.iter().any(|n| b.starts_with(n))
         };
-        let usable: Vec<&Func> = funcs.iter().filter(|f| f.size >= 6 && !excluded(f.name())).collect();
+        let usable: Vec<&Func> = funcs
+            .iter()
+            .filter(|f| f.size >= 6 && !excluded(f.name()))
+            .collect();
         let nops = usable.iter().filter(|f| starts_nop(f)).count();
         if !usable.is_empty() && nops * 2 > usable.len() {
             Kind::FentryNop

@@ -20,7 +20,8 @@ struct Table {
     entries: Box<[(usize, usize)]>,
 }
 
-static TABLES: [AtomicPtr<Table>; MAX_TABLES] = [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_TABLES];
+static TABLES: [AtomicPtr<Table>; MAX_TABLES] =
+    [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_TABLES];
 static COUNT: AtomicUsize = AtomicUsize::new(0);
 /// Serialises the writers (the constructor, `dlopen`s of several threads).
 static WRITER: Mutex<()> = Mutex::new(());

@@ -237,18 +237,20 @@ unsafe fn store16(block: usize, off: usize, bytes: &[u8]) {
         new[off..off + bytes.len()].copy_from_slice(bytes);
         let (old_lo, old_hi) = split(&old);
         let (new_lo, new_hi) = split(&new);
-        let ok: u8;
-        // SAFETY: `block` is aligned and writable (caller); rbx is saved around the
-        // instruction, which needs it for the new value's low half.
+        let ok: u64;
+        // SAFETY: `block` is aligned and writable (caller). rbx, which the instruction needs
+        // for the new value's low half but Rust cannot name as an operand, is swapped with
+        // rsi around it; every register is named explicitly so none of them is rbx.
         unsafe {
             core::arch::asm!(
-                "xchg rbx, {lo}",
-                "lock cmpxchg16b [{p}]",
-                "sete {ok}",
-                "xchg rbx, {lo}",
-                p = in(reg) block,
-                lo = inout(reg) new_lo => _,
-                ok = out(reg_byte) ok,
+                "xor r8d, r8d",
+                "xchg rbx, rsi",
+                "lock cmpxchg16b [rdi]",
+                "sete r8b",
+                "xchg rbx, rsi",
+                in("rdi") block,
+                inout("rsi") new_lo => _,
+                out("r8") ok,
                 inout("rax") old_lo => _,
                 inout("rdx") old_hi => _,
                 in("rcx") new_hi,
@@ -294,7 +296,8 @@ mod tests {
         let mut b = Block([0x90; 48]);
         let site = b.0.as_mut_ptr() as usize + 14;
         // SAFETY: as above; alone, the crossing site is written byte by byte.
-        assert_eq!(unsafe { write_site(site, &[1, 2, 3, 4, 5], &[], false) }, Ok(()));
+        let r = unsafe { write_site(site, &[1, 2, 3, 4, 5], &[], false) };
+        assert_eq!(r, Ok(()));
         assert_eq!(&b.0[14..19], &[1, 2, 3, 4, 5]);
     }
 
