@@ -116,10 +116,11 @@ fn debug(level: i32, msg: impl FnOnce() -> String) {
     }
 }
 
-/// A patched site and its original bytes.
+/// A patched site, its original bytes, and the length of the instruction written at its head.
 struct Original {
     site: usize,
     bytes: Vec<u8>,
+    head_len: usize,
 }
 
 static ORIGINALS: Mutex<Vec<Original>> = Mutex::new(Vec::new());
@@ -192,7 +193,10 @@ fn apply_with(settings: &Settings<'_>, concurrent: bool) -> Stats {
         return total;
     }
     let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
-    for m in module::loaded() {
+    let loaded = module::loaded();
+    // A module unloaded since (`dlclose`) is patched again if it comes back.
+    done.retain(|(b, p)| loaded.iter().any(|m| m.bias == *b && m.path == *p));
+    for m in loaded {
         let mine: Vec<&Pattern> = pats.iter().filter(|p| p.applies_to(&m)).collect();
         if mine.is_empty() || done.iter().any(|(b, p)| *b == m.bias && *p == m.path) {
             continue;
@@ -412,7 +416,7 @@ fn patch_module(
         });
     }
     // The moved code and its table first: a thread may take a patched call at once.
-    if !near.freeze() || !table::publish(entries) {
+    if !near.freeze() || !table::publish(entries, (m.lo, m.hi)) {
         stats.failed += writes.len();
         return stats;
     }
@@ -466,6 +470,7 @@ fn write_all(m: &Loaded, writes: Vec<Write>, concurrent: bool, stats: &mut Stats
                 originals.push(Original {
                     site: w.site,
                     bytes: before,
+                    head_len: w.head.len(),
                 });
                 stats.patched += 1;
             }
@@ -478,20 +483,30 @@ fn write_all(m: &Loaded, writes: Vec<Write>, concurrent: bool, stats: &mut Stats
     drop(open);
 }
 
-/// Puts every patched function's original bytes back. Stubs, moved code and tables stay
-/// mapped: frames may still be running them.
+/// Puts every patched function's original bytes back (each site's first instruction at
+/// once, as it was written; a site that cannot be written so is written anyway: callers stop
+/// the other threads first). Stubs, moved code and tables stay mapped: frames may still be
+/// running them, and a thread stopped between a patched `call` and its table lookup still
+/// finds its entry. The modules may be patched again by a later [`apply`].
 pub fn revert_all() {
     let mut originals = ORIGINALS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
+    let loaded = module::loaded();
     for o in originals.drain(..).rev() {
-        let Some(open) = text::Writable::open(o.site, o.site + o.bytes.len()) else {
+        // A library unloaded since (`dlclose`) has nothing to put back.
+        let end = o.site + o.bytes.len();
+        if !loaded.iter().any(|m| m.in_text(o.site, o.bytes.len())) {
+            continue;
+        }
+        let Some(open) = text::Writable::open(o.site, end) else {
             continue;
         };
-        let n = o.bytes.len().min(8);
-        // SAFETY: the site was written by `write_all`, its pages made writable again.
-        let _ = unsafe { text::write_site(o.site, &o.bytes[..n], &o.bytes[n..], false) };
+        // SAFETY: the site was written by `write_all` in a module still loaded, its pages
+        // made writable again.
+        let _ = unsafe { text::restore_site(o.site, &o.bytes, o.head_len, false) };
         drop(open);
     }
-    DONE.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    done.clear();
 }
 
 #[cfg(test)]

@@ -26,8 +26,11 @@ static COUNT: AtomicUsize = AtomicUsize::new(0);
 /// Serialises the writers (the constructor, `dlopen`s of several threads).
 static WRITER: Mutex<()> = Mutex::new(());
 
-/// Publishes `entries` (unsorted); `false` when the table of tables is full.
-pub fn publish(mut entries: Vec<(usize, usize)>) -> bool {
+/// Publishes `entries` (unsorted) of the module loaded at `[lo, hi)`; `false` when the
+/// table of tables is full. Older tables of that range (a library unloaded, then another
+/// loaded there) are withdrawn: nothing runs their code any more, and their entries would
+/// shadow the new ones.
+pub fn publish(mut entries: Vec<(usize, usize)>, (lo, hi): (usize, usize)) -> bool {
     if entries.is_empty() {
         return true;
     }
@@ -41,6 +44,14 @@ pub fn publish(mut entries: Vec<(usize, usize)>) -> bool {
     let n = COUNT.load(Ordering::Relaxed);
     if n >= MAX_TABLES {
         return false;
+    }
+    for slot in TABLES.iter().take(n) {
+        // SAFETY: published tables are leaked boxes, never freed or changed.
+        let old = unsafe { slot.load(Ordering::Relaxed).as_ref() };
+        if old.is_some_and(|t| t.lo < hi && t.hi >= lo) {
+            // Withdrawn, not freed: a reader may still hold it.
+            slot.store(core::ptr::null_mut(), Ordering::Release);
+        }
     }
     // Leaked on purpose: readers may hold it for the rest of the process.
     TABLES[n].store(Box::into_raw(table), Ordering::Relaxed);
@@ -76,12 +87,20 @@ mod tests {
 
     #[test]
     fn published_entries_are_found() {
-        assert!(publish(vec![(0x5000, 0x9000), (0x1000, 0x8000)]));
-        assert!(publish(vec![(0x7_0000, 0x7_1000)]));
+        assert!(publish(
+            vec![(0x5000, 0x9000), (0x1000, 0x8000)],
+            (0x1000, 0x6000)
+        ));
+        assert!(publish(vec![(0x7_0000, 0x7_1000)], (0x7_0000, 0x7_8000)));
         assert_eq!(lookup(0x1000), Some(0x8000));
         assert_eq!(lookup(0x5000), Some(0x9000));
         assert_eq!(lookup(0x7_0000), Some(0x7_1000));
         assert_eq!(lookup(0x3000), None);
         assert_eq!(lookup(0x6_0000), None);
+        // Another module loaded where the first one was.
+        assert!(publish(vec![(0x2000, 0xa000)], (0x1000, 0x6000)));
+        assert_eq!(lookup(0x1000), None);
+        assert_eq!(lookup(0x2000), Some(0xa000));
+        assert_eq!(lookup(0x7_0000), Some(0x7_1000));
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! A `call rel32` reaches ±2 GiB, and libmcount is usually farther, so each patched module
 //! gets its own region, mapped with `MAP_FIXED_NOREPLACE` at the first free hint after the
-//! module's end (then before its start): 16-byte stubs `jmp qword ptr [rip]` + the address of
+//! module's start (then after its end): 16-byte stubs `jmp qword ptr [rip]` + the address of
 //! a libmcount trampoline, then the relocated prologues of fully patched functions (their
 //! RIP-relative operands are rewritten for this address, so it must be near too). The region
 //! is written while `RW`, then made `R-X` for good.
@@ -25,6 +25,8 @@ const PAGE: usize = 4096;
 /// How far the hints go from the module (the farthest must keep every site within ±2 GiB).
 const HINT_STEP: usize = 1 << 20;
 const HINTS: usize = 512;
+/// Lowest address tried (above the usual `vm.mmap_min_addr`).
+const MIN_ADDR: usize = 1 << 20;
 
 /// A region next to a module: stubs first, then out-of-line code.
 pub struct Near {
@@ -40,9 +42,12 @@ impl Near {
         let len = len.div_ceil(PAGE) * PAGE;
         let hi = hi.div_ceil(PAGE) * PAGE;
         let lo = lo & !(PAGE - 1);
+        // Below the module first: above an executable lies the heap, which `brk` grows into.
+        let before = (0..HINTS)
+            .filter_map(|k| lo.checked_sub(k * HINT_STEP + len))
+            .filter(|&h| h >= MIN_ADDR);
         let after = (0..HINTS).map(|k| hi + k * HINT_STEP);
-        let before = (1..HINTS).filter_map(|k| lo.checked_sub(k * HINT_STEP + len));
-        for hint in after.chain(before) {
+        for hint in before.chain(after) {
             // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping; a new anonymous
             // mapping affects nothing else.
             let p = unsafe {
@@ -224,6 +229,33 @@ pub unsafe fn write_site(
     Ok(())
 }
 
+/// Puts `bytes` (what [`write_site`] replaced, its head `head_len` bytes long) back at `site`:
+/// the tail first (no thread reaches it while the head is the patched instruction), then the
+/// head at once, so that a thread entering the function sees either the patch or the original.
+///
+/// # Safety
+/// As for [`write_site`].
+pub unsafe fn restore_site(
+    site: usize,
+    bytes: &[u8],
+    head_len: usize,
+    concurrent: bool,
+) -> Result<(), WriteError> {
+    let (head, tail) = bytes.split_at(head_len.min(bytes.len()));
+    if !tail.is_empty() {
+        // SAFETY: writable text (caller), after the head.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                tail.as_ptr(),
+                (site + head.len()) as *mut u8,
+                tail.len(),
+            )
+        };
+    }
+    // SAFETY: as above.
+    unsafe { write_site(site, head, &[], concurrent) }
+}
+
 /// Replaces `bytes` at offset `off` of the aligned 16-byte block at `block` with one
 /// `lock cmpxchg16b`, retried until no other writer changed the block in between.
 ///
@@ -299,6 +331,37 @@ mod tests {
         let r = unsafe { write_site(site, &[1, 2, 3, 4, 5], &[], false) };
         assert_eq!(r, Ok(()));
         assert_eq!(&b.0[14..19], &[1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn restored_sites_get_their_original_bytes() {
+        let mut b = Block([0x90; 48]);
+        let original = [0x55, 0x48, 0x89, 0xe5, 0x41, 0x57, 0x41, 0x56];
+        b.0[20..28].copy_from_slice(&original);
+        let site = b.0.as_mut_ptr() as usize + 20;
+        // SAFETY: the site lies in the local block.
+        unsafe {
+            write_site(site, &[0xe8, 1, 2, 3, 4], &[0x90; 3], true).unwrap();
+            assert_eq!(&b.0[20..28], &[0xe8, 1, 2, 3, 4, 0x90, 0x90, 0x90]);
+            restore_site(site, &original, 5, true).unwrap();
+        }
+        assert_eq!(&b.0[20..28], &original);
+        assert!(b.0[..20].iter().chain(&b.0[28..]).all(|&x| x == 0x90));
+    }
+
+    #[test]
+    fn near_regions_are_within_reach() {
+        let own = near_regions_are_within_reach as *const () as usize;
+        let mut near = Near::map(own, own + 4096, 8192).expect("a free region near the code");
+        assert!(rel32(own, near.base).is_some() && rel32(near.base, own).is_some());
+        let stub = near.stub(own).unwrap();
+        // SAFETY: the stub was just written into the mapping.
+        let code = unsafe { core::slice::from_raw_parts(stub as *const u8, 14) };
+        assert_eq!(&code[..6], &[0xff, 0x25, 0, 0, 0, 0]);
+        assert_eq!(&code[6..], &(own as u64).to_le_bytes());
+        assert!(near.freeze());
+        // SAFETY: the region is this test's own, unused now.
+        unsafe { libc::munmap(near.base as *mut libc::c_void, near.len) };
     }
 
     #[test]
