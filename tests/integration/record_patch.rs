@@ -23,7 +23,7 @@ use std::sync::{Mutex, OnceLock};
 /// The testprogs of this file (covered here rather than by the record matrix: they are not
 /// `-pg` programs).
 pub fn covers(name: &str) -> bool {
-    name == "patch_calc"
+    matches!(name, "patch_calc" | "patch_unwind")
 }
 
 /// How patch_calc and its libraries are built.
@@ -439,6 +439,69 @@ fn patched_programs_compute_the_same_and_refusals_are_counted() {
             }
         }
     }
+}
+
+/// testprogs/patch_unwind.cc built with `flags`.
+fn unwind_program(tag: &str, flags: &[&str]) -> PathBuf {
+    let dir = util::utrace_bin()
+        .parent()
+        .unwrap()
+        .join("testprogs")
+        .join("patch")
+        .join(tag);
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("patch_unwind");
+    let tmp = out.with_extension(format!("tmp{}", std::process::id()));
+    let r = Command::new("g++")
+        .args(["-O2", "-g"])
+        .args(flags)
+        .arg("-o")
+        .arg(&tmp)
+        .arg(util::testprogs_src().join("patch_unwind.cc"))
+        .output()
+        .expect("g++");
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    std::fs::rename(&tmp, &out).unwrap();
+    out
+}
+
+/// Frames left by an exception and by `longjmp`, and a tail call into the PLT, in patched
+/// functions: against uftrace on the patchable build; the full dynamic build (whose frames
+/// return through the dynamic exit trampoline) must record the same calls.
+#[test]
+fn exceptions_longjmp_and_tail_calls_in_patched_functions() {
+    let patchable = unwind_program("unwind-patchable", &["-fpatchable-function-entry=5"]);
+    let plain = unwind_program("unwind-plain", &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    let record = |uftrace: bool, prog: &Path, name: &str| {
+        let dir = tmp.path().join(name);
+        let out = util::record_with(uftrace, &dir, prog, &[], &["--no-sched", "-P", "."]);
+        out.assert_success();
+        assert!(out.stdout.ends_with("checksum 130\n"), "{out}");
+        dir
+    };
+    let ours = record(false, &patchable, "ours");
+    let ours_text = normalize::by_task(&util::utrace_replay(&ours, &[]).stdout, Anchor::Start);
+    assert!(ours_text.contains("      thrower() {\n"), "{ours_text}");
+    if util::need_uftrace("record_patch") {
+        let theirs = record(true, &patchable, "theirs");
+        let want = normalize::by_task(&util::uftrace_replay(&theirs, &[]).stdout, Anchor::Start);
+        failures.extend(util::compare_replays("patch_unwind", &want, &ours, |t| {
+            normalize::by_task(t, Anchor::Start)
+        }));
+    }
+    if !reloc_is_stub(&program(Build::Plain)) {
+        let dynamic = record(false, &plain, "dynamic");
+        let got = normalize::by_task(&util::utrace_replay(&dynamic, &[]).stdout, Anchor::Start);
+        if got != ours_text {
+            failures.push(format!(
+                "full dynamic build (- patchable build):\n{}",
+                normalize::diff(&ours_text, &got)
+            ));
+        }
+    }
+    util::assert_no_failures(&failures);
 }
 
 /// `-Z SIZE` leaves the smaller functions unpatched (all of them here: 8 in the program), and
