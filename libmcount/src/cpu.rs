@@ -70,6 +70,13 @@ pub fn dyn_entry_trampoline_addr() -> usize {
     utrace_dyn_entry_trampoline as *const () as usize
 }
 
+/// Address of the `__fentry__` trampoline (`-pg -mfentry`), where the stubs of NOP-patched
+/// functions jump.
+#[inline]
+pub fn fentry_addr() -> usize {
+    __fentry__ as *const () as usize
+}
+
 /// The exit trampoline a frame's hijacked slot holds (`frame_flags::DYN_EXIT` or not).
 #[inline]
 pub fn exit_trampoline_for(flags: u16) -> usize {
@@ -102,6 +109,8 @@ unsafe extern "C" {
     fn utrace_dyn_exit_trampoline();
     /// `arch::dynamic::dyn_entry_trampoline`, defined under this name; address only.
     fn utrace_dyn_entry_trampoline();
+    /// `arch::__fentry__` (exported under its own name); address only.
+    fn __fentry__();
     /// `arch::read_st0`, defined under this name.
     fn utrace_read_st0(out: *mut [u8; 10]) -> u32;
 }

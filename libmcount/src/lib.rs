@@ -18,12 +18,17 @@
 //! `UTRACE_SLOW_PATH=1` sends every hook through the Rust handlers (for tests). `-W cpu`
 //! (`thread::watch`) runs on those handlers; `-E` user SDT probes ([`sdt`]) are `int3`s that a
 //! `SIGTRAP` handler records; with `--keep-pid`, [`kept_pid`] holds the program's `exit()`
-//! until the recorder has finished.
+//! until the recorder has finished. `-P`/`-U` ([`patch`]) write hook calls into functions
+//! built without them, in the constructor and for `dlopen`ed libraries; fully patched
+//! functions enter and leave through the dynamic trampolines of `arch::dynamic`, which save
+//! every scratch register (their frames carry `frame_flags::DYN_EXIT`).
 //!
 //! Module layers, each using only the ones before it (no cycles): `sys`, `log`, `frame_flags`,
 //! `rstack`, `clock`, [`cpu`] (register areas, thread pointer, trampoline addresses) at the
-//! bottom; `filter`, `config`, `args`, `buffer`, `plt`; `thread`; `dlopen`, `lifecycle`;
-//! `entry`, `crash`, `wrap`, `unwind`, `sdt`, `kept_pid`; [`arch`] (the trampolines, which call
+//! bottom; `patch` (writes code; its `table` is where `entry` finds moved prologues, and
+//! `dlopen` calls it for new libraries); `filter`, `config`, `args`, `buffer`, `plt`; `thread`;
+//! `dlopen`, `lifecycle`; `entry`, `crash`, `wrap`, `unwind`, `sdt`, `kept_pid`; [`arch`] (the
+//! trampolines, which call
 //! the handlers of `entry`, `unwind` and `dlopen`) and `session` at the top.
 //!
 //! Process exit: the `.fini_array` destructor runs from `exit()` after the `atexit` handlers

@@ -332,7 +332,7 @@ fn patch_module(
     let target = if a.kind == Kind::None {
         crate::cpu::dyn_entry_trampoline_addr()
     } else {
-        crate::arch::__fentry__ as *const () as usize
+        crate::cpu::fentry_addr()
     };
     let Some(stub) = near.stub(target) else {
         stats.failed += chosen.len();
@@ -424,19 +424,27 @@ fn patch_module(
     stats
 }
 
-/// The NOP write for a `-pg -mfentry` function's `call *__fentry__` (or `call __fentry__`).
+/// The NOP write for a `-pg -mfentry` function's `call *__fentry__@GOTPCREL(%rip)`; `None`
+/// when the function does not start with one (its GOT word must hold libmcount's
+/// `__fentry__`: a function may well start with another indirect call).
 fn unpatch_fentry(f: &Func) -> Option<Write> {
     let site = f.addr + f.skip();
-    let b = f.bytes().get(f.skip()..)?;
-    let head = match b.first()? {
-        0xff if b.get(1) == Some(&0x15) => vec![0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00],
-        0xe8 => vec![0x0f, 0x1f, 0x44, 0x00, 0x00],
-        _ => return None,
-    };
+    let b = f.bytes().get(f.skip()..f.skip() + 6)?;
+    if b[..2] != [0xff, 0x15] {
+        return None;
+    }
+    let disp = i32::from_le_bytes([b[2], b[3], b[4], b[5]]);
+    let got = (site as i64 + 6 + disp as i64) as usize;
+    let mut word = [0u8; 8];
+    if crate::sys::read_self(got, &mut word) != 8
+        || usize::from_le_bytes(word) != crate::cpu::fentry_addr()
+    {
+        return None;
+    }
     debug(3, || format!("unpatch {}", f.name()));
     Some(Write {
         site,
-        head,
+        head: vec![0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00],
         tail: Vec::new(),
         name: f.name().to_string(),
     })
