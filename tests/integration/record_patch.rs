@@ -23,7 +23,7 @@ use std::sync::{Mutex, OnceLock};
 /// The testprogs of this file (covered here rather than by the record matrix: they are not
 /// `-pg` programs).
 pub fn covers(name: &str) -> bool {
-    matches!(name, "patch_calc" | "patch_unwind")
+    matches!(name, "patch_calc" | "patch_unwind" | "patch_jump")
 }
 
 /// How patch_calc and its libraries are built.
@@ -502,6 +502,53 @@ fn exceptions_longjmp_and_tail_calls_in_patched_functions() {
         }
     }
     util::assert_no_failures(&failures);
+}
+
+/// A function whose patched bytes another function jumps into is refused and counted (full
+/// dynamic patching; uftrace 0.13 refuses the function that jumps instead, and leaves the
+/// other patched).
+#[test]
+fn functions_jumped_into_are_refused() {
+    if reloc_is_stub(&program(Build::Plain)) {
+        return;
+    }
+    let prog = util::utrace_bin()
+        .parent()
+        .unwrap()
+        .join("testprogs")
+        .join("patch")
+        .join("patch_jump");
+    let tmp_out = prog.with_extension(format!("tmp{}", std::process::id()));
+    let r = Command::new("gcc")
+        .args(["-O2", "-o"])
+        .arg(&tmp_out)
+        .arg(util::testprogs_src().join("patch_jump.c"))
+        .output()
+        .expect("gcc");
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    std::fs::rename(&tmp_out, &prog).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let opts = ["--debug-domain=dynamic:3", "-P", "."];
+    let out = util::record_with(false, &dir, &prog, &[], &opts);
+    out.assert_success();
+    assert_eq!(out.stdout, "checksum 4614\n", "{out}");
+    assert!(
+        out.stderr
+            .contains(">> FAIL: victim (another function jumps into it)"),
+        "{out}"
+    );
+    assert!(
+        out.stderr.contains("dynamic:  patched:        3 (75.00%)"),
+        "{out}"
+    );
+    assert!(
+        out.stderr.contains("dynamic:   failed:        1 (25.00%)"),
+        "{out}"
+    );
+    let replay = util::utrace_replay(&dir, &["-f", "none"]);
+    assert!(replay.stdout.contains("    intruder();"), "{replay}");
+    assert!(!replay.stdout.contains("victim"), "{replay}");
 }
 
 /// `-Z SIZE` leaves the smaller functions unpatched (all of them here: 8 in the program), and

@@ -238,13 +238,13 @@ fn print_stats(module: &str, kind: Kind, s: &Stats) {
     debug(1, || format!("dynamic patch stats for '{module}'"));
     debug(1, || format!("   total: {total:8}"));
     debug(1, || {
-        format!(" patched: {:8} ({:.2}%)", s.patched, pct(s.patched))
+        format!(" patched: {:8} ({:5.2}%)", s.patched, pct(s.patched))
     });
     debug(1, || {
-        format!("  failed: {:8} ({:.2}%)", s.failed, pct(s.failed))
+        format!("  failed: {:8} ({:5.2}%)", s.failed, pct(s.failed))
     });
     debug(1, || {
-        format!(" skipped: {:8} ({:.2}%)", s.skipped, pct(s.skipped))
+        format!(" skipped: {:8} ({:5.2}%)", s.skipped, pct(s.skipped))
     });
     debug(1, || format!("no match: {:8}", s.no_match));
 }
