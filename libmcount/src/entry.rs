@@ -71,7 +71,7 @@ pub unsafe extern "C" fn mcount_entry(
     let tramp = exit_trampoline_addr();
     guarded(|td| {
         let mut tsc = Some(tsc);
-        if td.in_exception() {
+        if td.landing_pad_call(parent_loc as usize) {
             // The records written here are later than the trampoline's TSC.
             tsc = None;
             // A cleanup landing pad calls traced code: frames at or below this slot were
@@ -121,7 +121,7 @@ pub unsafe extern "C" fn dyn_entry(
     let regs = unsafe { regs.as_ref() }.map(|r| &r.regs);
     let tramp = dyn_exit_trampoline_addr();
     guarded(|td| {
-        if td.in_exception() {
+        if td.landing_pad_call(parent_loc as usize) {
             td.set_in_exception(false);
             td.prune(|slot| slot <= parent_loc as usize);
             // SAFETY: the frames left are above this live slot, so still on the stack.

@@ -101,6 +101,9 @@ pub struct ThreadState {
     pub(crate) reads: reads::Reads,
     /// `-W cpu`: the CPU of the last entry ([`watch::UNSEEN`] before the first).
     pub(crate) cpu: i32,
+    /// While an exception unwinds: the stack pointer of the call that started (or resumed)
+    /// it. Hooked calls with slots below its own are the unwinder's, not a landing pad's.
+    unwind_sp: usize,
 }
 
 static STACK_FULL_WARNED: AtomicBool = AtomicBool::new(false);
@@ -140,6 +143,7 @@ impl ThreadState {
             next_jump: 0,
             reads: reads::Reads::default(),
             cpu: watch::UNSEEN,
+            unwind_sp: 0,
         }
     }
 
@@ -194,6 +198,21 @@ impl ThreadState {
 
     pub fn set_in_exception(&mut self, on: bool) {
         self.set_flag(block::EXCEPTION, on);
+    }
+
+    /// An exception starts (or resumes) unwinding from the call whose caller's stack pointer
+    /// is `sp`.
+    pub fn start_exception(&mut self, sp: usize) {
+        self.unwind_sp = sp;
+        self.set_in_exception(true);
+    }
+
+    /// Whether a hooked call with return slot `parent_loc` is a landing pad's (traced code
+    /// called once the unwinder has reached a frame), rather than one the unwinder itself
+    /// makes below the throw (its personality routines and helpers, traced when patched
+    /// libraries are: the frames they walk must keep their original return addresses).
+    pub fn landing_pad_call(&self, parent_loc: usize) -> bool {
+        self.in_exception() && parent_loc >= self.unwind_sp.wrapping_sub(8)
     }
 
     /// Sets `-D` (functions at this depth or deeper are not hooked).

@@ -55,7 +55,7 @@ fn before_unwind(sp: usize) {
     // SAFETY: every frame left has its slot at or above the caller's stack pointer, inside
     // frames that are live until the unwinder removes them (it reads, not writes, them).
     unsafe { td.restore_slots(exit_trampoline_addr()) };
-    td.set_in_exception(true);
+    td.start_exception(sp);
     td.set_guard(false);
 }
 

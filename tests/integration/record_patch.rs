@@ -492,6 +492,24 @@ fn exceptions_longjmp_and_tail_calls_in_patched_functions() {
         }));
     }
     if !reloc_is_stub(&program(Build::Plain)) {
+        // Every library patched too (libc, libstdc++, libgcc_s, ld.so): the unwinder's own
+        // calls are traced then, and must not give the frames it walks their hijacked
+        // return addresses back.
+        let dir = tmp.path().join("libraries");
+        let opts = ["--no-sched", "-P", ".", "-P", ".@lib", "-P", ".@ld-linux"];
+        let out = util::record_with(false, &dir, &plain, &[], &opts);
+        out.assert_success();
+        assert!(out.stdout.ends_with("checksum 130\n"), "{out}");
+        let replay = util::utrace_replay(&dir, &["-f", "none"]);
+        assert_eq!(
+            replay.stdout.matches("  catcher() {").count(),
+            5,
+            "{replay}"
+        );
+        assert!(
+            replay.stdout.contains("__cxa_allocate_exception() {"),
+            "{replay}"
+        );
         let dynamic = record(false, &plain, "dynamic");
         let got = normalize::by_task(&util::utrace_replay(&dynamic, &[]).stdout, Anchor::Start);
         if got != ours_text {

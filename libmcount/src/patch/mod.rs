@@ -18,10 +18,12 @@
 //!   or a `-U` names them) get their `call *__fentry__` turned into a NOP, as uftrace does.
 //! - `pg` (`-pg`): left alone (uftrace ignores `-P`/`-U` there too).
 //!
-//! Refused and counted: functions smaller than 6 bytes or `-Z`, start-up code and `.cold`
-//! parts, those [`reloc`] refuses, those another function jumps into the middle of, sites that
-//! cannot be written atomically while other threads run. `-v` (domain `dynamic`) prints the
-//! counts per module as uftrace does; level 3 prints each function.
+//! Refused and counted: functions smaller than 6 bytes or `-Z`, those whose return address
+//! must stay theirs (`setjmp`, `dlopen`, ...: [`module::never_patched`]), those [`reloc`]
+//! refuses, those another function jumps into the middle of, sites that cannot be written
+//! atomically while other threads run. Start-up code and `.cold` parts are never considered
+//! (nor counted: uftrace's totals leave them out). `-v` (domain `dynamic`) prints the counts
+//! per module as uftrace does; level 3 prints each function.
 //!
 //! Libraries `dlopen`ed later are patched by [`loaded_later`], from the `dlopen` hook.
 //! [`revert_all`] puts the original bytes back (stubs, moved code and tables stay: frames may
@@ -308,6 +310,12 @@ fn patch_module(
             Some(false) => {}
             Some(true) if f.size < min => {
                 debug(3, || format!("skip {}: smaller than {min} bytes", f.name()));
+                stats.skipped += 1;
+            }
+            Some(true) if f.names.iter().any(|n| module::never_patched(n)) => {
+                debug(3, || {
+                    format!("skip {}: must keep its return address", f.name())
+                });
                 stats.skipped += 1;
             }
             Some(true) => chosen.push(f),

@@ -249,6 +249,64 @@ pub fn excluded(name: &str) -> bool {
         || name.starts_with("__do_global_")
 }
 
+/// Functions whose return address must stay theirs (runtime spec §6.15): those that return
+/// twice, read their caller from it (`dlopen`, `dlsym`), start stacks or contexts, unwind, or
+/// are entered without a return address (`_dl_runtime_resolve`, `__restore_rt`); and the
+/// hooks themselves. Skipped (and counted so) when a pattern selects them, e.g. in libc.
+pub fn never_patched(name: &str) -> bool {
+    const EXACT: &[&str] = &[
+        "setjmp",
+        "_setjmp",
+        "sigsetjmp",
+        "__sigsetjmp",
+        "savectx",
+        "vfork",
+        "__vfork",
+        "fork",
+        "_Fork",
+        "__libc_fork",
+        "clone",
+        "__clone",
+        "__clone3",
+        "__clone_internal",
+        "start_thread",
+        "getcontext",
+        "setcontext",
+        "swapcontext",
+        "makecontext",
+        "__start_context",
+        "__restore_rt",
+        "__libc_start_main",
+        "__libc_start_call_main",
+        "dlopen",
+        "dlmopen",
+        "dlsym",
+        "dlvsym",
+        "dladdr",
+        "dladdr1",
+        "dlclose",
+        "__tls_get_addr",
+        "mcount",
+        "_mcount",
+        "__fentry__",
+        "__cyg_profile_func_enter",
+        "__cyg_profile_func_exit",
+        "__monstartup",
+        "_mcleanup",
+        "__cxa_throw",
+        "__cxa_rethrow",
+        "__cxa_begin_catch",
+        "__cxa_end_catch",
+        "__gxx_personality_v0",
+        "backtrace",
+    ];
+    EXACT.contains(&name)
+        || name.starts_with("_dl_runtime_")
+        || name.starts_with("_Unwind_")
+        || name.starts_with("_dl_start")
+        || name.contains("longjmp")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,5 +324,8 @@ mod tests {
     fn excluded_names() {
         assert!(excluded("_start") && excluded("main.cold") && excluded("frame_dummy"));
         assert!(!excluded("main") && !excluded("coldstart"));
+        assert!(never_patched("_setjmp") && never_patched("_dl_runtime_resolve_xsavec"));
+        assert!(never_patched("__longjmp_chk") && never_patched("_Unwind_RaiseException"));
+        assert!(!never_patched("strlen") && !never_patched("main"));
     }
 }
