@@ -40,7 +40,7 @@ mod tests_crafted;
 #[cfg(test)]
 mod tests_exec;
 #[cfg(test)]
-mod tests_sweep;
+mod tests_libc;
 
 use decode::{classify, direct_branch, disassembler, Action, BranchKind, Displaced};
 use emit::{Emitter, Target};
