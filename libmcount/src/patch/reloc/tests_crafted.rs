@@ -66,6 +66,55 @@ pub(super) fn listing(code: &[u8], dest: u64) -> Option<Vec<Line>> {
     Some(out)
 }
 
+/// The RIP-relative memory operands and outside branch targets of a listing.
+fn operands(lines: &[Line], start: u64, end: u64) -> (Vec<u64>, Vec<u64>) {
+    let mems = lines.iter().filter_map(|l| l.mem).collect();
+    let branches = lines
+        .iter()
+        .filter_map(|l| l.branch)
+        .filter(|&t| t < start || t >= end)
+        .collect();
+    (mems, branches)
+}
+
+/// Checks `r`, the relocation of `func` (at `addr`, from `skip`) to `dest`: it decodes, has
+/// the same RIP-relative operands, and keeps every branch that leaves the displaced bytes
+/// (plus the jump back, unless the last displaced instruction ends the flow). Returns the
+/// listing of the displaced instructions.
+pub(super) fn check_relocated(
+    func: &[u8],
+    addr: u64,
+    skip: usize,
+    dest: u64,
+    r: &Relocated,
+) -> Result<Vec<Line>, String> {
+    if r.code.len() > MAX_RELOCATED || r.patch_len < 5 || skip + r.patch_len > func.len() {
+        return Err(format!("bad shape: {r:x?}"));
+    }
+    let start = addr.wrapping_add(skip as u64);
+    let end = start.wrapping_add(r.patch_len as u64);
+    let moved = listing(&r.code, dest).ok_or("relocated code does not decode")?;
+    let orig = listing(&func[skip..skip + r.patch_len], start).ok_or("original does not decode")?;
+    let (mems, mut branches) = operands(&orig, start, end);
+    let (moved_mems, moved_branches) = operands(&moved, dest, dest.wrapping_add(r.code.len() as u64));
+    let inside = |t: u64| t >= dest && t < dest.wrapping_add(r.code.len() as u64);
+    let starts: Vec<u64> = moved.iter().map(|l| l.addr).collect();
+    if let Some(l) = moved.iter().find(|l| l.branch.is_some_and(|t| inside(t) && !starts.contains(&t))) {
+        return Err(format!("branch into the middle of an instruction: {l:x?}"));
+    }
+    if moved_mems != mems {
+        return Err(format!("memory operands {moved_mems:x?} != {mems:x?}"));
+    }
+    let last = orig.last().map_or("", |l| l.mnemonic.as_str());
+    if !matches!(last, "jmp" | "ret" | "call" | "ud2" | "int3" | "hlt" | "ljmp" | "retf" | "retfq") {
+        branches.push(end);
+    }
+    match branches.iter().find(|b| !moved_branches.contains(b)) {
+        Some(b) => Err(format!("branch to {b:#x} lost: {moved:x?}")),
+        None => Ok(orig),
+    }
+}
+
 const ADDR: u64 = 0x40_0000;
 const NEAR: u64 = 0x50_0000;
 const FAR: u64 = 0x7f00_0000_0000;
@@ -320,10 +369,44 @@ proptest! {
         if let Ok(r) = relocate(&func, addr, skip, dest) {
             prop_assert!(r.code.len() <= MAX_RELOCATED);
             prop_assert!(r.patch_len >= 5 && skip + r.patch_len <= func.len());
-            if dest < u64::MAX - MAX_RELOCATED as u64 {
+            if dest < u64::MAX - MAX_RELOCATED as u64 && addr < u64::MAX - 64 {
                 prop_assert!(listing(&r.code, dest).is_some(), "{:x?}", r.code);
             }
         }
         let _ = direct_branch_targets(&func, addr);
     }
+
+    #[test]
+    fn reloc_keeps_targets_of_generated_prologues(
+        parts in proptest::collection::vec(template(), 1..6),
+        near in any::<bool>(),
+    ) {
+        let func: Vec<u8> = parts.concat();
+        let dest = if near { NEAR } else { FAR };
+        if let Ok(r) = relocate(&func, ADDR, 0, dest) {
+            if let Err(e) = check_relocated(&func, ADDR, 0, dest, &r) {
+                prop_assert!(false, "{func:x?}: {e}");
+            }
+        }
+    }
+}
+
+/// One instruction of the kinds the relocation rewrites, with a random displacement (which
+/// may land inside the displaced bytes, or inside an instruction).
+fn template() -> impl Strategy<Value = Vec<u8>> {
+    let rel32 = any::<i32>().prop_map(|v| v.to_le_bytes().to_vec());
+    let small = (-12i8..12).prop_map(|v| v as u8);
+    prop_oneof![
+        Just(vec![0x90]),
+        Just(vec![0x55]),
+        Just(vec![0x48, 0x89, 0xe5]),
+        Just(vec![0xc3]),
+        small.clone().prop_map(|r| vec![0xeb, r]),
+        (0x70u8..0x80, small).prop_map(|(op, r)| vec![op, r]),
+        rel32.clone().prop_map(|r| [&[0xe9][..], &r].concat()),
+        rel32.clone().prop_map(|r| [&[0xe8][..], &r].concat()),
+        (0x80u8..0x90, rel32.clone()).prop_map(|(op, r)| [&[0x0f, op][..], &r].concat()),
+        rel32.clone().prop_map(|r| [&[0x48, 0x8d, 0x05][..], &r].concat()),
+        rel32.prop_map(|r| [&[0x81, 0x3d][..], &r, &[1, 2, 3, 4]].concat()),
+    ]
 }
