@@ -116,7 +116,9 @@ pub(super) struct Displaced {
 pub(super) fn classify(cs: &Capstone, insn: &Insn<'_>, offset: usize) -> Result<Displaced, String> {
     let bytes = insn.bytes().to_vec();
     let mnemonic = insn.mnemonic().unwrap_or("?").to_string();
-    let detail = cs.insn_detail(insn).map_err(|_| "undecodable".to_string())?;
+    let detail = cs
+        .insn_detail(insn)
+        .map_err(|_| "undecodable".to_string())?;
     let id = insn.id().0;
     let in_group = |g: u32| detail.groups().iter().any(|x| u32::from(x.0) == g);
     let is = |i: X86Insn| id == i as u32;
@@ -170,7 +172,11 @@ pub(super) fn classify(cs: &Capstone, insn: &Insn<'_>, offset: usize) -> Result<
 
 /// [`Action::RipRelative`] when one of the instruction's memory operands is addressed from RIP,
 /// else [`Action::Copy`].
-fn rip_relative(detail: &capstone::InsnDetail<'_>, bytes: &[u8], addr: u64) -> Result<Action, String> {
+fn rip_relative(
+    detail: &capstone::InsnDetail<'_>,
+    bytes: &[u8],
+    addr: u64,
+) -> Result<Action, String> {
     let ArchDetail::X86Detail(x86) = detail.arch_detail();
     let mut rip = false;
     for op in x86.operands() {
@@ -189,7 +195,8 @@ fn rip_relative(detail: &capstone::InsnDetail<'_>, bytes: &[u8], addr: u64) -> R
     // reports the ModRM's offset reliably, not always the disp's size (VEX forms).
     let unusual = || "rip-relative (unusual encoding)".to_string();
     let modrm_at = usize::from(x86.encoding().modrm_offset);
-    if modrm_at == 0 || x86.addr_size() != 8 || bytes.get(modrm_at).map(|m| m & 0xc7) != Some(0x05) {
+    if modrm_at == 0 || x86.addr_size() != 8 || bytes.get(modrm_at).map(|m| m & 0xc7) != Some(0x05)
+    {
         return Err(unusual());
     }
     let at = modrm_at + 1;

@@ -102,7 +102,8 @@ impl Emitter {
             self.code.push(0xe8);
             self.put_rel32(target);
         } else if let Target::Abs(a) = target {
-            self.code.extend_from_slice(&[0xff, 0x15, 2, 0, 0, 0, 0xeb, 8]);
+            self.code
+                .extend_from_slice(&[0xff, 0x15, 2, 0, 0, 0, 0xeb, 8]);
             self.code.extend_from_slice(&a.to_le_bytes());
         }
     }
@@ -113,7 +114,8 @@ impl Emitter {
         self.code.push(0x68);
         self.code.extend_from_slice(&(value as u32).to_le_bytes());
         self.code.extend_from_slice(&[0xc7, 0x44, 0x24, 0x04]);
-        self.code.extend_from_slice(&((value >> 32) as u32).to_le_bytes());
+        self.code
+            .extend_from_slice(&((value >> 32) as u32).to_le_bytes());
     }
 
     /// Copies `bytes` as they are.

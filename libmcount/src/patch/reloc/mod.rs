@@ -84,9 +84,7 @@ pub fn relocate(func: &[u8], addr: u64, skip: usize, dest: u64) -> Result<Reloca
     let start = addr.wrapping_add(skip as u64);
     let body = func.get(skip..).ok_or(Refusal::TooShort)?;
     let displaced = displaced(&cs, body, start)?;
-    let patch_len = displaced
-        .last()
-        .map_or(0, |d| d.offset + d.bytes.len());
+    let patch_len = displaced.last().map_or(0, |d| d.offset + d.bytes.len());
     let rest = &body[patch_len..];
     let rest_addr = start.wrapping_add(patch_len as u64);
     if branches(&cs, rest, rest_addr).any(|t| t > start && t < rest_addr) {
@@ -117,9 +115,10 @@ fn displaced(cs: &capstone::Capstone, body: &[u8], start: u64) -> Result<Vec<Dis
             .iter()
             .next()
             .ok_or_else(|| Refusal::Unsupported("undecodable".into()))?;
-        let d = classify(cs, &insn, covered).map_err(Refusal::Unsupported)?;
+        let d = classify(cs, insn, covered).map_err(Refusal::Unsupported)?;
         covered += d.bytes.len();
-        let ends = d.ends_flow || matches!(d.action, Action::Branch(b) if b.kind == BranchKind::Jmp);
+        let ends =
+            d.ends_flow || matches!(d.action, Action::Branch(b) if b.kind == BranchKind::Jmp);
         out.push(d);
         if ends && covered < CALL_LEN {
             return Err(Refusal::TooShort);

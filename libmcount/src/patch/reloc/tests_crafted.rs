@@ -34,7 +34,7 @@ pub(super) fn listing(code: &[u8], dest: u64) -> Option<Vec<Line>> {
         let insns = cs.disasm_count(&code[pos..], addr, 1).ok()?;
         let insn = insns.iter().next()?;
         let bytes = insn.bytes().to_vec();
-        let detail = cs.insn_detail(&insn).ok()?;
+        let detail = cs.insn_detail(insn).ok()?;
         let ArchDetail::X86Detail(x86) = detail.arch_detail();
         let mut mem = x86.operands().find_map(|op| match op.op_type {
             X86OperandType::Mem(m) if m.base().0 as u32 == X86Reg::X86_REG_RIP => {
@@ -96,17 +96,24 @@ pub(super) fn check_relocated(
     let moved = listing(&r.code, dest).ok_or("relocated code does not decode")?;
     let orig = listing(&func[skip..skip + r.patch_len], start).ok_or("original does not decode")?;
     let (mems, mut branches) = operands(&orig, start, end);
-    let (moved_mems, moved_branches) = operands(&moved, dest, dest.wrapping_add(r.code.len() as u64));
+    let (moved_mems, moved_branches) =
+        operands(&moved, dest, dest.wrapping_add(r.code.len() as u64));
     let inside = |t: u64| t >= dest && t < dest.wrapping_add(r.code.len() as u64);
     let starts: Vec<u64> = moved.iter().map(|l| l.addr).collect();
-    if let Some(l) = moved.iter().find(|l| l.branch.is_some_and(|t| inside(t) && !starts.contains(&t))) {
+    if let Some(l) = moved
+        .iter()
+        .find(|l| l.branch.is_some_and(|t| inside(t) && !starts.contains(&t)))
+    {
         return Err(format!("branch into the middle of an instruction: {l:x?}"));
     }
     if moved_mems != mems {
         return Err(format!("memory operands {moved_mems:x?} != {mems:x?}"));
     }
     let last = orig.last().map_or("", |l| l.mnemonic.as_str());
-    if !matches!(last, "jmp" | "ret" | "call" | "ud2" | "int3" | "hlt" | "ljmp" | "retf" | "retfq") {
+    if !matches!(
+        last,
+        "jmp" | "ret" | "call" | "ud2" | "int3" | "hlt" | "ljmp" | "retf" | "retfq"
+    ) {
         branches.push(end);
     }
     match branches.iter().find(|b| !moved_branches.contains(b)) {
@@ -123,7 +130,10 @@ const FAR: u64 = 0x7f00_0000_0000;
 fn moved(func: &[u8], skip: usize, dest: u64) -> (usize, Vec<Line>) {
     let r = relocate(func, ADDR, skip, dest).expect("relocatable");
     assert!(r.code.len() <= MAX_RELOCATED);
-    (r.patch_len, listing(&r.code, dest).expect("relocated code decodes"))
+    (
+        r.patch_len,
+        listing(&r.code, dest).expect("relocated code decodes"),
+    )
 }
 
 fn mnemonics(lines: &[Line]) -> Vec<&str> {
@@ -145,7 +155,9 @@ fn reloc_copies_position_independent_code_and_jumps_back() {
         assert_eq!(lines[3].branch, Some(ADDR + 8));
     }
     // After endbr64: the patch point is 4 bytes in, and the continuation is relative to it.
-    let func = [0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5, 0x41, 0x57, 0xc3];
+    let func = [
+        0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5, 0x41, 0x57, 0xc3,
+    ];
     let (len, lines) = moved(&func, 4, NEAR);
     assert_eq!(len, 6);
     assert_eq!(mnemonics(&lines), ["push", "mov", "push", "jmp"]);
@@ -165,17 +177,16 @@ impl ConcatBytes for [Line] {
 #[test]
 fn reloc_rewrites_every_rip_relative_operand() {
     let rel = 0x1234_i32.to_le_bytes();
-    let with = |head: &[u8], tail: &[u8]| -> Vec<u8> {
-        [head, &rel[..], tail, &[0xc3][..]].concat()
-    };
+    let with =
+        |head: &[u8], tail: &[u8]| -> Vec<u8> { [head, &rel[..], tail, &[0xc3][..]].concat() };
     let cases: Vec<(&str, Vec<u8>)> = vec![
-        ("mov", with(&[0x48, 0x8b, 0x05], &[])),             // mov rax, [rip+x]
-        ("mov", with(&[0x48, 0x89, 0x05], &[])),             // mov [rip+x], rax
-        ("lea", with(&[0x48, 0x8d, 0x3d], &[])),             // lea rdi, [rip+x]
-        ("cmp", with(&[0x83, 0x3d], &[0x05])),               // cmp dword [rip+x], 5
-        ("movsd", with(&[0xf2, 0x0f, 0x10, 0x05], &[])),     // movsd xmm0, [rip+x]
-        ("vmovdqa", with(&[0xc5, 0xf9, 0x6f, 0x05], &[])),   // vmovdqa xmm0, [rip+x]
-        ("mov", with(&[0xc7, 0x05], &[1, 0, 0, 0])),         // mov dword [rip+x], 1
+        ("mov", with(&[0x48, 0x8b, 0x05], &[])), // mov rax, [rip+x]
+        ("mov", with(&[0x48, 0x89, 0x05], &[])), // mov [rip+x], rax
+        ("lea", with(&[0x48, 0x8d, 0x3d], &[])), // lea rdi, [rip+x]
+        ("cmp", with(&[0x83, 0x3d], &[0x05])),   // cmp dword [rip+x], 5
+        ("movsd", with(&[0xf2, 0x0f, 0x10, 0x05], &[])), // movsd xmm0, [rip+x]
+        ("vmovdqa", with(&[0xc5, 0xf9, 0x6f, 0x05], &[])), // vmovdqa xmm0, [rip+x]
+        ("mov", with(&[0xc7, 0x05], &[1, 0, 0, 0])), // mov dword [rip+x], 1
     ];
     for (name, func) in cases {
         let n = func.len() - 1;
@@ -186,9 +197,21 @@ fn reloc_rewrites_every_rip_relative_operand() {
         assert_eq!(lines[0].mem, Some(target), "{name}: same memory operand");
         assert_eq!(lines[0].bytes.len(), n);
         // Everything but the displacement is unchanged (the immediate after it too).
-        let disp_at = lines[0].bytes.len() - 4 - if name == "cmp" { 1 } else if n == 10 { 4 } else { 0 };
+        let disp_at = lines[0].bytes.len()
+            - 4
+            - if name == "cmp" {
+                1
+            } else if n == 10 {
+                4
+            } else {
+                0
+            };
         assert_eq!(lines[0].bytes[..disp_at], func[..disp_at], "{name}");
-        assert_eq!(lines[0].bytes[disp_at + 4..], func[disp_at + 4..n], "{name}");
+        assert_eq!(
+            lines[0].bytes[disp_at + 4..],
+            func[disp_at + 4..n],
+            "{name}"
+        );
         assert_eq!(lines[1].branch, Some(ADDR + n as u64));
         assert_eq!(
             relocate(&func, ADDR, 0, FAR),
@@ -205,7 +228,11 @@ fn reloc_moves_jumps_near_and_far() {
     let target = ADDR + 6 + 0x10;
     let (len, lines) = moved(&func, 0, NEAR);
     assert_eq!(len, 6);
-    assert_eq!(mnemonics(&lines), ["push", "mov", "jmp"], "no jump back after a jmp");
+    assert_eq!(
+        mnemonics(&lines),
+        ["push", "mov", "jmp"],
+        "no jump back after a jmp"
+    );
     assert_eq!(lines[2].bytes[0], 0xe9);
     assert_eq!(lines[2].branch, Some(target));
     let (_, lines) = moved(&func, 0, FAR);
@@ -261,7 +288,10 @@ fn reloc_maps_branches_inside_the_displaced_bytes() {
     assert_eq!(lines[2].branch, Some(lines[1].addr));
     // A jump into the middle of a displaced instruction has no relocated equivalent.
     let func = [0x48, 0x85, 0xff, 0x74, 0xfc, 0xc3];
-    assert_eq!(relocate(&func, ADDR, 0, NEAR), unsupported("branch into an instruction"));
+    assert_eq!(
+        relocate(&func, ADDR, 0, NEAR),
+        unsupported("branch into an instruction")
+    );
 }
 
 #[test]
@@ -274,9 +304,17 @@ fn reloc_turns_a_displaced_call_into_push_and_jump() {
         assert_eq!(len, 5);
         assert_eq!(mnemonics(&lines), ["push", "mov", "jmp"]);
         let lo = u32::from_le_bytes(lines[0].bytes[1..5].try_into().unwrap());
-        assert_eq!(lines[1].bytes[..4], [0xc7, 0x44, 0x24, 0x04], "mov dword [rsp+4]");
+        assert_eq!(
+            lines[1].bytes[..4],
+            [0xc7, 0x44, 0x24, 0x04],
+            "mov dword [rsp+4]"
+        );
         let hi = u32::from_le_bytes(lines[1].bytes[4..8].try_into().unwrap());
-        assert_eq!(u64::from(hi) << 32 | u64::from(lo), ret, "original return address");
+        assert_eq!(
+            u64::from(hi) << 32 | u64::from(lo),
+            ret,
+            "original return address"
+        );
         assert_eq!(lines[2].branch, Some(ADDR + 5 + 0x100));
     }
 }
@@ -284,8 +322,14 @@ fn reloc_turns_a_displaced_call_into_push_and_jump() {
 #[test]
 fn reloc_refuses_short_starts_and_early_ends() {
     assert_eq!(relocate(&[0xc3], ADDR, 0, NEAR), Err(Refusal::TooShort));
-    assert_eq!(relocate(&[0x31, 0xc0, 0xff, 0xc0], ADDR, 0, NEAR), Err(Refusal::TooShort));
-    assert_eq!(relocate(&[0xf3, 0x0f, 0x1e, 0xfa], ADDR, 4, NEAR), Err(Refusal::TooShort));
+    assert_eq!(
+        relocate(&[0x31, 0xc0, 0xff, 0xc0], ADDR, 0, NEAR),
+        Err(Refusal::TooShort)
+    );
+    assert_eq!(
+        relocate(&[0xf3, 0x0f, 0x1e, 0xfa], ADDR, 4, NEAR),
+        Err(Refusal::TooShort)
+    );
     assert_eq!(relocate(&[0x90], ADDR, 4, NEAR), Err(Refusal::TooShort));
     // xor eax, eax; ret; then padding: the ret ends the function's flow first.
     let func = [0x31, 0xc0, 0xc3, 0x90, 0x90, 0x90, 0x90];
@@ -304,13 +348,28 @@ fn reloc_refuses_short_starts_and_early_ends() {
 fn reloc_refuses_unmovable_and_undecodable_instructions() {
     let rest = [0x90; 8];
     let with = |head: &[u8]| [head, &rest[..]].concat();
-    assert_eq!(relocate(&with(&[0xe2, 0xfe]), ADDR, 0, NEAR), unsupported("loop"));
-    assert_eq!(relocate(&with(&[0xe1, 0xfe]), ADDR, 0, NEAR), unsupported("loope"));
-    assert_eq!(relocate(&with(&[0xe3, 0x02]), ADDR, 0, NEAR), unsupported("jrcxz"));
-    assert_eq!(relocate(&with(&[0x67, 0xe3, 0x02]), ADDR, 0, NEAR), unsupported("jecxz"));
+    assert_eq!(
+        relocate(&with(&[0xe2, 0xfe]), ADDR, 0, NEAR),
+        unsupported("loop")
+    );
+    assert_eq!(
+        relocate(&with(&[0xe1, 0xfe]), ADDR, 0, NEAR),
+        unsupported("loope")
+    );
+    assert_eq!(
+        relocate(&with(&[0xe3, 0x02]), ADDR, 0, NEAR),
+        unsupported("jrcxz")
+    );
+    assert_eq!(
+        relocate(&with(&[0x67, 0xe3, 0x02]), ADDR, 0, NEAR),
+        unsupported("jecxz")
+    );
     let xbegin = with(&[0xc7, 0xf8, 0, 0, 0, 0]);
     assert_eq!(relocate(&xbegin, ADDR, 0, NEAR), unsupported("xbegin"));
-    assert_eq!(relocate(&with(&[0x06]), ADDR, 0, NEAR), unsupported("undecodable"));
+    assert_eq!(
+        relocate(&with(&[0x06]), ADDR, 0, NEAR),
+        unsupported("undecodable")
+    );
     // A branch with an operand-size prefix.
     let r = relocate(&with(&[0x66, 0xe9, 0x10, 0x00]), ADDR, 0, NEAR);
     assert!(matches!(r, Err(Refusal::Unsupported(_))), "{r:?}");
@@ -329,7 +388,11 @@ fn reloc_refuses_jumps_into_the_patch() {
         [&head[..], &[0xeb, rel], &[0xc3][..]].concat()
     };
     for offset in 1..6 {
-        assert_eq!(relocate(&back_to(offset), ADDR, 0, NEAR), Err(Refusal::JumpIntoPatch), "{offset}");
+        assert_eq!(
+            relocate(&back_to(offset), ADDR, 0, NEAR),
+            Err(Refusal::JumpIntoPatch),
+            "{offset}"
+        );
     }
     // To the patch point itself, or to the continuation: fine.
     assert!(relocate(&back_to(0), ADDR, 0, NEAR).is_ok());
@@ -353,7 +416,10 @@ fn reloc_lists_the_branches_that_leave_a_function() {
     func.extend_from_slice(&[0xff, 0xe0, 0xc3]); // jmp rax (indirect); ret
     let targets = direct_branch_targets(&func, ADDR);
     assert_eq!(targets, vec![ADDR - 3, ADDR + 5 + 0x100]);
-    assert!(direct_branch_targets(&[0x06, 0xe8, 0, 1, 0, 0], ADDR).is_empty(), "stops at junk");
+    assert!(
+        direct_branch_targets(&[0x06, 0xe8, 0, 1, 0, 0], ADDR).is_empty(),
+        "stops at junk"
+    );
 }
 
 proptest! {
@@ -406,7 +472,9 @@ fn template() -> impl Strategy<Value = Vec<u8>> {
         rel32.clone().prop_map(|r| [&[0xe9][..], &r].concat()),
         rel32.clone().prop_map(|r| [&[0xe8][..], &r].concat()),
         (0x80u8..0x90, rel32.clone()).prop_map(|(op, r)| [&[0x0f, op][..], &r].concat()),
-        rel32.clone().prop_map(|r| [&[0x48, 0x8d, 0x05][..], &r].concat()),
+        rel32
+            .clone()
+            .prop_map(|r| [&[0x48, 0x8d, 0x05][..], &r].concat()),
         rel32.prop_map(|r| [&[0x81, 0x3d][..], &r, &[1, 2, 3, 4]].concat()),
     ]
 }

@@ -67,7 +67,11 @@ impl Drop for Page {
 
 /// Relocates `func` (at `addr`) to `page` and places the code there; the address to call.
 pub(super) fn relocated_at(func: &[u8], addr: u64, page: &Page) -> Result<u64, Refusal> {
-    let skip = if func.starts_with(&[0xf3, 0x0f, 0x1e, 0xfa]) { 4 } else { 0 };
+    let skip = if func.starts_with(&[0xf3, 0x0f, 0x1e, 0xfa]) {
+        4
+    } else {
+        0
+    };
     let r = relocate(func, addr, skip, page.addr())?;
     assert!(r.code.len() <= MAX_RELOCATED);
     Ok(page.place(&r.code))
@@ -231,25 +235,83 @@ type IntFn = extern "C" fn(u64, u64) -> u64;
 fn call_int(addr: u64, a: u64, b: u64) -> u64 {
     // SAFETY: `addr` is one of the functions above or its relocated copy, which take at most
     // two integer arguments and return one.
-    let f: IntFn = unsafe { transmute(addr as usize) };
+    let f = unsafe { transmute::<usize, IntFn>(addr as usize) };
     f(a, b)
 }
 
+/// A test function: name, bytes, whether it has a RIP-relative operand, argument pairs.
+type IntCase = (&'static str, &'static [u8], bool, Vec<(u64, u64)>);
+
 /// The integer test functions with the arguments they are called with.
-fn int_cases() -> Vec<(&'static str, &'static [u8], bool, Vec<(u64, u64)>)> {
+fn int_cases() -> Vec<IntCase> {
     let args = |v: &[u64]| v.iter().map(|&a| (a, 5)).collect::<Vec<_>>();
     vec![
-        ("load", asm_fn!(utrace_reloc_t_load, utrace_reloc_t_load_end), true, args(&[0, 7])),
-        ("lea", asm_fn!(utrace_reloc_t_lea, utrace_reloc_t_lea_end), true, args(&[1, 9])),
-        ("store", asm_fn!(utrace_reloc_t_store, utrace_reloc_t_store_end), true, args(&[3, 41])),
-        ("cmp", asm_fn!(utrace_reloc_t_cmp, utrace_reloc_t_cmp_end), true, args(&[0, 10])),
-        ("call", asm_fn!(utrace_reloc_t_call, utrace_reloc_t_call_end), false, args(&[0, 21])),
-        ("ret_addr", asm_fn!(utrace_reloc_t_ret_addr, utrace_reloc_t_ret_addr_end), false, args(&[0])),
-        ("jcc", asm_fn!(utrace_reloc_t_jcc, utrace_reloc_t_jcc_end), false, args(&[0, 1, 2])),
-        ("loop", asm_fn!(utrace_reloc_t_loop, utrace_reloc_t_loop_end), false, args(&[1, 10, 100])),
-        ("loop2", asm_fn!(utrace_reloc_t_loop2, utrace_reloc_t_loop2_end), false, args(&[1, 10])),
-        ("short_jmp", asm_fn!(utrace_reloc_t_short_jmp, utrace_reloc_t_short_jmp_end), false, args(&[0, 4])),
-        ("tail", asm_fn!(utrace_reloc_t_tail, utrace_reloc_t_tail_end), false, args(&[3, 8])),
+        (
+            "load",
+            asm_fn!(utrace_reloc_t_load, utrace_reloc_t_load_end),
+            true,
+            args(&[0, 7]),
+        ),
+        (
+            "lea",
+            asm_fn!(utrace_reloc_t_lea, utrace_reloc_t_lea_end),
+            true,
+            args(&[1, 9]),
+        ),
+        (
+            "store",
+            asm_fn!(utrace_reloc_t_store, utrace_reloc_t_store_end),
+            true,
+            args(&[3, 41]),
+        ),
+        (
+            "cmp",
+            asm_fn!(utrace_reloc_t_cmp, utrace_reloc_t_cmp_end),
+            true,
+            args(&[0, 10]),
+        ),
+        (
+            "call",
+            asm_fn!(utrace_reloc_t_call, utrace_reloc_t_call_end),
+            false,
+            args(&[0, 21]),
+        ),
+        (
+            "ret_addr",
+            asm_fn!(utrace_reloc_t_ret_addr, utrace_reloc_t_ret_addr_end),
+            false,
+            args(&[0]),
+        ),
+        (
+            "jcc",
+            asm_fn!(utrace_reloc_t_jcc, utrace_reloc_t_jcc_end),
+            false,
+            args(&[0, 1, 2]),
+        ),
+        (
+            "loop",
+            asm_fn!(utrace_reloc_t_loop, utrace_reloc_t_loop_end),
+            false,
+            args(&[1, 10, 100]),
+        ),
+        (
+            "loop2",
+            asm_fn!(utrace_reloc_t_loop2, utrace_reloc_t_loop2_end),
+            false,
+            args(&[1, 10]),
+        ),
+        (
+            "short_jmp",
+            asm_fn!(utrace_reloc_t_short_jmp, utrace_reloc_t_short_jmp_end),
+            false,
+            args(&[0, 4]),
+        ),
+        (
+            "tail",
+            asm_fn!(utrace_reloc_t_tail, utrace_reloc_t_tail_end),
+            false,
+            args(&[3, 8]),
+        ),
     ]
 }
 
@@ -275,9 +337,14 @@ fn reloc_exec_small_functions_near() {
     let addr = func.as_ptr() as u64;
     let page = Page::near(addr).expect("a page");
     let dest = relocated_at(func, addr, &page).expect("relocatable");
+    type FloatFn = extern "C" fn(f64) -> f64;
     // SAFETY: both are the `double (double)` function above.
-    let (orig, copy): (extern "C" fn(f64) -> f64, extern "C" fn(f64) -> f64) =
-        unsafe { (transmute(addr as usize), transmute(dest as usize)) };
+    let (orig, copy) = unsafe {
+        (
+            transmute::<usize, FloatFn>(addr as usize),
+            transmute::<usize, FloatFn>(dest as usize),
+        )
+    };
     assert_eq!(copy(1.25), orig(1.25));
     assert_eq!(copy(1.25), 3.75);
 }
@@ -294,12 +361,19 @@ fn reloc_exec_small_functions_far() {
         far += 1;
         let result = relocated_at(func, addr, &page);
         if rip_relative {
-            assert_eq!(result, Err(Refusal::Unsupported("rip-relative out of reach".into())));
+            assert_eq!(
+                result,
+                Err(Refusal::Unsupported("rip-relative out of reach".into()))
+            );
             continue;
         }
         let dest = result.unwrap_or_else(|e| panic!("{name}: {e:?}"));
         for (a, b) in args {
-            assert_eq!(call_int(dest, a, b), call_int(addr, a, b), "{name}({a}, {b}) far");
+            assert_eq!(
+                call_int(dest, a, b),
+                call_int(addr, a, b),
+                "{name}({a}, {b}) far"
+            );
         }
     }
     eprintln!("{far} functions relocated out of rel32 reach");

@@ -31,7 +31,10 @@ impl Libc {
         // SAFETY: see above.
         assert_ne!(unsafe { libc::dladdr(any, &mut info) }, 0, "dladdr(strlen)");
         // SAFETY: dladdr succeeded, so dli_fname is a NUL-terminated path.
-        let path = unsafe { CStr::from_ptr(info.dli_fname) }.to_str().unwrap().to_string();
+        let path = unsafe { CStr::from_ptr(info.dli_fname) }
+            .to_str()
+            .unwrap()
+            .to_string();
         let bytes = std::fs::read(&path).expect("read the C library");
         let elf = parse(&bytes).expect("the C library parses");
         let bias = load_bias(&elf, info.dli_fbase as u64);
@@ -56,7 +59,12 @@ impl Libc {
     fn bytes(&self, addr: u64) -> Option<&'static [u8]> {
         let size = match self.functions.get(&addr) {
             Some(&(size, _)) => size,
-            None => self.functions.range(addr + 1..).next().map(|(&next, _)| next - addr)?.min(512),
+            None => self
+                .functions
+                .range(addr + 1..)
+                .next()
+                .map(|(&next, _)| next - addr)?
+                .min(512),
         };
         if !self.in_text(addr, addr + size) {
             return None;
@@ -84,102 +92,139 @@ extern "C" fn by_value(a: *const c_void, b: *const c_void) -> c_int {
 /// A libc function and a call of it (at the given address) whose result can be compared.
 type Case = (&'static CStr, fn(u64) -> String);
 
-// SAFETY (for every case): the address is the libc function named, or its relocated copy,
-// and it is called with that function's C signature and valid arguments.
+/// `addr` as a function pointer of type `$t`.
+macro_rules! c_fn {
+    ($addr:expr, $t:ty) => {{
+        // SAFETY: the address is the libc function the case names, or its relocated copy,
+        // and `$t` is that function's C signature (each case passes valid arguments).
+        unsafe { transmute::<usize, $t>($addr as usize) }
+    }};
+}
+
 fn cases() -> Vec<Case> {
     vec![
         (c"strtol", |f| {
-            let f: extern "C" fn(*const c_char, *mut *mut c_char, c_int) -> c_long =
-                unsafe { transmute(f as usize) };
+            let f = c_fn!(
+                f,
+                extern "C" fn(*const c_char, *mut *mut c_char, c_int) -> c_long
+            );
             let s = c"  -12345xyz";
             let mut end = null_mut();
             let v = f(s.as_ptr(), &mut end, 10);
             format!("{v} {}", end as usize - s.as_ptr() as usize)
         }),
         (c"strtoul", |f| {
-            let f: extern "C" fn(*const c_char, *mut *mut c_char, c_int) -> c_ulong =
-                unsafe { transmute(f as usize) };
+            let f = c_fn!(
+                f,
+                extern "C" fn(*const c_char, *mut *mut c_char, c_int) -> c_ulong
+            );
             format!("{}", f(c"0xdeadbeef".as_ptr(), null_mut(), 0))
         }),
         (c"atoi", |f| {
-            let f: extern "C" fn(*const c_char) -> c_int = unsafe { transmute(f as usize) };
+            let f = c_fn!(f, extern "C" fn(*const c_char) -> c_int);
             format!("{} {}", f(c"  42abc".as_ptr()), f(c"-7".as_ptr()))
         }),
         (c"strchr", |f| {
-            let f: extern "C" fn(*const c_char, c_int) -> *const c_char =
-                unsafe { transmute(f as usize) };
+            let f = c_fn!(f, extern "C" fn(*const c_char, c_int) -> *const c_char);
             let s = c"hello, world";
-            format!("{} {:?}", f(s.as_ptr(), b'w' as c_int) as usize - s.as_ptr() as usize, f(s.as_ptr(), b'z' as c_int))
+            format!(
+                "{} {:?}",
+                f(s.as_ptr(), b'w' as c_int) as usize - s.as_ptr() as usize,
+                f(s.as_ptr(), b'z' as c_int)
+            )
         }),
         (c"strrchr", |f| {
-            let f: extern "C" fn(*const c_char, c_int) -> *const c_char =
-                unsafe { transmute(f as usize) };
+            let f = c_fn!(f, extern "C" fn(*const c_char, c_int) -> *const c_char);
             let s = c"a/b/c/d";
-            format!("{}", f(s.as_ptr(), b'/' as c_int) as usize - s.as_ptr() as usize)
+            format!(
+                "{}",
+                f(s.as_ptr(), b'/' as c_int) as usize - s.as_ptr() as usize
+            )
         }),
         (c"strlen", |f| {
-            let f: extern "C" fn(*const c_char) -> usize = unsafe { transmute(f as usize) };
+            let f = c_fn!(f, extern "C" fn(*const c_char) -> usize);
             let long = std::ffi::CString::new("x".repeat(1000)).unwrap();
-            format!("{} {} {}", f(c"".as_ptr()), f(c"hello".as_ptr()), f(long.as_ptr()))
+            format!(
+                "{} {} {}",
+                f(c"".as_ptr()),
+                f(c"hello".as_ptr()),
+                f(long.as_ptr())
+            )
         }),
         (c"strcmp", |f| {
-            let f: extern "C" fn(*const c_char, *const c_char) -> c_int =
-                unsafe { transmute(f as usize) };
-            format!("{} {}", f(c"abc".as_ptr(), c"abd".as_ptr()).signum(), f(c"x".as_ptr(), c"x".as_ptr()))
+            let f = c_fn!(f, extern "C" fn(*const c_char, *const c_char) -> c_int);
+            format!(
+                "{} {}",
+                f(c"abc".as_ptr(), c"abd".as_ptr()).signum(),
+                f(c"x".as_ptr(), c"x".as_ptr())
+            )
         }),
         (c"memcmp", |f| {
-            let f: extern "C" fn(*const c_void, *const c_void, usize) -> c_int =
-                unsafe { transmute(f as usize) };
+            let f = c_fn!(
+                f,
+                extern "C" fn(*const c_void, *const c_void, usize) -> c_int
+            );
             let (a, b) = ([1u8, 2, 3, 4], [1u8, 2, 9, 4]);
             let r = f(a.as_ptr().cast(), b.as_ptr().cast(), 4).signum();
             format!("{r} {}", f(a.as_ptr().cast(), b.as_ptr().cast(), 2))
         }),
         (c"memcpy", |f| {
-            let f: extern "C" fn(*mut c_void, *const c_void, usize) -> *mut c_void =
-                unsafe { transmute(f as usize) };
+            let f = c_fn!(
+                f,
+                extern "C" fn(*mut c_void, *const c_void, usize) -> *mut c_void
+            );
             let src: Vec<u8> = (0..100).collect();
             let mut dst = [0u8; 100];
             f(dst.as_mut_ptr().cast(), src.as_ptr().cast(), 100);
             format!("{:?}", &dst[95..])
         }),
         (c"memset", |f| {
-            let f: extern "C" fn(*mut c_void, c_int, usize) -> *mut c_void =
-                unsafe { transmute(f as usize) };
+            let f = c_fn!(f, extern "C" fn(*mut c_void, c_int, usize) -> *mut c_void);
             let mut dst = [0u8; 40];
             f(dst.as_mut_ptr().cast(), 7, 33);
             format!("{:?}", &dst[30..35])
         }),
         (c"abs", |f| {
-            let f: extern "C" fn(c_int) -> c_int = unsafe { transmute(f as usize) };
+            let f = c_fn!(f, extern "C" fn(c_int) -> c_int);
             format!("{} {}", f(-5), f(6))
         }),
         (c"labs", |f| {
-            let f: extern "C" fn(c_long) -> c_long = unsafe { transmute(f as usize) };
+            let f = c_fn!(f, extern "C" fn(c_long) -> c_long);
             format!("{}", f(-5_000_000_000))
         }),
         (c"toupper", |f| {
-            let f: extern "C" fn(c_int) -> c_int = unsafe { transmute(f as usize) };
+            let f = c_fn!(f, extern "C" fn(c_int) -> c_int);
             format!("{} {}", f(b'a' as c_int), f(b'1' as c_int))
         }),
         (c"qsort", |f| {
             type Cmp = extern "C" fn(*const c_void, *const c_void) -> c_int;
-            let f: extern "C" fn(*mut c_void, usize, usize, Cmp) =
-                unsafe { transmute(f as usize) };
+            let f = c_fn!(f, extern "C" fn(*mut c_void, usize, usize, Cmp));
             let mut v: [c_int; 8] = [5, -1, 9, 3, 3, 0, 12, -8];
             f(v.as_mut_ptr().cast(), v.len(), 4, by_value);
             format!("{v:?}")
         }),
         (c"snprintf", |f| {
-            let f: unsafe extern "C" fn(*mut c_char, usize, *const c_char, ...) -> c_int =
-                unsafe { transmute(f as usize) };
+            let f = c_fn!(
+                f,
+                unsafe extern "C" fn(*mut c_char, usize, *const c_char, ...) -> c_int
+            );
             let mut buf = [0 as c_char; 64];
-            let n = unsafe { f(buf.as_mut_ptr(), 64, c"%d-%s-%.2f".as_ptr(), 42, c"x".as_ptr(), 1.5f64) };
+            // SAFETY: a 64-byte buffer, a format whose conversions match the arguments.
+            let n = unsafe {
+                f(
+                    buf.as_mut_ptr(),
+                    64,
+                    c"%d-%s-%.2f".as_ptr(),
+                    42,
+                    c"x".as_ptr(),
+                    1.5f64,
+                )
+            };
             // SAFETY: snprintf NUL-terminated the buffer.
             format!("{n} {:?}", unsafe { CStr::from_ptr(buf.as_ptr()) })
         }),
         (c"strspn", |f| {
-            let f: extern "C" fn(*const c_char, *const c_char) -> usize =
-                unsafe { transmute(f as usize) };
+            let f = c_fn!(f, extern "C" fn(*const c_char, *const c_char) -> usize);
             format!("{}", f(c"aabbcxd".as_ptr(), c"abc".as_ptr()))
         }),
     ]
@@ -217,7 +262,11 @@ fn sweep(libc: &Libc, dest: u64) -> BTreeMap<String, usize> {
         let Some(func) = libc.bytes(addr) else {
             continue;
         };
-        let skip = if func.starts_with(&[0xf3, 0x0f, 0x1e, 0xfa]) { 4 } else { 0 };
+        let skip = if func.starts_with(&[0xf3, 0x0f, 0x1e, 0xfa]) {
+            4
+        } else {
+            0
+        };
         let key = match relocate(func, addr, skip, dest) {
             Ok(r) => {
                 assert!(r.code.len() <= MAX_RELOCATED);
@@ -225,10 +274,15 @@ fn sweep(libc: &Libc, dest: u64) -> BTreeMap<String, usize> {
                     .unwrap_or_else(|e| panic!("{addr:#x}: {e}"));
                 let mems: Vec<u64> = orig.iter().filter_map(|l| l.mem).collect();
                 if !mems.is_empty() {
-                    *counts.entry("(with rip-relative operand)".into()).or_default() += 1;
+                    *counts
+                        .entry("(with rip-relative operand)".into())
+                        .or_default() += 1;
                 }
                 if orig.iter().any(|l| l.branch.is_some()) {
-                    let kind = orig.iter().find(|l| l.branch.is_some()).map_or("", |l| &l.mnemonic);
+                    let kind = orig
+                        .iter()
+                        .find(|l| l.branch.is_some())
+                        .map_or("", |l| &l.mnemonic);
                     *counts.entry(format!("(with {kind})")).or_default() += 1;
                 }
                 "relocated".to_string()
@@ -245,9 +299,16 @@ fn sweep(libc: &Libc, dest: u64) -> BTreeMap<String, usize> {
 fn reloc_sweep_libc() {
     let libc = Libc::load();
     let text = libc.text[0].0;
-    for (label, dest) in [("near", text - (1 << 20)), ("far", text.wrapping_add(1 << 40))] {
+    for (label, dest) in [
+        ("near", text - (1 << 20)),
+        ("far", text.wrapping_add(1 << 40)),
+    ] {
         let counts = sweep(&libc, dest);
-        let total: usize = counts.iter().filter(|(k, _)| !k.starts_with('(')).map(|(_, n)| n).sum();
+        let total: usize = counts
+            .iter()
+            .filter(|(k, _)| !k.starts_with('('))
+            .map(|(_, n)| n)
+            .sum();
         let ok = counts.get("relocated").copied().unwrap_or(0);
         eprintln!("libc sweep ({label} dest): {ok}/{total} relocated; {counts:?}");
         assert!(total > 1000, "the C library has thousands of functions");
