@@ -19,9 +19,11 @@
 //!   mov dword ptr [rsp+4], imm32`, no flag or register other than `rsp` touched) and the
 //!   target jumped to. The callee, and a backtrace taken inside it, see exactly the frame of
 //!   the unpatched program (return address inside the function, whose unwind info applies).
-//!   A displaced call that is not the last (only possible through a future encoding) would
-//!   be a real `call` from `dest`: a backtrace inside the callee would then see a return
-//!   address in the out-of-line buffer, which has no unwind info.
+//!   A displaced direct call that is not the last (impossible with `e8 rel32`, kept for
+//!   completeness) would be a real `call` from `dest`, like an indirect `call` (`call rax`,
+//!   `call qword ptr [rip+x]`, copied with its operand adjusted): a backtrace inside such a
+//!   callee sees a return address in the out-of-line buffer, which has no unwind info, so
+//!   the libgcc unwinder stops there (frame-pointer walkers go on).
 //! - `loop*`, `jrcxz`/`jecxz`, `xbegin`, branches with an operand-size prefix,
 //!   `EIP`-relative operands → `Unsupported(mnemonic)`; bytes capstone cannot decode →
 //!   `Unsupported("undecodable")`.
@@ -29,6 +31,19 @@
 //! A `ret`, `jmp` or other end of flow (`ud2`, `hlt`, `int3`) before 5 bytes are covered is
 //! refused with [`Refusal::TooShort`] (the function's start is too short to hold the call);
 //! as the last displaced instruction it is fine, and no jump back follows it.
+//!
+//! The rest of the function (`func` after the displaced bytes) is decoded linearly, up to its
+//! end or the first bytes that do not decode: a direct branch (`jmp`, `jcc`, `call`, `loop`,
+//! `jrcxz`) into the displaced bytes after their first → [`Refusal::JumpIntoPatch`] (a jump
+//! to the patch point itself is allowed). Branches from other functions, jump tables and
+//! exception tables are not seen here: [`direct_branch_targets`] lets the patcher check the
+//! first kind across functions.
+//!
+//! The code is valid at the given `dest` only. A `rel32` form is chosen when the target is in
+//! reach from anywhere in `[dest, dest + MAX_RELOCATED]`. Other `Unsupported` reasons:
+//! `"<mnemonic> (unusual encoding)"`, `"rip-relative (unusual encoding)"`, `"eip-relative"`,
+//! `"branch into an instruction"` (a displaced branch into the middle of a displaced
+//! instruction), `"relocated code too long"` (cannot happen with 5 displaced bytes).
 //!
 //! While the displaced instructions run at `dest`, a backtrace (a signal, a profiler) sees a
 //! PC without unwind info; after them the code jumps back and runs in place again.

@@ -222,6 +222,23 @@ fn reloc_rewrites_every_rip_relative_operand() {
 }
 
 #[test]
+fn reloc_keeps_indirect_branches_through_rip() {
+    // jmp qword ptr [rip+0x100]: ends the flow, so no jump back.
+    let func = [0xff, 0x25, 0x00, 0x01, 0x00, 0x00, 0xcc];
+    let (len, lines) = moved(&func, 0, NEAR);
+    assert_eq!(len, 6);
+    assert_eq!(mnemonics(&lines), ["jmp"]);
+    assert_eq!(lines[0].mem, Some(ADDR + 6 + 0x100));
+    // call qword ptr [rip+0x100]: a real call from the buffer, then the jump back.
+    let func = [0xff, 0x15, 0x00, 0x01, 0x00, 0x00, 0xc3];
+    let (len, lines) = moved(&func, 0, NEAR);
+    assert_eq!(len, 6);
+    assert_eq!(mnemonics(&lines), ["call", "jmp"]);
+    assert_eq!(lines[0].mem, Some(ADDR + 6 + 0x100));
+    assert_eq!(lines[1].branch, Some(ADDR + 6));
+}
+
+#[test]
 fn reloc_moves_jumps_near_and_far() {
     // push rbp; mov rbp, rsp; jmp +0x10: the jmp is the last displaced instruction.
     let func = [0x55, 0x48, 0x89, 0xe5, 0xeb, 0x10, 0x90, 0xc3];
