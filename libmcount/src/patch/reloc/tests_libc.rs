@@ -2,7 +2,7 @@
 //! and run (the resolved IFUNC variants included), and every function of it relocated at a
 //! fake address, counting refusals by reason.
 
-use super::tests_crafted::check_relocated;
+use super::tests_crafted::{check_relocated, listing};
 use super::tests_exec::{relocated_at, Page};
 use super::*;
 use record_format::elf::{function_symbols, load_bias, parse};
@@ -223,6 +223,19 @@ fn cases() -> Vec<Case> {
             // SAFETY: snprintf NUL-terminated the buffer.
             format!("{n} {:?}", unsafe { CStr::from_ptr(buf.as_ptr()) })
         }),
+        // These two start with a call (after `sub rsp, 8`).
+        (c"rand", |f| {
+            let f = c_fn!(f, extern "C" fn() -> c_int);
+            // SAFETY: srand only sets the generator's state.
+            unsafe { libc::srand(7) };
+            format!("{} {}", f(), f())
+        }),
+        (c"ctime", |f| {
+            let f = c_fn!(f, extern "C" fn(*const libc::time_t) -> *const c_char);
+            let t: libc::time_t = 86400 * 365;
+            // SAFETY: ctime returns a NUL-terminated string in a static buffer.
+            format!("{:?}", unsafe { CStr::from_ptr(f(&t)) })
+        }),
         (c"strspn", |f| {
             let f = c_fn!(f, extern "C" fn(*const c_char, *const c_char) -> usize);
             format!("{}", f(c"aabbcxd".as_ptr(), c"abc".as_ptr()))
@@ -245,7 +258,16 @@ fn reloc_exec_libc_functions() {
         match relocated_at(func, addr, &page) {
             Ok(dest) => {
                 assert_eq!(call(dest), call(addr), "{name:?} relocated");
-                ran.push(name);
+                // What was displaced, for the log.
+                let skip = if func.starts_with(&[0xf3, 0x0f, 0x1e, 0xfa]) {
+                    4
+                } else {
+                    0
+                };
+                let len = relocate(func, addr, skip, dest).map_or(0, |r| r.patch_len);
+                let shown = listing(&func[skip..skip + len], addr).unwrap_or_default();
+                let shown: Vec<&str> = shown.iter().map(|l| l.mnemonic.as_str()).collect();
+                ran.push(format!("{name:?} ({})", shown.join(" ")));
             }
             Err(e) => refused.push(format!("{name:?}: {e:?}")),
         }
