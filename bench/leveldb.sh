@@ -63,37 +63,9 @@ command -v "$UFTRACE" >/dev/null || die "$UFTRACE not found"
 
 # --- the source ---------------------------------------------------------------------------------
 
-SOURCES=/etc/apt/sources.list.d/debian.sources
-
-# Adds `deb-src` to the `Types:` line of each stanza of $SOURCES that has only `deb`.
-enable_deb_src() {
-	[[ -f $SOURCES ]] || die "$SOURCES not found: add a deb-src line for leveldb by hand"
-	if ! grep -q '^Types:.*deb-src' "$SOURCES"; then
-		((EUID == 0)) || die "adding deb-src to $SOURCES needs root"
-		say "adding deb-src to $SOURCES"
-		sed -i 's/^Types: deb$/Types: deb deb-src/' "$SOURCES"
-		apt-get update -q >&2
-	fi
-}
-
-src_dir() {
-	find "$CACHE" -maxdepth 1 -type d -name 'leveldb-*' | sort | tail -n 1
-}
-
-mkdir -p "$CACHE"
-SRC=$(src_dir)
-if [[ -z $SRC ]]; then
-	enable_deb_src
-	say "apt-get source leveldb into $CACHE"
-	# apt-get drops privileges to _apt for the download; let it write there.
-	(cd "$CACHE" && apt-get source -q leveldb >&2) ||
-		{
-			apt-get update -q >&2
-			(cd "$CACHE" && apt-get source -q leveldb >&2)
-		}
-	SRC=$(src_dir)
-	[[ -n $SRC ]] || die "apt-get source left no leveldb-* directory in $CACHE"
-fi
+# shellcheck source=tests/debian_source.sh
+source tests/debian_source.sh
+SRC=$(debian_source leveldb "$CACHE")
 
 # --- the build ----------------------------------------------------------------------------------
 
