@@ -4,8 +4,7 @@
 //! - with `-fpatchable-function-entry=5` and `=5,0` (NOP sleds: the ordinary hooks),
 //! - with `-pg -mfentry -mnop-mcount` (no PIE; its libraries with patchable sleds, since gcc
 //!   refuses `-mnop-mcount` with `-fPIC`),
-//! - at plain `-O2` (full dynamic patching: needs the relocation engine, `patch::reloc`; the
-//!   tests of that build say so and skip while the engine is the stub that refuses everything),
+//! - at plain `-O2` (full dynamic patching, through `patch::reloc`),
 //! - with `-pg -mfentry` (`-U`, or `-P` naming some functions, NOPs the other hooks) and `-pg`
 //!   (`-P`/`-U` ignored),
 //!
@@ -293,32 +292,12 @@ fn pg_builds_ignore_patching() {
     compare_all(Build::Pg, &[&["-P", "work"], &["-U", "."]]);
 }
 
-/// Whether utrace's relocation engine is still the stub that refuses every function (before
-/// `patch::reloc` is merged): the full dynamic tests have nothing to check then.
-fn reloc_is_stub(prog: &Path) -> bool {
-    let tmp = tempfile::tempdir().unwrap();
-    let a = args(prog);
-    let a: Vec<&str> = a.iter().map(String::as_str).collect();
-    let out = util::record_with(
-        false,
-        tmp.path(),
-        prog,
-        &a,
-        &["--debug-domain=dynamic:3", "-P", "work"],
-    );
-    let stub = out.stderr.contains("not written yet");
-    if stub {
-        eprintln!("full dynamic patching: patch::reloc is not merged yet; skipping");
-    }
-    stub
-}
-
 /// Plain `-O2` code (full dynamic patching). uftrace 0.13 refuses `fwork` and `scale` (a
 /// RIP-relative SSE load in their first bytes), utrace relocates them: they are left out with
 /// `-U` in the comparisons.
 #[test]
 fn full_dynamic_matches_uftrace() {
-    if !util::need_uftrace("record_patch") || reloc_is_stub(&program(Build::Plain)) {
+    if !util::need_uftrace("record_patch") {
         return;
     }
     let mut all_but: Vec<&str> = ALL.to_vec();
@@ -426,17 +405,12 @@ fn patched_programs_compute_the_same_and_refusals_are_counted() {
             );
         }
         let replay = util::utrace_replay(&dir, &["-f", "none"]);
-        if build != Build::Plain || !reloc_is_stub(&prog) {
-            for f in ["work()", "step()", "lib_sq()", "dl_cube()"] {
-                assert!(
-                    replay
-                        .stdout
-                        .lines()
-                        .any(|l| l.trim_start().starts_with(&f[..f.len() - 1])),
-                    "{}: {f} not recorded:\n{replay}",
-                    build.name()
-                );
-            }
+        for f in ["work(", "step(", "lib_sq(", "dl_cube("] {
+            assert!(
+                replay.stdout.lines().any(|l| l.trim_start().starts_with(f)),
+                "{}: {f} not recorded:\n{replay}",
+                build.name()
+            );
         }
     }
 }
@@ -491,7 +465,7 @@ fn exceptions_longjmp_and_tail_calls_in_patched_functions() {
             normalize::by_task(t, Anchor::Start)
         }));
     }
-    if !reloc_is_stub(&program(Build::Plain)) {
+    {
         // Every library patched too (libc, libstdc++, libgcc_s, ld.so): the unwinder's own
         // calls are traced then, and must not give the frames it walks their hijacked
         // return addresses back.
@@ -527,9 +501,6 @@ fn exceptions_longjmp_and_tail_calls_in_patched_functions() {
 /// other patched).
 #[test]
 fn functions_jumped_into_are_refused() {
-    if reloc_is_stub(&program(Build::Plain)) {
-        return;
-    }
     let prog = util::utrace_bin()
         .parent()
         .unwrap()
@@ -583,4 +554,85 @@ fn size_limit_skips_small_functions() {
     assert!(out.stdout.starts_with("checksum "), "{out}");
     assert!(out.stderr.contains("dynamic:  patched:        0 "), "{out}");
     assert!(out.stderr.contains("dynamic:  skipped:        8 "), "{out}");
+}
+
+/// Real code: lua 5.4 and zstd from Debian's sources built at `-O2` without `-pg`
+/// (tests/realprogs.sh; skipped when the sources cannot be had), traced with `-P .` (full
+/// dynamic patching of nearly every function): same output as untraced, and the trace holds
+/// the interpreter's and the compressor's functions.
+#[test]
+fn lua_and_zstd_run_patched() {
+    let script = util::workspace_root().join("tests").join("realprogs.sh");
+    let built = util::run({
+        let mut c = Command::new("bash");
+        c.arg(&script);
+        c
+    });
+    if !built.status.success() {
+        eprintln!("skipping lua_and_zstd_run_patched: tests/realprogs.sh failed:\n{built}");
+        return;
+    }
+    let path = |name: &str| {
+        let line = built.stdout.lines().find(|l| l.starts_with(name)).unwrap();
+        PathBuf::from(line.split_once(' ').unwrap().1)
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("input");
+    std::fs::write(
+        &input,
+        std::fs::read(util::utrace_bin()).unwrap()[..400_000].to_vec(),
+    )
+    .unwrap();
+    let input = input.display().to_string();
+    let lua_script = "local t = 0 for i = 1, 300 do t = t + math.sin(i) * #tostring(i) end \
+                      print(string.format('%.6f', t), string.rep('ab', 3):upper())";
+    let cases: [(&str, Vec<&str>, &[&str]); 2] = [
+        (
+            "lua",
+            vec!["-e", lua_script],
+            &["luaV_execute", "luaH_new", "luaS_hash"],
+        ),
+        (
+            "zstd",
+            vec!["-q", "-c", &input],
+            &["main", "ZSTD_compressStream2"],
+        ),
+    ];
+    for (name, args, functions) in cases {
+        let prog = path(name);
+        let plain = util::run({
+            let mut c = Command::new(&prog);
+            c.args(&args);
+            c
+        });
+        plain.assert_success();
+        let dir = tmp.path().join(name);
+        let out = util::record_with(
+            false,
+            &dir,
+            &prog,
+            &args,
+            &["-v", "--no-libcall", "-P", "."],
+        );
+        out.assert_success();
+        assert!(
+            out.stdout == plain.stdout,
+            "{name}: the output changed under -P .\n{}",
+            out.stderr
+        );
+        let patched = out
+            .stderr
+            .lines()
+            .find_map(|l| l.strip_prefix("dynamic:  patched:"))
+            .and_then(|l| l.split_whitespace().next()?.parse::<usize>().ok())
+            .unwrap_or_else(|| panic!("{name}: no patch stats:\n{}", out.stderr));
+        assert!(patched > 500, "{name}: only {patched} functions patched");
+        let report = util::utrace_replay(&dir, &["-f", "none"]);
+        for f in functions {
+            assert!(
+                report.stdout.contains(&format!("{f}(")),
+                "{name}: {f} not traced"
+            );
+        }
+    }
 }
