@@ -580,7 +580,7 @@ fn lua_and_zstd_run_patched() {
     let input = tmp.path().join("input");
     std::fs::write(
         &input,
-        std::fs::read(util::utrace_bin()).unwrap()[..400_000].to_vec(),
+        &std::fs::read(util::utrace_bin()).unwrap()[..400_000],
     )
     .unwrap();
     let input = input.display().to_string();
