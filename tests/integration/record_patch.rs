@@ -309,6 +309,28 @@ fn full_dynamic_matches_uftrace() {
             &["-P", "^[wsm]", "-U", "step", "-U", "^scale"],
             &["-P", ".@libpatch_calc_dl_lib.so"],
             &["-Z", "30", "-P", ".", "-U", "^fwork$", "-U", "^scale"],
+            &[
+                "-P",
+                "^[wsm]",
+                "-U",
+                "^scale",
+                "-A",
+                "step@arg1,arg2",
+                "-R",
+                "step@retval",
+            ],
+            &[
+                "-P",
+                ".",
+                "-U",
+                "^fwork$",
+                "-U",
+                "^scale",
+                "-F",
+                "work",
+                "-T",
+                "mix@depth=1",
+            ],
         ],
     );
 }
