@@ -21,6 +21,7 @@ use std::sync::Mutex;
 /// glibc's `dlopen` and `dlclose`.
 static REAL_DLOPEN: AtomicUsize = AtomicUsize::new(0);
 static REAL_DLCLOSE: AtomicUsize = AtomicUsize::new(0);
+static REAL_DLSYM: AtomicUsize = AtomicUsize::new(0);
 /// `dlpi_adds` when the objects were last compared.
 static SEEN_ADDS: AtomicU64 = AtomicU64::new(0);
 /// Time of the latest `dlopen` call whose objects have not been scanned (0: none).
@@ -143,6 +144,34 @@ extern "C" fn open_and_hook(file: *const libc::c_char, flags: libc::c_int) -> *m
         crate::patch::loaded_later();
     }
     handle
+}
+
+/// Called by the `dlsym` stub before it jumps to the returned address (the real `dlsym`):
+/// libraries a `-P FUNC@MODULE` pattern selects that were loaded since (by a `dlopen` of a
+/// name that is not a path, which is not wrapped) are patched first.
+pub extern "C" fn before_dlsym() -> usize {
+    if crate::patch::wants_libraries() {
+        crate::patch::loaded_later();
+    }
+    let f = REAL_DLSYM.load(Ordering::Relaxed);
+    if f != 0 {
+        return f;
+    }
+    // Not through `dlsym`, which is this very function: `dlvsym` of glibc's versions.
+    let mut real = 0;
+    for version in [c"GLIBC_2.34", c"GLIBC_2.2.5"] {
+        // SAFETY: NUL-terminated strings; RTLD_NEXT is a valid pseudo-handle.
+        real =
+            unsafe { libc::dlvsym(libc::RTLD_NEXT, c"dlsym".as_ptr(), version.as_ptr()) } as usize;
+        if real != 0 {
+            break;
+        }
+    }
+    if real == 0 {
+        crate::log::fatal(b"cannot find the real dlsym");
+    }
+    REAL_DLSYM.store(real, Ordering::Relaxed);
+    real
 }
 
 /// Called by the `dlclose` stub before it jumps to the returned address (the real

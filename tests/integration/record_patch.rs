@@ -562,6 +562,32 @@ fn functions_jumped_into_are_refused() {
     assert!(!replay.stdout.contains("victim"), "{replay}");
 }
 
+/// A library `dlopen`ed by a bare name (found through the program's run path, which a
+/// `dlopen` made by libmcount would not search: uftrace 0.13's program fails there) is patched
+/// before the program calls it, when it asks `dlsym` for its address.
+#[test]
+fn libraries_dlopened_by_name_are_patched_before_use() {
+    for build in [Build::Patchable, Build::Plain] {
+        let prog = program(build);
+        let args = ["libpatch_calc_dl_lib.so", "4"];
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("data");
+        let opts = [
+            "-P",
+            "dl_sum@libpatch_calc_dl_lib",
+            "-P",
+            "dl_cube@libpatch_calc_dl",
+        ];
+        let out = util::record_with(false, &dir, &prog, &args, &opts);
+        out.assert_success();
+        assert!(out.stdout.starts_with("checksum 835362 "), "{out}");
+        let replay = util::utrace_replay(&dir, &["-f", "none"]);
+        let want =
+            "dl_sum() {\n  dl_cube();\n  dl_cube();\n  dl_cube();\n  dl_cube();\n} /* dl_sum */\n";
+        assert!(replay.stdout.contains(want), "{}: {replay}", build.name());
+    }
+}
+
 /// `-Z SIZE` leaves the smaller functions unpatched (all of them here: 8 in the program), and
 /// the program still runs correctly.
 #[test]

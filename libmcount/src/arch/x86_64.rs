@@ -739,6 +739,30 @@ pub unsafe extern "C" fn dlopen() {
     )
 }
 
+/// Interposed `dlsym`: lets [`crate::dlopen::before_dlsym`] patch the libraries loaded since
+/// (`-P FUNC@MODULE`; a library `dlopen`ed by a name that is not a path is patched there, before
+/// the program can call it through the address it asks for), then jumps to the real `dlsym`
+/// with the caller's return address untouched (`RTLD_NEXT` is resolved for the caller).
+///
+/// # Safety
+/// Called as `dlsym(void *, const char *)`.
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlsym() {
+    naked_asm!(
+        "endbr64",
+        "push rdi",
+        "push rsi",
+        "sub rsp, 8",
+        "call {prepare}",
+        "add rsp, 8",
+        "pop rsi",
+        "pop rdi",
+        "jmp rax",
+        prepare = sym crate::dlopen::before_dlsym,
+    )
+}
+
 /// Interposed `dlclose`: lets [`crate::dlopen::before_close`] write the `DLOP` lines of the
 /// objects still loaded, then jumps to the real `dlclose`.
 ///

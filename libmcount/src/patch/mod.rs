@@ -35,7 +35,7 @@ mod sites;
 pub mod table;
 pub mod text;
 
-use core::sync::atomic::{AtomicI32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use module::{Kind, Loaded};
 use record_format::env;
 use record_format::pattern::{split_module, MatchType, NameMatcher};
@@ -123,6 +123,10 @@ fn debug(level: i32, msg: impl FnOnce() -> String) {
 static DONE: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
 /// The constructor's settings, for modules loaded later.
 static LATER: OnceLock<(String, MatchType, u64)> = OnceLock::new();
+/// Some pattern names a library.
+static WANTS_LIBRARIES: AtomicBool = AtomicBool::new(false);
+/// [`module::generation`] when modules were last patched.
+static SEEN: AtomicU64 = AtomicU64::new(0);
 
 /// Session constructor: patches what `UTRACE_PATCH` selects.
 pub fn init() {
@@ -143,7 +147,6 @@ pub fn init() {
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(0);
-    let _ = LATER.set((patterns.clone(), match_type, min_size));
     apply(&Settings {
         patterns: &patterns,
         match_type,
@@ -153,14 +156,30 @@ pub fn init() {
 }
 
 /// Patches every loaded module the patterns select that was not patched before (no other
-/// thread runs, or they are stopped outside of `settings.avoid`).
+/// thread runs, or they are stopped outside of `settings.avoid`). The first settings given
+/// are kept for the libraries loaded later ([`loaded_later`]).
 pub fn apply(settings: &Settings<'_>) -> Stats {
+    let later = LATER.get_or_init(|| {
+        (
+            settings.patterns.to_string(),
+            settings.match_type,
+            settings.min_size,
+        )
+    });
+    let libraries = later.0.split(';').any(|i| split_module(i).1.is_some());
+    WANTS_LIBRARIES.store(libraries, Ordering::Relaxed);
+    SEEN.store(module::generation(), Ordering::Relaxed);
     apply_with(settings, false)
 }
 
 /// The `dlopen` hook: patches the modules loaded since, with the constructor's settings
 /// (other threads may run).
 pub fn loaded_later() {
+    // Nothing loaded or unloaded since the last look: nothing to do (`dlsym` calls it often).
+    let generation = module::generation();
+    if SEEN.swap(generation, Ordering::AcqRel) == generation {
+        return;
+    }
     if let Some((patterns, match_type, min_size)) = LATER.get() {
         apply_with(
             &Settings {
@@ -176,9 +195,7 @@ pub fn loaded_later() {
 
 /// Whether a pattern names a library (then `dlopen`ed ones may need patching at once).
 pub fn wants_libraries() -> bool {
-    LATER
-        .get()
-        .is_some_and(|(p, ..)| p.split(';').any(|i| split_module(i).1.is_some()))
+    WANTS_LIBRARIES.load(Ordering::Relaxed)
 }
 
 fn apply_with(settings: &Settings<'_>, concurrent: bool) -> Stats {

@@ -102,6 +102,28 @@ pub fn loaded() -> Vec<Loaded> {
     out
 }
 
+/// A number that changes whenever an object is loaded or unloaded (glibc's `dlpi_adds` and
+/// `dlpi_subs` counters).
+pub fn generation() -> u64 {
+    unsafe extern "C" fn first(
+        info: *mut libc::dl_phdr_info,
+        size: libc::size_t,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: `data` is the u64 passed below; `info` is valid during the call and `size`
+        // says whether the counters exist.
+        let (out, info) = unsafe { (&mut *(data as *mut u64), &*info) };
+        if size >= core::mem::size_of::<libc::dl_phdr_info>() {
+            *out = (info.dlpi_adds << 32) ^ info.dlpi_subs;
+        }
+        1
+    }
+    let mut g: u64 = 0;
+    // SAFETY: the callback matches the expected signature and only uses `g` during the call.
+    unsafe { libc::dl_iterate_phdr(Some(first), &mut g as *mut u64 as *mut libc::c_void) };
+    g
+}
+
 /// How a module can be patched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
