@@ -11,8 +11,9 @@
 //! a `dlopen` of a path (no search, no `$ORIGIN`: the caller glibc sees does not matter) goes
 //! through [`open_and_hook`] instead, which hooks the new objects' PLTs as soon as it returns;
 //! so does it when `-P FUNC@MODULE` patterns may select a library: the new objects are patched
-//! before `dlopen` returns (`patch::loaded_later`; with a name that is not a path, at the
-//! next `dlopen`).
+//! before `dlopen` returns (`patch::loaded_later`). A library loaded by a name that is not a
+//! path is patched when the program asks `dlsym` for one of its symbols ([`before_dlsym`],
+//! behind the interposed `dlsym`), or at the next `dlopen`.
 
 use crate::{clock, config, sys, tasklog};
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -113,6 +113,12 @@ impl Pattern {
 /// The `dynamic` domain's debug level.
 static DEBUG: AtomicI32 = AtomicI32::new(0);
 
+/// Sets the `dynamic` domain's debug level (1 to 3: what `-v` prints; 0: nothing), as
+/// `UTRACE_PATCH_DEBUG` does for [`init`].
+pub fn set_debug(level: i32) {
+    DEBUG.store(level.clamp(0, 3), Ordering::Relaxed);
+}
+
 fn debug(level: i32, msg: impl FnOnce() -> String) {
     if DEBUG.load(Ordering::Relaxed) >= level {
         crate::log::raw(format!("dynamic: {}\n", msg()).as_bytes());
@@ -137,7 +143,7 @@ pub fn init() {
         .ok()
         .and_then(|l| l.trim().parse::<i32>().ok())
     {
-        DEBUG.store(level.min(3), Ordering::Relaxed);
+        set_debug(level);
     }
     let match_type = match std::env::var(env::PATTERN).as_deref() {
         Ok("glob") => MatchType::Glob,
