@@ -464,6 +464,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn patch_options_keep_command_line_order() {
+        let argv = [
+            "utrace",
+            "record",
+            "-P",
+            "a;b@libx",
+            "-U",
+            "b",
+            "--patch=c",
+            "prog",
+        ];
+        let argv = argv.iter().map(std::ffi::OsString::from).collect();
+        let inv = crate::invocation::parse_command_line(argv, &mut Notices::silent()).unwrap();
+        assert_eq!(patch_env(&inv).as_deref(), Some("+a;+b@libx;-b;+c"));
+        let argv = ["utrace", "record", "prog"]
+            .iter()
+            .map(std::ffi::OsString::from);
+        let inv = crate::invocation::parse_command_line(argv.collect(), &mut Notices::silent());
+        assert_eq!(patch_env(&inv.unwrap()), None);
+    }
+
+    #[test]
     fn sizes() {
         let mut n = Notices::silent();
         assert_eq!(parse_size("128K", &mut n), Some(128 * 1024));
