@@ -47,6 +47,7 @@ pub(super) fn patch_module(
                 .iter()
                 .filter(|f| !decide(pats, f).unwrap_or(!any_patch))
                 .filter_map(unpatch_fentry)
+                .filter(|w| !holds_stopped_thread(s, w.site, w.head.len()))
                 .collect();
             write_all(m, writes, concurrent, &mut stats);
             // NOPed calls are not counted as patched functions.
@@ -193,6 +194,13 @@ pub(super) fn patch_module(
     }
     write_all(m, writes, concurrent, &mut stats);
     stats
+}
+
+/// Whether a stopped thread's instruction pointer lies in `[site, site + len)`.
+fn holds_stopped_thread(s: &Settings<'_>, site: usize, len: usize) -> bool {
+    s.avoid
+        .iter()
+        .any(|&ip| ip as usize >= site && (ip as usize) < site + len)
 }
 
 /// The NOP write for a `-pg -mfentry` function's `call *__fentry__@GOTPCREL(%rip)`; `None`
