@@ -30,6 +30,8 @@
 //! * `record_patch`: dynamic patching (`-P`/`-U`, `-Z`) of patchable, `-mnop-mcount`, plain
 //!   `-O2`, `-pg -mfentry` and `-pg` builds with a linked and a `dlopen`ed library, against
 //!   uftrace; the analysis of patched functions; checksums unchanged under patching;
+//! * `record_patch_real`: lua 5.4 and zstd built at `-O2` from Debian's sources, `-P .`:
+//!   same output as untraced, the same call counts as uftrace's for the functions both patched;
 //! * `record_matrix`: every test program in every build mode recorded by utrace and by
 //!   uftrace, both replays of utrace's data against uftrace's;
 //! * `survival`: programs that crash, are killed or exit with threads running still leave a
@@ -90,6 +92,7 @@ mod record_filters;
 mod record_libcalls;
 mod record_matrix;
 mod record_patch;
+mod record_patch_real;
 mod record_processes;
 mod record_sched;
 mod recorder_faults;
