@@ -38,6 +38,7 @@
 //! ([`sys`]), `errno` preserved, one recursion guard per thread.
 
 pub mod arch;
+pub mod attach;
 pub mod args;
 pub mod buffer;
 pub mod clock;

@@ -13,6 +13,7 @@
 //! with `--keep-pid`, [`kept_pid`] forks the recorder off this process, which becomes the
 //! program, and the recorder waits for it through a pidfd instead of `waitpid`.
 
+mod attach;
 mod dir;
 pub mod dwarf;
 mod embedded;
@@ -176,6 +177,9 @@ pub fn record(
     notices: &mut Notices,
     target: Target<'_>,
 ) -> anyhow::Result<Termination> {
+    if let Some(pid) = &inv.args.record.pid {
+        return attach::record(inv, notices, target, pid);
+    }
     let argv = &inv.program;
     let name = argv.first().context("no program to record")?;
     debug(format!("checking binary {}", name.to_string_lossy()));
