@@ -523,7 +523,8 @@ fn every_testprog_is_recorded() {
             || crate::record_libcalls::covers(&name)
             || crate::record_autoargs::covers(&name)
             || crate::cxx_names::covers(&name)
-            || crate::srcline::covers(&name);
+            || crate::srcline::covers(&name)
+            || crate::record_attach::covers(&name);
         if !in_matrix && !in_survival && !elsewhere {
             missing.push(name);
         }

@@ -1,0 +1,268 @@
+//! `utrace record -p PID` / `utrace live -p PID`: attaching to programs that are already
+//! running and were built without instrumentation (`-O2`, no `-pg`): their library calls are
+//! traced through libmcount's PLT hooks while attached. The programs print a checksum of their
+//! work every 100 ms: a run that was attached to and detached from must print the same lines
+//! as an untraced one, exit with status 0 and write nothing to stderr (no stray signal), and
+//! the trace must replay with the calls and their durations. Also a multi-threaded program
+//! (threads existing at attach time and created while attached), one process attached twice
+//! in a row, `live -p`, and the refusals (no such process, a statically linked program).
+
+use crate::util;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The test programs of this file (built here, `-O2` without `-pg`).
+const PROGS: [&str; 2] = ["attach_work", "attach_threads"];
+
+/// Whether `prog` is one of this file's programs (they are not `-pg` programs: the record
+/// matrix and the slow-path test leave them out).
+pub fn covers(prog: &str) -> bool {
+    PROGS.contains(&prog)
+}
+
+/// Builds `testprogs/NAME.c` with `gcc -O2 EXTRA` into `dir`.
+fn build(name: &str, dir: &Path, extra: &[&str]) -> PathBuf {
+    let out = dir.join(name);
+    let status = Command::new("gcc")
+        .arg("-O2")
+        .args(extra)
+        .arg("-o")
+        .arg(&out)
+        .arg(util::testprogs_src().join(format!("{name}.c")))
+        .arg("-pthread")
+        .status()
+        .expect("gcc");
+    assert!(status.success(), "gcc failed for {name}");
+    out
+}
+
+/// A running test program whose stdout and stderr go to files; killed if the test fails.
+struct Running {
+    child: Option<Child>,
+    out: PathBuf,
+    err: PathBuf,
+}
+
+impl Running {
+    fn start(prog: &Path, args: &[&str], dir: &Path, tag: &str) -> Running {
+        let out = dir.join(format!("{tag}.out"));
+        let err = dir.join(format!("{tag}.err"));
+        let child = Command::new(prog)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .expect("start the test program");
+        let r = Running {
+            child: Some(child),
+            out,
+            err,
+        };
+        // Running its loop (libraries loaded, first lines printed).
+        let start = Instant::now();
+        while !r.stdout().contains("tick 2 ") {
+            assert!(start.elapsed() < Duration::from_secs(10), "no ticks");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        r
+    }
+
+    fn pid(&self) -> String {
+        self.child.as_ref().unwrap().id().to_string()
+    }
+
+    fn stdout(&self) -> String {
+        std::fs::read_to_string(&self.out).unwrap_or_default()
+    }
+
+    /// Waits for the end; returns the exit status, stdout and stderr.
+    fn finish(mut self) -> (std::process::ExitStatus, String, String) {
+        let status = self.child.take().unwrap().wait().unwrap();
+        let err = std::fs::read_to_string(&self.err).unwrap();
+        (status, self.stdout(), err)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// `utrace SUB -p PID OPTS` (a minute at most).
+fn utrace_pid(sub: &str, pid: &str, opts: &[&str]) -> util::Output {
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.arg(sub).args(opts).args(["-p", pid]);
+    util::run_for(cmd, Duration::from_secs(60))
+}
+
+/// Asserts that the traced run printed what an untraced one prints, ended well and quietly.
+fn assert_unharmed(traced: (std::process::ExitStatus, String, String), clean: &str) {
+    let (status, out, err) = traced;
+    assert!(status.success(), "the program ended with {status}");
+    assert_eq!(err, "", "the program's stderr");
+    assert_eq!(out, clean, "the program's output changed");
+}
+
+/// The `replay` lines of `dir`, checked to show `calls` with durations.
+fn assert_replays(dir: &Path, calls: &[&str]) -> String {
+    let out = util::utrace_replay(dir, &[]);
+    out.assert_success();
+    for call in calls {
+        let line = out
+            .stdout
+            .lines()
+            .find(|l| l.contains(&format!("| {call}()")))
+            .unwrap_or_else(|| panic!("no {call}() in the replay:\n{}", out.stdout));
+        // A duration: `12.3 us [ tid] | call();` (or `call() {`, whose `}` line has it).
+        let mut words = line.split_whitespace();
+        let (value, unit) = (words.next().unwrap(), words.next().unwrap());
+        let timed = value.parse::<f64>().is_ok() && ["ns", "us", "ms", "s"].contains(&unit);
+        assert!(timed || line.ends_with('{'), "{line}");
+    }
+    out.stdout
+}
+
+/// The untraced output of `prog ARGS`.
+fn clean_run(prog: &Path, args: &[&str]) -> std::thread::JoinHandle<String> {
+    let (prog, args) = (
+        prog.to_path_buf(),
+        args.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+    );
+    std::thread::spawn(move || {
+        let out = Command::new(prog).args(args).output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    })
+}
+
+#[test]
+fn attach_for_a_second_and_detach() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = build("attach_work", tmp.path(), &[]);
+    let clean = clean_run(&prog, &["30"]);
+    let run = Running::start(&prog, &["30"], tmp.path(), "work");
+    let data = tmp.path().join("data");
+    let rec = utrace_pid(
+        "record",
+        &run.pid(),
+        &["--duration=1s", "-d", data.to_str().unwrap()],
+    );
+    rec.assert_success();
+    assert_eq!(rec.stderr, "", "{rec}");
+    assert_unharmed(run.finish(), &clean.join().unwrap());
+    let replay = assert_replays(&data, &["snprintf", "strlen", "nanosleep", "printf"]);
+    // About ten ticks of 16 snprintf calls each were recorded.
+    let n = replay.lines().filter(|l| l.ends_with("snprintf();")).count();
+    assert!((5 * 16..=15 * 16).contains(&n), "{n} snprintf calls");
+    let info = util::run({
+        let mut c = Command::new(util::utrace_bin());
+        c.args(["info", "-d", data.to_str().unwrap()]);
+        c
+    });
+    assert!(info.stdout.contains("attach_work"), "{info}");
+}
+
+#[test]
+fn attach_to_threads_existing_and_new() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = build("attach_threads", tmp.path(), &[]);
+    let clean = clean_run(&prog, &[]);
+    let run = Running::start(&prog, &[], tmp.path(), "threads");
+    let data = tmp.path().join("data");
+    // From tick 2-3 to about tick 25: two workers are created at tick 15.
+    let rec = utrace_pid(
+        "record",
+        &run.pid(),
+        &["--duration=2s", "-d", data.to_str().unwrap()],
+    );
+    rec.assert_success();
+    assert_unharmed(run.finish(), &clean.join().unwrap());
+    let tasks = std::fs::read_to_string(data.join("task.txt")).unwrap();
+    let tids = tasks.lines().filter(|l| l.starts_with("TASK ")).count();
+    assert_eq!(tids, 5, "main and four workers:\n{tasks}");
+    let replay = assert_replays(&data, &["snprintf", "strlen", "pthread_create"]);
+    let mut with_calls: Vec<&str> = replay
+        .lines()
+        .filter(|l| l.ends_with("| snprintf();"))
+        .filter_map(|l| l.split('[').nth(1)?.split(']').next())
+        .collect();
+    with_calls.sort_unstable();
+    with_calls.dedup();
+    assert_eq!(with_calls.len(), 5, "tasks with calls: {with_calls:?}");
+}
+
+#[test]
+fn attach_twice_in_a_row_and_live() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = build("attach_work", tmp.path(), &[]);
+    let clean = clean_run(&prog, &["40"]);
+    let run = Running::start(&prog, &["40"], tmp.path(), "twice");
+    let (d1, d2) = (tmp.path().join("d1"), tmp.path().join("d2"));
+    for d in [&d1, &d2] {
+        let rec = utrace_pid(
+            "record",
+            &run.pid(),
+            &["--duration=600ms", "-d", d.to_str().unwrap()],
+        );
+        rec.assert_success();
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let live = utrace_pid("live", &run.pid(), &["--duration=500ms"]);
+    live.assert_success();
+    assert!(live.stdout.contains("| snprintf();"), "{live}");
+    assert_unharmed(run.finish(), &clean.join().unwrap());
+    for d in [&d1, &d2] {
+        let replay = assert_replays(d, &["snprintf", "qsort"]);
+        // Each session its own: one SESS line.
+        let tasks = std::fs::read_to_string(d.join("task.txt")).unwrap();
+        assert_eq!(tasks.lines().filter(|l| l.starts_with("SESS ")).count(), 1);
+        assert!(replay.lines().count() > 20, "{replay}");
+    }
+}
+
+#[test]
+fn refusals_are_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A pid that was just freed.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let pid = gone.id().to_string();
+    gone.wait().unwrap();
+    let out = utrace_pid("record", &pid, &["-d", tmp.path().join("x").to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(out.stderr.contains(&format!("ERROR: no such process: {pid}")), "{out}");
+    assert_eq!(out.stderr.matches("ERROR").count(), 1, "{out}");
+    assert!(!out.stderr.contains("panicked"), "{out}");
+
+    let out = utrace_pid("record", "0", &[]);
+    assert!(!out.status.success());
+    assert!(out.stderr.contains("invalid pid: 0"), "{out}");
+
+    // A statically linked program: nothing can load libmcount into it.
+    let src = tmp.path().join("static.c");
+    std::fs::write(
+        &src,
+        "#include <unistd.h>\nint main(void){for(;;)pause();}\n",
+    )
+    .unwrap();
+    let exe = tmp.path().join("static");
+    let built = Command::new("gcc")
+        .args(["-static", "-O2", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap();
+    if built.success() {
+        let mut child = Command::new(&exe).spawn().unwrap();
+        let out = utrace_pid("record", &child.id().to_string(), &[]);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(!out.status.success());
+        assert!(out.stderr.contains("statically linked"), "{out}");
+    }
+}
