@@ -64,7 +64,11 @@ pub unsafe extern "C" fn utrace_attach(path: *const c_char) -> i32 {
     }
     match session::start(&src) {
         Ok(()) => {
-            patch_apply();
+            let avoid = src
+                .var(record_format::env::ATTACH_AVOID)
+                .map(|a| record_format::env::parse_avoid(&a))
+                .unwrap_or_default();
+            patch_apply(&src, &avoid);
             0
         }
         Err(e) => -e,
@@ -89,9 +93,10 @@ pub extern "C" fn utrace_detach() -> i32 {
 }
 
 /// Dynamic patching of the functions the settings select (`-P`): the one call site for the
-/// patch module's `apply` once it lands (the recorder passes the stopped threads'
-/// instruction addresses as the functions to avoid).
-fn patch_apply() {}
+/// patch module's `apply` once it lands. `avoid` holds the instruction addresses of the
+/// process's threads (all stopped by the recorder, `env::ATTACH_AVOID`): functions holding
+/// one must not be patched.
+fn patch_apply(_src: &session::Source, _avoid: &[u64]) {}
 
 /// Undoes [`patch_apply`] (the patch module's `revert_all`); trampolines stay mapped for
 /// frames still on the stacks.

@@ -84,6 +84,18 @@ pub const DEFAULT_MAX_STACK: usize = 1024;
 /// environment is left alone: its children must not inherit tracing.
 pub const ATTACH_FILE: &str = "attach.env";
 
+/// In an [`ATTACH_FILE`] only: the instruction addresses (hex, `,`-separated) of the
+/// process's threads, stopped while `utrace_attach` runs: functions holding one of them in
+/// the bytes that patching rewrites must not be patched.
+pub const ATTACH_AVOID: &str = "UTRACE_ATTACH_AVOID";
+
+/// The addresses of an [`ATTACH_AVOID`] value (malformed items skipped).
+pub fn parse_avoid(text: &str) -> Vec<u64> {
+    text.split(',')
+        .filter_map(|a| u64::from_str_radix(a.trim().trim_start_matches("0x"), 16).ok())
+        .collect()
+}
+
 /// The bytes of an [`ATTACH_FILE`] holding `vars` (names must not contain `=` or NUL; values
 /// must not contain NUL).
 pub fn encode_vars<'a>(vars: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Vec<u8> {
@@ -123,5 +135,6 @@ mod attach_file_tests {
             ]
         );
         assert_eq!(decode_vars(b"junk\0A=\0").count(), 1);
+        assert_eq!(parse_avoid("7f00,0x10, zz,"), vec![0x7f00, 0x10]);
     }
 }

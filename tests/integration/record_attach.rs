@@ -227,6 +227,39 @@ fn attach_twice_in_a_row_and_live() {
 }
 
 #[test]
+fn stop_by_sigint_or_by_the_process_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = build("attach_work", tmp.path(), &[]);
+    let clean = clean_run(&prog, &["25"]);
+    let run = Running::start(&prog, &["25"], tmp.path(), "sigint");
+    // Ctrl-C to utrace: it detaches; the program goes on.
+    let d1 = tmp.path().join("d1");
+    let mut rec = Command::new(util::utrace_bin())
+        .args(["record", "-d", d1.to_str().unwrap(), "-p", &run.pid()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    // SAFETY: kill takes no pointers; the pid is our child's.
+    unsafe { libc::kill(rec.id() as i32, libc::SIGINT) };
+    let status = rec.wait().unwrap();
+    assert!(status.success(), "utrace after SIGINT: {status}");
+    assert_replays(&d1, &["snprintf", "nanosleep"]);
+    // No duration: utrace ends when the program does, and the data replays.
+    let d2 = tmp.path().join("d2");
+    let rec = utrace_pid("record", &run.pid(), &["-d", d2.to_str().unwrap()]);
+    rec.assert_success();
+    assert!(!Path::new(&format!("/proc/{}/maps", run.pid())).exists() || {
+        // The program has ended (a zombie until reaped below).
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", run.pid())).unwrap();
+        stat.contains(") Z ")
+    });
+    assert_unharmed(run.finish(), &clean.join().unwrap());
+    let replay = assert_replays(&d2, &["snprintf", "fflush"]);
+    assert!(replay.lines().count() > 50, "{replay}");
+}
+
+#[test]
 fn refusals_are_one_line() {
     let tmp = tempfile::tempdir().unwrap();
     // A pid that was just freed.

@@ -8,7 +8,7 @@
 //! Symbols are found from the process's `/proc/PID/maps` and the dynamic symbol table of the
 //! mapped file.
 
-use super::ptrace::{ptrace, wait_stop, Stop, Stopped};
+use super::ptrace::{ptrace, wait_stop, wait_stop_for, Stop, Stopped};
 use anyhow::{bail, Context};
 use std::path::{Path, PathBuf};
 
@@ -170,11 +170,38 @@ pub fn call(
     // Not in a system call any more: the kernel must not restart one at the new rip.
     regs.orig_rax = u64::MAX;
     set_regs(tid, &regs).context("cannot set the thread's registers")?;
-    let mut resume = 0usize;
+    // After a while, the call is taken to wait for a lock a stopped thread holds (the
+    // loader's, malloc's): the other threads run until it returns.
+    let mut released = false;
+    let result = run_call(stopped, tid, func, &mut released);
+    if released {
+        stopped.restop_others(tid)?;
+    }
+    result
+}
+
+/// Runs the call set up by [`call`] until its return faults at address 0.
+fn run_call(stopped: &mut Stopped, tid: i32, func: u64, released: &mut bool) -> anyhow::Result<u64> {
+    let pid = stopped.pid;
     loop {
-        ptrace(libc::PTRACE_CONT, tid, 0, resume).context("cannot resume the thread")?;
-        resume = 0;
-        match wait_stop(tid)? {
+        ptrace(libc::PTRACE_CONT, tid, 0, 0).context("cannot resume the thread")?;
+        let stop = match *released {
+            true => wait_stop(tid)?,
+            false => match wait_stop_for(tid, Some(LOCK_WAIT))? {
+                Some(stop) => stop,
+                None => {
+                    crate::diag::debug(
+                        "uftrace",
+                        1,
+                        format!("attach: the call in {tid} waits: the other threads run"),
+                    );
+                    *released = true;
+                    stopped.release_others(tid);
+                    wait_stop(tid)?
+                }
+            },
+        };
+        match stop {
             Stop::Gone => bail!("process {pid} ended during the attach"),
             // A pending interrupt, or a group stop: go on.
             Stop::Event => {}
@@ -192,6 +219,9 @@ pub fn call(
         }
     }
 }
+
+/// How long a call may take with the other threads stopped.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The argument value that stands for the address of the call's data.
 pub const DATA: u64 = u64::MAX - 0xfff;

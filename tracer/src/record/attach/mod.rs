@@ -245,12 +245,31 @@ fn attach(
     if loaded {
         quiesce(&mut stopped, libmcount)?;
     }
+    note_avoid(&stopped, attach_file)?;
     let tid = caller(&stopped);
     let saved = Saved::take(tid)?;
     let result = load_and_start(&mut stopped, tid, &saved, libmcount, attach_file, dlopen, dlerror);
     let restored = saved.restore(tid);
     stopped.detach_all();
     result.and(restored)
+}
+
+/// Adds the stopped threads' instruction addresses to the attach file (`env::ATTACH_AVOID`):
+/// patching leaves their functions alone.
+fn note_avoid(stopped: &Stopped, attach_file: &Path) -> anyhow::Result<()> {
+    use std::io::Write;
+    let rips: Vec<String> = stopped
+        .tids()
+        .into_iter()
+        .filter_map(|tid| Saved::take(tid).ok())
+        .map(|s| format!("{:x}", s.rip()))
+        .collect();
+    let record = env::encode_vars([(env::ATTACH_AVOID, rips.join(",").as_bytes())]);
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(attach_file)
+        .and_then(|mut f| f.write_all(&record))
+        .with_context(|| format!("cannot write {}", attach_file.display()))
 }
 
 fn cstring(path: &Path) -> Vec<u8> {

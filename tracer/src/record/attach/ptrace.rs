@@ -56,19 +56,36 @@ pub enum Stop {
 
 /// Waits for `tid`'s next stop.
 pub fn wait_stop(tid: i32) -> std::io::Result<Stop> {
+    wait_stop_for(tid, None).map(|s| s.unwrap_or(Stop::Gone))
+}
+
+/// Waits for `tid`'s next stop, at most `limit` (`None` after it).
+pub fn wait_stop_for(tid: i32, limit: Option<std::time::Duration>) -> std::io::Result<Option<Stop>> {
+    let start = std::time::Instant::now();
+    let flags = match limit {
+        Some(_) => libc::__WALL | libc::WNOHANG,
+        None => libc::__WALL,
+    };
     loop {
         let mut status = 0;
         // SAFETY: `status` is a valid out-pointer.
-        let r = unsafe { libc::waitpid(tid, &mut status, libc::__WALL) };
+        let r = unsafe { libc::waitpid(tid, &mut status, flags) };
+        if r == 0 {
+            if limit.is_some_and(|l| start.elapsed() >= l) {
+                return Ok(None);
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+            continue;
+        }
         if r < 0 {
             let e = std::io::Error::last_os_error();
             match e.raw_os_error() {
                 Some(libc::EINTR) => continue,
-                Some(libc::ECHILD) => return Ok(Stop::Gone),
+                Some(libc::ECHILD) => return Ok(Some(Stop::Gone)),
                 _ => return Err(e),
             }
         }
-        return Ok(classify(status));
+        return Ok(Some(classify(status)));
     }
 }
 
@@ -177,6 +194,34 @@ impl Stopped {
         }
         std::thread::sleep(std::time::Duration::from_millis(2));
         let tids = self.tids();
+        for tid in tids {
+            if ptrace(libc::PTRACE_INTERRUPT, tid, 0, 0).is_err() {
+                self.threads.remove(&tid);
+                continue;
+            }
+            match wait_stop(tid)? {
+                Stop::Gone => {
+                    self.threads.remove(&tid);
+                }
+                Stop::Event => {}
+                Stop::Signal(sig) => self.keep_signal(tid, sig)?,
+            }
+        }
+        self.stop_new()
+    }
+
+    /// Lets every thread but `except` run (with the signals they were about to receive): a
+    /// call in `except` waits for a lock one of them holds.
+    pub fn release_others(&mut self, except: i32) {
+        for (&tid, t) in self.threads.iter_mut().filter(|(&t, _)| t != except) {
+            let _ = ptrace(libc::PTRACE_CONT, tid, 0, t.pending as usize);
+            t.pending = 0;
+        }
+    }
+
+    /// Stops again the threads [`Stopped::release_others`] let run, and those they created.
+    pub fn restop_others(&mut self, except: i32) -> anyhow::Result<()> {
+        let tids: Vec<i32> = self.tids().into_iter().filter(|&t| t != except).collect();
         for tid in tids {
             if ptrace(libc::PTRACE_INTERRUPT, tid, 0, 0).is_err() {
                 self.threads.remove(&tid);
