@@ -38,8 +38,8 @@
 //! ([`sys`]), `errno` preserved, one recursion guard per thread.
 
 pub mod arch;
-pub mod attach;
 pub mod args;
+pub mod attach;
 pub mod buffer;
 pub mod clock;
 pub mod config;

@@ -74,7 +74,10 @@ fn register_state(td: usize) {
             .is_ok()
     });
     if free.is_none() {
-        crate::log::error(b"too many threads: this one keeps tracing after a detach", 0);
+        crate::log::error(
+            b"too many threads: this one keeps tracing after a detach",
+            0,
+        );
     }
 }
 

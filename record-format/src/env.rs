@@ -111,12 +111,10 @@ pub fn encode_vars<'a>(vars: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> V
 
 /// The `(name, value)` records of an [`ATTACH_FILE`]; records without `=` are skipped.
 pub fn decode_vars(bytes: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
-    bytes
-        .split(|&b| b == 0)
-        .filter_map(|rec| {
-            let eq = rec.iter().position(|&b| b == b'=')?;
-            Some((&rec[..eq], &rec[eq + 1..]))
-        })
+    bytes.split(|&b| b == 0).filter_map(|rec| {
+        let eq = rec.iter().position(|&b| b == b'=')?;
+        Some((&rec[..eq], &rec[eq + 1..]))
+    })
 }
 
 #[cfg(test)]

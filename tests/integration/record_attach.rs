@@ -158,7 +158,10 @@ fn attach_for_a_second_and_detach() {
     assert_unharmed(run.finish(), &clean.join().unwrap());
     let replay = assert_replays(&data, &["snprintf", "strlen", "nanosleep", "printf"]);
     // About ten ticks of 16 snprintf calls each were recorded.
-    let n = replay.lines().filter(|l| l.ends_with("snprintf();")).count();
+    let n = replay
+        .lines()
+        .filter(|l| l.ends_with("snprintf();"))
+        .count();
     assert!((5 * 16..=15 * 16).contains(&n), "{n} snprintf calls");
     let info = util::run({
         let mut c = Command::new(util::utrace_bin());
@@ -249,11 +252,13 @@ fn stop_by_sigint_or_by_the_process_end() {
     let d2 = tmp.path().join("d2");
     let rec = utrace_pid("record", &run.pid(), &["-d", d2.to_str().unwrap()]);
     rec.assert_success();
-    assert!(!Path::new(&format!("/proc/{}/maps", run.pid())).exists() || {
-        // The program has ended (a zombie until reaped below).
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", run.pid())).unwrap();
-        stat.contains(") Z ")
-    });
+    assert!(
+        !Path::new(&format!("/proc/{}/maps", run.pid())).exists() || {
+            // The program has ended (a zombie until reaped below).
+            let stat = std::fs::read_to_string(format!("/proc/{}/stat", run.pid())).unwrap();
+            stat.contains(") Z ")
+        }
+    );
     assert_unharmed(run.finish(), &clean.join().unwrap());
     let replay = assert_replays(&d2, &["snprintf", "fflush"]);
     assert!(replay.lines().count() > 50, "{replay}");
@@ -266,9 +271,17 @@ fn refusals_are_one_line() {
     let mut gone = Command::new("true").spawn().unwrap();
     let pid = gone.id().to_string();
     gone.wait().unwrap();
-    let out = utrace_pid("record", &pid, &["-d", tmp.path().join("x").to_str().unwrap()]);
+    let out = utrace_pid(
+        "record",
+        &pid,
+        &["-d", tmp.path().join("x").to_str().unwrap()],
+    );
     assert!(!out.status.success());
-    assert!(out.stderr.contains(&format!("ERROR: no such process: {pid}")), "{out}");
+    assert!(
+        out.stderr
+            .contains(&format!("ERROR: no such process: {pid}")),
+        "{out}"
+    );
     assert_eq!(out.stderr.matches("ERROR").count(), 1, "{out}");
     assert!(!out.stderr.contains("panicked"), "{out}");
 

@@ -68,10 +68,19 @@ mod tests {
             "cannot attach to process 42: it belongs to another user (uid 0, not 1000)"
         );
         let yama = permission_message(42, Some(1000), 1000, Some(1));
-        assert!(yama.contains("/proc/sys/kernel/yama/ptrace_scope = 1"), "{yama}");
-        assert!(yama.contains("only a parent may trace its children"), "{yama}");
+        assert!(
+            yama.contains("/proc/sys/kernel/yama/ptrace_scope = 1"),
+            "{yama}"
+        );
+        assert!(
+            yama.contains("only a parent may trace its children"),
+            "{yama}"
+        );
         let plain = permission_message(42, Some(1000), 1000, Some(0));
-        assert!(plain.ends_with("ptrace is not permitted (EPERM)"), "{plain}");
+        assert!(
+            plain.ends_with("ptrace is not permitted (EPERM)"),
+            "{plain}"
+        );
         // Root may trace anyone's process: Yama is the cause then.
         let root = permission_message(42, Some(1000), 0, Some(3));
         assert!(root.contains("no process may trace"), "{root}");

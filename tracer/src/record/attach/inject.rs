@@ -181,7 +181,12 @@ pub fn call(
 }
 
 /// Runs the call set up by [`call`] until its return faults at address 0.
-fn run_call(stopped: &mut Stopped, tid: i32, func: u64, released: &mut bool) -> anyhow::Result<u64> {
+fn run_call(
+    stopped: &mut Stopped,
+    tid: i32,
+    func: u64,
+    released: &mut bool,
+) -> anyhow::Result<u64> {
     let pid = stopped.pid;
     loop {
         ptrace(libc::PTRACE_CONT, tid, 0, 0).context("cannot resume the thread")?;
@@ -272,11 +277,9 @@ impl Modules {
 
     /// The first module whose file name matches `name`.
     pub fn find(&self, name: impl Fn(&str) -> bool) -> Option<&(PathBuf, u64)> {
-        self.first.iter().find(|(p, _)| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(&name)
-        })
+        self.first
+            .iter()
+            .find(|(p, _)| p.file_name().and_then(|n| n.to_str()).is_some_and(&name))
     }
 
     /// The module at exactly `path`.
@@ -343,6 +346,6 @@ mod tests {
         let m = Modules::read(pid).unwrap();
         let (path, start) = m.find(is_libc).unwrap().clone();
         let at = symbol(pid, &path, start, "getpid").unwrap();
-        assert_eq!(at, libc::getpid as usize as u64);
+        assert_eq!(at, libc::getpid as *const () as usize as u64);
     }
 }

@@ -14,7 +14,7 @@ mod errors;
 mod inject;
 mod ptrace;
 
-use super::{finish, launch, program, prepare_dir, settings, write_file, Target, Termination};
+use super::{finish, launch, prepare_dir, program, settings, write_file, Target, Termination};
 use crate::invocation::Invocation;
 use crate::notice::Notices;
 use anyhow::{bail, Context};
@@ -70,12 +70,13 @@ pub fn record(
     if pid as u32 == std::process::id() {
         bail!("cannot attach to process {pid}: it is utrace itself");
     }
-    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).map_err(|e| match e.raw_os_error() {
-        Some(libc::EACCES) | Some(libc::EPERM) => {
-            errors::seize_error(pid, std::io::Error::from_raw_os_error(libc::EPERM))
-        }
-        _ => anyhow::anyhow!("no such process: {pid}"),
-    })?;
+    let exe =
+        std::fs::read_link(format!("/proc/{pid}/exe")).map_err(|e| match e.raw_os_error() {
+            Some(libc::EACCES) | Some(libc::EPERM) => {
+                errors::seize_error(pid, std::io::Error::from_raw_os_error(libc::EPERM))
+            }
+            _ => anyhow::anyhow!("no such process: {pid}"),
+        })?;
     let modules = Modules::read(pid)?;
     let Some((libc_path, libc_start)) = modules.find(inject::is_libc).cloned() else {
         bail!(
@@ -175,13 +176,24 @@ pub fn record(
         )
     })?;
     let started = Instant::now();
-    let traced = trace(pid, &libmcount, &attach_file, [dlopen, dlerror.unwrap_or(0)], wait_for, &rings, &dir, &settings);
+    let traced = trace(
+        pid,
+        &libmcount,
+        &attach_file,
+        [dlopen, dlerror.unwrap_or(0)],
+        wait_for,
+        &rings,
+        &dir,
+        &settings,
+    );
     let salvaged = record_format::ring::salvage(&rings, &dir);
     record_format::ring::remove_ring_dir(&rings);
     let _ = std::fs::remove_file(&attach_file);
     let exited = traced?;
     if let Err(e) = salvaged {
-        notices.warn(format!("cannot move the trace buffers into the data files: {e}"));
+        notices.warn(format!(
+            "cannot move the trace buffers into the data files: {e}"
+        ));
     }
     let mut ended = launch::Ended::not_yet(started.elapsed());
     // The process is not utrace's child: its exit status is not known.
@@ -248,7 +260,15 @@ fn attach(
     note_avoid(&stopped, attach_file)?;
     let tid = caller(&stopped);
     let saved = Saved::take(tid)?;
-    let result = load_and_start(&mut stopped, tid, &saved, libmcount, attach_file, dlopen, dlerror);
+    let result = load_and_start(
+        &mut stopped,
+        tid,
+        &saved,
+        libmcount,
+        attach_file,
+        dlopen,
+        dlerror,
+    );
     let restored = saved.restore(tid);
     stopped.detach_all();
     result.and(restored)
@@ -289,7 +309,14 @@ fn load_and_start(
     dlerror: u64,
 ) -> anyhow::Result<()> {
     let pid = stopped.pid;
-    let handle = inject::call(stopped, tid, saved, dlopen, &[DATA, RTLD_NOW], &cstring(libmcount))?;
+    let handle = inject::call(
+        stopped,
+        tid,
+        saved,
+        dlopen,
+        &[DATA, RTLD_NOW],
+        &cstring(libmcount),
+    )?;
     if handle == 0 {
         let why = (dlerror != 0)
             .then(|| inject::call(stopped, tid, saved, dlerror, &[], &[]).ok())

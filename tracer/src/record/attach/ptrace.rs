@@ -60,7 +60,10 @@ pub fn wait_stop(tid: i32) -> std::io::Result<Stop> {
 }
 
 /// Waits for `tid`'s next stop, at most `limit` (`None` after it).
-pub fn wait_stop_for(tid: i32, limit: Option<std::time::Duration>) -> std::io::Result<Option<Stop>> {
+pub fn wait_stop_for(
+    tid: i32,
+    limit: Option<std::time::Duration>,
+) -> std::io::Result<Option<Stop>> {
     let start = std::time::Instant::now();
     let flags = match limit {
         Some(_) => libc::__WALL | libc::WNOHANG,
@@ -170,7 +173,6 @@ impl Stopped {
         self.threads.keys().copied().collect()
     }
 
-
     /// Keeps signal `sig`, which arrived while `tid` ran for us, for its resumption (one
     /// signal per thread is kept; a second standard signal of the same kind would have been
     /// merged by the kernel anyway).
@@ -255,10 +257,16 @@ mod tests {
         // Exited with 0.
         assert_eq!(classify(0), Stop::Gone);
         // Stopped by SIGSEGV (0x7f | sig << 8).
-        assert_eq!(classify(0x7f | (libc::SIGSEGV << 8)), Stop::Signal(libc::SIGSEGV));
+        assert_eq!(
+            classify(0x7f | (libc::SIGSEGV << 8)),
+            Stop::Signal(libc::SIGSEGV)
+        );
         // PTRACE_EVENT_STOP: SIGTRAP | (PTRACE_EVENT_STOP << 8), shifted.
         let event = 0x7f | ((libc::SIGTRAP | (libc::PTRACE_EVENT_STOP << 8)) << 8);
         assert_eq!(classify(event), Stop::Event);
-        assert_eq!(classify(0x7f | (libc::SIGTRAP << 8)), Stop::Signal(libc::SIGTRAP));
+        assert_eq!(
+            classify(0x7f | (libc::SIGTRAP << 8)),
+            Stop::Signal(libc::SIGTRAP)
+        );
     }
 }
