@@ -18,7 +18,8 @@
 //! * `record_filters`: record-time filters and depth limits, applied while recording;
 //! * `record_libcalls`: library calls through the PLT hooks, lazy and `-z now` builds;
 //! * `record_attach`: `record -p PID` and `live -p PID` on running `-O2` programs (one thread,
-//!   threads started before and while attached, twice in a row) and the refusals;
+//!   threads started before and while attached, twice in a row, signals arriving meanwhile)
+//!   and the refusals;
 //! * `record_events`: `-W cpu`, user SDT events (`-E`) against uftrace, a program with its own
 //!   SIGTRAP handler, `--keep-pid`;
 //! * `record_autoargs`: `-a` on library calls (the built-in prototypes) against uftrace, and

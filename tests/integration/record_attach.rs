@@ -5,7 +5,8 @@
 //! as an untraced one, exit with status 0 and write nothing to stderr (no stray signal), and
 //! the trace must replay with the calls and their durations. Also a multi-threaded program
 //! (threads existing at attach time and created while attached), one process attached twice
-//! in a row, `live -p`, and the refusals (no such process, a statically linked program).
+//! in a row, `live -p`, signals sent while the process is stopped, and the refusals (no such
+//! process, a statically linked program).
 
 use crate::util;
 use std::path::{Path, PathBuf};
@@ -13,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The test programs of this file (built here, `-O2` without `-pg`).
-const PROGS: [&str; 2] = ["attach_work", "attach_threads"];
+const PROGS: [&str; 3] = ["attach_work", "attach_threads", "attach_signals"];
 
 /// Whether `prog` is one of this file's programs (they are not `-pg` programs: the record
 /// matrix and the slow-path test leave them out).
@@ -262,6 +263,37 @@ fn stop_by_sigint_or_by_the_process_end() {
     assert_unharmed(run.finish(), &clean.join().unwrap());
     let replay = assert_replays(&d2, &["snprintf", "fflush"]);
     assert!(replay.lines().count() > 50, "{replay}");
+}
+
+/// Signals that arrive while the process is stopped (4000 queued real-time signals, one every
+/// 0.5 ms, over three attaches) are all delivered.
+#[test]
+fn signals_sent_meanwhile_are_delivered() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = build("attach_signals", tmp.path(), &[]);
+    let run = Running::start(&prog, &[], tmp.path(), "signals");
+    for i in 0..3 {
+        let d = tmp.path().join(format!("d{i}"));
+        let rec = utrace_pid(
+            "record",
+            &run.pid(),
+            &["--duration=300ms", "-d", d.to_str().unwrap()],
+        );
+        rec.assert_success();
+    }
+    let (status, out, err) = run.finish();
+    assert!(status.success(), "{status}");
+    assert_eq!(err, "");
+    assert_eq!(out.lines().last(), Some("signals 4000"), "{out}");
+    let ticks = out.lines().filter(|l| l.starts_with("tick ")).count();
+    for (t, line) in out.lines().filter(|l| l.starts_with("tick ")).enumerate() {
+        assert_eq!(
+            line,
+            format!("tick {t} sum {}", format!("tick {t} len").len())
+        );
+    }
+    assert!(ticks >= 5, "{out}");
+    assert_replays(&tmp.path().join("d0"), &["kill", "getpid"]);
 }
 
 #[test]
