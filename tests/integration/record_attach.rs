@@ -321,6 +321,14 @@ fn refusals_are_one_line() {
     assert!(!out.status.success());
     assert!(out.stderr.contains("invalid pid: 0"), "{out}");
 
+    // Options that cannot go with -p are refused, not ignored.
+    let me = std::process::id().to_string();
+    for opts in [&["-k"][..], &["--keep-pid"], &["-E", "x:y"]] {
+        let out = utrace_pid("record", &me, opts);
+        assert!(!out.status.success(), "{out}");
+        assert!(out.stderr.contains("cannot go with it"), "{out}");
+    }
+
     // A statically linked program: nothing can load libmcount into it.
     let src = tmp.path().join("static.c");
     std::fs::write(

@@ -11,7 +11,8 @@
 //! `<tid>.dat`, `task.txt` and `sid-*.map`; [`finish`] then trims the data files and writes
 //! `.sym` files and `info`. With `-E`, [`sdt`] writes `events.txt` before the program starts;
 //! with `--keep-pid`, [`kept_pid`] forks the recorder off this process, which becomes the
-//! program, and the recorder waits for it through a pidfd instead of `waitpid`.
+//! program, and the recorder waits for it through a pidfd instead of `waitpid`. With `-p PID`,
+//! [`attach`] traces a process that is already running instead of launching one.
 
 mod attach;
 mod dir;

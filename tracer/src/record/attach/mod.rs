@@ -36,6 +36,26 @@ fn parse_pid(text: &str) -> anyhow::Result<i32> {
     }
 }
 
+/// The record options that mean nothing for a running process, or that attaching does not
+/// do yet: refused rather than ignored.
+fn refuse_options(inv: &Invocation) -> anyhow::Result<()> {
+    let r = &inv.args.record;
+    let refused = [
+        (!inv.program.is_empty(), "a program to run"),
+        (r.keep_pid, "--keep-pid"),
+        (r.kernel || r.kernel_only || r.kernel_full, "-k/--kernel"),
+        (!r.event.is_empty(), "-E/--event"),
+        (r.nop, "--nop"),
+        (r.no_randomize_addr, "--no-randomize-addr"),
+    ];
+    match refused.into_iter().find(|(on, _)| *on) {
+        Some((_, what)) => {
+            bail!("-p/--pid attaches to a running process: {what} cannot go with it")
+        }
+        None => Ok(()),
+    }
+}
+
 /// Set by a stop signal to utrace while it waits.
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -64,6 +84,7 @@ pub fn record(
     pid_text: &str,
 ) -> anyhow::Result<Termination> {
     let pid = parse_pid(pid_text)?;
+    refuse_options(inv)?;
     if !Path::new(&format!("/proc/{pid}")).exists() {
         bail!("no such process: {pid}");
     }
@@ -84,11 +105,14 @@ pub fn record(
             exe.display()
         );
     };
+    // glibc 2.34 and later have `dlopen` in libc; before, in libdl if the program loaded it,
+    // else libc's private `__libc_dlopen_mode` (which takes the same arguments).
     let dlopen = inject::symbol(pid, &libc_path, libc_start, "dlopen")
         .or_else(|| {
             let (p, s) = modules.find(|n| n.starts_with("libdl.so"))?;
             inject::symbol(pid, p, *s, "dlopen")
         })
+        .or_else(|| inject::symbol(pid, &libc_path, libc_start, "__libc_dlopen_mode"))
         .with_context(|| {
             format!(
                 "cannot attach to process {pid}: no dlopen in its C library {}",
