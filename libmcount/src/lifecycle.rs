@@ -37,11 +37,8 @@ pub fn current() -> Option<&'static mut ThreadState> {
     // SAFETY: a value other than 0/DEAD in the slot is a live ThreadState mapping that belongs
     // to this thread only (each thread has its own slot).
     let td = (p > DEAD).then(|| unsafe { &mut *(p as *mut ThreadState) })?;
-    if td.block & block::STALE != 0 {
-        return Some(stale_settle(td));
-    }
-    if td.vfork_marked() {
-        return Some(vfork_settle(td));
+    if td.block & (block::STALE | block::VFORK) != 0 {
+        return Some(settle(td));
     }
     Some(td)
 }
@@ -52,13 +49,24 @@ pub fn existing() -> Option<&'static mut ThreadState> {
     let p = tls_get();
     // SAFETY: as in `current`.
     let td = (p > DEAD).then(|| unsafe { &mut *(p as *mut ThreadState) })?;
-    if td.block & block::STALE != 0 {
-        return Some(stale_settle(td));
-    }
-    if td.vfork_marked() {
-        return Some(vfork_settle(td));
+    if td.block & (block::STALE | block::VFORK) != 0 {
+        return Some(settle(td));
     }
     Some(td)
+}
+
+/// A state marked [`block::STALE`] or [`block::VFORK`]: the one to use now.
+#[cold]
+#[inline(never)]
+fn settle(td: &'static mut ThreadState) -> &'static mut ThreadState {
+    let td = match td.block & block::STALE {
+        0 => td,
+        _ => stale_settle(td),
+    };
+    match td.vfork_marked() {
+        true => vfork_settle(td),
+        false => td,
+    }
 }
 
 /// Every thread state of this process (addresses; 0: free entry), for [`mark_stale`]. A

@@ -416,6 +416,22 @@ mod tests {
 ";
 
     #[test]
+    fn attach_file_settings() {
+        let bytes = env::encode_vars([
+            (env::DIR, &b"/tmp/d"[..]),
+            (env::BUFFER, &b" 8192 "[..]),
+            (env::TRIGGER, &b"a=b@filter"[..]),
+        ]);
+        let src = Source::from_file(&bytes);
+        assert_eq!(src.var(env::DIR).as_deref(), Some("/tmp/d"));
+        assert_eq!(src.usize(env::BUFFER), Some(8192));
+        assert_eq!(src.var(env::TRIGGER).as_deref(), Some("a=b@filter"));
+        // Only the file counts: the environment of the process is not read.
+        assert_eq!(src.var("PATH"), None);
+        assert!(Source::Env.var("PATH").is_some());
+    }
+
+    #[test]
     fn maps_are_merged_like_uftrace() {
         let out = session_maps(MAPS);
         let lines: Vec<_> = out.lines().collect();
