@@ -86,6 +86,9 @@ pub extern "C" fn utrace_detach() -> i32 {
     // Pairs with the Acquire loads in the hooks: no new entry from here on.
     STATE.store(config::OFF, Ordering::Release);
     patch_revert();
+    if let Some(p) = crate::plt::get() {
+        p.set_hooked(false);
+    }
     lifecycle::mark_stale();
     // The calling thread drops its writer now.
     let _ = lifecycle::existing();

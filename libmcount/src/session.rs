@@ -290,10 +290,16 @@ pub fn start(src: &Source) -> Result<(), i32> {
     let exename = std::fs::read_link("/proc/self/exe").unwrap_or_default();
     let maps = session_maps(&std::fs::read_to_string("/proc/self/maps").unwrap_or_default());
     use std::os::unix::ffi::OsStrExt;
-    if src.var_os(env::PLTHOOK).is_some() && crate::plt::get().is_none() {
-        let exe = exename.as_os_str().as_bytes();
-        crate::log::debug(1, b"plthook", &[b"setup PLT hooking \"", exe, b"\""]);
-        crate::plt::install(src.var_os(env::NEST_LIBCALL).is_some());
+    if src.var_os(env::PLTHOOK).is_some() {
+        match crate::plt::get() {
+            // A second attached session: the hooks the first one set up, put back.
+            Some(p) => p.set_hooked(true),
+            None => {
+                let exe = exename.as_os_str().as_bytes();
+                crate::log::debug(1, b"plthook", &[b"setup PLT hooking \"", exe, b"\""]);
+                crate::plt::install(src.var_os(env::NEST_LIBCALL).is_some());
+            }
+        }
     }
     if filtered {
         let names = crate::plt::get().map(|p| p.functions()).unwrap_or_default();

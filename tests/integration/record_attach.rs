@@ -14,7 +14,12 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The test programs of this file (built here, `-O2` without `-pg`).
-const PROGS: [&str; 3] = ["attach_work", "attach_threads", "attach_signals"];
+const PROGS: [&str; 4] = [
+    "attach_work",
+    "attach_threads",
+    "attach_signals",
+    "attach_rate",
+];
 
 /// Whether `prog` is one of this file's programs (they are not `-pg` programs: the record
 /// matrix and the slow-path test leave them out).
@@ -31,6 +36,7 @@ fn build(name: &str, dir: &Path, extra: &[&str]) -> PathBuf {
         .arg("-o")
         .arg(&out)
         .arg(util::testprogs_src().join(format!("{name}.c")))
+        .arg("-fno-builtin")
         .arg("-pthread")
         .status()
         .expect("gcc");
@@ -47,6 +53,11 @@ struct Running {
 
 impl Running {
     fn start(prog: &Path, args: &[&str], dir: &Path, tag: &str) -> Running {
+        Running::start_after(prog, args, dir, tag, "tick 2 ")
+    }
+
+    /// Starts `prog` and waits until its output holds `seen`.
+    fn start_after(prog: &Path, args: &[&str], dir: &Path, tag: &str, seen: &str) -> Running {
         let out = dir.join(format!("{tag}.out"));
         let err = dir.join(format!("{tag}.err"));
         let child = Command::new(prog)
@@ -63,7 +74,7 @@ impl Running {
         };
         // Running its loop (libraries loaded, first lines printed).
         let start = Instant::now();
-        while !r.stdout().contains("tick 2 ") {
+        while !r.stdout().contains(seen) {
             assert!(start.elapsed() < Duration::from_secs(10), "no ticks");
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -294,6 +305,43 @@ fn signals_sent_meanwhile_are_delivered() {
     }
     assert!(ticks >= 5, "{out}");
     assert_replays(&tmp.path().join("d0"), &["kill", "getpid"]);
+}
+
+/// After the detach, library calls no longer pass through libmcount: the rate of calls comes
+/// back to what it was before the attach (the median of the rounds before and after; while
+/// attached it is a fraction).
+#[test]
+fn library_calls_are_unhooked_after_the_detach() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = build("attach_rate", tmp.path(), &[]);
+    let run = Running::start_after(&prog, &[], tmp.path(), "rate", "round 4:");
+    let d = tmp.path().join("d");
+    let rec = utrace_pid(
+        "record",
+        &run.pid(),
+        &["--duration=600ms", "-d", d.to_str().unwrap()],
+    );
+    rec.assert_success();
+    let (status, out, _) = run.finish();
+    assert!(status.success());
+    let rates: Vec<u64> = out
+        .lines()
+        .filter_map(|l| l.split(": ").nth(1)?.split(' ').next()?.parse().ok())
+        .collect();
+    assert_eq!(rates.len(), 20, "{out}");
+    let median = |r: &[u64]| {
+        let mut r = r.to_vec();
+        r.sort_unstable();
+        r[r.len() / 2]
+    };
+    let (before, after) = (median(&rates[..4]), median(&rates[12..]));
+    let slowest = *rates.iter().min().unwrap();
+    assert!(slowest * 2 < before, "the attach did not show: {rates:?}");
+    assert!(
+        after * 10 >= before * 6,
+        "still slow after the detach: {rates:?}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
