@@ -377,6 +377,30 @@ fn refusals_are_one_line() {
         assert!(out.stderr.contains("cannot go with it"), "{out}");
     }
 
+    // A process that another tracer holds (a utrace attached to it meanwhile).
+    let prog = build("attach_work", tmp.path(), &[]);
+    let run = Running::start(&prog, &["30"], tmp.path(), "busy");
+    let mut first = Command::new(util::utrace_bin())
+        .args(["record", "--duration=3s", "-d"])
+        .arg(tmp.path().join("first"))
+        .args(["-p", &run.pid()])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let out = utrace_pid(
+        "record",
+        &run.pid(),
+        &["-d", tmp.path().join("second").to_str().unwrap()],
+    );
+    assert!(!out.status.success(), "{out}");
+    assert!(
+        out.stderr
+            .contains("is being traced by another utrace already"),
+        "{out}"
+    );
+    assert!(first.wait().unwrap().success());
+    drop(run);
+
     // A statically linked program: nothing can load libmcount into it.
     let src = tmp.path().join("static.c");
     std::fs::write(

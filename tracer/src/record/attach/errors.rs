@@ -1,6 +1,6 @@
-//! Why a process cannot be attached to, in one line naming the cause: no such process, another
-//! user's process, Yama's `ptrace_scope`, a statically linked program, a C library without
-//! `dlopen`.
+//! Why a process cannot be attached to, in one line naming the cause: no such process, a
+//! process some other tracer holds, another user's process, Yama's `ptrace_scope`. (A
+//! statically linked program and a C library without `dlopen` are found in `mod.rs`.)
 
 /// Yama's setting, if the kernel has it.
 const YAMA: &str = "/proc/sys/kernel/yama/ptrace_scope";
@@ -20,7 +20,12 @@ pub fn seize_error(pid: i32, err: std::io::Error) -> anyhow::Error {
     match err.raw_os_error() {
         Some(libc::ESRCH) => anyhow::anyhow!("no such process: {pid}"),
         Some(libc::EPERM) => {
-            let owner = process_owner(pid);
+            if let Some(tracer) = status_field(pid, "TracerPid:").filter(|&t| t != 0) {
+                return anyhow::anyhow!(
+                    "cannot attach to process {pid}: it is being traced by process {tracer} already"
+                );
+            }
+            let owner = status_field(pid, "Uid:");
             // SAFETY: getuid has no preconditions.
             let me = unsafe { libc::getuid() };
             let scope = std::fs::read_to_string(YAMA)
@@ -32,10 +37,11 @@ pub fn seize_error(pid: i32, err: std::io::Error) -> anyhow::Error {
     }
 }
 
-/// The real uid of `pid`'s process, from `/proc/PID/status`.
-fn process_owner(pid: i32) -> Option<u32> {
+/// The first number of the `/proc/PID/status` line starting with `name` (`Uid:` gives the
+/// real uid, `TracerPid:` the process ptracing it).
+fn status_field(pid: i32, name: &str) -> Option<u32> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+    let line = status.lines().find(|l| l.starts_with(name))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
