@@ -140,6 +140,33 @@ fn assert_replays(dir: &Path, calls: &[&str]) -> String {
     out.stdout
 }
 
+/// In every task of `dir`'s raw records (`utrace dump`), each exit closes an entry before it.
+fn assert_entries_first(dir: &Path) {
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.args(["dump", "-d", dir.to_str().unwrap()]);
+    let dump = util::run(cmd);
+    dump.assert_success();
+    let mut open: std::collections::HashMap<String, i64> = Default::default();
+    for line in dump.stdout.lines() {
+        let Some(tid) = line.split_whitespace().nth(1) else {
+            continue;
+        };
+        let step = match () {
+            _ if line.contains("[entry]") => 1,
+            _ if line.contains("[exit ]") => -1,
+            _ => continue,
+        };
+        let depth = open.entry(tid.to_string()).or_default();
+        *depth += step;
+        assert!(
+            *depth >= 0,
+            "an exit without its entry: {line}\n{}",
+            dump.stdout
+        );
+    }
+    assert!(!open.is_empty(), "no records:\n{}", dump.stdout);
+}
+
 /// The untraced output of `prog ARGS`.
 fn clean_run(prog: &Path, args: &[&str]) -> std::thread::JoinHandle<String> {
     let (prog, args) = (
@@ -226,7 +253,8 @@ fn attach_twice_in_a_row_and_live() {
             &["--duration=600ms", "-d", d.to_str().unwrap()],
         );
         rec.assert_success();
-        std::thread::sleep(Duration::from_millis(200));
+        // No pause: the thread is still in the `nanosleep` entered in the previous session.
+        std::thread::sleep(Duration::from_millis(1));
     }
     let live = utrace_pid("live", &run.pid(), &["--duration=500ms"]);
     live.assert_success();
@@ -234,10 +262,12 @@ fn attach_twice_in_a_row_and_live() {
     assert_unharmed(run.finish(), &clean.join().unwrap());
     for d in [&d1, &d2] {
         let replay = assert_replays(d, &["snprintf", "qsort"]);
-        // Each session its own: one SESS line.
+        // Each session its own: one SESS line, and no exit of a call entered in an earlier
+        // session (the thread was in `nanosleep` when a session started).
         let tasks = std::fs::read_to_string(d.join("task.txt")).unwrap();
         assert_eq!(tasks.lines().filter(|l| l.starts_with("SESS ")).count(), 1);
         assert!(replay.lines().count() > 20, "{replay}");
+        assert_entries_first(d);
     }
 }
 
