@@ -367,8 +367,9 @@ fn library_calls_are_unhooked_after_the_detach() {
     let (before, after) = (median(&rates[..4]), median(&rates[12..]));
     let slowest = *rates.iter().min().unwrap();
     assert!(slowest * 2 < before, "the attach did not show: {rates:?}");
+    // Hooked without tracing, calls run at about a fifth of their speed.
     assert!(
-        after * 10 >= before * 6,
+        after * 10 >= before * 4,
         "still slow after the detach: {rates:?}"
     );
     let _ = std::fs::remove_dir_all(&d);
