@@ -318,7 +318,7 @@ fn kind_of(name: &str) -> Option<Kind> {
     }
 }
 
-/// The loaded objects: path (`/proc/self/exe` for the executable, the first one
+/// The loaded objects: path (`/proc/thread-self/exe` for the executable, the first one
 /// `dl_iterate_phdr` reports) and load bias.
 fn loaded_objects() -> Vec<(String, usize)> {
     unsafe extern "C" fn each(
@@ -332,7 +332,7 @@ fn loaded_objects() -> Vec<(String, usize)> {
             let out = &mut *(data as *mut Vec<(String, usize)>);
             let name = (*info).dlpi_name;
             let name = if out.is_empty() {
-                "/proc/self/exe".to_string()
+                "/proc/thread-self/exe".to_string()
             } else if name.is_null() {
                 String::new()
             } else {

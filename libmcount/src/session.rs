@@ -287,8 +287,10 @@ pub fn start(src: &Source) -> Result<(), i32> {
     let sid = session_id();
     SID.store(sid, Ordering::Relaxed);
     let pid = sys::getpid();
-    let exename = std::fs::read_link("/proc/self/exe").unwrap_or_default();
-    let maps = session_maps(&std::fs::read_to_string("/proc/self/maps").unwrap_or_default());
+    // The calling thread's view: `/proc/self` is empty once the main thread has called
+    // `pthread_exit` (an attached process may be in that state).
+    let exename = std::fs::read_link("/proc/thread-self/exe").unwrap_or_default();
+    let maps = session_maps(&std::fs::read_to_string("/proc/thread-self/maps").unwrap_or_default());
     use std::os::unix::ffi::OsStrExt;
     if src.var_os(env::PLTHOOK).is_some() {
         match crate::plt::get() {

@@ -306,6 +306,62 @@ fn stop_by_sigint_or_by_the_process_end() {
     assert!(replay.lines().count() > 50, "{replay}");
 }
 
+/// A process whose main thread has called `pthread_exit` (a zombie, its `/proc/PID` entries
+/// empty) while a worker runs on: attached through the worker's `/proc/PID/task/TID`.
+#[test]
+fn attach_after_the_main_thread_exited() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("pexit.c");
+    std::fs::write(
+        &src,
+        r#"#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+static void *w(void *a)
+{
+	(void)a;
+	for (int i = 0; i < 25; i++) {
+		char b[32];
+		snprintf(b, sizeof(b), "round %d", i);
+		printf("tick %d %zu\n", i, strlen(b));
+		fflush(stdout);
+		usleep(100000);
+	}
+	return NULL;
+}
+int main(void)
+{
+	pthread_t t;
+	pthread_create(&t, NULL, w, NULL);
+	pthread_exit(NULL);
+}
+"#,
+    )
+    .unwrap();
+    let exe = tmp.path().join("pexit");
+    let built = Command::new("gcc")
+        .args(["-O2", "-pthread", "-fno-builtin", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let run = Running::start(&exe, &[], tmp.path(), "pexit");
+    let d = tmp.path().join("d");
+    let rec = utrace_pid(
+        "record",
+        &run.pid(),
+        &["--duration=500ms", "-d", d.to_str().unwrap()],
+    );
+    rec.assert_success();
+    let (status, out, err) = run.finish();
+    assert!(status.success(), "{status}");
+    assert_eq!(err, "");
+    assert_eq!(out.lines().count(), 25, "{out}");
+    assert_replays(&d, &["snprintf", "usleep"]);
+}
+
 /// Signals that arrive while the process is stopped (4000 queued real-time signals, one every
 /// 0.5 ms, over three attaches) are all delivered.
 #[test]

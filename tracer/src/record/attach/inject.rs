@@ -91,7 +91,7 @@ impl Saved {
     }
 }
 
-/// Writes `data` at `addr` in process `pid`.
+/// Writes `data` at `addr` in the memory of thread `pid`.
 fn write_mem(pid: i32, addr: u64, data: &[u8]) -> std::io::Result<()> {
     let local = libc::iovec {
         iov_base: data.as_ptr() as *mut _,
@@ -111,7 +111,7 @@ fn write_mem(pid: i32, addr: u64, data: &[u8]) -> std::io::Result<()> {
     }
 }
 
-/// Reads a NUL-terminated string at `addr` in process `pid` (at most 512 bytes).
+/// Reads a NUL-terminated string at `addr` in the memory of thread `pid` (at most 512 bytes).
 pub fn read_cstr(pid: i32, addr: u64) -> Option<String> {
     let mut buf = vec![0u8; 512];
     let local = libc::iovec {
@@ -144,15 +144,16 @@ pub fn call(
     args: &[u64],
     data: &[u8],
 ) -> anyhow::Result<u64> {
-    let pid = stopped.pid;
     let mut regs = saved.regs;
     let data_at = (regs.rsp - RED_ZONE - data.len() as u64 - 64) & !15;
+    // Through the thread, not the process: a main thread that called pthread_exit has no
+    // memory to reach.
     if !data.is_empty() {
-        write_mem(pid, data_at, data).context("cannot write into the process's stack")?;
+        write_mem(tid, data_at, data).context("cannot write into the process's stack")?;
     }
     // At the function's first instruction, rsp + 8 is 16-byte aligned (a call pushed 8).
     let sp = data_at - 8;
-    write_mem(pid, sp, &0u64.to_ne_bytes()).context("cannot write into the process's stack")?;
+    write_mem(tid, sp, &0u64.to_ne_bytes()).context("cannot write into the process's stack")?;
     let arg = |i: usize| match args.get(i).copied() {
         Some(DATA) => data_at,
         Some(a) => a,
@@ -240,8 +241,9 @@ pub struct Modules {
 
 impl Modules {
     pub fn read(pid: i32) -> anyhow::Result<Modules> {
-        let text = std::fs::read_to_string(format!("/proc/{pid}/maps"))
-            .with_context(|| format!("cannot read /proc/{pid}/maps"))?;
+        let path = super::ptrace::proc_dir(pid).join("maps");
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
         Ok(Modules::parse(&text))
     }
 

@@ -91,13 +91,14 @@ pub fn record(
     if pid as u32 == std::process::id() {
         bail!("cannot attach to process {pid}: it is utrace itself");
     }
-    let exe =
-        std::fs::read_link(format!("/proc/{pid}/exe")).map_err(|e| match e.raw_os_error() {
+    let exe = std::fs::read_link(ptrace::proc_dir(pid).join("exe")).map_err(|e| {
+        match e.raw_os_error() {
             Some(libc::EACCES) | Some(libc::EPERM) => {
                 errors::seize_error(pid, std::io::Error::from_raw_os_error(libc::EPERM))
             }
             _ => anyhow::anyhow!("no such process: {pid}"),
-        })?;
+        }
+    })?;
     let modules = Modules::read(pid)?;
     let Some((libc_path, libc_start)) = modules.find(inject::is_libc).cloned() else {
         bail!(
@@ -346,7 +347,7 @@ fn load_and_start(
             .then(|| inject::call(stopped, tid, saved, dlerror, &[], &[]).ok())
             .flatten()
             .filter(|&p| p != 0)
-            .and_then(|p| inject::read_cstr(pid, p))
+            .and_then(|p| inject::read_cstr(tid, p))
             .unwrap_or_else(|| "dlopen failed".to_string());
         bail!("cannot load libmcount into process {pid}: {why}");
     }
@@ -396,7 +397,7 @@ fn detach(pid: i32, libmcount: &Path) -> anyhow::Result<()> {
     let mut stopped = match Stopped::stop_all(pid) {
         Ok(s) => s,
         // It ended just now.
-        Err(_) if !Path::new(&format!("/proc/{pid}")).exists() => return Ok(()),
+        Err(_) if ptrace::ended(pid, pid) => return Ok(()),
         Err(e) => return Err(e),
     };
     let result = quiesce(&mut stopped, libmcount).and_then(|()| {

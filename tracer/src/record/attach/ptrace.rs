@@ -20,6 +20,8 @@ struct Thread {
 pub struct Stopped {
     pub pid: i32,
     threads: BTreeMap<i32, Thread>,
+    /// Threads that have ended but are still listed (a main thread after `pthread_exit`).
+    ended: Vec<i32>,
 }
 
 /// `ptrace(req, tid, addr, data)` as a `Result`.
@@ -41,6 +43,33 @@ fn task_ids(pid: i32) -> std::io::Result<Vec<i32>> {
         .collect();
     tids.sort_unstable();
     Ok(tids)
+}
+
+/// Whether thread `tid` of `pid` has ended (gone, or a zombie).
+pub fn ended(pid: i32, tid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")) {
+        // `tid (comm) S ...`: the state follows the last parenthesis.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| matches!(state, "Z" | "X" | "x")),
+        Err(_) => true,
+    }
+}
+
+/// The `/proc` directory that shows process `pid`'s memory and executable: `/proc/PID`, or,
+/// once its main thread has called `pthread_exit` (a zombie whose entries are empty), that of
+/// a thread still running.
+pub fn proc_dir(pid: i32) -> std::path::PathBuf {
+    let main = std::path::PathBuf::from(format!("/proc/{pid}"));
+    if !ended(pid, pid) {
+        return main;
+    }
+    task_ids(pid)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|&t| !ended(pid, t))
+        .map_or(main, |t| format!("/proc/{pid}/task/{t}").into())
 }
 
 /// What a `waitpid` on a seized thread saw.
@@ -111,6 +140,7 @@ impl Stopped {
         let mut s = Stopped {
             pid,
             threads: BTreeMap::new(),
+            ended: Vec::new(),
         };
         s.stop_new()?;
         if s.threads.is_empty() {
@@ -121,7 +151,7 @@ impl Stopped {
 
     /// Seizes and stops the threads not held yet, until a scan finds no new one.
     fn stop_new(&mut self) -> anyhow::Result<()> {
-        loop {
+        for _ in 0..1000 {
             let tids = match task_ids(self.pid) {
                 Ok(t) => t,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -131,7 +161,7 @@ impl Stopped {
             };
             let new: Vec<i32> = tids
                 .into_iter()
-                .filter(|t| !self.threads.contains_key(t))
+                .filter(|t| !self.threads.contains_key(t) && !self.ended.contains(t))
                 .collect();
             if new.is_empty() {
                 return Ok(());
@@ -139,8 +169,13 @@ impl Stopped {
             for tid in new {
                 match ptrace(libc::PTRACE_SEIZE, tid, 0, 0) {
                     Ok(_) => {}
-                    // Ended since the scan.
+                    // Ended since the scan, or ended and not reaped yet (a main thread that
+                    // called pthread_exit stays so until the process ends).
                     Err(e) if e.raw_os_error() == Some(libc::ESRCH) => continue,
+                    Err(_) if ended(self.pid, tid) => {
+                        self.ended.push(tid);
+                        continue;
+                    }
                     Err(e) => return Err(super::errors::seize_error(self.pid, e)),
                 }
                 self.threads.insert(tid, Thread::default());
@@ -157,6 +192,10 @@ impl Stopped {
                 }
             }
         }
+        bail!(
+            "process {}: new threads keep appearing: cannot stop them all",
+            self.pid
+        )
     }
 
     /// A thread stopped for signal `sig` before our interrupt took: keep the signal, and wait
