@@ -545,6 +545,14 @@ impl DatWriter {
         self.buf = Buffer::empty();
     }
 
+    /// Lets go of the ring and data file of a session that has ended (`utrace_detach`; the
+    /// recorder salvaged the ring): nothing more is written, later records are dropped.
+    pub fn drop_session(&mut self) {
+        self.unmap();
+        self.release_file();
+        self.state = State::Closed;
+    }
+
     /// Lets go of a writer a `vfork` child set up in this (shared) memory, once the child has
     /// exec'd or exited: its ring is unmapped here but stays for the exec'd image (same tid)
     /// or the recorder's salvage; its descriptor, in the child's table, is forgotten, not

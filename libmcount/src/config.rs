@@ -4,10 +4,12 @@
 //! modules that use it.
 
 use crate::{filter, sys};
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use core::ffi::c_char;
+use core::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 use record_format::env;
 use std::ffi::{CStr, CString};
-use std::sync::OnceLock;
 
 pub(crate) const OFF: u8 = 0;
 pub(crate) const ON: u8 = 1;
@@ -111,12 +113,22 @@ pub fn config() -> Option<Config> {
     })
 }
 
-/// Name prefix of the threads' shared rings (`UTRACE_RING`), if the recorder set one.
-pub(crate) static RING_PREFIX: OnceLock<CString> = OnceLock::new();
+/// Name prefix of the threads' shared rings (`UTRACE_RING`), if the recorder set one: a
+/// leaked `CString` (one per session; an attached process can see several), null without.
+static RING_PREFIX: AtomicPtr<c_char> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Sets the ring prefix of the session being started (before `STATE = ON`, whose Release
+/// store publishes it). The previous one is leaked: a thread may still hold it.
+pub(crate) fn set_ring_prefix(prefix: Option<CString>) {
+    let p = prefix.map_or(core::ptr::null_mut(), |c| c.into_raw());
+    RING_PREFIX.store(p, Ordering::Relaxed);
+}
 
 /// The ring prefix for `DatWriter`s.
 pub fn ring_prefix() -> Option<&'static CStr> {
-    RING_PREFIX.get().map(|c| c.as_c_str())
+    let p = RING_PREFIX.load(Ordering::Relaxed);
+    // SAFETY: a non-null value is a CString leaked by `set_ring_prefix`, never freed.
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) })
 }
 
 /// The session id (in `SESS` lines and map names).

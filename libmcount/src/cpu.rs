@@ -13,7 +13,8 @@
 //! (`mov sym@gottpoff(%rip)`, then `%fs:`), two instructions and no call. Stable Rust has no
 //! `#[thread_local]` and `thread_local!` compiles to `__tls_get_addr` calls in a shared object;
 //! the initial-exec model needs static TLS space, which a library loaded at start-up by
-//! `LD_PRELOAD` always gets (it would fail only for `dlopen`). The object is hidden, so it is
+//! `LD_PRELOAD` always gets; loaded by `dlopen` (`utrace record -p`, see `attach`) it takes
+//! room from glibc's static TLS surplus, which holds libmcount's 128 bytes of TLS. The object is hidden, so it is
 //! not exported; the trampolines' fast paths read it by the same name.
 
 use core::arch::{asm, global_asm};

@@ -11,7 +11,9 @@
 //!
 //! [`session`] reads the environment contract of `record_format::env` in the library
 //! constructor into [`config`] (what hooks and threads read), writes `sid-<SID>.map` and the
-//! `SESS`/`TASK` lines of `task.txt` ([`tasklog`]), and handles process exit; [`lifecycle`]
+//! `SESS`/`TASK` lines of `task.txt` ([`tasklog`]), and handles process exit (a process that
+//! was already running gets the same settings from a file instead: `utrace record -p` loads
+//! libmcount into it and calls [`attach`]'s `utrace_attach`, later `utrace_detach`); [`lifecycle`]
 //! creates each thread's state and handles thread exit and `fork`; [`unwind`] keeps C++
 //! exceptions working through hijacked frames. Tracing is off when `UTRACE_DIR` is unset.
 //! Every bit a frame carries ([`rstack::Frame::flags`]) is allocated in [`frame_flags`];
@@ -28,8 +30,8 @@
 //! bottom; `patch` (writes code; its `table` is where `entry` finds moved prologues, and
 //! `dlopen` calls it for new libraries); `filter`, `config`, `args`, `buffer`, `plt`; `thread`;
 //! `dlopen`, `lifecycle`; `entry`, `crash`, `wrap`, `unwind`, `sdt`, `kept_pid`; [`arch`] (the
-//! trampolines, which call
-//! the handlers of `entry`, `unwind` and `dlopen`) and `session` at the top.
+//! trampolines, which call the handlers of `entry`, `unwind` and `dlopen`), `session` and
+//! `attach` at the top.
 //!
 //! Process exit: the `.fini_array` destructor runs from `exit()` after the `atexit` handlers
 //! and the executable's destructors (which are therefore still traced); it closes the calling
@@ -44,6 +46,7 @@
 
 pub mod arch;
 pub mod args;
+pub mod attach;
 pub mod buffer;
 pub mod clock;
 pub mod config;

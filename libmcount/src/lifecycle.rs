@@ -13,6 +13,7 @@ use crate::filter::{self, FilterState, Saved};
 use crate::rstack::{Frame, ShadowStack};
 use crate::thread::{block, ThreadState, VforkStep, DEAD, PENDING_ARGS};
 use crate::{clock, config, sys, tasklog};
+use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 /// The calling thread's state, created on first use; `None` if the thread is not traced.
 #[inline]
@@ -36,8 +37,8 @@ pub fn current() -> Option<&'static mut ThreadState> {
     // SAFETY: a value other than 0/DEAD in the slot is a live ThreadState mapping that belongs
     // to this thread only (each thread has its own slot).
     let td = (p > DEAD).then(|| unsafe { &mut *(p as *mut ThreadState) })?;
-    if td.vfork_marked() {
-        return Some(vfork_settle(td));
+    if td.block & (block::STALE | block::VFORK) != 0 {
+        return Some(settle(td));
     }
     Some(td)
 }
@@ -48,10 +49,100 @@ pub fn existing() -> Option<&'static mut ThreadState> {
     let p = tls_get();
     // SAFETY: as in `current`.
     let td = (p > DEAD).then(|| unsafe { &mut *(p as *mut ThreadState) })?;
-    if td.vfork_marked() {
-        return Some(vfork_settle(td));
+    if td.block & (block::STALE | block::VFORK) != 0 {
+        return Some(settle(td));
     }
     Some(td)
+}
+
+/// A state marked [`block::STALE`] or [`block::VFORK`]: the one to use now.
+#[cold]
+#[inline(never)]
+fn settle(td: &'static mut ThreadState) -> &'static mut ThreadState {
+    let td = match td.block & block::STALE {
+        0 => td,
+        _ => stale_settle(td),
+    };
+    match td.vfork_marked() {
+        true => vfork_settle(td),
+        false => td,
+    }
+}
+
+/// Every thread state of this process (addresses; 0: free entry), for [`mark_stale`]. A
+/// thread registers its state when it creates it and removes it before unmapping it.
+static STATES: [AtomicUsize; MAX_STATES] = [const { AtomicUsize::new(0) }; MAX_STATES];
+const MAX_STATES: usize = 4096;
+
+fn register_state(td: usize) {
+    let free = STATES.iter().find(|e| {
+        // Relaxed: the entry only has to be claimed once; `mark_stale` runs while every other
+        // thread is stopped (ptrace), after the kernel has ordered all their stores.
+        e.compare_exchange(0, td, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    });
+    if free.is_none() {
+        crate::log::error(
+            b"too many threads: this one keeps tracing after a detach",
+            0,
+        );
+    }
+}
+
+fn unregister_state(td: usize) {
+    if let Some(e) = STATES.iter().find(|e| e.load(Ordering::Relaxed) == td) {
+        e.store(0, Ordering::Relaxed);
+    }
+}
+
+/// Marks every thread's state [`block::STALE`]: the session they write for has ended (detach)
+/// or is being replaced (a new attach). Called by `attach` in the traced process while its
+/// other threads are stopped outside libmcount's code (the recorder checks their `rip`), so
+/// no one is between reading and writing a `block` word.
+pub fn mark_stale() {
+    for e in &STATES {
+        let td = e.load(Ordering::Relaxed);
+        if td > DEAD {
+            // SAFETY: registered states stay mapped until unregistered; `block` is a u32
+            // field of the live state, updated atomically here.
+            let block = unsafe { AtomicU32::from_ptr(&raw mut (*(td as *mut ThreadState)).block) };
+            block.fetch_or(block::STALE, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A hook found its thread's state [`block::STALE`]: drop the old session's writer without
+/// writing (the recorder salvaged its ring), keep the shadow stack (hijacked frames must
+/// return) but mark its frames not to be recorded, and join the session that is on, if any
+/// (else the bit stays: every hook takes the handlers, which record nothing).
+#[cold]
+#[inline(never)]
+fn stale_settle(td: &'static mut ThreadState) -> &'static mut ThreadState {
+    if td.guard() {
+        return td;
+    }
+    td.set_guard(true);
+    td.writer.drop_session();
+    td.reads.close();
+    for i in 0..td.rstack.len() {
+        if let Some(f) = td.rstack.get_mut(i) {
+            f.flags |= crate::frame_flags::NORECORD;
+        }
+    }
+    if let Some(cfg) = config::config() {
+        td.writer = DatWriter::new(cfg.dirfd, td.tid, cfg.window, config::ring_prefix());
+        let line = tasklog::task_line(clock::now(), td.tid, sys::getpid());
+        if let Err(e) = tasklog::append(cfg.dirfd, line.as_bytes()) {
+            crate::log::error(b"cannot append to task.txt", e);
+        }
+        td.set_depth_limit(cfg.depth);
+        td.block &= !(block::STALE | block::SLOW);
+        if cfg.slow {
+            td.block |= block::SLOW;
+        }
+    }
+    td.set_guard(false);
+    td
 }
 
 /// A hook found a state marked by `vfork` (see `thread::vfork`): the state of the process
@@ -124,6 +215,7 @@ pub fn init_current(announce: bool) -> usize {
         }
     }
     config::register_thread(td as usize);
+    register_state(td as usize);
     tls_set(td as usize);
     td as usize
 }
@@ -202,6 +294,7 @@ pub unsafe extern "C" fn thread_exit(p: *mut libc::c_void) {
     td.writer.close();
     td.reads.close();
     if td.rstack.is_empty() {
+        unregister_state(p as usize);
         tls_set(DEAD);
         let len = td.map_len;
         // SAFETY: the slot no longer points at the state and no frame can return through it.

@@ -174,6 +174,8 @@ pub struct Plt {
     hooked: Mutex<Vec<usize>>,
     /// `--nest-libcall`: libraries are hooked too, those loaded by `dlopen` included.
     nest: bool,
+    /// The RELRO ranges (page-aligned) of the objects hooked so far, for [`Plt::set_hooked`].
+    relro: Mutex<Vec<(usize, usize)>>,
 }
 
 static PLT: OnceLock<Plt> = OnceLock::new();
@@ -316,7 +318,7 @@ fn kind_of(name: &str) -> Option<Kind> {
     }
 }
 
-/// The loaded objects: path (`/proc/self/exe` for the executable, the first one
+/// The loaded objects: path (`/proc/thread-self/exe` for the executable, the first one
 /// `dl_iterate_phdr` reports) and load bias.
 fn loaded_objects() -> Vec<(String, usize)> {
     unsafe extern "C" fn each(
@@ -330,7 +332,7 @@ fn loaded_objects() -> Vec<(String, usize)> {
             let out = &mut *(data as *mut Vec<(String, usize)>);
             let name = (*info).dlpi_name;
             let name = if out.is_empty() {
-                "/proc/self/exe".to_string()
+                "/proc/thread-self/exe".to_string()
             } else if name.is_null() {
                 String::new()
             } else {
@@ -438,6 +440,7 @@ pub fn install(nest: bool) {
         later: AtomicUsize::new(0),
         hooked: Mutex::new(Vec::new()),
         nest,
+        relro: Mutex::new(Vec::new()),
     });
     SLOTS.store(plt.slots.as_ptr() as usize, Ordering::Release);
     plt.add(|k, path| k == 0 || (nest && !never_nested(path)), false);
@@ -555,6 +558,50 @@ impl Plt {
             // SAFETY: as above; back to read-only.
             unsafe { libc::mprotect(start as *mut libc::c_void, end - start, libc::PROT_READ) };
         }
+        if let Ok(mut all) = self.relro.lock() {
+            all.extend(relro);
+        }
+    }
+
+    /// An attached session ends (`false`: every hooked GOT slot gets back the address its
+    /// calls go to, and the process's library calls no longer pass through libmcount) or a new
+    /// one starts (`true`: the stubs again, with the addresses bound meanwhile learnt). Called
+    /// while the process's other threads are stopped; if one of them holds the table's lock
+    /// (hooking a `dlopen`ed library), nothing changes: calls still work through the hooks.
+    pub fn set_hooked(&self, on: bool) {
+        let (Ok(_hooked), Ok(relro)) = (self.hooked.try_lock(), self.relro.try_lock()) else {
+            return;
+        };
+        let protect = |prot| {
+            for &(start, end) in relro.iter() {
+                // SAFETY: a hooked object's own RELRO segment, mapped for its lifetime.
+                unsafe { libc::mprotect(start as *mut libc::c_void, end - start, prot) };
+            }
+        };
+        protect(libc::PROT_READ | libc::PROT_WRITE);
+        for (i, s) in self.used().iter().enumerate() {
+            let at = s.got.load(Ordering::Relaxed);
+            if at == 0 {
+                continue;
+            }
+            // SAFETY: a hooked GOT slot of a loaded object, writable now.
+            let got = unsafe { AtomicUsize::from_ptr(at as *mut usize) };
+            let stub = self.stub(i);
+            if on {
+                let cur = got.load(Ordering::Relaxed);
+                if cur != stub && cur != s.lazy.load(Ordering::Relaxed) {
+                    // Bound while unhooked.
+                    s.target.store(cur, Ordering::Relaxed);
+                    if s.kind() == Kind::Hook && !s.no_fast.load(Ordering::Relaxed) {
+                        s.fast.store(cur, Ordering::Relaxed);
+                    }
+                }
+                got.store(stub, Ordering::Release);
+            } else {
+                got.store(s.target.load(Ordering::Relaxed), Ordering::Release);
+            }
+        }
+        protect(libc::PROT_READ);
     }
 }
 

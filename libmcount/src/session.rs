@@ -7,20 +7,61 @@
 //! not `ON` and return. Allocation and `std` are fine here (cold path, single-threaded).
 
 use crate::config::{
-    DEPTH, DIRFD, FINISHED, HIGH_FD, KEY, MAX_STACK, ON, RECORDER_FD, RING_PREFIX, SID, SLOW_PATH,
-    STATE, WATCH_CPU, WINDOW,
+    DEPTH, DIRFD, FINISHED, HIGH_FD, KEY, MAX_STACK, ON, RECORDER_FD, RECORDER_GONE, SID,
+    SLOW_PATH, STATE, WATCH_CPU, WINDOW,
 };
-use crate::{clock, filter, lifecycle, sys, tasklog};
+use crate::{clock, config, filter, lifecycle, sys, tasklog};
 use core::sync::atomic::Ordering;
 use record_format::env;
 use record_format::maps::parse_maps;
 use record_format::pattern::MatchType;
 use std::ffi::CString;
 
+/// Where a session's settings come from: the environment (`LD_PRELOAD`ed at start-up) or the
+/// file the recorder wrote for an attached session (`env::ATTACH_FILE`, see `attach`), which
+/// holds the same names. An attached process's own environment is never touched: its children
+/// must not inherit tracing.
+pub enum Source {
+    Env,
+    File(Vec<(String, std::ffi::OsString)>),
+}
+
+impl Source {
+    /// The settings of an attach file's bytes.
+    pub fn from_file(bytes: &[u8]) -> Source {
+        use std::os::unix::ffi::OsStrExt;
+        let vars = env::decode_vars(bytes)
+            .map(|(k, v)| {
+                let value = std::ffi::OsStr::from_bytes(v).to_os_string();
+                (String::from_utf8_lossy(k).into_owned(), value)
+            })
+            .collect();
+        Source::File(vars)
+    }
+
+    pub fn var_os(&self, name: &str) -> Option<std::ffi::OsString> {
+        match self {
+            Source::Env => std::env::var_os(name),
+            Source::File(vars) => vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()),
+        }
+    }
+
+    pub fn var(&self, name: &str) -> Option<String> {
+        self.var_os(name)?.into_string().ok()
+    }
+
+    fn usize(&self, name: &str) -> Option<usize> {
+        self.var(name)?.trim().parse().ok()
+    }
+}
+
 /// Opens a pidfd of the recorder named by `UTRACE_RECORDER`, parked out of the program's way.
 /// `Err(ESRCH)`: the recorder is already gone.
-fn open_recorder() -> sys::SysResult<Option<i32>> {
-    let Some(pid) = env_usize(env::RECORDER).filter(|&p| p > 0 && p <= i32::MAX as usize) else {
+fn open_recorder(src: &Source) -> sys::SysResult<Option<i32>> {
+    let Some(pid) = src
+        .usize(env::RECORDER)
+        .filter(|&p| p > 0 && p <= i32::MAX as usize)
+    else {
         return Ok(None);
     };
     let fd = match sys::pidfd_open(pid as i32) {
@@ -36,10 +77,6 @@ fn open_recorder() -> sys::SysResult<Option<i32>> {
         }
         Err(_) => Ok(Some(fd)),
     }
-}
-
-fn env_usize(name: &str) -> Option<usize> {
-    std::env::var(name).ok()?.trim().parse().ok()
 }
 
 fn session_id() -> u64 {
@@ -133,13 +170,25 @@ fn write_new_file(dirfd: i32, name: &str, bytes: &[u8]) -> sys::SysResult<()> {
 pub extern "C" fn init() {
     // The interposed functions' real ones, also when nothing is recorded (`--nop`).
     crate::wrap::init();
-    if let Some(fd) = env_usize(env::LOGFD) {
+    let src = Source::Env;
+    if let Some(fd) = src.usize(env::LOGFD) {
         crate::log::LOGFD.store(fd as i32, Ordering::Relaxed);
     }
-    let Some(dir) = std::env::var_os(env::DIR) else {
+    if src.var_os(env::DIR).is_none() {
         return;
+    }
+    crate::crash::install();
+    crate::kept_pid::init();
+    let _ = start(&src);
+}
+
+/// Starts a session with the settings of `src` (the constructor's, or an attached one's:
+/// then the process's other threads are stopped). Returns an errno when tracing stays off.
+pub fn start(src: &Source) -> Result<(), i32> {
+    let Some(dir) = src.var_os(env::DIR) else {
+        return Err(libc::EINVAL);
     };
-    if let Some(level) = env_usize(env::DEBUG) {
+    if let Some(level) = src.usize(env::DEBUG) {
         crate::log::DEBUG.store(level.min(3) as i32, Ordering::Relaxed);
     }
     crate::log::debug(1, b"mcount", &[b"initializing mcount library"]);
@@ -147,107 +196,120 @@ pub extern "C" fn init() {
         Ok(fd) => fd,
         Err(e) => {
             crate::log::error(b"cannot open UTRACE_DIR: tracing disabled", e);
-            return;
+            return Err(e);
         }
     };
-    match open_recorder() {
+    match open_recorder(src) {
         Ok(fd) => RECORDER_FD.store(fd.unwrap_or(-1), Ordering::Relaxed),
         Err(e) => {
             crate::log::error(b"the recorder has ended: tracing disabled", e);
             sys::close(dirfd);
-            return;
+            return Err(e);
         }
     }
+    RECORDER_GONE.store(false, Ordering::Relaxed);
     DIRFD.store(dirfd, Ordering::Relaxed);
-    if let Some(prefix) = std::env::var(record_format::ring::ENV_PREFIX)
-        .ok()
-        .filter(|p| !p.is_empty() && !p.contains('/'))
-        .and_then(|p| CString::new(p).ok())
-    {
-        let _ = RING_PREFIX.set(prefix);
-    }
-    let clock_id = match std::env::var(env::CLOCK).as_deref() {
-        Ok("mono_raw") => libc::CLOCK_MONOTONIC_RAW,
-        Ok("boot") => libc::CLOCK_BOOTTIME,
+    config::set_ring_prefix(
+        src.var(record_format::ring::ENV_PREFIX)
+            .filter(|p| !p.is_empty() && !p.contains('/'))
+            .and_then(|p| CString::new(p).ok()),
+    );
+    let clock_id = match src.var(env::CLOCK).as_deref() {
+        Some("mono_raw") => libc::CLOCK_MONOTONIC_RAW,
+        Some("boot") => libc::CLOCK_BOOTTIME,
         _ => libc::CLOCK_MONOTONIC,
     };
     SLOW_PATH.store(
-        std::env::var_os(env::SLOW_PATH).is_some_and(|v| v == "1"),
+        src.var_os(env::SLOW_PATH).is_some_and(|v| v == "1"),
         Ordering::Relaxed,
     );
     WATCH_CPU.store(
-        std::env::var(env::WATCH)
+        src.var(env::WATCH)
             .unwrap_or_default()
             .split(';')
             .any(|w| w == "cpu"),
         Ordering::Relaxed,
     );
-    clock::init(clock_id, std::env::var_os(env::NO_TSC).is_none());
-    if let Some(w) = env_usize(env::BUFFER).filter(|&w| w > 0) {
-        WINDOW.store(w, Ordering::Relaxed);
-    }
-    if let Some(m) = env_usize(env::MAX_STACK).filter(|&m| m > 0) {
-        MAX_STACK.store(m.min(65535), Ordering::Relaxed);
-    }
+    clock::init(clock_id, src.var_os(env::NO_TSC).is_none());
+    WINDOW.store(
+        src.usize(env::BUFFER)
+            .filter(|&w| w > 0)
+            .unwrap_or(env::DEFAULT_BUFFER),
+        Ordering::Relaxed,
+    );
+    MAX_STACK.store(
+        src.usize(env::MAX_STACK)
+            .filter(|&m| m > 0)
+            .map_or(env::DEFAULT_MAX_STACK, |m| m.min(65535)),
+        Ordering::Relaxed,
+    );
     // -D alone keeps the fast paths (deeper functions are not even hooked). With filters the
     // depth counts from the -F function, -t defers entries and so on: the `filter` module does
     // it all.
-    let triggers = std::env::var(env::TRIGGER).unwrap_or_default();
-    let depth = env_usize(env::DEPTH).filter(|&d| d > 0);
+    let triggers = src.var(env::TRIGGER).unwrap_or_default();
+    let depth = src.usize(env::DEPTH).filter(|&d| d > 0);
     let filter_set = filter::Settings {
         triggers: &triggers,
-        match_type: match std::env::var(env::PATTERN).as_deref() {
-            Ok("glob") => MatchType::Glob,
+        match_type: match src.var(env::PATTERN).as_deref() {
+            Some("glob") => MatchType::Glob,
             _ => MatchType::Regex,
         },
         depth: depth.map_or(u32::MAX, |d| d.min(u32::MAX as usize) as u32),
-        threshold: env_usize(env::THRESHOLD).unwrap_or(0) as u64,
-        size: env_usize(env::SIZE).unwrap_or(0) as u64,
-        start_off: std::env::var_os(env::TRACE_OFF).is_some(),
-        signals: crate::signals::install(&std::env::var(env::SIGNAL).unwrap_or_default()),
+        threshold: src.usize(env::THRESHOLD).unwrap_or(0) as u64,
+        size: src.usize(env::SIZE).unwrap_or(0) as u64,
+        start_off: src.var_os(env::TRACE_OFF).is_some(),
+        signals: crate::signals::install(&src.var(env::SIGNAL).unwrap_or_default()),
     };
     let filtered = filter_set.active();
-    if !filtered {
-        if let Some(d) = depth {
-            DEPTH.store(d, Ordering::Relaxed);
+    DEPTH.store(
+        depth.filter(|_| !filtered).unwrap_or(usize::MAX),
+        Ordering::Relaxed,
+    );
+
+    // Once per process (a second attach finds them done).
+    static PROCESS_SETUP: std::sync::Once = std::sync::Once::new();
+    PROCESS_SETUP.call_once(|| {
+        let mut key: libc::pthread_key_t = 0;
+        // SAFETY: `key` is a valid out-pointer; thread_exit has the destructor signature.
+        if unsafe { libc::pthread_key_create(&mut key, Some(lifecycle::thread_exit)) } == 0 {
+            KEY.store(key as usize, Ordering::Relaxed);
         }
-    }
-
-    let mut key: libc::pthread_key_t = 0;
-    // SAFETY: `key` is a valid out-pointer; thread_exit has the destructor signature.
-    if unsafe { libc::pthread_key_create(&mut key, Some(lifecycle::thread_exit)) } == 0 {
-        KEY.store(key as usize, Ordering::Relaxed);
-    }
-    // SAFETY: fork_prepare and fork_child are plain extern "C" fns without arguments.
-    unsafe {
-        libc::pthread_atfork(
-            Some(lifecycle::fork_prepare),
-            None,
-            Some(lifecycle::fork_child),
-        )
-    };
-
-    crate::crash::install();
-    crate::kept_pid::init();
+        // SAFETY: fork_prepare and fork_child are plain extern "C" fns without arguments.
+        unsafe {
+            libc::pthread_atfork(
+                Some(lifecycle::fork_prepare),
+                None,
+                Some(lifecycle::fork_child),
+            )
+        };
+        crate::dlopen::init();
+    });
     let sid = session_id();
     SID.store(sid, Ordering::Relaxed);
-    crate::dlopen::init();
     let pid = sys::getpid();
-    let exename = std::fs::read_link("/proc/self/exe").unwrap_or_default();
-    let maps = session_maps(&std::fs::read_to_string("/proc/self/maps").unwrap_or_default());
+    // The calling thread's view: `/proc/self` is empty once the main thread has called
+    // `pthread_exit` (an attached process may be in that state).
+    let exename = std::fs::read_link("/proc/thread-self/exe").unwrap_or_default();
+    let maps = session_maps(&std::fs::read_to_string("/proc/thread-self/maps").unwrap_or_default());
     use std::os::unix::ffi::OsStrExt;
-    if std::env::var_os(env::PLTHOOK).is_some() {
-        let exe = exename.as_os_str().as_bytes();
-        crate::log::debug(1, b"plthook", &[b"setup PLT hooking \"", exe, b"\""]);
-        crate::plt::install(std::env::var_os(env::NEST_LIBCALL).is_some());
+    if src.var_os(env::PLTHOOK).is_some() {
+        match crate::plt::get() {
+            // A second attached session: the hooks the first one set up, put back.
+            Some(p) => p.set_hooked(true),
+            None => {
+                let exe = exename.as_os_str().as_bytes();
+                crate::log::debug(1, b"plthook", &[b"setup PLT hooking \"", exe, b"\""]);
+                crate::plt::install(src.var_os(env::NEST_LIBCALL).is_some());
+            }
+        }
     }
     if filtered {
         let names = crate::plt::get().map(|p| p.functions()).unwrap_or_default();
         let plt: Vec<(usize, &str)> = names.iter().map(|(a, n)| (*a, &**n)).collect();
         filter::init(&parse_maps(&maps), &plt, &filter_set);
     }
-    init_args(&maps, &exename, &filter_set);
-    if std::env::var_os(env::EVENT).is_some_and(|v| v == "1") {
+    init_args(src, &maps, &exename, &filter_set);
+    if src.var_os(env::EVENT).is_some_and(|v| v == "1") {
         let exe_start = parse_maps(&maps)
             .iter()
             .find(|m| std::path::Path::new(&m.path) == exename)
@@ -262,7 +324,7 @@ pub extern "C" fn init() {
     let line = tasklog::sess_line(clock::now(), pid, sid, exename.as_os_str().as_bytes());
     if let Err(e) = tasklog::append(dirfd, &line) {
         crate::log::error(b"cannot append to task.txt: tracing disabled", e);
-        return;
+        return Err(e);
     }
     crate::log::debug(1, b"mcount", &[b"mcount setup done"]);
     if crate::log::DEBUG.load(Ordering::Relaxed) > 0 {
@@ -277,17 +339,25 @@ pub extern "C" fn init() {
             &[b"new session started: ", sid_hex.as_bytes(), b": ", comm],
         );
     }
-    crate::patch::init();
+    // An attach stopped the process's threads; none may be inside the bytes patched.
+    let avoid = src
+        .var(env::ATTACH_AVOID)
+        .map(|a| env::parse_avoid(&a))
+        .unwrap_or_default();
+    crate::patch::init(&|k| src.var(k), &avoid);
     // Pairs with the Acquire loads in the hooks: everything above is visible to them.
     STATE.store(ON, Ordering::Release);
-    lifecycle::init_current(true);
+    // The calling thread's state: created (with its TASK line), or, after an earlier attach,
+    // moved to this session.
+    let _ = lifecycle::current();
+    Ok(())
 }
 
 /// Binds the recorder's `-A`/`-R`/`-a` specs to the session's functions.
-fn init_args(maps: &str, exe: &std::path::Path, filters: &filter::Settings) {
-    let var = |name| std::env::var(name).unwrap_or_default();
+fn init_args(src: &Source, maps: &str, exe: &std::path::Path, filters: &filter::Settings) {
+    let var = |name| src.var(name).unwrap_or_default();
     let (argspec, retspec) = (var(env::ARGSPEC), var(env::RETSPEC));
-    let auto = std::env::var_os(env::AUTO_ARGS).is_some();
+    let auto = src.var_os(env::AUTO_ARGS).is_some();
     if argspec.is_empty() && retspec.is_empty() && !auto {
         return;
     }
@@ -296,7 +366,8 @@ fn init_args(maps: &str, exe: &std::path::Path, filters: &filter::Settings) {
         .iter()
         .find(|m| std::path::Path::new(&m.path) == exe)
         .map(|m| m.start);
-    let exe_dbg = std::env::var_os(env::DBG)
+    let exe_dbg = src
+        .var_os(env::DBG)
         .and_then(|p| std::fs::read_to_string(p).ok())
         .zip(exe_start)
         .map(|(text, start)| (start, record_format::dbg::parse_dbg(&text)));
@@ -357,6 +428,22 @@ mod tests {
 7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]
 7ffd00100000-7ffd00102000 r-xp 00000000 00:00 0                          [vdso]
 ";
+
+    #[test]
+    fn attach_file_settings() {
+        let bytes = env::encode_vars([
+            (env::DIR, &b"/tmp/d"[..]),
+            (env::BUFFER, &b" 8192 "[..]),
+            (env::TRIGGER, &b"a=b@filter"[..]),
+        ]);
+        let src = Source::from_file(&bytes);
+        assert_eq!(src.var(env::DIR).as_deref(), Some("/tmp/d"));
+        assert_eq!(src.usize(env::BUFFER), Some(8192));
+        assert_eq!(src.var(env::TRIGGER).as_deref(), Some("a=b@filter"));
+        // Only the file counts: the environment of the process is not read.
+        assert_eq!(src.var("PATH"), None);
+        assert!(Source::Env.var("PATH").is_some());
+    }
 
     #[test]
     fn maps_are_merged_like_uftrace() {

@@ -56,6 +56,11 @@ pub mod block {
     /// A PLT slot called unbound with its return not hooked (`longjmp`, `setjmp`…) waits to
     /// be re-armed: the next hook does it (no PLT call may come before the slot's next use).
     pub const REARM: u32 = 32;
+    /// The session this state was set up for has ended (`utrace_detach`) or another one has
+    /// started (a second `utrace_attach`): set on every known state by `lifecycle::mark_stale`
+    /// while the process's other threads are stopped. The thread's next hook drops the old
+    /// writer without writing and, if a session is on, joins it (`lifecycle`).
+    pub const STALE: u32 = 64;
 }
 
 /// One thread's runtime state. `#[repr(C)]`: the trampolines' fast paths read `block`,
@@ -675,7 +680,10 @@ impl ThreadState {
             }
             let ret = regs.filter(|_| i == keep);
             let Some(filters) = filters else {
-                self.write_exit(now, &f, ret);
+                // NORECORD without filters: a frame of an earlier session (see `block::STALE`).
+                if f.flags & flags::NORECORD == 0 {
+                    self.write_exit(now, &f, ret);
+                }
                 self.rstack.truncate(i);
                 continue;
             };

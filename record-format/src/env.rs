@@ -85,3 +85,62 @@ pub const SLOW_PATH: &str = "UTRACE_SLOW_PATH";
 pub const DEFAULT_BUFFER: usize = 128 * 1024;
 /// Default `max_stack`.
 pub const DEFAULT_MAX_STACK: usize = 1024;
+
+/// `utrace record -p PID`: the file in the data directory where the recorder writes the
+/// settings of an attached session (the variables above, as `NAME=VALUE` records each ended by
+/// a NUL byte) before it calls libmcount's `utrace_attach` in the process. The process's own
+/// environment is left alone: its children must not inherit tracing.
+pub const ATTACH_FILE: &str = "attach.env";
+
+/// In an [`ATTACH_FILE`] only: the instruction addresses (hex, `,`-separated) of the
+/// process's threads, stopped while `utrace_attach` runs: functions holding one of them in
+/// the bytes that patching rewrites must not be patched.
+pub const ATTACH_AVOID: &str = "UTRACE_ATTACH_AVOID";
+
+/// The addresses of an [`ATTACH_AVOID`] value (malformed items skipped).
+pub fn parse_avoid(text: &str) -> Vec<u64> {
+    text.split(',')
+        .filter_map(|a| u64::from_str_radix(a.trim().trim_start_matches("0x"), 16).ok())
+        .collect()
+}
+
+/// The bytes of an [`ATTACH_FILE`] holding `vars` (names must not contain `=` or NUL; values
+/// must not contain NUL).
+pub fn encode_vars<'a>(vars: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (name, value) in vars {
+        out.extend_from_slice(name.as_bytes());
+        out.push(b'=');
+        out.extend_from_slice(value);
+        out.push(0);
+    }
+    out
+}
+
+/// The `(name, value)` records of an [`ATTACH_FILE`]; records without `=` are skipped.
+pub fn decode_vars(bytes: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    bytes.split(|&b| b == 0).filter_map(|rec| {
+        let eq = rec.iter().position(|&b| b == b'=')?;
+        Some((&rec[..eq], &rec[eq + 1..]))
+    })
+}
+
+#[cfg(test)]
+mod attach_file_tests {
+    use super::*;
+
+    #[test]
+    fn vars_round_trip() {
+        let bytes = encode_vars([(DIR, &b"/tmp/a b"[..]), (TRIGGER, &b"x=1@filter;y"[..])]);
+        let back: Vec<_> = decode_vars(&bytes).collect();
+        assert_eq!(
+            back,
+            vec![
+                (DIR.as_bytes(), &b"/tmp/a b"[..]),
+                (TRIGGER.as_bytes(), &b"x=1@filter;y"[..])
+            ]
+        );
+        assert_eq!(decode_vars(b"junk\0A=\0").count(), 1);
+        assert_eq!(parse_avoid("7f00,0x10, zz,"), vec![0x7f00, 0x10]);
+    }
+}

@@ -17,6 +17,9 @@
 //!   double and the rest, the `.dbg` file and the replays against uftrace;
 //! * `record_filters`: record-time filters and depth limits, applied while recording;
 //! * `record_libcalls`: library calls through the PLT hooks, lazy and `-z now` builds;
+//! * `record_attach`: `record -p PID` and `live -p PID` on running `-O2` programs (one thread,
+//!   threads started before and while attached, twice in a row, signals arriving meanwhile)
+//!   and the refusals;
 //! * `record_events`: `-W cpu`, user SDT events (`-E`) against uftrace, a program with its own
 //!   SIGTRAP handler, `--keep-pid`;
 //! * `record_autoargs`: `-a` on library calls (the built-in prototypes) against uftrace, and
@@ -85,6 +88,7 @@ mod normalize;
 mod record;
 mod record_arg_locations;
 mod record_args;
+mod record_attach;
 mod record_autoargs;
 mod record_dwarf_args;
 mod record_events;

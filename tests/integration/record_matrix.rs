@@ -524,7 +524,8 @@ fn every_testprog_is_recorded() {
             || crate::record_autoargs::covers(&name)
             || crate::cxx_names::covers(&name)
             || crate::srcline::covers(&name)
-            || crate::record_patch::covers(&name);
+            || crate::record_patch::covers(&name)
+            || crate::record_attach::covers(&name);
         if !in_matrix && !in_survival && !elsewhere {
             missing.push(name);
         }

@@ -275,8 +275,8 @@ fn every_testprog_runs_on_both_paths() {
         let path = entry.unwrap().path();
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         let is_source = matches!(path.extension().and_then(|e| e.to_str()), Some("c" | "cc"));
-        // Programs built without -pg (dynamic patching) have their own tests.
-        let elsewhere = crate::record_patch::covers(&name);
+        // Programs built without -pg (dynamic patching, attach) have their own tests.
+        let elsewhere = crate::record_patch::covers(&name) || crate::record_attach::covers(&name);
         if is_source
             && !name.ends_with("_lib")
             && !elsewhere

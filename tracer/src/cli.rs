@@ -421,9 +421,13 @@ pub struct RecordArgs {
     /// Start an agent in the traced program
     #[arg(hide = true, short = 'g', long)]
     pub agent: bool,
-    /// Connect to the agent of process PID
-    #[arg(hide = true, short = 'p', long, value_name = "PID")]
+    /// Attach to the running process PID (record, live): trace it until Ctrl-C, --duration
+    /// or its end, then detach
+    #[arg(short = 'p', long, value_name = "PID")]
     pub pid: Option<String>,
+    /// With -p: detach after TIME (e.g. 1s, 500ms)
+    #[arg(long, value_name = "TIME")]
+    pub duration: Option<String>,
     /// Read symbols from DIR
     #[arg(long, value_name = "DIR")]
     pub with_syms: Option<String>,

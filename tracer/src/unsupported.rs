@@ -28,7 +28,7 @@ fn first(inv: &Invocation) -> Option<(&'static str, &'static str)> {
         ),
         (r.agent, "-g/--agent", "the agent in the traced program"),
         (
-            r.pid.is_some(),
+            r.pid.is_some() && !records,
             "-p/--pid",
             "the agent in the traced program",
         ),

@@ -134,30 +134,27 @@ static WANTS_LIBRARIES: AtomicBool = AtomicBool::new(false);
 /// [`module::generation`] when modules were last patched.
 static SEEN: AtomicU64 = AtomicU64::new(0);
 
-/// Session constructor: patches what `UTRACE_PATCH` selects.
-pub fn init() {
-    let Ok(patterns) = std::env::var(env::PATCH) else {
+/// Session start: patches what `UTRACE_PATCH` selects. `var` reads the session's settings
+/// (the environment, or an attach file); `avoid` as in [`Settings`].
+pub fn init(var: &dyn Fn(&str) -> Option<String>, avoid: &[u64]) {
+    let Some(patterns) = var(env::PATCH) else {
         return;
     };
-    if let Some(level) = std::env::var(env::PATCH_DEBUG)
-        .ok()
-        .and_then(|l| l.trim().parse::<i32>().ok())
-    {
+    if let Some(level) = var(env::PATCH_DEBUG).and_then(|l| l.trim().parse::<i32>().ok()) {
         set_debug(level);
     }
-    let match_type = match std::env::var(env::PATTERN).as_deref() {
-        Ok("glob") => MatchType::Glob,
+    let match_type = match var(env::PATTERN).as_deref() {
+        Some("glob") => MatchType::Glob,
         _ => MatchType::Regex,
     };
-    let min_size = std::env::var(env::SIZE)
-        .ok()
+    let min_size = var(env::SIZE)
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(0);
     apply(&Settings {
         patterns: &patterns,
         match_type,
         min_size,
-        avoid: &[],
+        avoid,
     });
 }
 

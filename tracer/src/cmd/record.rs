@@ -7,7 +7,7 @@ use crate::record::{self, Target};
 use std::process::ExitCode;
 
 pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> {
-    if inv.program.is_empty() {
+    if inv.program.is_empty() && inv.args.record.pid.is_none() {
         return Ok(super::missing_program(notices));
     }
     crate::config::check_patterns(inv)?;

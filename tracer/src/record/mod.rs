@@ -11,8 +11,10 @@
 //! `<tid>.dat`, `task.txt` and `sid-*.map`; [`finish`] then trims the data files and writes
 //! `.sym` files and `info`. With `-E`, [`sdt`] writes `events.txt` before the program starts;
 //! with `--keep-pid`, [`kept_pid`] forks the recorder off this process, which becomes the
-//! program, and the recorder waits for it through a pidfd instead of `waitpid`.
+//! program, and the recorder waits for it through a pidfd instead of `waitpid`. With `-p PID`,
+//! [`attach`] traces a process that is already running instead of launching one.
 
+mod attach;
 mod dir;
 pub mod dwarf;
 mod embedded;
@@ -180,6 +182,9 @@ pub fn record(
     notices: &mut Notices,
     target: Target<'_>,
 ) -> anyhow::Result<Termination> {
+    if let Some(pid) = &inv.args.record.pid {
+        return attach::record(inv, notices, target, pid);
+    }
     let argv = &inv.program;
     let name = argv.first().context("no program to record")?;
     debug(format!("checking binary {}", name.to_string_lossy()));

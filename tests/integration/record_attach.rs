@@ -1,0 +1,586 @@
+//! `utrace record -p PID` / `utrace live -p PID`: attaching to programs that are already
+//! running and were built without instrumentation (`-O2`, no `-pg`): their library calls are
+//! traced through libmcount's PLT hooks while attached. The programs print a checksum of their
+//! work every 100 ms: a run that was attached to and detached from must print the same lines
+//! as an untraced one, exit with status 0 and write nothing to stderr (no stray signal), and
+//! the trace must replay with the calls and their durations. Also a multi-threaded program
+//! (threads existing at attach time and created while attached), one process attached twice
+//! in a row, `live -p`, signals sent while the process is stopped, and the refusals (no such
+//! process, a statically linked program).
+
+use crate::util;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The test programs of this file (built here, `-O2` without `-pg`).
+const PROGS: [&str; 4] = [
+    "attach_work",
+    "attach_threads",
+    "attach_signals",
+    "attach_rate",
+];
+
+/// Whether `prog` is one of this file's programs (they are not `-pg` programs: the record
+/// matrix and the slow-path test leave them out).
+pub fn covers(prog: &str) -> bool {
+    PROGS.contains(&prog)
+}
+
+/// Builds `testprogs/NAME.c` with `gcc -O2 EXTRA` into `dir`.
+fn build(name: &str, dir: &Path, extra: &[&str]) -> PathBuf {
+    let out = dir.join(name);
+    let status = Command::new("gcc")
+        .arg("-O2")
+        .args(extra)
+        .arg("-o")
+        .arg(&out)
+        .arg(util::testprogs_src().join(format!("{name}.c")))
+        .arg("-fno-builtin")
+        .arg("-pthread")
+        .status()
+        .expect("gcc");
+    assert!(status.success(), "gcc failed for {name}");
+    out
+}
+
+/// A running test program whose stdout and stderr go to files; killed if the test fails.
+struct Running {
+    child: Option<Child>,
+    out: PathBuf,
+    err: PathBuf,
+}
+
+impl Running {
+    fn start(prog: &Path, args: &[&str], dir: &Path, tag: &str) -> Running {
+        Running::start_after(prog, args, dir, tag, "tick 2 ")
+    }
+
+    /// Starts `prog` and waits until its output holds `seen`.
+    fn start_after(prog: &Path, args: &[&str], dir: &Path, tag: &str, seen: &str) -> Running {
+        let out = dir.join(format!("{tag}.out"));
+        let err = dir.join(format!("{tag}.err"));
+        let child = Command::new(prog)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .expect("start the test program");
+        let r = Running {
+            child: Some(child),
+            out,
+            err,
+        };
+        // Running its loop (libraries loaded, first lines printed).
+        let start = Instant::now();
+        while !r.stdout().contains(seen) {
+            assert!(start.elapsed() < Duration::from_secs(10), "no ticks");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        r
+    }
+
+    fn pid(&self) -> String {
+        self.child.as_ref().unwrap().id().to_string()
+    }
+
+    fn stdout(&self) -> String {
+        std::fs::read_to_string(&self.out).unwrap_or_default()
+    }
+
+    /// Waits for the end; returns the exit status, stdout and stderr.
+    fn finish(mut self) -> (std::process::ExitStatus, String, String) {
+        let status = self.child.take().unwrap().wait().unwrap();
+        let err = std::fs::read_to_string(&self.err).unwrap();
+        (status, self.stdout(), err)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// `utrace SUB -p PID OPTS` (a minute at most).
+fn utrace_pid(sub: &str, pid: &str, opts: &[&str]) -> util::Output {
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.arg(sub).args(opts).args(["-p", pid]);
+    util::run_for(cmd, Duration::from_secs(60))
+}
+
+/// Asserts that the traced run printed what an untraced one prints, ended well and quietly.
+fn assert_unharmed(traced: (std::process::ExitStatus, String, String), clean: &str) {
+    let (status, out, err) = traced;
+    assert!(status.success(), "the program ended with {status}");
+    assert_eq!(err, "", "the program's stderr");
+    assert_eq!(out, clean, "the program's output changed");
+}
+
+/// The `replay` lines of `dir`, checked to show `calls` with durations.
+fn assert_replays(dir: &Path, calls: &[&str]) -> String {
+    let out = util::utrace_replay(dir, &[]);
+    out.assert_success();
+    for call in calls {
+        let line = out
+            .stdout
+            .lines()
+            .find(|l| l.contains(&format!("| {call}()")))
+            .unwrap_or_else(|| panic!("no {call}() in the replay:\n{}", out.stdout));
+        // A duration: `12.3 us [ tid] | call();` (or `call() {`, whose `}` line has it).
+        let mut words = line.split_whitespace();
+        let (value, unit) = (words.next().unwrap(), words.next().unwrap());
+        let timed = value.parse::<f64>().is_ok() && ["ns", "us", "ms", "s"].contains(&unit);
+        assert!(timed || line.ends_with('{'), "{line}");
+    }
+    out.stdout
+}
+
+/// In every task of `dir`'s raw records (`utrace dump`), each exit closes an entry before it.
+fn assert_entries_first(dir: &Path) {
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.args(["dump", "-d", dir.to_str().unwrap()]);
+    let dump = util::run(cmd);
+    dump.assert_success();
+    let mut open: std::collections::HashMap<String, i64> = Default::default();
+    for line in dump.stdout.lines() {
+        let Some(tid) = line.split_whitespace().nth(1) else {
+            continue;
+        };
+        let step = match () {
+            _ if line.contains("[entry]") => 1,
+            _ if line.contains("[exit ]") => -1,
+            _ => continue,
+        };
+        let depth = open.entry(tid.to_string()).or_default();
+        *depth += step;
+        assert!(
+            *depth >= 0,
+            "an exit without its entry: {line}\n{}",
+            dump.stdout
+        );
+    }
+    assert!(!open.is_empty(), "no records:\n{}", dump.stdout);
+}
+
+/// The untraced output of `prog ARGS`.
+fn clean_run(prog: &Path, args: &[&str]) -> std::thread::JoinHandle<String> {
+    let (prog, args) = (
+        prog.to_path_buf(),
+        args.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+    );
+    std::thread::spawn(move || {
+        let out = Command::new(prog).args(args).output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    })
+}
+
+#[test]
+fn attach_for_a_second_and_detach() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = build("attach_work", tmp.path(), &[]);
+    let clean = clean_run(&prog, &["30"]);
+    let run = Running::start(&prog, &["30"], tmp.path(), "work");
+    let data = tmp.path().join("data");
+    let rec = utrace_pid(
+        "record",
+        &run.pid(),
+        &["--duration=1s", "-d", data.to_str().unwrap()],
+    );
+    rec.assert_success();
+    assert_eq!(rec.stderr, "", "{rec}");
+    assert_unharmed(run.finish(), &clean.join().unwrap());
+    let replay = assert_replays(&data, &["snprintf", "strlen", "nanosleep", "printf"]);
+    // About ten ticks of 16 snprintf calls each were recorded.
+    let n = replay
+        .lines()
+        .filter(|l| l.ends_with("snprintf();"))
+        .count();
+    assert!((5 * 16..=15 * 16).contains(&n), "{n} snprintf calls");
+    let info = util::run({
+        let mut c = Command::new(util::utrace_bin());
+        c.args(["info", "-d", data.to_str().unwrap()]);
+        c
+    });
+    assert!(info.stdout.contains("attach_work"), "{info}");
+}
+
+#[test]
+fn attach_to_threads_existing_and_new() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = build("attach_threads", tmp.path(), &[]);
+    let clean = clean_run(&prog, &[]);
+    let run = Running::start(&prog, &[], tmp.path(), "threads");
+    let data = tmp.path().join("data");
+    // From tick 2-3 to about tick 25: two workers are created at tick 15.
+    let rec = utrace_pid(
+        "record",
+        &run.pid(),
+        &["--duration=2s", "-d", data.to_str().unwrap()],
+    );
+    rec.assert_success();
+    assert_unharmed(run.finish(), &clean.join().unwrap());
+    let tasks = std::fs::read_to_string(data.join("task.txt")).unwrap();
+    let tids = tasks.lines().filter(|l| l.starts_with("TASK ")).count();
+    assert_eq!(tids, 5, "main and four workers:\n{tasks}");
+    let replay = assert_replays(&data, &["snprintf", "strlen", "pthread_create"]);
+    let mut with_calls: Vec<&str> = replay
+        .lines()
+        .filter(|l| l.ends_with("| snprintf();"))
+        .filter_map(|l| l.split('[').nth(1)?.split(']').next())
+        .collect();
+    with_calls.sort_unstable();
+    with_calls.dedup();
+    assert_eq!(with_calls.len(), 5, "tasks with calls: {with_calls:?}");
+}
+
+#[test]
+fn attach_twice_in_a_row_and_live() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = build("attach_work", tmp.path(), &[]);
+    let clean = clean_run(&prog, &["40"]);
+    let run = Running::start(&prog, &["40"], tmp.path(), "twice");
+    let (d1, d2) = (tmp.path().join("d1"), tmp.path().join("d2"));
+    for d in [&d1, &d2] {
+        let rec = utrace_pid(
+            "record",
+            &run.pid(),
+            &["--duration=600ms", "-d", d.to_str().unwrap()],
+        );
+        rec.assert_success();
+        // No pause: the thread is still in the `nanosleep` entered in the previous session.
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let live = utrace_pid("live", &run.pid(), &["--duration=500ms"]);
+    live.assert_success();
+    assert!(live.stdout.contains("| snprintf();"), "{live}");
+    assert_unharmed(run.finish(), &clean.join().unwrap());
+    for d in [&d1, &d2] {
+        let replay = assert_replays(d, &["snprintf", "qsort"]);
+        // Each session its own: one SESS line, and no exit of a call entered in an earlier
+        // session (the thread was in `nanosleep` when a session started).
+        let tasks = std::fs::read_to_string(d.join("task.txt")).unwrap();
+        assert_eq!(tasks.lines().filter(|l| l.starts_with("SESS ")).count(), 1);
+        assert!(replay.lines().count() > 20, "{replay}");
+        assert_entries_first(d);
+    }
+}
+
+#[test]
+fn stop_by_sigint_or_by_the_process_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = build("attach_work", tmp.path(), &[]);
+    let clean = clean_run(&prog, &["25"]);
+    let run = Running::start(&prog, &["25"], tmp.path(), "sigint");
+    // Ctrl-C to utrace: it detaches; the program goes on.
+    let d1 = tmp.path().join("d1");
+    let mut rec = Command::new(util::utrace_bin())
+        .args(["record", "-d", d1.to_str().unwrap(), "-p", &run.pid()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    // SAFETY: kill takes no pointers; the pid is our child's.
+    unsafe { libc::kill(rec.id() as i32, libc::SIGINT) };
+    let status = rec.wait().unwrap();
+    assert!(status.success(), "utrace after SIGINT: {status}");
+    assert_replays(&d1, &["snprintf", "nanosleep"]);
+    // No duration: utrace ends when the program does, and the data replays.
+    let d2 = tmp.path().join("d2");
+    let rec = utrace_pid("record", &run.pid(), &["-d", d2.to_str().unwrap()]);
+    rec.assert_success();
+    assert!(
+        !Path::new(&format!("/proc/{}/maps", run.pid())).exists() || {
+            // The program has ended (a zombie until reaped below).
+            let stat = std::fs::read_to_string(format!("/proc/{}/stat", run.pid())).unwrap();
+            stat.contains(") Z ")
+        }
+    );
+    assert_unharmed(run.finish(), &clean.join().unwrap());
+    let replay = assert_replays(&d2, &["snprintf", "fflush"]);
+    assert!(replay.lines().count() > 50, "{replay}");
+}
+
+/// A process whose main thread has called `pthread_exit` (a zombie, its `/proc/PID` entries
+/// empty) while a worker runs on: attached through the worker's `/proc/PID/task/TID`.
+#[test]
+fn attach_after_the_main_thread_exited() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("pexit.c");
+    std::fs::write(
+        &src,
+        r#"#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+static void *w(void *a)
+{
+	(void)a;
+	for (int i = 0; i < 25; i++) {
+		char b[32];
+		snprintf(b, sizeof(b), "round %d", i);
+		printf("tick %d %zu\n", i, strlen(b));
+		fflush(stdout);
+		usleep(100000);
+	}
+	return NULL;
+}
+int main(void)
+{
+	pthread_t t;
+	pthread_create(&t, NULL, w, NULL);
+	pthread_exit(NULL);
+}
+"#,
+    )
+    .unwrap();
+    let exe = tmp.path().join("pexit");
+    let built = Command::new("gcc")
+        .args(["-O2", "-pthread", "-fno-builtin", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let run = Running::start(&exe, &[], tmp.path(), "pexit");
+    let d = tmp.path().join("d");
+    let rec = utrace_pid(
+        "record",
+        &run.pid(),
+        &["--duration=500ms", "-d", d.to_str().unwrap()],
+    );
+    rec.assert_success();
+    let (status, out, err) = run.finish();
+    assert!(status.success(), "{status}");
+    assert_eq!(err, "");
+    assert_eq!(out.lines().count(), 25, "{out}");
+    assert_replays(&d, &["snprintf", "usleep"]);
+}
+
+/// Signals that arrive while the process is stopped (4000 queued real-time signals, one every
+/// 0.5 ms, over three attaches) are all delivered.
+#[test]
+fn signals_sent_meanwhile_are_delivered() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = build("attach_signals", tmp.path(), &[]);
+    let run = Running::start(&prog, &[], tmp.path(), "signals");
+    for i in 0..3 {
+        let d = tmp.path().join(format!("d{i}"));
+        let rec = utrace_pid(
+            "record",
+            &run.pid(),
+            &["--duration=300ms", "-d", d.to_str().unwrap()],
+        );
+        rec.assert_success();
+    }
+    let (status, out, err) = run.finish();
+    assert!(status.success(), "{status}");
+    assert_eq!(err, "");
+    assert_eq!(out.lines().last(), Some("signals 4000"), "{out}");
+    let ticks = out.lines().filter(|l| l.starts_with("tick ")).count();
+    for (t, line) in out.lines().filter(|l| l.starts_with("tick ")).enumerate() {
+        assert_eq!(
+            line,
+            format!("tick {t} sum {}", format!("tick {t} len").len())
+        );
+    }
+    assert!(ticks >= 5, "{out}");
+    assert_replays(&tmp.path().join("d0"), &["kill", "getpid"]);
+}
+
+/// After the detach, library calls no longer pass through libmcount: the rate of calls comes
+/// back to what it was before the attach (the median of the rounds before and after; while
+/// attached it is a fraction).
+#[test]
+fn library_calls_are_unhooked_after_the_detach() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = build("attach_rate", tmp.path(), &[]);
+    let run = Running::start_after(&prog, &[], tmp.path(), "rate", "round 4:");
+    let d = tmp.path().join("d");
+    let rec = utrace_pid(
+        "record",
+        &run.pid(),
+        &["--duration=600ms", "-d", d.to_str().unwrap()],
+    );
+    rec.assert_success();
+    let (status, out, _) = run.finish();
+    assert!(status.success());
+    let rates: Vec<u64> = out
+        .lines()
+        .filter_map(|l| l.split(": ").nth(1)?.split(' ').next()?.parse().ok())
+        .collect();
+    assert_eq!(rates.len(), 20, "{out}");
+    let median = |r: &[u64]| {
+        let mut r = r.to_vec();
+        r.sort_unstable();
+        r[r.len() / 2]
+    };
+    let (before, after) = (median(&rates[..4]), median(&rates[12..]));
+    let slowest = *rates.iter().min().unwrap();
+    assert!(slowest * 2 < before, "the attach did not show: {rates:?}");
+    // Hooked without tracing, calls run at about a fifth of their speed.
+    assert!(
+        after * 10 >= before * 4,
+        "still slow after the detach: {rates:?}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn refusals_are_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A pid that was just freed.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let pid = gone.id().to_string();
+    gone.wait().unwrap();
+    let out = utrace_pid(
+        "record",
+        &pid,
+        &["-d", tmp.path().join("x").to_str().unwrap()],
+    );
+    assert!(!out.status.success());
+    assert!(
+        out.stderr
+            .contains(&format!("ERROR: no such process: {pid}")),
+        "{out}"
+    );
+    assert_eq!(out.stderr.matches("ERROR").count(), 1, "{out}");
+    assert!(!out.stderr.contains("panicked"), "{out}");
+
+    let out = utrace_pid("record", "0", &[]);
+    assert!(!out.status.success());
+    assert!(out.stderr.contains("invalid pid: 0"), "{out}");
+
+    // Options that cannot go with -p are refused, not ignored.
+    let me = std::process::id().to_string();
+    for opts in [&["-k"][..], &["--keep-pid"], &["-E", "x:y"]] {
+        let out = utrace_pid("record", &me, opts);
+        assert!(!out.status.success(), "{out}");
+        assert!(out.stderr.contains("cannot go with it"), "{out}");
+    }
+
+    // A process that another tracer holds (a utrace attached to it meanwhile).
+    let prog = build("attach_work", tmp.path(), &[]);
+    let run = Running::start(&prog, &["30"], tmp.path(), "busy");
+    let mut first = Command::new(util::utrace_bin())
+        .args(["record", "--duration=3s", "-d"])
+        .arg(tmp.path().join("first"))
+        .args(["-p", &run.pid()])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let out = utrace_pid(
+        "record",
+        &run.pid(),
+        &["-d", tmp.path().join("second").to_str().unwrap()],
+    );
+    assert!(!out.status.success(), "{out}");
+    assert!(
+        out.stderr
+            .contains("is being traced by another utrace already"),
+        "{out}"
+    );
+    assert!(first.wait().unwrap().success());
+    drop(run);
+
+    // A statically linked program: nothing can load libmcount into it.
+    let src = tmp.path().join("static.c");
+    std::fs::write(
+        &src,
+        "#include <unistd.h>\nint main(void){for(;;)pause();}\n",
+    )
+    .unwrap();
+    let exe = tmp.path().join("static");
+    let built = Command::new("gcc")
+        .args(["-static", "-O2", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap();
+    if built.success() {
+        let mut child = Command::new(&exe).spawn().unwrap();
+        let out = utrace_pid("record", &child.id().to_string(), &[]);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(!out.status.success());
+        assert!(out.stderr.contains("statically linked"), "{out}");
+    }
+}
+
+/// The bytes of `pid`'s executable text (its `r-xp` mapping), read through /proc/PID/mem.
+fn exe_text(pid: &str) -> Vec<u8> {
+    use std::io::{Read, Seek, SeekFrom};
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let line = maps
+        .lines()
+        .find(|l| l.contains(" r-xp ") && l.ends_with(exe.to_str().unwrap()))
+        .unwrap_or_else(|| panic!("no text mapping of {}:\n{maps}", exe.display()));
+    let (start, end) = line
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .split_once('-')
+        .unwrap();
+    let start = u64::from_str_radix(start, 16).unwrap();
+    let end = u64::from_str_radix(end, 16).unwrap();
+    let mut mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
+    mem.seek(SeekFrom::Start(start)).unwrap();
+    let mut bytes = vec![0; (end - start) as usize];
+    mem.read_exact(&mut bytes).unwrap();
+    bytes
+}
+
+/// `-P .` with `-p`: the functions of a running program built without instrumentation are
+/// patched while it is stopped, traced in every thread (those of before the attach and those
+/// created during it) with their durations, and unpatched at the detach: its text is byte for
+/// byte what it was, and it computes and ends as an untraced run.
+#[test]
+fn attach_patches_and_unpatches_functions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = build("attach_threads", tmp.path(), &["-fno-inline"]);
+    let clean = clean_run(&prog, &[]);
+    let run = Running::start(&prog, &[], tmp.path(), "threads");
+    let pid = run.pid();
+    let before = exe_text(&pid);
+    let data = tmp.path().join("data");
+    // From tick 2-3 past tick 15, when two workers are created.
+    let rec = utrace_pid(
+        "record",
+        &pid,
+        &["--duration=2s", "-P", ".", "-d", data.to_str().unwrap()],
+    );
+    rec.assert_success();
+    assert_eq!(rec.stderr, "", "{rec}");
+    assert_eq!(
+        exe_text(&pid),
+        before,
+        "the text is not as it was after the detach"
+    );
+    assert_unharmed(run.finish(), &clean.join().unwrap());
+    let replay = assert_replays(&data, &["round_sum", "pthread_create"]);
+    // round_sum's callees are nested in it, in every task.
+    let mut tasks: Vec<&str> = replay
+        .lines()
+        .filter(|l| l.contains("| round_sum() {") || l.contains("|   round_sum() {"))
+        .filter_map(|l| l.split('[').nth(1)?.split(']').next())
+        .collect();
+    tasks.sort_unstable();
+    tasks.dedup();
+    assert_eq!(
+        tasks.len(),
+        5,
+        "tasks running round_sum: {tasks:?}\n{replay}"
+    );
+    assert!(
+        replay.contains("|     snprintf();") || replay.contains("|   snprintf();"),
+        "{replay}"
+    );
+    // Workers created during the attach start at worker().
+    assert!(replay.contains("| worker() {"), "{replay}");
+}

@@ -1,0 +1,479 @@
+//! `utrace record -p PID` and `utrace live -p PID`: tracing a process that is already running.
+//!
+//! Data flow: the data directory is prepared as for a launched program, and the settings the
+//! environment would carry are written to `attach.env` in it (`record_format::env::ATTACH_FILE`);
+//! the writer thread ([`super::pump`]) runs. Then every thread of the process is stopped
+//! ([`ptrace`]), one of them calls the process's own `dlopen` on libmcount and libmcount's
+//! `utrace_attach` ([`inject`]), its registers are put back and all threads let go. The process
+//! runs traced until Ctrl-C (SIGINT, SIGTERM, SIGHUP or SIGQUIT to utrace), the `--duration`
+//! given, or its end; then (if it still runs) its threads are stopped again, once none is inside
+//! libmcount's code, and one calls `utrace_detach`. The rings are salvaged and the directory
+//! finished ([`super::finish`]) like any recording. [`errors`] words the refusals.
+
+mod errors;
+mod inject;
+mod ptrace;
+
+use super::{finish, launch, prepare_dir, program, settings, write_file, Target, Termination};
+use crate::invocation::Invocation;
+use crate::notice::Notices;
+use anyhow::{bail, Context};
+use inject::{Modules, Saved, DATA};
+use ptrace::Stopped;
+use record_format::env;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// `RTLD_NOW`.
+const RTLD_NOW: u64 = 2;
+
+/// The pid of `-p PID`.
+fn parse_pid(text: &str) -> anyhow::Result<i32> {
+    match text.trim().parse::<i32>() {
+        Ok(pid) if pid > 0 => Ok(pid),
+        _ => bail!("invalid pid: {text}"),
+    }
+}
+
+/// The record options that mean nothing for a running process, or that attaching does not
+/// do yet: refused rather than ignored.
+fn refuse_options(inv: &Invocation) -> anyhow::Result<()> {
+    let r = &inv.args.record;
+    let refused = [
+        (!inv.program.is_empty(), "a program to run"),
+        (r.keep_pid, "--keep-pid"),
+        (r.kernel || r.kernel_only || r.kernel_full, "-k/--kernel"),
+        (!r.event.is_empty(), "-E/--event"),
+        (r.nop, "--nop"),
+        (r.no_randomize_addr, "--no-randomize-addr"),
+    ];
+    match refused.into_iter().find(|(on, _)| *on) {
+        Some((_, what)) => {
+            bail!("-p/--pid attaches to a running process: {what} cannot go with it")
+        }
+        None => Ok(()),
+    }
+}
+
+/// Set by a stop signal to utrace while it waits.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+const STOP_SIGNALS: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+/// Installs [`on_stop`] for the stop signals, without `SA_RESTART` (the wait is interrupted).
+fn catch_stop_signals() {
+    for sig in STOP_SIGNALS {
+        // SAFETY: plain data; all-zero is a valid sigaction (empty mask, no flags).
+        let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+        act.sa_sigaction = on_stop as extern "C" fn(libc::c_int) as *const () as usize;
+        // SAFETY: `act` is valid; the handler only stores to an atomic.
+        unsafe { libc::sigaction(sig, &act, std::ptr::null_mut()) };
+    }
+}
+
+/// Records process `pid_text` into `target`.
+pub fn record(
+    inv: &Invocation,
+    notices: &mut Notices,
+    target: Target<'_>,
+    pid_text: &str,
+) -> anyhow::Result<Termination> {
+    let pid = parse_pid(pid_text)?;
+    refuse_options(inv)?;
+    if !Path::new(&format!("/proc/{pid}")).exists() {
+        bail!("no such process: {pid}");
+    }
+    if pid as u32 == std::process::id() {
+        bail!("cannot attach to process {pid}: it is utrace itself");
+    }
+    let exe = std::fs::read_link(ptrace::proc_dir(pid).join("exe")).map_err(|e| {
+        match e.raw_os_error() {
+            Some(libc::EACCES) | Some(libc::EPERM) => {
+                errors::seize_error(pid, std::io::Error::from_raw_os_error(libc::EPERM))
+            }
+            _ => anyhow::anyhow!("no such process: {pid}"),
+        }
+    })?;
+    let modules = Modules::read(pid)?;
+    let Some((libc_path, libc_start)) = modules.find(inject::is_libc).cloned() else {
+        bail!(
+            "cannot attach to process {pid} ({}): it is statically linked (no libc.so in its maps), libmcount cannot be loaded into it",
+            exe.display()
+        );
+    };
+    // glibc 2.34 and later have `dlopen` in libc; before, in libdl if the program loaded it,
+    // else libc's private `__libc_dlopen_mode` (which takes the same arguments).
+    let dlopen = inject::symbol(pid, &libc_path, libc_start, "dlopen")
+        .or_else(|| {
+            let (p, s) = modules.find(|n| n.starts_with("libdl.so"))?;
+            inject::symbol(pid, p, *s, "dlopen")
+        })
+        .or_else(|| inject::symbol(pid, &libc_path, libc_start, "__libc_dlopen_mode"))
+        .with_context(|| {
+            format!(
+                "cannot attach to process {pid}: no dlopen in its C library {}",
+                libc_path.display()
+            )
+        })?;
+    let dlerror = inject::symbol(pid, &libc_path, libc_start, "dlerror");
+    let program = program::check_program(exe.as_os_str(), true, true)?;
+    let libmcount = launch::find_libmcount(inv.args.common.libmcount_path.as_deref())?;
+    let settings = settings(inv, notices)?;
+    notices.flush();
+    let wait_for = match inv.args.record.duration.as_deref() {
+        Some(t) => Some(Duration::from_nanos(crate::timefmt::parse_time(
+            t, 3, notices,
+        )?)),
+        None => None,
+    };
+
+    let dir = match target {
+        Target::Fresh(dir) => {
+            prepare_dir(dir)?;
+            dir
+        }
+        Target::Existing(dir) => dir,
+    };
+    let dir = std::fs::canonicalize(dir)
+        .with_context(|| format!("cannot find the data directory {}", dir.display()))?;
+    write_file(&dir, "task.txt", b"")?;
+    let opts = settings
+        .time_filter
+        .as_ref()
+        .map_or(String::new(), |t| format!("-t {t}\n"));
+    write_file(&dir, "default.opts", opts.as_bytes())?;
+    let rings = super::ring_prefix();
+    let mut vars = settings.env.clone();
+    vars.push((env::DIR.to_string(), dir.clone().into_os_string()));
+    vars.push((
+        record_format::ring::ENV_PREFIX.to_string(),
+        rings.clone().into(),
+    ));
+    vars.push((
+        env::RECORDER.to_string(),
+        std::process::id().to_string().into(),
+    ));
+    use std::os::unix::ffi::OsStrExt;
+    let attach_file = dir.join(env::ATTACH_FILE);
+    write_file(
+        &dir,
+        env::ATTACH_FILE,
+        &env::encode_vars(vars.iter().map(|(k, v)| (k.as_str(), v.as_bytes()))),
+    )?;
+
+    let cmdline: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let version = crate::usage::version_line();
+    let summary = |ended: &launch::Ended| -> anyhow::Result<()> {
+        finish::finish(
+            &dir,
+            &finish::RecordSummary {
+                program: &program,
+                ended,
+                cmdline: super::clip(cmdline.join(" "), super::MAX_CMDLINE),
+                max_stack: settings.max_stack,
+                plthook: settings.plthook,
+                pattern_type: settings.pattern_type,
+                args: settings.args.clone(),
+                debug_info: false,
+                srcline: false,
+                kernel: false,
+                perf: false,
+                events: false,
+                version: version
+                    .strip_prefix("utrace ")
+                    .unwrap_or(&version)
+                    .to_string(),
+                with_syms: inv.args.record.with_syms.as_deref().map(Path::new),
+            },
+        )
+    };
+    record_format::ring::create_ring_dir(&rings).with_context(|| {
+        format!(
+            "cannot create {}",
+            record_format::ring::ring_dir(&rings).display()
+        )
+    })?;
+    let started = Instant::now();
+    let traced = trace(
+        pid,
+        &libmcount,
+        &attach_file,
+        [dlopen, dlerror.unwrap_or(0)],
+        wait_for,
+        &rings,
+        &dir,
+        &settings,
+    );
+    let salvaged = record_format::ring::salvage(&rings, &dir);
+    record_format::ring::remove_ring_dir(&rings);
+    let _ = std::fs::remove_file(&attach_file);
+    let exited = traced?;
+    if let Err(e) = salvaged {
+        notices.warn(format!(
+            "cannot move the trace buffers into the data files: {e}"
+        ));
+    }
+    let mut ended = launch::Ended::not_yet(started.elapsed());
+    // The process is not utrace's child: its exit status is not known.
+    ended.stopped = !exited;
+    summary(&ended)?;
+    if inv.args.record.time {
+        super::print_times(&ended);
+    }
+    Ok(Termination::Stopped)
+}
+
+/// Attaches, waits, detaches; returns whether the process ended meanwhile.
+#[allow(clippy::too_many_arguments)]
+fn trace(
+    pid: i32,
+    libmcount: &Path,
+    attach_file: &Path,
+    [dlopen, dlerror]: [u64; 2],
+    wait_for: Option<Duration>,
+    rings: &str,
+    dir: &Path,
+    settings: &settings::Settings,
+) -> anyhow::Result<bool> {
+    catch_stop_signals();
+    let pump = super::pump::PumpThread::start(rings, dir, settings.threads, settings.rt_prio)
+        .context("cannot start the recorder's writer thread")?;
+    let attached = attach(pid, libmcount, attach_file, dlopen, dlerror);
+    let exited = attached.and_then(|()| {
+        let exited = wait(pid, wait_for);
+        if !exited {
+            detach(pid, libmcount)?;
+        }
+        Ok(exited)
+    });
+    let pumped = pump.stop();
+    let exited = exited?;
+    pumped.context("the recorder's writer thread failed")?;
+    Ok(exited)
+}
+
+/// The thread that makes the calls: the main thread if held, else the first.
+fn caller(stopped: &Stopped) -> i32 {
+    let tids = stopped.tids();
+    if tids.contains(&stopped.pid) {
+        stopped.pid
+    } else {
+        tids[0]
+    }
+}
+
+/// Stops the process, loads libmcount and starts the session.
+fn attach(
+    pid: i32,
+    libmcount: &Path,
+    attach_file: &Path,
+    dlopen: u64,
+    dlerror: u64,
+) -> anyhow::Result<()> {
+    let mut stopped = Stopped::stop_all(pid)?;
+    let loaded = Modules::read(pid)?.at(libmcount).is_some();
+    if loaded {
+        quiesce(&mut stopped, libmcount)?;
+    }
+    note_avoid(&stopped, attach_file)?;
+    let tid = caller(&stopped);
+    let saved = Saved::take(tid)?;
+    let result = load_and_start(
+        &mut stopped,
+        tid,
+        &saved,
+        libmcount,
+        attach_file,
+        dlopen,
+        dlerror,
+    );
+    let restored = saved.restore(tid);
+    stopped.detach_all();
+    result.and(restored)
+}
+
+/// Adds the stopped threads' instruction addresses to the attach file (`env::ATTACH_AVOID`):
+/// patching leaves their functions alone.
+fn note_avoid(stopped: &Stopped, attach_file: &Path) -> anyhow::Result<()> {
+    use std::io::Write;
+    let rips: Vec<String> = stopped
+        .tids()
+        .into_iter()
+        .filter_map(|tid| Saved::take(tid).ok())
+        .map(|s| format!("{:x}", s.rip()))
+        .collect();
+    let record = env::encode_vars([(env::ATTACH_AVOID, rips.join(",").as_bytes())]);
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(attach_file)
+        .and_then(|mut f| f.write_all(&record))
+        .with_context(|| format!("cannot write {}", attach_file.display()))
+}
+
+fn cstring(path: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut bytes = path.as_os_str().as_bytes().to_vec();
+    bytes.push(0);
+    bytes
+}
+
+fn load_and_start(
+    stopped: &mut Stopped,
+    tid: i32,
+    saved: &Saved,
+    libmcount: &Path,
+    attach_file: &Path,
+    dlopen: u64,
+    dlerror: u64,
+) -> anyhow::Result<()> {
+    let pid = stopped.pid;
+    let handle = inject::call(
+        stopped,
+        tid,
+        saved,
+        dlopen,
+        &[DATA, RTLD_NOW],
+        &cstring(libmcount),
+    )?;
+    if handle == 0 {
+        let why = (dlerror != 0)
+            .then(|| inject::call(stopped, tid, saved, dlerror, &[], &[]).ok())
+            .flatten()
+            .filter(|&p| p != 0)
+            .and_then(|p| inject::read_cstr(tid, p))
+            .unwrap_or_else(|| "dlopen failed".to_string());
+        bail!("cannot load libmcount into process {pid}: {why}");
+    }
+    let attach = lib_symbol(pid, libmcount, "utrace_attach")?;
+    let rc = inject::call(stopped, tid, saved, attach, &[DATA], &cstring(attach_file))? as i32;
+    if rc < 0 {
+        let e = std::io::Error::from_raw_os_error(-rc);
+        match -rc {
+            libc::EBUSY => bail!("process {pid} is being traced by another utrace already"),
+            _ => bail!("cannot start tracing in process {pid}: {e}"),
+        }
+    }
+    Ok(())
+}
+
+/// The address of libmcount's `name` in process `pid`.
+fn lib_symbol(pid: i32, libmcount: &Path, name: &str) -> anyhow::Result<u64> {
+    let modules = Modules::read(pid)?;
+    let (path, start) = modules
+        .at(libmcount)
+        .with_context(|| format!("libmcount is not mapped in process {pid}"))?;
+    inject::symbol(pid, path, *start, name)
+        .with_context(|| format!("no {name} in {}", libmcount.display()))
+}
+
+/// Lets the threads run until none is stopped inside libmcount's code (a hook half-way
+/// through its bookkeeping).
+fn quiesce(stopped: &mut Stopped, libmcount: &Path) -> anyhow::Result<()> {
+    for _ in 0..500 {
+        let code = Modules::read(stopped.pid)?.code_of(libmcount);
+        let inside = stopped.tids().into_iter().any(|tid| {
+            Saved::take(tid).is_ok_and(|s| code.iter().any(|&(a, b)| (a..b).contains(&s.rip())))
+        });
+        if !inside {
+            return Ok(());
+        }
+        stopped.shake()?;
+    }
+    bail!(
+        "process {}: its threads stay inside libmcount: cannot stop them safely",
+        stopped.pid
+    )
+}
+
+/// Stops the process again and ends the session.
+fn detach(pid: i32, libmcount: &Path) -> anyhow::Result<()> {
+    let mut stopped = match Stopped::stop_all(pid) {
+        Ok(s) => s,
+        // It ended just now.
+        Err(_) if ptrace::ended(pid, pid) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let result = quiesce(&mut stopped, libmcount).and_then(|()| {
+        let tid = caller(&stopped);
+        let saved = Saved::take(tid)?;
+        let detach = lib_symbol(pid, libmcount, "utrace_detach")?;
+        let called = inject::call(&mut stopped, tid, &saved, detach, &[], &[]);
+        saved.restore(tid)?;
+        called.map(drop)
+    });
+    stopped.detach_all();
+    result
+}
+
+/// Waits for a stop signal, the duration, or the end of the process; returns whether it
+/// ended.
+fn wait(pid: i32, wait_for: Option<Duration>) -> bool {
+    let deadline = wait_for.map(|d| Instant::now() + d);
+    // SAFETY: pidfd_open takes integers only.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
+    let exited = || {
+        if pidfd >= 0 {
+            let mut pfd = libc::pollfd {
+                fd: pidfd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd; no wait.
+            (unsafe { libc::poll(&mut pfd, 1, 0) }) > 0
+        } else {
+            // SAFETY: kill with signal 0 only checks that the process exists.
+            (unsafe { libc::kill(pid, 0) }) != 0
+        }
+    };
+    let ended = loop {
+        if exited() {
+            break true;
+        }
+        if STOP.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
+            break false;
+        }
+        let left = deadline.map_or(Duration::from_millis(100), |d| {
+            d.saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(100))
+        });
+        if pidfd >= 0 {
+            let mut pfd = libc::pollfd {
+                fd: pidfd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            unsafe { libc::poll(&mut pfd, 1, left.as_millis() as i32) };
+        } else {
+            std::thread::sleep(left);
+        }
+    };
+    if pidfd >= 0 {
+        // SAFETY: our own descriptor.
+        unsafe { libc::close(pidfd) };
+    }
+    ended
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pids_are_checked() {
+        assert_eq!(parse_pid(" 42 ").unwrap(), 42);
+        for bad in ["0", "-3", "x", ""] {
+            assert_eq!(
+                parse_pid(bad).unwrap_err().to_string(),
+                format!("invalid pid: {bad}")
+            );
+        }
+    }
+}

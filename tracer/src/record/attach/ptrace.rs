@@ -1,0 +1,311 @@
+//! Holding every thread of a running process still with ptrace, without the process ever
+//! seeing it: `PTRACE_SEIZE` (never `PTRACE_ATTACH`, which sends a `SIGSTOP`) and
+//! `PTRACE_INTERRUPT` for each thread in `/proc/PID/task`, rescanned until no new thread
+//! appears (every thread that could create one is stopped). A signal that arrives meanwhile
+//! stops its thread in a signal-delivery-stop: it is kept and given back when the thread
+//! resumes, never dropped.
+
+use anyhow::{bail, Context};
+use std::collections::BTreeMap;
+
+/// One stopped thread.
+#[derive(Debug, Default)]
+struct Thread {
+    /// A signal that stopped the thread on its way in, delivered when it resumes.
+    pending: i32,
+}
+
+/// The stopped threads of one process.
+#[derive(Debug)]
+pub struct Stopped {
+    pub pid: i32,
+    threads: BTreeMap<i32, Thread>,
+    /// Threads that have ended but are still listed (a main thread after `pthread_exit`).
+    ended: Vec<i32>,
+}
+
+/// `ptrace(req, tid, addr, data)` as a `Result`.
+pub fn ptrace(req: libc::c_uint, tid: i32, addr: usize, data: usize) -> std::io::Result<i64> {
+    // SAFETY: the requests used here read or write only the buffers whose addresses the
+    // callers pass in `addr`/`data`, which are valid for the sizes those requests use.
+    let r = unsafe { libc::ptrace(req, tid, addr, data) };
+    match r {
+        -1 => Err(std::io::Error::last_os_error()),
+        r => Ok(r),
+    }
+}
+
+/// The threads of `pid` now.
+fn task_ids(pid: i32) -> std::io::Result<Vec<i32>> {
+    let mut tids: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    tids.sort_unstable();
+    Ok(tids)
+}
+
+/// Whether thread `tid` of `pid` has ended (gone, or a zombie).
+pub fn ended(pid: i32, tid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")) {
+        // `tid (comm) S ...`: the state follows the last parenthesis.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| matches!(state, "Z" | "X" | "x")),
+        Err(_) => true,
+    }
+}
+
+/// The `/proc` directory that shows process `pid`'s memory and executable: `/proc/PID`, or,
+/// once its main thread has called `pthread_exit` (a zombie whose entries are empty), that of
+/// a thread still running.
+pub fn proc_dir(pid: i32) -> std::path::PathBuf {
+    let main = std::path::PathBuf::from(format!("/proc/{pid}"));
+    if !ended(pid, pid) {
+        return main;
+    }
+    task_ids(pid)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|&t| !ended(pid, t))
+        .map_or(main, |t| format!("/proc/{pid}/task/{t}").into())
+}
+
+/// What a `waitpid` on a seized thread saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// `PTRACE_EVENT_STOP` (our interrupt, or a group stop).
+    Event,
+    /// The thread is about to receive this signal.
+    Signal(i32),
+    /// The thread (or the process) has ended.
+    Gone,
+}
+
+/// Waits for `tid`'s next stop.
+pub fn wait_stop(tid: i32) -> std::io::Result<Stop> {
+    wait_stop_for(tid, None).map(|s| s.unwrap_or(Stop::Gone))
+}
+
+/// Waits for `tid`'s next stop, at most `limit` (`None` after it).
+pub fn wait_stop_for(
+    tid: i32,
+    limit: Option<std::time::Duration>,
+) -> std::io::Result<Option<Stop>> {
+    let start = std::time::Instant::now();
+    let flags = match limit {
+        Some(_) => libc::__WALL | libc::WNOHANG,
+        None => libc::__WALL,
+    };
+    loop {
+        let mut status = 0;
+        // SAFETY: `status` is a valid out-pointer.
+        let r = unsafe { libc::waitpid(tid, &mut status, flags) };
+        if r == 0 {
+            if limit.is_some_and(|l| start.elapsed() >= l) {
+                return Ok(None);
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+            continue;
+        }
+        if r < 0 {
+            let e = std::io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::ECHILD) => return Ok(Some(Stop::Gone)),
+                _ => return Err(e),
+            }
+        }
+        return Ok(Some(classify(status)));
+    }
+}
+
+/// The kind of stop of a raw wait status.
+pub fn classify(status: i32) -> Stop {
+    if !libc::WIFSTOPPED(status) {
+        return Stop::Gone;
+    }
+    if status >> 16 != 0 {
+        // An event stop (PTRACE_EVENT_STOP for an interrupt or a group stop; no other event
+        // is enabled). A plain SIGTRAP stop is a signal the process was sent.
+        return Stop::Event;
+    }
+    Stop::Signal(libc::WSTOPSIG(status))
+}
+
+impl Stopped {
+    /// Seizes and stops every thread of `pid`.
+    pub fn stop_all(pid: i32) -> anyhow::Result<Stopped> {
+        let mut s = Stopped {
+            pid,
+            threads: BTreeMap::new(),
+            ended: Vec::new(),
+        };
+        s.stop_new()?;
+        if s.threads.is_empty() {
+            bail!("no such process: {pid}");
+        }
+        Ok(s)
+    }
+
+    /// Seizes and stops the threads not held yet, until a scan finds no new one.
+    fn stop_new(&mut self) -> anyhow::Result<()> {
+        for _ in 0..1000 {
+            let tids = match task_ids(self.pid) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    bail!("no such process: {}", self.pid)
+                }
+                Err(e) => return Err(e).context(format!("cannot read /proc/{}/task", self.pid)),
+            };
+            let new: Vec<i32> = tids
+                .into_iter()
+                .filter(|t| !self.threads.contains_key(t) && !self.ended.contains(t))
+                .collect();
+            if new.is_empty() {
+                return Ok(());
+            }
+            for tid in new {
+                match ptrace(libc::PTRACE_SEIZE, tid, 0, 0) {
+                    Ok(_) => {}
+                    // Ended since the scan, or ended and not reaped yet (a main thread that
+                    // called pthread_exit stays so until the process ends).
+                    Err(e) if e.raw_os_error() == Some(libc::ESRCH) => continue,
+                    Err(_) if ended(self.pid, tid) => {
+                        self.ended.push(tid);
+                        continue;
+                    }
+                    Err(e) => return Err(super::errors::seize_error(self.pid, e)),
+                }
+                self.threads.insert(tid, Thread::default());
+                if ptrace(libc::PTRACE_INTERRUPT, tid, 0, 0).is_err() {
+                    self.threads.remove(&tid);
+                    continue;
+                }
+                match wait_stop(tid).context("waiting for a thread to stop failed")? {
+                    Stop::Gone => {
+                        self.threads.remove(&tid);
+                    }
+                    Stop::Event => {}
+                    Stop::Signal(sig) => self.keep_signal(tid, sig)?,
+                }
+            }
+        }
+        bail!(
+            "process {}: new threads keep appearing: cannot stop them all",
+            self.pid
+        )
+    }
+
+    /// A thread stopped for signal `sig` before our interrupt took: keep the signal, and wait
+    /// for the interrupt's stop.
+    fn keep_signal(&mut self, tid: i32, sig: i32) -> anyhow::Result<()> {
+        if let Some(t) = self.threads.get_mut(&tid) {
+            t.pending = sig;
+        }
+        Ok(())
+    }
+
+    /// The held thread ids, ascending.
+    pub fn tids(&self) -> Vec<i32> {
+        self.threads.keys().copied().collect()
+    }
+
+    /// Keeps signal `sig`, which arrived while `tid` ran for us, for its resumption (one
+    /// signal per thread is kept; a second standard signal of the same kind would have been
+    /// merged by the kernel anyway).
+    pub fn add_pending(&mut self, tid: i32, sig: i32) {
+        if let Some(t) = self.threads.get_mut(&tid) {
+            if t.pending == 0 {
+                t.pending = sig;
+            } else {
+                // SAFETY: tgkill takes no pointers; the thread is ours and stopped.
+                unsafe { libc::syscall(libc::SYS_tgkill, self.pid, tid, sig) };
+            }
+        }
+    }
+
+    /// Lets every thread run a little and stops them again (with the threads created
+    /// meanwhile): for when one was stopped inside code that must not be interrupted.
+    pub fn shake(&mut self) -> anyhow::Result<()> {
+        for (&tid, t) in self.threads.iter_mut() {
+            let _ = ptrace(libc::PTRACE_CONT, tid, 0, t.pending as usize);
+            t.pending = 0;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let tids = self.tids();
+        for tid in tids {
+            if ptrace(libc::PTRACE_INTERRUPT, tid, 0, 0).is_err() {
+                self.threads.remove(&tid);
+                continue;
+            }
+            match wait_stop(tid)? {
+                Stop::Gone => {
+                    self.threads.remove(&tid);
+                }
+                Stop::Event => {}
+                Stop::Signal(sig) => self.keep_signal(tid, sig)?,
+            }
+        }
+        self.stop_new()
+    }
+
+    /// Lets every thread but `except` run (with the signals they were about to receive): a
+    /// call in `except` waits for a lock one of them holds.
+    pub fn release_others(&mut self, except: i32) {
+        for (&tid, t) in self.threads.iter_mut().filter(|(&t, _)| t != except) {
+            let _ = ptrace(libc::PTRACE_CONT, tid, 0, t.pending as usize);
+            t.pending = 0;
+        }
+    }
+
+    /// Stops again the threads [`Stopped::release_others`] let run, and those they created.
+    pub fn restop_others(&mut self, except: i32) -> anyhow::Result<()> {
+        let tids: Vec<i32> = self.tids().into_iter().filter(|&t| t != except).collect();
+        for tid in tids {
+            if ptrace(libc::PTRACE_INTERRUPT, tid, 0, 0).is_err() {
+                self.threads.remove(&tid);
+                continue;
+            }
+            match wait_stop(tid)? {
+                Stop::Gone => {
+                    self.threads.remove(&tid);
+                }
+                Stop::Event => {}
+                Stop::Signal(sig) => self.keep_signal(tid, sig)?,
+            }
+        }
+        self.stop_new()
+    }
+
+    /// Lets every thread go, each with the signal it was about to receive.
+    pub fn detach_all(self) {
+        for (tid, t) in self.threads {
+            let _ = ptrace(libc::PTRACE_DETACH, tid, 0, t.pending as usize);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wait_statuses_are_classified() {
+        // Exited with 0.
+        assert_eq!(classify(0), Stop::Gone);
+        // Stopped by SIGSEGV (0x7f | sig << 8).
+        assert_eq!(
+            classify(0x7f | (libc::SIGSEGV << 8)),
+            Stop::Signal(libc::SIGSEGV)
+        );
+        // PTRACE_EVENT_STOP: SIGTRAP | (PTRACE_EVENT_STOP << 8), shifted.
+        let event = 0x7f | ((libc::SIGTRAP | (libc::PTRACE_EVENT_STOP << 8)) << 8);
+        assert_eq!(classify(event), Stop::Event);
+        assert_eq!(
+            classify(0x7f | (libc::SIGTRAP << 8)),
+            Stop::Signal(libc::SIGTRAP)
+        );
+    }
+}
