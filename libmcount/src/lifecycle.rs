@@ -21,6 +21,10 @@ pub fn current() -> Option<&'static mut ThreadState> {
     let p = tls_get();
     let p = match p {
         0 => {
+            // Hooks that fire from here on (the C library's functions are patched with
+            // `-P .@libc`) see DEAD and return: `init_current` says so too, but
+            // `__errno_location` runs before it.
+            tls_set(DEAD);
             // Setting up calls the C library: the program's errno must survive it.
             // SAFETY: __errno_location returns this thread's errno address.
             let errno = unsafe { libc::__errno_location() };

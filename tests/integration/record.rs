@@ -534,9 +534,7 @@ fn unsupported_options_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let help = utrace_in(tmp.path(), &["--help"]);
     for (opt, listed) in [
-        (&["-P", "main"][..], "--patch"),
-        (&["-U", "main"], "--unpatch"),
-        (&["-e"], "--estimate-return"),
+        (&["-e"][..], "--estimate-return"),
         (&["-g"], "--agent"),
         (&["--host=localhost"], "--host"),
         (&["--format=html"], "--format"),

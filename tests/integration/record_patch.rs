@@ -603,3 +603,52 @@ fn size_limit_skips_small_functions() {
     assert!(out.stderr.contains("dynamic:  patched:        0 "), "{out}");
     assert!(out.stderr.contains("dynamic:  skipped:        8 "), "{out}");
 }
+
+/// With the C library patched too (`-P .@libc`), every thread's first hook may be a libc
+/// function, called again by libmcount while it sets the thread up (`__errno_location`):
+/// threads started before and during the run are traced, the program's output is unchanged,
+/// and every call of the program's own function is seen.
+#[test]
+fn libc_patched_in_every_thread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = tmp.path().join("attach_threads");
+    let status = Command::new("gcc")
+        .args(["-O2", "-fno-inline", "-pthread", "-o"])
+        .arg(&prog)
+        .arg(util::testprogs_src().join("attach_threads.c"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let clean = util::run(Command::new(&prog));
+    clean.assert_success();
+    let dir = tmp.path().join("data");
+    let out = util::record_with(
+        false,
+        &dir,
+        &prog,
+        &[],
+        &["--no-sched", "-P", ".", "-P", ".@libc"],
+    );
+    out.assert_success();
+    assert_eq!(out.stdout, clean.stdout, "{out}");
+    let tasks = std::fs::read_to_string(dir.join("task.txt")).unwrap();
+    assert_eq!(tasks.lines().filter(|l| l.starts_with("TASK ")).count(), 5);
+    let report = util::run({
+        let mut c = Command::new(util::utrace_bin());
+        c.args(["report", "-d"]).arg(&dir);
+        c
+    });
+    report.assert_success();
+    // 40 ticks of main and 4 workers of 60 rounds.
+    let calls = |name: &str| {
+        report
+            .stdout
+            .lines()
+            .find(|l| l.ends_with(&format!(" {name}")))
+            .and_then(|l| l.split_whitespace().nth(4)?.parse::<u32>().ok())
+    };
+    assert_eq!(calls("round_sum"), Some(280), "{}", report.stdout);
+    assert_eq!(calls("worker"), Some(4), "{}", report.stdout);
+    // libc's own functions, patched, are in the trace.
+    assert!(calls("clock_nanosleep").is_some(), "{}", report.stdout);
+}
