@@ -68,38 +68,17 @@ pub unsafe extern "C" fn mcount_entry(
 ) {
     // SAFETY: the trampoline passes its save area, live for the whole call.
     let regs = unsafe { regs.as_ref() };
-    let tramp = exit_trampoline_addr();
-    guarded(|td| {
-        let mut tsc = Some(tsc);
-        if td.landing_pad_call(parent_loc as usize) {
-            // The records written here are later than the trampoline's TSC.
-            tsc = None;
-            // A cleanup landing pad calls traced code: frames at or below this slot were
-            // unwound; the others get their hijack back until the unwinder resumes.
-            td.set_in_exception(false);
-            td.prune(|slot| slot <= parent_loc as usize);
-            // SAFETY: the frames left are above this live slot, so still on the stack.
-            unsafe { td.rehijack_slots(tramp) };
-        }
-        if td.vfork_child() {
-            return;
-        }
-        // SAFETY: the caller guarantees `parent_loc` is a live, aligned stack slot.
-        let parent_ip = unsafe { parent_loc.read() };
-        let hook = td.enter_flagged(
-            parent_loc as usize,
-            parent_ip,
+    // SAFETY: the caller's guarantees.
+    unsafe {
+        enter(
+            parent_loc,
             child_ip,
-            tramp,
-            0,
             regs,
-            tsc,
-        );
-        if hook == Hook::Hijack {
-            // SAFETY: as above; the frame was pushed first, so the exit handler will find it.
-            unsafe { parent_loc.write(tramp) };
-        }
-    });
+            Some(tsc),
+            exit_trampoline_addr(),
+            0,
+        )
+    };
 }
 
 /// Called by the dynamic entry trampoline (full dynamic patching) for the patched function
@@ -119,9 +98,32 @@ pub unsafe extern "C" fn dyn_entry(
     };
     // SAFETY: the trampoline passes its save area, live for the whole call.
     let regs = unsafe { regs.as_ref() }.map(|r| &r.regs);
-    let tramp = dyn_exit_trampoline_addr();
+    let (tramp, flags) = (dyn_exit_trampoline_addr(), crate::frame_flags::DYN_EXIT);
+    // SAFETY: the caller's guarantees.
+    unsafe { enter(parent_loc, child_ip, regs, None, tramp, flags) };
+    out_of_line
+}
+
+/// A hooked function's entry: pushes its frame and hijacks its return slot with `tramp` (the
+/// exit trampoline the frame's `flags` name) unless the thread does not trace it.
+///
+/// # Safety
+/// As for [`mcount_entry`].
+unsafe fn enter(
+    parent_loc: *mut usize,
+    child_ip: usize,
+    regs: Option<&EntryRegs>,
+    tsc: Option<u64>,
+    tramp: usize,
+    flags: u16,
+) {
     guarded(|td| {
+        let mut tsc = tsc;
         if td.landing_pad_call(parent_loc as usize) {
+            // The records written here are later than the trampoline's TSC.
+            tsc = None;
+            // A cleanup landing pad calls traced code: frames at or below this slot were
+            // unwound; the others get their hijack back until the unwinder resumes.
             td.set_in_exception(false);
             td.prune(|slot| slot <= parent_loc as usize);
             // SAFETY: the frames left are above this live slot, so still on the stack.
@@ -137,16 +139,15 @@ pub unsafe extern "C" fn dyn_entry(
             parent_ip,
             child_ip,
             tramp,
-            crate::frame_flags::DYN_EXIT,
+            flags,
             regs,
-            None,
+            tsc,
         );
         if hook == Hook::Hijack {
             // SAFETY: as above; the frame was pushed first, so the exit handler will find it.
             unsafe { parent_loc.write(tramp) };
         }
     });
-    out_of_line
 }
 
 /// Called by the exit trampoline; returns where the hijacked function really returns to.

@@ -716,52 +716,53 @@ pub unsafe extern "C" fn plt_hook() {
     )
 }
 
-/// Interposed `dlopen`: lets [`crate::dlopen::prepare`] note the call, then jumps to the real
-/// `dlopen` with the arguments and the caller's return address untouched (glibc resolves
-/// relative names for the object that made the call).
-///
-/// # Safety
-/// Called as `dlopen(const char *, int)`.
-#[unsafe(naked)]
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn dlopen() {
-    naked_asm!(
-        "endbr64",
-        "push rdi",
-        "push rsi",
-        "sub rsp, 8",
-        "call {prepare}",
-        "add rsp, 8",
-        "pop rsi",
-        "pop rdi",
-        "jmp rax",
-        prepare = sym crate::dlopen::prepare,
-    )
+/// An interposed function of two arguments: `$prepare` (no arguments) runs first and returns
+/// the real function's address, which is jumped to with the arguments and the caller's
+/// return address untouched (the caller is the one glibc sees).
+macro_rules! interposed_2 {
+    ($(#[$attr:meta])* $name:ident, $prepare:path) => {
+        $(#[$attr])*
+        #[unsafe(naked)]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name() {
+            naked_asm!(
+                "endbr64",
+                "push rdi",
+                "push rsi",
+                "sub rsp, 8",
+                "call {prepare}",
+                "add rsp, 8",
+                "pop rsi",
+                "pop rdi",
+                "jmp rax",
+                prepare = sym $prepare,
+            )
+        }
+    };
 }
 
-/// Interposed `dlsym`: lets [`crate::dlopen::before_dlsym`] patch the libraries loaded since
-/// (`-P FUNC@MODULE`; a library `dlopen`ed by a name that is not a path is patched there, before
-/// the program can call it through the address it asks for), then jumps to the real `dlsym`
-/// with the caller's return address untouched (`RTLD_NEXT` is resolved for the caller).
-///
-/// # Safety
-/// Called as `dlsym(void *, const char *)`.
-#[unsafe(naked)]
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn dlsym() {
-    naked_asm!(
-        "endbr64",
-        "push rdi",
-        "push rsi",
-        "sub rsp, 8",
-        "call {prepare}",
-        "add rsp, 8",
-        "pop rsi",
-        "pop rdi",
-        "jmp rax",
-        prepare = sym crate::dlopen::before_dlsym,
-    )
-}
+interposed_2!(
+    /// Interposed `dlopen`: lets [`crate::dlopen::prepare`] note the call, then jumps to the real
+    /// `dlopen` with the arguments and the caller's return address untouched (glibc resolves
+    /// relative names for the object that made the call).
+    ///
+    /// # Safety
+    /// Called as `dlopen(const char *, int)`.
+    dlopen,
+    crate::dlopen::prepare
+);
+
+interposed_2!(
+    /// Interposed `dlsym`: lets [`crate::dlopen::before_dlsym`] patch the libraries loaded since
+    /// (`-P FUNC@MODULE`; a library `dlopen`ed by a name that is not a path is patched there, before
+    /// the program can call it through the address it asks for), then jumps to the real `dlsym`
+    /// with the caller's return address untouched (`RTLD_NEXT` is resolved for the caller).
+    ///
+    /// # Safety
+    /// Called as `dlsym(void *, const char *)`.
+    dlsym,
+    crate::dlopen::before_dlsym
+);
 
 /// Interposed `dlclose`: lets [`crate::dlopen::before_close`] write the `DLOP` lines of the
 /// objects still loaded, then jumps to the real `dlclose`.

@@ -50,6 +50,22 @@ pub fn prepare_dir(dir: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("creating directory failed: {}", dir.display()))
 }
 
+/// The data directory of `target`, made ready ([`prepare_dir`] for a fresh one), as an
+/// absolute path with an empty `task.txt`.
+pub fn open_target(target: Target<'_>) -> anyhow::Result<PathBuf> {
+    let dir = match target {
+        Target::Fresh(dir) => {
+            prepare_dir(dir)?;
+            dir
+        }
+        Target::Existing(dir) => dir,
+    };
+    let dir = std::fs::canonicalize(dir)
+        .with_context(|| format!("cannot find the data directory {}", dir.display()))?;
+    write_file(&dir, "task.txt", b"")?;
+    Ok(dir)
+}
+
 /// Writes the file `name` of the data directory `dir` (modes and links as
 /// `record_format::create` says; an old content is replaced whole or not at all).
 pub(crate) fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> anyhow::Result<()> {

@@ -2,7 +2,7 @@
 //!
 //! Data flow: [`program`] finds and checks the executable; [`settings`] turns the options into
 //! the environment contract (`record_format::env`); [`dir`] creates the data directory
-//! ([`prepare_dir`]), where `task.txt`, `default.opts` and a first `info` are written; a
+//! ([`open_target`]), where `task.txt`, `default.opts` and a first `info` are written; a
 //! [`guard`]ian process stands ready to finish the directory should the recorder be killed;
 //! [`launch`] runs the program with libmcount preloaded (found by [`launch::find_libmcount`];
 //! the copy built into `utrace` is written out by [`embedded`]) and the settings in the
@@ -40,7 +40,7 @@ use std::process::ExitCode;
 
 use dir::no_room_left;
 pub(crate) use dir::write_file;
-pub use dir::{prepare_dir, Target};
+pub use dir::{open_target, Target};
 pub use sdt::event_list;
 use settings::{runtime_env, settings, Settings, CONTRACT_VARS};
 
@@ -198,17 +198,8 @@ pub fn record(
     let settings = settings(inv, notices)?;
     notices.flush();
 
-    let dir = match target {
-        Target::Fresh(dir) => {
-            prepare_dir(dir)?;
-            dir
-        }
-        Target::Existing(dir) => dir,
-    };
-    let dir = std::fs::canonicalize(dir)
-        .with_context(|| format!("cannot find the data directory {}", dir.display()))?;
+    let dir = open_target(target)?;
     let write = |name: &str, text: &str| write_file(&dir, name, text.as_bytes());
-    write("task.txt", "")?;
     let mut opts = settings
         .time_filter
         .as_ref()

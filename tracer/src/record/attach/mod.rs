@@ -14,7 +14,7 @@ mod errors;
 mod inject;
 mod ptrace;
 
-use super::{finish, launch, prepare_dir, program, settings, write_file, Target, Termination};
+use super::{finish, launch, open_target, program, settings, write_file, Target, Termination};
 use crate::invocation::Invocation;
 use crate::notice::Notices;
 use anyhow::{bail, Context};
@@ -132,16 +132,7 @@ pub fn record(
         None => None,
     };
 
-    let dir = match target {
-        Target::Fresh(dir) => {
-            prepare_dir(dir)?;
-            dir
-        }
-        Target::Existing(dir) => dir,
-    };
-    let dir = std::fs::canonicalize(dir)
-        .with_context(|| format!("cannot find the data directory {}", dir.display()))?;
-    write_file(&dir, "task.txt", b"")?;
+    let dir = open_target(target)?;
     let opts = settings
         .time_filter
         .as_ref()

@@ -235,20 +235,7 @@ impl Stopped {
         }
         std::thread::sleep(std::time::Duration::from_millis(2));
         let tids = self.tids();
-        for tid in tids {
-            if ptrace(libc::PTRACE_INTERRUPT, tid, 0, 0).is_err() {
-                self.threads.remove(&tid);
-                continue;
-            }
-            match wait_stop(tid)? {
-                Stop::Gone => {
-                    self.threads.remove(&tid);
-                }
-                Stop::Event => {}
-                Stop::Signal(sig) => self.keep_signal(tid, sig)?,
-            }
-        }
-        self.stop_new()
+        self.interrupt(tids)
     }
 
     /// Lets every thread but `except` run (with the signals they were about to receive): a
@@ -263,6 +250,12 @@ impl Stopped {
     /// Stops again the threads [`Stopped::release_others`] let run, and those they created.
     pub fn restop_others(&mut self, except: i32) -> anyhow::Result<()> {
         let tids: Vec<i32> = self.tids().into_iter().filter(|&t| t != except).collect();
+        self.interrupt(tids)
+    }
+
+    /// Stops the running threads `tids` again (forgetting those that are gone), then the
+    /// threads created meanwhile.
+    fn interrupt(&mut self, tids: Vec<i32>) -> anyhow::Result<()> {
         for tid in tids {
             if ptrace(libc::PTRACE_INTERRUPT, tid, 0, 0).is_err() {
                 self.threads.remove(&tid);
