@@ -22,7 +22,10 @@ use std::sync::{Mutex, OnceLock};
 /// The testprogs of this file (covered here rather than by the record matrix: they are not
 /// `-pg` programs).
 pub fn covers(name: &str) -> bool {
-    matches!(name, "patch_calc" | "patch_unwind" | "patch_jump")
+    matches!(
+        name,
+        "patch_calc" | "patch_unwind" | "patch_jump" | "patch_args"
+    )
 }
 
 /// How patch_calc and its libraries are built.
@@ -651,4 +654,33 @@ fn libc_patched_in_every_thread() {
     assert_eq!(calls("worker"), Some(4), "{}", report.stdout);
     // libc's own functions, patched, are in the trace.
     assert!(calls("clock_nanosleep").is_some(), "{}", report.stdout);
+}
+
+/// `-a` on functions patched in plain `-O2 -g` code: the DWARF types give the arguments (a
+/// struct by value, an int, a string) and the double return value, which the program still
+/// computes right (testprogs/patch_args.c; uftrace 0.13 changes the program's result there).
+#[test]
+fn auto_args_of_patched_functions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = tmp.path().join("patch_args");
+    let status = Command::new("gcc")
+        .args(["-O2", "-g", "-o"])
+        .arg(&prog)
+        .arg(util::testprogs_src().join("patch_args.c"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let dir = tmp.path().join("data");
+    let out = util::record_with(false, &dir, &prog, &[], &["--no-sched", "-a", "-P", "."]);
+    out.assert_success();
+    assert_eq!(out.stdout, "132.50\n", "{out}");
+    let replay = util::utrace_replay(&dir, &[]);
+    replay.assert_success();
+    let lines = normalize::by_task(&replay.stdout, Anchor::Main);
+    assert!(
+        lines.contains("addpt(pt{...}, 9, \"hi\") = 132.500000;"),
+        "{}",
+        replay.stdout
+    );
+    assert!(lines.contains("} = 0; /* main */"), "{}", replay.stdout);
 }
