@@ -340,9 +340,10 @@ fn reloc_sweep_libc() {
     }
 }
 
-/// The patcher's way (one linear decode of each function, shared by its checks) decides as a
-/// decode of the function's rest after the displaced bytes does, for every function of the
-/// C library; some of them are refused for a jump into the patch.
+/// The patcher's way (one linear decode of each function, shared by its checks, capstone only
+/// for the rarer instructions) decodes as capstone alone and decides as a decode of the
+/// function's rest after the displaced bytes does, for every function of the C library; some
+/// of them are refused for a jump into the patch.
 #[test]
 fn reloc_scan_shared_decides_as_a_fresh_decode() {
     let libc = Libc::load();
@@ -359,6 +360,16 @@ fn reloc_scan_shared_decides_as_a_fresh_decode() {
             0
         };
         let scan = d.scan(func, addr);
+        let (mut starts, mut branches) = (Vec::new(), Vec::new());
+        let mut insns = d.plain.disasm_iter(func, addr).unwrap();
+        while let Some(insn) = insns.next() {
+            let at = (insn.address() - addr) as u32;
+            starts.push(at);
+            if let Some(b) = direct_branch(insn.bytes(), insn.address()) {
+                branches.push((at, b.target));
+            }
+        }
+        assert_eq!((&scan.starts, &scan.branches), (&starts, &branches), "{addr:#x}");
         let shared = d.relocate(func, addr, skip, dest, Some(&scan));
         assert_eq!(shared, d.relocate(func, addr, skip, dest, None), "{addr:#x}");
         assert_eq!(shared, relocate(func, addr, skip, dest), "{addr:#x}");
