@@ -142,7 +142,11 @@ mod tests {
             assert_eq!(capstone_len(bytes), Some(len), "{bytes:x?}");
         }
         // Left to capstone: prefixes, SSE, lea of a register.
-        for bytes in [&[0x66, 0x90][..], &[0xf3, 0x0f, 0x10, 0xc1], &[0x48, 0x8d, 0xc0]] {
+        for bytes in [
+            &[0x66, 0x90][..],
+            &[0xf3, 0x0f, 0x10, 0xc1],
+            &[0x48, 0x8d, 0xc0],
+        ] {
             assert_eq!(quick_len(bytes), None, "{bytes:x?}");
         }
     }

@@ -369,9 +369,17 @@ fn reloc_scan_shared_decides_as_a_fresh_decode() {
                 branches.push((at, b.target));
             }
         }
-        assert_eq!((&scan.starts, &scan.branches), (&starts, &branches), "{addr:#x}");
+        assert_eq!(
+            (&scan.starts, &scan.branches),
+            (&starts, &branches),
+            "{addr:#x}"
+        );
         let shared = d.relocate(func, addr, skip, dest, Some(&scan));
-        assert_eq!(shared, d.relocate(func, addr, skip, dest, None), "{addr:#x}");
+        assert_eq!(
+            shared,
+            d.relocate(func, addr, skip, dest, None),
+            "{addr:#x}"
+        );
         assert_eq!(shared, relocate(func, addr, skip, dest), "{addr:#x}");
         let mut leaving: Vec<u64> = scan.leaving(addr, func.len()).collect();
         leaving.sort_unstable();
