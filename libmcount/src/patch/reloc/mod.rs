@@ -4,6 +4,9 @@
 //! API contract (shared by the patcher): [`relocate`] decodes the instructions at the patch
 //! point, rewrites them for the address they will run at, and appends a jump back to the
 //! first byte after the displaced ones.
+//! The patcher goes through a [`Decoder`], made once per module: [`Decoder::scan`] decodes each
+//! function once, and that decode serves both the checks across functions and the
+//! [`Refusal::JumpIntoPatch`] check of [`Decoder::relocate`].
 //!
 //! How each displaced instruction moves (`dest` is where the code will run):
 //!
