@@ -57,7 +57,8 @@ pub(super) fn patch_module(
         Kind::None | Kind::Patchable | Kind::FentryNop => {}
     }
     let min = s.min_size.max(MIN_SIZE) as usize;
-    let mut chosen: Vec<&Func> = Vec::new();
+    // Each chosen function with its index in `a.funcs`.
+    let mut chosen: Vec<(usize, &Func)> = Vec::new();
     let has_nop = |f: &Func| {
         let b = f.bytes().get(f.skip()..).unwrap_or_default();
         module::NOPS5.iter().any(|n| b.starts_with(n))
@@ -67,8 +68,9 @@ pub(super) fn patch_module(
     let counted = a
         .funcs
         .iter()
-        .filter(|f| !module::excluded(f.name()) && (a.kind == Kind::None || has_nop(f)));
-    for f in counted {
+        .enumerate()
+        .filter(|(_, f)| !module::excluded(f.name()) && (a.kind == Kind::None || has_nop(f)));
+    for (i, f) in counted {
         match decide(pats, f) {
             None => stats.no_match += 1,
             Some(false) => {}
@@ -82,7 +84,7 @@ pub(super) fn patch_module(
                 });
                 stats.skipped += 1;
             }
-            Some(true) => chosen.push(f),
+            Some(true) => chosen.push((i, f)),
         }
     }
     if chosen.is_empty() {
@@ -110,20 +112,26 @@ pub(super) fn patch_module(
         stats.failed += chosen.len();
         return stats;
     };
-    let jumped_into = if a.kind == Kind::None {
-        let mut t: Vec<u64> = a
+    // Full dynamic patching: one linear decode of every function, for the branches into
+    // other functions and into the displaced bytes of its own.
+    let decoder = (a.kind == Kind::None).then(reloc::Decoder::new).flatten();
+    let scans: Vec<reloc::Scan> = match &decoder {
+        Some(d) => a
             .funcs
             .iter()
-            .flat_map(|f| reloc::direct_branch_targets(f.bytes(), f.addr as u64))
-            .collect();
-        t.sort_unstable();
-        t
-    } else {
-        Vec::new()
+            .map(|f| d.scan(f.bytes(), f.addr as u64))
+            .collect(),
+        None => Vec::new(),
     };
+    let mut jumped_into: Vec<u64> = scans
+        .iter()
+        .zip(&a.funcs)
+        .flat_map(|(scan, f)| scan.leaving(f.addr as u64, f.size))
+        .collect();
+    jumped_into.sort_unstable();
     let mut writes = Vec::new();
     let mut entries = Vec::new();
-    for f in chosen {
+    for (i, f) in chosen {
         let skip = f.skip();
         let site = f.addr + skip;
         let Some(rel) = text::rel32(site, stub) else {
@@ -138,7 +146,11 @@ pub(super) fn patch_module(
                 stats.failed += 1;
                 continue;
             };
-            let r = match reloc::relocate(f.bytes(), f.addr as u64, skip, dest as u64) {
+            let r = match &decoder {
+                Some(d) => d.relocate(f.bytes(), f.addr as u64, skip, dest as u64, scans.get(i)),
+                None => Err(reloc::Refusal::Unsupported("no disassembler".into())),
+            };
+            let r = match r {
                 Ok(r) => r,
                 Err(why) => {
                     debug(3, || format!("  >> FAIL: {} ({why:?})", f.name()));

@@ -6,13 +6,13 @@ use capstone::arch::x86::{ArchMode, X86Insn, X86InsnGroup, X86OperandType, X86Re
 use capstone::arch::{ArchDetail, BuildsCapstone, BuildsCapstoneSyntax, DetailsArchInsn};
 use capstone::{Capstone, Insn};
 
-/// An x86-64 disassembler with details (operands, groups, encoding offsets).
-pub(super) fn disassembler() -> Option<Capstone> {
+/// An x86-64 disassembler, with details (operands, groups, encoding offsets) when `detail`.
+pub(super) fn disassembler(detail: bool) -> Option<Capstone> {
     Capstone::new()
         .x86()
         .mode(ArchMode::Mode64)
         .syntax(capstone::arch::x86::ArchSyntax::Intel)
-        .detail(true)
+        .detail(detail)
         .build()
         .ok()
 }

@@ -4,6 +4,9 @@
 //! API contract (shared by the patcher): [`relocate`] decodes the instructions at the patch
 //! point, rewrites them for the address they will run at, and appends a jump back to the
 //! first byte after the displaced ones.
+//! The patcher goes through a [`Decoder`], made once per module: [`Decoder::scan`] decodes each
+//! function once, and that decode serves both the checks across functions and the
+//! [`Refusal::JumpIntoPatch`] check of [`Decoder::relocate`].
 //!
 //! How each displaced instruction moves (`dest` is where the code will run):
 //!
@@ -50,6 +53,7 @@
 
 mod decode;
 mod emit;
+mod length;
 #[cfg(test)]
 mod tests_crafted;
 #[cfg(test)]
@@ -57,6 +61,7 @@ mod tests_exec;
 #[cfg(test)]
 mod tests_libc;
 
+use capstone::Capstone;
 use decode::{classify, direct_branch, disassembler, Action, BranchKind, Displaced};
 use emit::{Emitter, Target};
 
@@ -91,29 +96,123 @@ pub enum Refusal {
 /// The size of the call written at the patch point.
 const CALL_LEN: usize = 5;
 
+/// The disassemblers used while patching a module, made once for all its functions: one with
+/// details for the displaced instructions, one without for the linear scans of whole functions.
+pub struct Decoder {
+    detailed: Capstone,
+    plain: Capstone,
+}
+
+/// The direct branches of one function, decoded linearly from its first byte up to its end or
+/// the first bytes that do not decode.
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// Offset of each decoded instruction.
+    starts: Vec<u32>,
+    /// `(offset of the instruction, target)` of each direct branch.
+    branches: Vec<(u32, u64)>,
+}
+
+impl Scan {
+    /// The targets outside `[addr, addr + len)` (the scanned function's place).
+    pub fn leaving(&self, addr: u64, len: usize) -> impl Iterator<Item = u64> + '_ {
+        let end = addr.wrapping_add(len as u64);
+        self.branches
+            .iter()
+            .map(|&(_, t)| t)
+            .filter(move |&t| t < addr || t >= end)
+    }
+}
+
+impl Decoder {
+    /// `None` when capstone cannot be set up.
+    pub fn new() -> Option<Decoder> {
+        Some(Decoder {
+            detailed: disassembler(true)?,
+            plain: disassembler(false)?,
+        })
+    }
+
+    /// The direct branches of `code` (loaded at `addr`): the common instructions are measured
+    /// by [`length::quick_len`], the others decoded by capstone.
+    pub fn scan(&self, code: &[u8], addr: u64) -> Scan {
+        let mut out = Scan::default();
+        let Ok(mut insns) = self.plain.disasm_iter(code, addr) else {
+            return out;
+        };
+        let mut pos = 0;
+        while pos < code.len() {
+            let at = addr.wrapping_add(pos as u64);
+            let len = match length::quick_len(&code[pos..]) {
+                Some(len) => len,
+                None => {
+                    insns.reset(&code[pos..], at);
+                    match insns.next() {
+                        Some(insn) => insn.bytes().len(),
+                        None => break,
+                    }
+                }
+            };
+            out.starts.push(pos as u32);
+            if let Some(b) = direct_branch(&code[pos..pos + len], at) {
+                out.branches.push((pos as u32, b.target));
+            }
+            pos += len;
+        }
+        out
+    }
+
+    /// [`relocate`], with the [`Decoder::scan`] of `func` when it was made already.
+    pub fn relocate(
+        &self,
+        func: &[u8],
+        addr: u64,
+        skip: usize,
+        dest: u64,
+        scan: Option<&Scan>,
+    ) -> Result<Relocated, Refusal> {
+        let start = addr.wrapping_add(skip as u64);
+        let body = func.get(skip..).ok_or(Refusal::TooShort)?;
+        let displaced = displaced(&self.detailed, body, start)?;
+        let patch_len = displaced.last().map_or(0, |d| d.offset + d.bytes.len());
+        let rest_at = skip + patch_len;
+        let rest_addr = start.wrapping_add(patch_len as u64);
+        let into = |t: u64| t > start && t < rest_addr;
+        // The linear decode of the whole function passes through the end of the displaced
+        // instructions when they decode the same way (always but for undecodable bytes):
+        // from there on it is the decode of the rest.
+        let jumps_in = match scan.filter(|s| s.starts.binary_search(&(rest_at as u32)).is_ok()) {
+            Some(s) => s
+                .branches
+                .iter()
+                .any(|&(at, t)| at as usize >= rest_at && into(t)),
+            None => self
+                .scan(&body[patch_len..], rest_addr)
+                .branches
+                .iter()
+                .any(|&(_, t)| into(t)),
+        };
+        if jumps_in {
+            return Err(Refusal::JumpIntoPatch);
+        }
+        let code = emit(&displaced, start, rest_addr, dest)?;
+        if code.len() > MAX_RELOCATED {
+            return Err(Refusal::Unsupported("relocated code too long".into()));
+        }
+        Ok(Relocated { code, patch_len })
+    }
+}
+
 /// Relocates the instructions of `func` (the whole function's bytes, loaded at `addr`) that
 /// start at offset `skip` (4 after an `endbr64`, else 0) and cover at least 5 bytes, for
 /// running at `dest`.
 pub fn relocate(func: &[u8], addr: u64, skip: usize, dest: u64) -> Result<Relocated, Refusal> {
-    let cs = disassembler().ok_or_else(|| Refusal::Unsupported("no disassembler".into()))?;
-    let start = addr.wrapping_add(skip as u64);
-    let body = func.get(skip..).ok_or(Refusal::TooShort)?;
-    let displaced = displaced(&cs, body, start)?;
-    let patch_len = displaced.last().map_or(0, |d| d.offset + d.bytes.len());
-    let rest = &body[patch_len..];
-    let rest_addr = start.wrapping_add(patch_len as u64);
-    if branches(&cs, rest, rest_addr).any(|t| t > start && t < rest_addr) {
-        return Err(Refusal::JumpIntoPatch);
-    }
-    let code = emit(&displaced, start, rest_addr, dest)?;
-    if code.len() > MAX_RELOCATED {
-        return Err(Refusal::Unsupported("relocated code too long".into()));
-    }
-    Ok(Relocated { code, patch_len })
+    let d = Decoder::new().ok_or_else(|| Refusal::Unsupported("no disassembler".into()))?;
+    d.relocate(func, addr, skip, dest, None)
 }
 
 /// The whole instructions of `body` (at `start`) that cover the first 5 bytes.
-fn displaced(cs: &capstone::Capstone, body: &[u8], start: u64) -> Result<Vec<Displaced>, Refusal> {
+fn displaced(cs: &Capstone, body: &[u8], start: u64) -> Result<Vec<Displaced>, Refusal> {
     let mut out: Vec<Displaced> = Vec::new();
     let mut covered = 0;
     while covered < CALL_LEN {
@@ -140,23 +239,6 @@ fn displaced(cs: &capstone::Capstone, body: &[u8], start: u64) -> Result<Vec<Dis
         }
     }
     Ok(out)
-}
-
-/// The targets of the direct branches of `code` (at `addr`), decoded linearly up to its end
-/// or the first bytes that do not decode.
-fn branches<'a>(
-    cs: &'a capstone::Capstone,
-    code: &'a [u8],
-    addr: u64,
-) -> impl Iterator<Item = u64> + 'a {
-    let insns = cs.disasm_all(code, addr).ok();
-    let targets: Vec<u64> = insns
-        .iter()
-        .flat_map(|all| all.iter())
-        .filter_map(|insn| direct_branch(insn.bytes(), insn.address()))
-        .map(|b| b.target)
-        .collect();
-    targets.into_iter()
 }
 
 /// The relocated code of `displaced` (from `start` to `cont`), for running at `dest`.
@@ -216,13 +298,10 @@ fn emit(displaced: &[Displaced], start: u64, cont: u64, dest: u64) -> Result<Vec
 /// that leave it: a target inside another function (not at its start) makes that one
 /// unsafe to patch.
 pub fn direct_branch_targets(func: &[u8], addr: u64) -> Vec<u64> {
-    let Some(cs) = disassembler() else {
+    let Some(d) = Decoder::new() else {
         return Vec::new();
     };
-    let end = addr.wrapping_add(func.len() as u64);
-    let mut out: Vec<u64> = branches(&cs, func, addr)
-        .filter(|&t| t < addr || t >= end)
-        .collect();
+    let mut out: Vec<u64> = d.scan(func, addr).leaving(addr, func.len()).collect();
     out.sort_unstable();
     out.dedup();
     out

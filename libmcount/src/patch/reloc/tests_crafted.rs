@@ -26,7 +26,7 @@ fn read_u64(code: &[u8], at: usize) -> Option<u64> {
 /// Decodes the whole of `code` (at `dest`), stepping over the 8-byte literals of the absolute
 /// jumps and calls; `None` when some bytes do not decode.
 pub(super) fn listing(code: &[u8], dest: u64) -> Option<Vec<Line>> {
-    let cs = disassembler()?;
+    let cs = disassembler(true)?;
     let mut out = Vec::new();
     let mut pos = 0;
     while pos < code.len() {

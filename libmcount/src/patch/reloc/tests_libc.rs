@@ -339,3 +339,55 @@ fn reloc_sweep_libc() {
         }
     }
 }
+
+/// The patcher's way (one linear decode of each function, shared by its checks, capstone only
+/// for the rarer instructions) decodes as capstone alone and decides as a decode of the
+/// function's rest after the displaced bytes does, for every function of the C library; some
+/// of them are refused for a jump into the patch.
+#[test]
+fn reloc_scan_shared_decides_as_a_fresh_decode() {
+    let libc = Libc::load();
+    let d = Decoder::new().expect("capstone");
+    let dest = libc.text[0].0 - (1 << 20);
+    let (mut compared, mut jumps_in) = (0, 0);
+    for &addr in libc.functions.keys() {
+        let Some(func) = libc.bytes(addr) else {
+            continue;
+        };
+        let skip = if func.starts_with(&[0xf3, 0x0f, 0x1e, 0xfa]) {
+            4
+        } else {
+            0
+        };
+        let scan = d.scan(func, addr);
+        let (mut starts, mut branches) = (Vec::new(), Vec::new());
+        let mut insns = d.plain.disasm_iter(func, addr).unwrap();
+        while let Some(insn) = insns.next() {
+            let at = (insn.address() - addr) as u32;
+            starts.push(at);
+            if let Some(b) = direct_branch(insn.bytes(), insn.address()) {
+                branches.push((at, b.target));
+            }
+        }
+        assert_eq!(
+            (&scan.starts, &scan.branches),
+            (&starts, &branches),
+            "{addr:#x}"
+        );
+        let shared = d.relocate(func, addr, skip, dest, Some(&scan));
+        assert_eq!(
+            shared,
+            d.relocate(func, addr, skip, dest, None),
+            "{addr:#x}"
+        );
+        assert_eq!(shared, relocate(func, addr, skip, dest), "{addr:#x}");
+        let mut leaving: Vec<u64> = scan.leaving(addr, func.len()).collect();
+        leaving.sort_unstable();
+        leaving.dedup();
+        assert_eq!(leaving, direct_branch_targets(func, addr), "{addr:#x}");
+        compared += 1;
+        jumps_in += usize::from(shared == Err(Refusal::JumpIntoPatch));
+    }
+    eprintln!("libc: {compared} functions, {jumps_in} refused for a jump into the patch");
+    assert!(compared > 1000 && jumps_in > 0);
+}
