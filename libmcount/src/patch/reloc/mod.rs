@@ -53,7 +53,6 @@
 
 mod decode;
 mod emit;
-mod length;
 #[cfg(test)]
 mod tests_crafted;
 #[cfg(test)]
@@ -133,31 +132,18 @@ impl Decoder {
         })
     }
 
-    /// The direct branches of `code` (loaded at `addr`): the common instructions are measured
-    /// by [`length::quick_len`], the others decoded by capstone.
+    /// The direct branches of `code` (loaded at `addr`).
     pub fn scan(&self, code: &[u8], addr: u64) -> Scan {
         let mut out = Scan::default();
         let Ok(mut insns) = self.plain.disasm_iter(code, addr) else {
             return out;
         };
-        let mut pos = 0;
-        while pos < code.len() {
-            let at = addr.wrapping_add(pos as u64);
-            let len = match length::quick_len(&code[pos..]) {
-                Some(len) => len,
-                None => {
-                    insns.reset(&code[pos..], at);
-                    match insns.next() {
-                        Some(insn) => insn.bytes().len(),
-                        None => break,
-                    }
-                }
-            };
-            out.starts.push(pos as u32);
-            if let Some(b) = direct_branch(&code[pos..pos + len], at) {
-                out.branches.push((pos as u32, b.target));
+        while let Some(insn) = insns.next() {
+            let offset = insn.address().wrapping_sub(addr) as u32;
+            out.starts.push(offset);
+            if let Some(b) = direct_branch(insn.bytes(), insn.address()) {
+                out.branches.push((offset, b.target));
             }
-            pos += len;
         }
         out
     }

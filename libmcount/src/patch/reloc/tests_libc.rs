@@ -340,10 +340,9 @@ fn reloc_sweep_libc() {
     }
 }
 
-/// The patcher's way (one linear decode of each function, shared by its checks, capstone only
-/// for the rarer instructions) decodes as capstone alone and decides as a decode of the
-/// function's rest after the displaced bytes does, for every function of the C library; some
-/// of them are refused for a jump into the patch.
+/// The patcher's way (one linear decode of each function, shared by its checks) decides as a
+/// decode of the function's rest after the displaced bytes does, for every function of the
+/// C library; some of them are refused for a jump into the patch.
 #[test]
 fn reloc_scan_shared_decides_as_a_fresh_decode() {
     let libc = Libc::load();
