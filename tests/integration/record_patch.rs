@@ -24,7 +24,7 @@ use std::sync::{Mutex, OnceLock};
 pub fn covers(name: &str) -> bool {
     matches!(
         name,
-        "patch_calc" | "patch_unwind" | "patch_jump" | "patch_args"
+        "patch_calc" | "patch_unwind" | "patch_jump" | "patch_args" | "patch_overlap"
     )
 }
 
@@ -683,4 +683,28 @@ fn auto_args_of_patched_functions() {
         replay.stdout
     );
     assert!(lines.contains("} = 0; /* main */"), "{}", replay.stdout);
+}
+
+/// A function with a second entry point inside its first bytes (testprogs/patch_overlap.c) is
+/// refused by full dynamic patching: writing its call would break the other entry.
+#[test]
+fn functions_entered_in_their_first_bytes_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = tmp.path().join("patch_overlap");
+    let status = Command::new("gcc")
+        .args(["-O2", "-o"])
+        .arg(&prog)
+        .arg(util::testprogs_src().join("patch_overlap.c"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let dir = tmp.path().join("data");
+    let opts = ["--no-sched", "--debug-domain=dynamic:3", "-P", "."];
+    let out = util::record_with(false, &dir, &prog, &[], &opts);
+    out.assert_success();
+    assert_eq!(out.stdout, "fa 111 fb 11\n", "{out}");
+    assert!(out.stderr.contains(">> FAIL: fa "), "{out}");
+    let replay = util::utrace_replay(&dir, &["-f", "none"]);
+    assert!(replay.stdout.contains("main() {"), "{replay}");
+    assert!(!replay.stdout.contains("fa("), "{replay}");
 }

@@ -6,10 +6,12 @@ use super::module::{self, Analysis, Func, Kind, Loaded};
 use super::{debug, reloc, table, text, Pattern, Settings, Stats, MIN_SIZE};
 use std::sync::Mutex;
 
-/// A patched site, its original bytes, and the length of the instruction written at its head.
+/// A patched site, its original bytes, what was written over them, and the length of the
+/// instruction written at its head.
 struct Original {
     site: usize,
     bytes: Vec<u8>,
+    written: Vec<u8>,
     head_len: usize,
 }
 
@@ -128,6 +130,12 @@ pub(super) fn patch_module(
         .zip(&a.funcs)
         .flat_map(|(scan, f)| scan.leaving(f.addr as u64, f.size))
         .collect();
+    // A function that starts inside another's first bytes (assembly falling through into a
+    // second entry point) is reached through its own address, by pointer or by name: the
+    // other's displaced bytes are off limits as for a jump.
+    if !scans.is_empty() {
+        jumped_into.extend(a.funcs.iter().map(|f| f.addr as u64));
+    }
     jumped_into.sort_unstable();
     let mut writes = Vec::new();
     let mut entries = Vec::new();
@@ -266,9 +274,12 @@ fn write_all(m: &Loaded, writes: Vec<Write>, concurrent: bool, stats: &mut Stats
         // SAFETY: as above.
         match unsafe { text::write_site(w.site, &w.head, &w.tail, concurrent) } {
             Ok(()) => {
+                let mut written = w.head.clone();
+                written.extend_from_slice(&w.tail);
                 originals.push(Original {
                     site: w.site,
                     bytes: before,
+                    written,
                     head_len: w.head.len(),
                 });
                 stats.patched += 1;
@@ -287,8 +298,14 @@ pub(super) fn revert() {
     let mut originals = ORIGINALS.lock().unwrap_or_else(|e| e.into_inner());
     let loaded = module::loaded();
     for o in originals.drain(..).rev() {
-        // A library unloaded since (`dlclose`) has nothing to put back.
+        // A library unloaded since (`dlclose`) has nothing to put back, and another one loaded
+        // at its address since must be left alone: the site must still hold what was written.
         if !loaded.iter().any(|m| m.in_text(o.site, o.bytes.len())) {
+            continue;
+        }
+        // SAFETY: the range lies in the text of a module loaded now (readable).
+        let now = unsafe { core::slice::from_raw_parts(o.site as *const u8, o.written.len()) };
+        if now != o.written.as_slice() {
             continue;
         }
         let Some(open) = text::Writable::open(o.site, o.site + o.bytes.len()) else {
