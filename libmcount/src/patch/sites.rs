@@ -208,7 +208,15 @@ pub(super) fn patch_module(
         });
     }
     // The moved code and its table first: a thread may take a patched call at once.
-    if !near.freeze() || !table::publish(entries, (m.lo, m.hi)) {
+    if !near.freeze() {
+        stats.failed += writes.len();
+        return stats;
+    }
+    if !table::publish(entries, (m.lo, m.hi)) {
+        crate::log::error(
+            b"too many modules patched at once: a library is left unpatched (-P)",
+            0,
+        );
         stats.failed += writes.len();
         return stats;
     }

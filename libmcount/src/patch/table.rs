@@ -26,8 +26,8 @@ static COUNT: AtomicUsize = AtomicUsize::new(0);
 /// Serialises the writers (the constructor, `dlopen`s of several threads).
 static WRITER: Mutex<()> = Mutex::new(());
 
-/// Publishes `entries` (unsorted) of the module loaded at `[lo, hi)`; `false` when the
-/// table of tables is full. Older tables of that range (a library unloaded, then another
+/// Publishes `entries` (unsorted) of the module loaded at `[lo, hi)`, in the slot of a
+/// withdrawn table if there is one; `false` when the table of tables is full. Older tables of that range (a library unloaded, then another
 /// loaded there) are withdrawn: nothing runs their code any more, and their entries would
 /// shadow the new ones.
 pub fn publish(mut entries: Vec<(usize, usize)>, (lo, hi): (usize, usize)) -> bool {
@@ -42,21 +42,35 @@ pub fn publish(mut entries: Vec<(usize, usize)>, (lo, hi): (usize, usize)) -> bo
     });
     let _held = WRITER.lock().unwrap_or_else(|e| e.into_inner());
     let n = COUNT.load(Ordering::Relaxed);
-    if n >= MAX_TABLES {
-        return false;
-    }
-    for slot in TABLES.iter().take(n) {
+    let mut free = None;
+    for (i, slot) in TABLES.iter().enumerate().take(n) {
         // SAFETY: published tables are leaked boxes, never freed or changed.
         let old = unsafe { slot.load(Ordering::Relaxed).as_ref() };
         if old.is_some_and(|t| t.lo < hi && t.hi >= lo) {
             // Withdrawn, not freed: a reader may still hold it.
             slot.store(core::ptr::null_mut(), Ordering::Release);
         }
+        if free.is_none() && slot.load(Ordering::Relaxed).is_null() {
+            free = Some(i);
+        }
     }
     // Leaked on purpose: readers may hold it for the rest of the process.
-    TABLES[n].store(Box::into_raw(table), Ordering::Relaxed);
-    // Pairs with the Acquire load in `lookup`: the slot and the table are visible first.
-    COUNT.store(n + 1, Ordering::Release);
+    let table = Box::into_raw(table);
+    match free {
+        // A withdrawn table's slot (libraries loaded and unloaded again and again): the
+        // Release store pairs with the Acquire load of the slot in `lookup`.
+        Some(i) => TABLES[i].store(table, Ordering::Release),
+        None if n < MAX_TABLES => {
+            TABLES[n].store(table, Ordering::Release);
+            // Pairs with the Acquire load in `lookup`: the slot and the table are visible first.
+            COUNT.store(n + 1, Ordering::Release);
+        }
+        None => {
+            // SAFETY: `table` was just made by Box::into_raw and never shared.
+            drop(unsafe { Box::from_raw(table) });
+            return false;
+        }
+    }
     true
 }
 
@@ -65,7 +79,7 @@ pub fn publish(mut entries: Vec<(usize, usize)>, (lo, hi): (usize, usize)) -> bo
 pub fn lookup(child_ip: usize) -> Option<usize> {
     let n = COUNT.load(Ordering::Acquire);
     for slot in TABLES.iter().take(n) {
-        let t = slot.load(Ordering::Relaxed);
+        let t = slot.load(Ordering::Acquire);
         // SAFETY: published tables are leaked boxes, never freed or changed.
         let Some(t) = (unsafe { t.as_ref() }) else {
             continue;
@@ -102,5 +116,15 @@ mod tests {
         assert_eq!(lookup(0x1000), None);
         assert_eq!(lookup(0x2000), Some(0xa000));
         assert_eq!(lookup(0x7_0000), Some(0x7_1000));
+    }
+
+    #[test]
+    fn a_library_loaded_again_and_again_reuses_its_slot() {
+        let range = (0x100_0000, 0x100_8000);
+        for k in 0..(MAX_TABLES + 50) {
+            assert!(publish(vec![(0x100_0010, 0x200_0000 + k)], range), "{k}");
+            assert_eq!(lookup(0x100_0010), Some(0x200_0000 + k));
+        }
+        assert!(COUNT.load(Ordering::Relaxed) < MAX_TABLES);
     }
 }
