@@ -63,10 +63,14 @@ pub unsafe extern "C" fn utrace_attach(path: *const c_char) -> i32 {
         crate::sys::close(old_recorder);
     }
     // The session patches what `-P` selects, away from the stopped threads' addresses.
-    match session::start(&src) {
-        Ok(()) => 0,
-        Err(e) => -e,
+    if let Err(e) = session::start(&src) {
+        return -e;
     }
+    // Throws and stack walks through hijacked frames (no interposition by precedence here).
+    crate::unwind_got::redirect();
+    // Fatal signals still at their default action; the program's own handlers are kept.
+    crate::crash::install();
+    0
 }
 
 /// Ends the session started by [`utrace_attach`]: no thread writes anymore after it (what

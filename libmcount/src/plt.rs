@@ -320,7 +320,7 @@ fn kind_of(name: &str) -> Option<Kind> {
 
 /// The loaded objects: path (`/proc/thread-self/exe` for the executable, the first one
 /// `dl_iterate_phdr` reports) and load bias.
-fn loaded_objects() -> Vec<(String, usize)> {
+pub(crate) fn loaded_objects() -> Vec<(String, usize)> {
     unsafe extern "C" fn each(
         info: *mut libc::dl_phdr_info,
         _size: libc::size_t,
