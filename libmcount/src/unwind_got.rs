@@ -93,9 +93,8 @@ fn module_words(path: &str, bias: usize, table: &[(&'static CStr, usize)], out: 
         let Some(sym) = elf.dynsyms.get(r.r_sym) else {
             continue;
         };
-        if sym.st_shndx != 0 {
-            continue; // defined here: not an import
-        }
+        // Defined here or not: a relocated word is interposable (libstdc++ throws through its
+        // own GOT word of `__cxa_throw`), as a preloaded definition would interpose it.
         let Some(name) = elf.dynstrtab.get_at(sym.st_name) else {
             continue;
         };
