@@ -14,8 +14,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The test programs of this file (built here, `-O2` without `-pg`).
-const PROGS: [&str; 4] = [
+const PROGS: [&str; 5] = [
     "attach_work",
+    "attach_throw",
     "attach_threads",
     "attach_signals",
     "attach_rate",
@@ -27,15 +28,20 @@ pub fn covers(prog: &str) -> bool {
     PROGS.contains(&prog)
 }
 
-/// Builds `testprogs/NAME.c` with `gcc -O2 EXTRA` into `dir`.
+/// Builds `testprogs/NAME.c` with `gcc -O2 EXTRA` (`NAME.cc` with `g++`) into `dir`.
 fn build(name: &str, dir: &Path, extra: &[&str]) -> PathBuf {
     let out = dir.join(name);
-    let status = Command::new("gcc")
+    let cc = util::testprogs_src().join(format!("{name}.cc"));
+    let (compiler, src) = match cc.is_file() {
+        true => ("g++", cc),
+        false => ("gcc", util::testprogs_src().join(format!("{name}.c"))),
+    };
+    let status = Command::new(compiler)
         .arg("-O2")
         .args(extra)
         .arg("-o")
         .arg(&out)
-        .arg(util::testprogs_src().join(format!("{name}.c")))
+        .arg(src)
         .arg("-fno-builtin")
         .arg("-pthread")
         .status()
@@ -583,4 +589,48 @@ fn attach_patches_and_unpatches_functions() {
     );
     // Workers created during the attach start at worker().
     assert!(replay.contains("| worker() {"), "{replay}");
+}
+
+/// A C++ program that throws and catches every tick (through frames with destructors, a
+/// rethrow, and a library call that throws): attached with its functions patched (`-P .`,
+/// their frames hijacked) and without (only the library calls' frames), it computes and ends
+/// as an untraced run, and the throwing functions are in the trace. (A `dlopen`ed libmcount is
+/// not interposed by symbol precedence: the unwinder would meet the exit trampoline and call
+/// `std::terminate`.)
+#[test]
+fn attach_while_exceptions_are_thrown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = build("attach_throw", tmp.path(), &[]);
+    let clean = clean_run(&prog, &["30"]).join().unwrap();
+    for (tag, opts, calls) in [
+        (
+            "patched",
+            &["-P", "."][..],
+            &[
+                "thrower",
+                "rethrower",
+                "lib_throw",
+                "std::__throw_out_of_range_fmt",
+            ][..],
+        ),
+        ("plt", &[][..], &["std::__throw_out_of_range_fmt"][..]),
+    ] {
+        let run = Running::start(&prog, &["30"], tmp.path(), tag);
+        let data = tmp.path().join(tag);
+        let mut args = vec!["--duration=1s", "-d", data.to_str().unwrap()];
+        args.extend_from_slice(opts);
+        let rec = utrace_pid("record", &run.pid(), &args);
+        rec.assert_success();
+        assert_unharmed(run.finish(), &clean);
+        let replay = util::utrace_replay(&data, &[]);
+        replay.assert_success();
+        for call in calls {
+            // At any depth, entered (`call() {`) or whole (`call();`).
+            let seen = replay.stdout.lines().any(|l| {
+                let f = l.split('|').nth(1).unwrap_or("").trim();
+                f == format!("{call}() {{") || f == format!("{call}();")
+            });
+            assert!(seen, "{tag}: no {call}() in the replay:\n{}", replay.stdout);
+        }
+    }
 }
