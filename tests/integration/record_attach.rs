@@ -634,3 +634,53 @@ fn attach_while_exceptions_are_thrown() {
         }
     }
 }
+
+/// A later attach to the same process cannot change what the first one fixed for the
+/// process's lifetime (filters, triggers, argument specs, `-P` patterns): it is refused with
+/// a one-line reason instead of running with the first one's settings; with the same ones it
+/// is traced as the first, and the process is unharmed either way.
+#[test]
+fn attach_again_with_other_filters_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = build("attach_work", tmp.path(), &["-fno-inline"]);
+    let clean = clean_run(&prog, &["40"]);
+    let run = Running::start(&prog, &["40"], tmp.path(), "again");
+    let (d1, d2, d3) = (
+        tmp.path().join("d1"),
+        tmp.path().join("d2"),
+        tmp.path().join("d3"),
+    );
+    let filtered = ["--duration=400ms", "-P", ".", "-F", "work"];
+    let rec = utrace_pid(
+        "record",
+        &run.pid(),
+        &[&filtered[..], &["-d", d1.to_str().unwrap()]].concat(),
+    );
+    rec.assert_success();
+    let other = utrace_pid(
+        "record",
+        &run.pid(),
+        &["--duration=400ms", "-P", ".", "-d", d2.to_str().unwrap()],
+    );
+    assert!(!other.status.success(), "{other}");
+    assert!(
+        other
+            .stderr
+            .contains("attached to before with other filters"),
+        "{other}"
+    );
+    let same = utrace_pid(
+        "record",
+        &run.pid(),
+        &[&filtered[..], &["-d", d3.to_str().unwrap()]].concat(),
+    );
+    same.assert_success();
+    assert_unharmed(run.finish(), &clean.join().unwrap());
+    for d in [&d1, &d3] {
+        let replay = util::utrace_replay(d, &[]);
+        replay.assert_success();
+        // Only work() and what it calls: no main loop's printf.
+        assert!(replay.stdout.contains("| work() {"), "{replay}");
+        assert!(!replay.stdout.contains("| printf();"), "{replay}");
+    }
+}
