@@ -3,10 +3,12 @@
  * while exceptions are thrown and caught. Every 100 ms it throws and catches through several
  * frames with destructors (cleanup landing pads, `_Unwind_Resume`), rethrows, and makes a
  * library call throw (`std::vector::at` out of range: libstdc++'s
- * `std::__throw_out_of_range_fmt`, reached through the PLT). It prints "tick N sum S": S depends
+ * `std::__throw_out_of_range_fmt`, reached through the PLT), and counts the frames that
+ * `backtrace` sees. It prints "tick N sum S": S depends
  * on N only, so a run that was attached to and detached from prints the same lines as an
  * untraced one. It prints "ready" first, runs TICKS ticks (argv[1], default 40), exits 0.
  */
+#include <execinfo.h>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -29,9 +31,17 @@ __attribute__((noinline)) static int thrower(int n, int *dtors)
 	return n + salt;
 }
 
+/* The number of frames a stack walk sees (it ends early at a frame it cannot unwind). */
+__attribute__((noinline)) static int frames(void)
+{
+	void *buf[64];
+	return backtrace(buf, 64);
+}
+
 __attribute__((noinline)) static int middle(int n, int *dtors)
 {
 	Guard g{ dtors };
+	*dtors += frames();
 	std::string s(40, 'a' + n % 26);
 	return thrower(n, dtors) + (int)s.size();
 }

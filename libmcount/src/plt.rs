@@ -563,6 +563,21 @@ impl Plt {
         }
     }
 
+    /// Sends the calls through the hooked GOT word at `got` to `to` (attach mode: libmcount's
+    /// thunk of an unwinder entry point, as a preloaded libmcount's definition would be);
+    /// returns where they went before, or `None` when that word is not hooked.
+    pub fn retarget(&self, got: usize, to: usize) -> Option<usize> {
+        let s = self
+            .used()
+            .iter()
+            .find(|s| s.got.load(Ordering::Relaxed) == got)?;
+        let old = s.target.swap(to, Ordering::Relaxed);
+        if s.fast.load(Ordering::Relaxed) != 0 {
+            s.fast.store(to, Ordering::Relaxed);
+        }
+        Some(old)
+    }
+
     /// An attached session ends (`false`: every hooked GOT slot gets back the address its
     /// calls go to, and the process's library calls no longer pass through libmcount) or a new
     /// one starts (`true`: the stubs again, with the addresses bound meanwhile learnt). Called

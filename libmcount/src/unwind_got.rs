@@ -8,7 +8,8 @@
 //! every loaded module that imports them, at libmcount's thunks, and tells [`crate::unwind`]
 //! which definition each module was bound to (the thunks jump there). The redirection stays
 //! after the detach: frames hijacked during the session may still be on the stacks, and the
-//! thunks do nothing but jump to the real function without a session.
+//! thunks do nothing but jump to the real function without a session. A word the PLT hooks
+//! (`backtrace`, `_Unwind_Backtrace`) keeps its stub, whose target becomes the thunk.
 //!
 //! Modules loaded after the attach keep their own bindings.
 
@@ -140,6 +141,20 @@ fn redirect_now() {
         }
     }
     for w in &words {
+        let bound = |old: usize| old != 0 && old != w.thunk && !(old >= w.lazy.0 && old < w.lazy.1);
+        // A word the PLT hooks keeps its stub (the call is recorded), which then jumps to
+        // the thunk.
+        if let Some(plt) = crate::plt::get() {
+            if let Some(old) = plt.retarget(w.got, w.thunk) {
+                if bound(old) {
+                    crate::unwind::set_real_if_unknown(w.name, old);
+                }
+                if !crate::unwind::has_real(w.name) {
+                    plt.retarget(w.got, old);
+                }
+                continue;
+            }
+        }
         if let Some((s, e)) = w.relro {
             // SAFETY: the module's own RELRO range, mapped for its lifetime.
             unsafe {
@@ -154,8 +169,7 @@ fn redirect_now() {
         // aligned, writable now (RELRO unprotected above).
         let word = unsafe { core::sync::atomic::AtomicUsize::from_ptr(w.got as *mut usize) };
         let old = word.load(core::sync::atomic::Ordering::Relaxed);
-        let bound = old != 0 && old != w.thunk && !(old >= w.lazy.0 && old < w.lazy.1);
-        if bound {
+        if bound(old) {
             crate::unwind::set_real_if_unknown(w.name, old);
         }
         if crate::unwind::has_real(w.name) {

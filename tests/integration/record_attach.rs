@@ -592,9 +592,10 @@ fn attach_patches_and_unpatches_functions() {
 }
 
 /// A C++ program that throws and catches every tick (through frames with destructors, a
-/// rethrow, and a library call that throws): attached with its functions patched (`-P .`,
-/// their frames hijacked) and without (only the library calls' frames), it computes and ends
-/// as an untraced run, and the throwing functions are in the trace. (A `dlopen`ed libmcount is
+/// rethrow, and a library call that throws) and counts the frames `backtrace` sees: attached
+/// with its functions patched (`-P .`, their frames hijacked) and without (only the library
+/// calls' frames), it computes and ends as an untraced run, and the throwing functions and
+/// `backtrace` (through its PLT hook, then libmcount's walker) are in the trace. (A `dlopen`ed libmcount is
 /// not interposed by symbol precedence: the unwinder would meet the exit trampoline and call
 /// `std::terminate`.)
 #[test]
@@ -611,9 +612,14 @@ fn attach_while_exceptions_are_thrown() {
                 "rethrower",
                 "lib_throw",
                 "std::__throw_out_of_range_fmt",
+                "backtrace",
             ][..],
         ),
-        ("plt", &[][..], &["std::__throw_out_of_range_fmt"][..]),
+        (
+            "plt",
+            &[][..],
+            &["std::__throw_out_of_range_fmt", "backtrace"][..],
+        ),
     ] {
         let run = Running::start(&prog, &["30"], tmp.path(), tag);
         let data = tmp.path().join(tag);
