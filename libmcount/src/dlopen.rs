@@ -251,3 +251,21 @@ pub fn scan() {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quietly_keeps_the_programs_errno() {
+        // SAFETY: the calling thread's errno word.
+        let errno = || unsafe { &mut *libc::__errno_location() };
+        *errno() = libc::EAGAIN;
+        let r = quietly(|| {
+            *errno() = libc::ENOENT;
+            7
+        });
+        assert_eq!(r, 7);
+        assert_eq!(*errno(), libc::EAGAIN);
+    }
+}
