@@ -23,9 +23,12 @@ use crate::config::{self, ON, STATE};
 use crate::{lifecycle, session};
 use core::ffi::{c_char, CStr};
 use core::sync::atomic::Ordering;
+use record_format::env;
+use std::sync::OnceLock;
 
 /// Starts a session with the settings in the file at `path`. Returns 0, or a negative errno
-/// (`-EBUSY`: a session is on already).
+/// (`-EBUSY`: a session is on already; `-EEXIST`: an earlier session had other filters,
+/// triggers, argument specs or patterns, see [`FIXED`]).
 ///
 /// # Safety
 /// `path` must be a NUL-terminated string.
@@ -46,6 +49,9 @@ pub unsafe extern "C" fn utrace_attach(path: *const c_char) -> i32 {
     };
     crate::wrap::init();
     let src = session::Source::from_file(&bytes);
+    if !same_settings(&src) {
+        return -libc::EEXIST;
+    }
     if let Some(fd) = src
         .var(record_format::env::LOGFD)
         .and_then(|v| v.parse::<i32>().ok())
@@ -63,10 +69,41 @@ pub unsafe extern "C" fn utrace_attach(path: *const c_char) -> i32 {
         crate::sys::close(old_recorder);
     }
     // The session patches what `-P` selects, away from the stopped threads' addresses.
-    match session::start(&src) {
-        Ok(()) => 0,
-        Err(e) => -e,
+    if let Err(e) = session::start(&src) {
+        return -e;
     }
+    // Throws and stack walks through hijacked frames (no interposition by precedence here).
+    crate::unwind_got::redirect();
+    // Fatal signals still at their default action; the program's own handlers are kept.
+    crate::crash::install();
+    0
+}
+
+/// The settings that the first session fixes for the process's lifetime: the filter and
+/// trigger table, the argument specs and the `-P`/`-U` patterns are built once (`OnceLock`s)
+/// and the PLT hooks' nesting is chosen once.
+const FIXED: [&str; 13] = [
+    env::TRIGGER,
+    env::DEPTH,
+    env::PATTERN,
+    env::THRESHOLD,
+    env::SIZE,
+    env::TRACE_OFF,
+    env::SIGNAL,
+    env::ARGSPEC,
+    env::RETSPEC,
+    env::AUTO_ARGS,
+    env::PATCH,
+    env::NEST_LIBCALL,
+    env::PLTHOOK,
+];
+
+/// Whether `src` has the [`FIXED`] settings of the first attach (true for the first one),
+/// which a later session cannot change: it would run with the first one's (`-EEXIST`).
+fn same_settings(src: &session::Source) -> bool {
+    static FIRST: OnceLock<Vec<Option<std::ffi::OsString>>> = OnceLock::new();
+    let these: Vec<_> = FIXED.iter().map(|k| src.var_os(k)).collect();
+    *FIRST.get_or_init(|| these.clone()) == these
 }
 
 /// Ends the session started by [`utrace_attach`]: no thread writes anymore after it (what

@@ -60,6 +60,13 @@ extern "C" fn on_fatal_signal(sig: i32, _info: *mut libc::siginfo_t, uctx: *mut 
             unsafe { td.restore_slots(exit_trampoline_addr()) };
         }
     }
+    // After an attach's detach the log descriptor may be the program's own by now.
+    let on = crate::config::STATE.load(core::sync::atomic::Ordering::Acquire) == crate::config::ON;
+    if !on {
+        // SAFETY: plain system call wrappers without pointers.
+        unsafe { libc::syscall(libc::SYS_tgkill, sys::getpid(), tid, sig) };
+        return;
+    }
     let mut line = tasklog::LineBuf::<128>::new();
     line.push_bytes(b"process crashed by signal ");
     line.push_dec(sig as u64);

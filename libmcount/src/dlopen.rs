@@ -71,6 +71,28 @@ fn objects() -> Vec<Object> {
     out
 }
 
+/// Runs `body` (libmcount's own work inside the `dlopen`, `dlsym` and `dlclose` hooks: scans,
+/// PLT hooks, patching, with their `open`, `mmap`, `mprotect` and `malloc` calls) with the
+/// thread's recursion guard taken, so that no hook records those calls as the program's, and
+/// with the program's `errno` kept.
+fn quietly<T>(body: impl FnOnce() -> T) -> T {
+    // SAFETY: `__errno_location` returns the calling thread's errno word.
+    let errno = unsafe { *libc::__errno_location() };
+    let td = crate::lifecycle::existing().filter(|td| !td.guard());
+    let r = match td {
+        Some(td) => {
+            td.set_guard(true);
+            let r = body();
+            td.set_guard(false);
+            r
+        }
+        None => body(),
+    };
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+    r
+}
+
 /// Session start: the objects loaded now are in the session map.
 pub fn init() {
     let objs = objects();
@@ -106,6 +128,15 @@ fn resolve(slot: &AtomicUsize, name: &core::ffi::CStr) -> usize {
 /// # Safety
 /// `file` is null or a NUL-terminated string (as `dlopen` requires).
 pub unsafe extern "C" fn prepare(file: *const libc::c_char) -> usize {
+    // SAFETY: as the caller promises.
+    quietly(|| unsafe { prepare_now(file) })
+}
+
+/// [`prepare`]'s work.
+///
+/// # Safety
+/// As [`prepare`].
+unsafe fn prepare_now(file: *const libc::c_char) -> usize {
     scan();
     crate::plt::after_dlopen();
     crate::patch::loaded_later();
@@ -140,9 +171,11 @@ extern "C" fn open_and_hook(file: *const libc::c_char, flags: libc::c_int) -> *m
         f(file, flags)
     };
     if !handle.is_null() {
-        scan();
-        crate::plt::after_dlopen();
-        crate::patch::loaded_later();
+        quietly(|| {
+            scan();
+            crate::plt::after_dlopen();
+            crate::patch::loaded_later();
+        });
     }
     handle
 }
@@ -151,6 +184,11 @@ extern "C" fn open_and_hook(file: *const libc::c_char, flags: libc::c_int) -> *m
 /// libraries a `-P FUNC@MODULE` pattern selects that were loaded since (by a `dlopen` of a
 /// name that is not a path, which is not wrapped) are patched first.
 pub extern "C" fn before_dlsym() -> usize {
+    quietly(dlsym_now)
+}
+
+/// [`before_dlsym`]'s work.
+fn dlsym_now() -> usize {
     if crate::patch::wants_libraries() {
         crate::patch::loaded_later();
     }
@@ -178,8 +216,10 @@ pub extern "C" fn before_dlsym() -> usize {
 /// Called by the `dlclose` stub before it jumps to the returned address (the real
 /// `dlclose`): the object may go away, so its `DLOP` line is due now.
 pub extern "C" fn before_close() -> usize {
-    scan();
-    resolve(&REAL_DLCLOSE, c"dlclose")
+    quietly(|| {
+        scan();
+        resolve(&REAL_DLCLOSE, c"dlclose")
+    })
 }
 
 /// Writes a `DLOP` line for each object loaded since the last scan.
@@ -209,5 +249,23 @@ pub fn scan() {
         if let Err(e) = tasklog::append(cfg.dirfd, &line) {
             crate::log::error(b"cannot append to task.txt", e);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quietly_keeps_the_programs_errno() {
+        // SAFETY: the calling thread's errno word.
+        let errno = || unsafe { &mut *libc::__errno_location() };
+        *errno() = libc::EAGAIN;
+        let r = quietly(|| {
+            *errno() = libc::ENOENT;
+            7
+        });
+        assert_eq!(r, 7);
+        assert_eq!(*errno(), libc::EAGAIN);
     }
 }

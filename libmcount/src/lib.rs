@@ -71,6 +71,7 @@ pub mod sys;
 pub mod tasklog;
 pub mod thread;
 pub mod unwind;
+pub mod unwind_got;
 pub mod wrap;
 
 #[used]

@@ -320,7 +320,7 @@ fn kind_of(name: &str) -> Option<Kind> {
 
 /// The loaded objects: path (`/proc/thread-self/exe` for the executable, the first one
 /// `dl_iterate_phdr` reports) and load bias.
-fn loaded_objects() -> Vec<(String, usize)> {
+pub(crate) fn loaded_objects() -> Vec<(String, usize)> {
     unsafe extern "C" fn each(
         info: *mut libc::dl_phdr_info,
         _size: libc::size_t,
@@ -561,6 +561,21 @@ impl Plt {
         if let Ok(mut all) = self.relro.lock() {
             all.extend(relro);
         }
+    }
+
+    /// Sends the calls through the hooked GOT word at `got` to `to` (attach mode: libmcount's
+    /// thunk of an unwinder entry point, as a preloaded libmcount's definition would be);
+    /// returns where they went before, or `None` when that word is not hooked.
+    pub fn retarget(&self, got: usize, to: usize) -> Option<usize> {
+        let s = self
+            .used()
+            .iter()
+            .find(|s| s.got.load(Ordering::Relaxed) == got)?;
+        let old = s.target.swap(to, Ordering::Relaxed);
+        if s.fast.load(Ordering::Relaxed) != 0 {
+            s.fast.store(to, Ordering::Relaxed);
+        }
+        Some(old)
     }
 
     /// An attached session ends (`false`: every hooked GOT slot gets back the address its

@@ -21,7 +21,8 @@ use crate::lifecycle;
 use core::ffi::{c_void, CStr};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-/// The next definition of `name` after libmcount's (looked up once, then cached).
+/// The next definition of `name` after libmcount's (looked up once, then cached), or the one
+/// [`set_real`] gave (attach mode, where RTLD_NEXT finds nothing for a `dlopen`ed libmcount).
 fn real(cache: &AtomicUsize, name: &CStr) -> usize {
     // Relaxed: the value is a pure function of the loaded objects; racing lookups agree.
     let mut f = cache.load(Ordering::Relaxed);
@@ -34,6 +35,38 @@ fn real(cache: &AtomicUsize, name: &CStr) -> usize {
         cache.store(f, Ordering::Relaxed);
     }
     f
+}
+
+/// The cache of the real definition of `name`, one of the interposed names.
+fn cache_of(name: &CStr) -> Option<&'static AtomicUsize> {
+    Some(match name.to_bytes() {
+        b"__cxa_throw" => &CXA_THROW,
+        b"__cxa_rethrow" => &CXA_RETHROW,
+        b"_Unwind_Resume" => &UNWIND_RESUME,
+        b"__cxa_begin_catch" => &CXA_BEGIN_CATCH,
+        b"backtrace" => &BACKTRACE,
+        b"_Unwind_Backtrace" => &UNWIND_BACKTRACE,
+        _ => return None,
+    })
+}
+
+/// Sets the definition the thunk of `name` jumps to (attach mode, see `unwind_got`).
+pub fn set_real(name: &CStr, f: usize) {
+    if let Some(c) = cache_of(name) {
+        c.store(f, Ordering::Relaxed);
+    }
+}
+
+/// As [`set_real`], unless a definition is known already.
+pub fn set_real_if_unknown(name: &CStr, f: usize) {
+    if let Some(c) = cache_of(name) {
+        let _ = c.compare_exchange(0, f, Ordering::Relaxed, Ordering::Relaxed);
+    }
+}
+
+/// Whether the thunk of `name` knows where to jump.
+pub fn has_real(name: &CStr) -> bool {
+    cache_of(name).is_some_and(|c| c.load(Ordering::Relaxed) != 0)
 }
 
 static CXA_THROW: AtomicUsize = AtomicUsize::new(0);
@@ -182,4 +215,21 @@ fn drop_own_frame(buf: *mut *mut c_void, n: i32) -> i32 {
     let entries = unsafe { core::slice::from_raw_parts_mut(buf, n) };
     entries.copy_within(1.., 0);
     n as i32 - 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_real_is_what_the_thunk_jumps_to() {
+        assert!(!has_real(c"__cxa_rethrow"));
+        set_real_if_unknown(c"__cxa_rethrow", 0x1234);
+        assert!(has_real(c"__cxa_rethrow"));
+        set_real_if_unknown(c"__cxa_rethrow", 0x5678);
+        assert_eq!(real(&CXA_RETHROW, c"__cxa_rethrow"), 0x1234);
+        set_real(c"__cxa_rethrow", 0x5678);
+        assert_eq!(real(&CXA_RETHROW, c"__cxa_rethrow"), 0x5678);
+        assert!(!has_real(c"nothing"));
+    }
 }

@@ -14,8 +14,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The test programs of this file (built here, `-O2` without `-pg`).
-const PROGS: [&str; 4] = [
+const PROGS: [&str; 5] = [
     "attach_work",
+    "attach_throw",
     "attach_threads",
     "attach_signals",
     "attach_rate",
@@ -27,15 +28,20 @@ pub fn covers(prog: &str) -> bool {
     PROGS.contains(&prog)
 }
 
-/// Builds `testprogs/NAME.c` with `gcc -O2 EXTRA` into `dir`.
+/// Builds `testprogs/NAME.c` with `gcc -O2 EXTRA` (`NAME.cc` with `g++`) into `dir`.
 fn build(name: &str, dir: &Path, extra: &[&str]) -> PathBuf {
     let out = dir.join(name);
-    let status = Command::new("gcc")
+    let cc = util::testprogs_src().join(format!("{name}.cc"));
+    let (compiler, src) = match cc.is_file() {
+        true => ("g++", cc),
+        false => ("gcc", util::testprogs_src().join(format!("{name}.c"))),
+    };
+    let status = Command::new(compiler)
         .arg("-O2")
         .args(extra)
         .arg("-o")
         .arg(&out)
-        .arg(util::testprogs_src().join(format!("{name}.c")))
+        .arg(src)
         .arg("-fno-builtin")
         .arg("-pthread")
         .status()
@@ -583,4 +589,104 @@ fn attach_patches_and_unpatches_functions() {
     );
     // Workers created during the attach start at worker().
     assert!(replay.contains("| worker() {"), "{replay}");
+}
+
+/// A C++ program that throws and catches every tick (through frames with destructors, a
+/// rethrow, and a library call that throws) and counts the frames `backtrace` sees: attached
+/// with its functions patched (`-P .`, their frames hijacked) and without (only the library
+/// calls' frames), it computes and ends as an untraced run, and the throwing functions and
+/// `backtrace` (through its PLT hook, then libmcount's walker) are in the trace. (A `dlopen`ed libmcount is
+/// not interposed by symbol precedence: the unwinder would meet the exit trampoline and call
+/// `std::terminate`.)
+#[test]
+fn attach_while_exceptions_are_thrown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = build("attach_throw", tmp.path(), &[]);
+    let clean = clean_run(&prog, &["30"]).join().unwrap();
+    for (tag, opts, calls) in [
+        (
+            "patched",
+            &["-P", "."][..],
+            &[
+                "thrower",
+                "rethrower",
+                "lib_throw",
+                "std::__throw_out_of_range_fmt",
+                "backtrace",
+            ][..],
+        ),
+        (
+            "plt",
+            &[][..],
+            &["std::__throw_out_of_range_fmt", "backtrace"][..],
+        ),
+    ] {
+        let run = Running::start(&prog, &["30"], tmp.path(), tag);
+        let data = tmp.path().join(tag);
+        let mut args = vec!["--duration=1s", "-d", data.to_str().unwrap()];
+        args.extend_from_slice(opts);
+        let rec = utrace_pid("record", &run.pid(), &args);
+        rec.assert_success();
+        assert_unharmed(run.finish(), &clean);
+        let replay = util::utrace_replay(&data, &[]);
+        replay.assert_success();
+        for call in calls {
+            // At any depth, entered (`call() {`) or whole (`call();`).
+            let seen = replay.stdout.lines().any(|l| {
+                let f = l.split('|').nth(1).unwrap_or("").trim();
+                f == format!("{call}() {{") || f == format!("{call}();")
+            });
+            assert!(seen, "{tag}: no {call}() in the replay:\n{}", replay.stdout);
+        }
+    }
+}
+
+/// A later attach to the same process cannot change what the first one fixed for the
+/// process's lifetime (filters, triggers, argument specs, `-P` patterns): it is refused with
+/// a one-line reason instead of running with the first one's settings; with the same ones it
+/// is traced as the first, and the process is unharmed either way.
+#[test]
+fn attach_again_with_other_filters_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = build("attach_work", tmp.path(), &["-fno-inline"]);
+    let clean = clean_run(&prog, &["40"]);
+    let run = Running::start(&prog, &["40"], tmp.path(), "again");
+    let (d1, d2, d3) = (
+        tmp.path().join("d1"),
+        tmp.path().join("d2"),
+        tmp.path().join("d3"),
+    );
+    let filtered = ["--duration=400ms", "-P", ".", "-F", "work"];
+    let rec = utrace_pid(
+        "record",
+        &run.pid(),
+        &[&filtered[..], &["-d", d1.to_str().unwrap()]].concat(),
+    );
+    rec.assert_success();
+    let other = utrace_pid(
+        "record",
+        &run.pid(),
+        &["--duration=400ms", "-P", ".", "-d", d2.to_str().unwrap()],
+    );
+    assert!(!other.status.success(), "{other}");
+    assert!(
+        other
+            .stderr
+            .contains("attached to before with other filters"),
+        "{other}"
+    );
+    let same = utrace_pid(
+        "record",
+        &run.pid(),
+        &[&filtered[..], &["-d", d3.to_str().unwrap()]].concat(),
+    );
+    same.assert_success();
+    assert_unharmed(run.finish(), &clean.join().unwrap());
+    for d in [&d1, &d3] {
+        let replay = util::utrace_replay(d, &[]);
+        replay.assert_success();
+        // Only work() and what it calls: no main loop's printf.
+        assert!(replay.stdout.contains("| work() {"), "{replay}");
+        assert!(!replay.stdout.contains("| printf();"), "{replay}");
+    }
 }

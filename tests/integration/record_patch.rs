@@ -708,3 +708,46 @@ fn functions_entered_in_their_first_bytes_are_refused() {
     assert!(replay.stdout.contains("main() {"), "{replay}");
     assert!(!replay.stdout.contains("fa("), "{replay}");
 }
+
+/// libmcount's own work inside the `dlopen`, `dlsym` and `dlclose` hooks (scanning the loaded
+/// objects, patching the new library: `open`, `mmap`, `mprotect` of its own) runs under the
+/// thread's recursion guard: with those libc functions patched, the program's `dlopen` and
+/// `dlsym` calls have no children in the trace (the dynamic loader calls its
+/// own copies of them), while the `dlopen`ed library's functions are patched and traced.
+#[test]
+fn dlopen_hooks_record_no_calls_of_libmcount() {
+    let prog = program(Build::Patchable);
+    let a = args(&prog);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let opts = [
+        "--no-sched",
+        "-P",
+        "mmap@libc",
+        "-P",
+        "mprotect@libc",
+        "-P",
+        "open@libc",
+        "-P",
+        "munmap@libc",
+        "-P",
+        ".@libpatch_calc_dl_lib",
+    ];
+    let out = util::record_with(false, &dir, &prog, &a, &opts);
+    out.assert_success();
+    let replay = util::utrace_replay(&dir, &["-f", "none"]);
+    replay.assert_success();
+    assert!(replay.stdout.contains("dl_sum() {"), "{replay}");
+    let funcs: Vec<&str> = replay.stdout.lines().map(str::trim).collect();
+    for name in ["dlopen", "dlsym"] {
+        assert!(
+            funcs.contains(&format!("{name}();").as_str()),
+            "no {name}() in the replay:\n{replay}"
+        );
+        assert!(
+            !funcs.contains(&format!("{name}() {{").as_str()),
+            "{name}() has children:\n{replay}"
+        );
+    }
+}

@@ -348,6 +348,7 @@ fn load_and_start(
         let e = std::io::Error::from_raw_os_error(-rc);
         match -rc {
             libc::EBUSY => bail!("process {pid} is being traced by another utrace already"),
+            libc::EEXIST => bail!("process {pid} was attached to before with other filters, triggers, arguments or -P/-U patterns: a later attach must use the same (libmcount keeps the first ones)"),
             _ => bail!("cannot start tracing in process {pid}: {e}"),
         }
     }
