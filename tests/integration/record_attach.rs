@@ -14,11 +14,13 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The test programs of this file (built here, `-O2` without `-pg`).
-const PROGS: [&str; 4] = [
+const PROGS: [&str; 6] = [
     "attach_work",
     "attach_threads",
     "attach_signals",
     "attach_rate",
+    "attach_timer",
+    "attach_malloc",
 ];
 
 /// Whether `prog` is one of this file's programs (they are not `-pg` programs: the record
@@ -391,6 +393,31 @@ fn signals_sent_meanwhile_are_delivered() {
     }
     assert!(ticks >= 5, "{out}");
     assert_replays(&tmp.path().join("d0"), &["kill", "getpid"]);
+}
+
+/// Signals from outside the process (a 1 ms interval timer) arriving while utrace makes its
+/// calls in it: two of them during one call once spun utrace forever with the process frozen.
+/// Now the record ends in time, and the program ends well with its handler run.
+#[test]
+fn timer_signals_during_the_calls() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = build("attach_timer", tmp.path(), &[]);
+    let run = Running::start(&prog, &[], tmp.path(), "timer");
+    for i in 0..2 {
+        let d = tmp.path().join(format!("d{i}"));
+        let rec = utrace_pid(
+            "record",
+            &run.pid(),
+            &["--duration=300ms", "-d", d.to_str().unwrap()],
+        );
+        rec.assert_success();
+    }
+    let (status, out, err) = run.finish();
+    assert!(status.success(), "{status}");
+    assert_eq!(err, "");
+    assert_eq!(out.lines().last(), Some("alarms ok"), "{out}");
+    assert_eq!(out.lines().count(), 21, "{out}");
+    assert_replays(&tmp.path().join("d0"), &["snprintf", "nanosleep"]);
 }
 
 /// After the detach, library calls no longer pass through libmcount: the rate of calls comes
