@@ -420,6 +420,26 @@ fn timer_signals_during_the_calls() {
     assert_replays(&tmp.path().join("d0"), &["snprintf", "nanosleep"]);
 }
 
+/// A main thread that loops on malloc/free is stopped inside malloc nearly every time: the
+/// injected dlopen must not run there (it would wait for the arena lock its own thread
+/// holds). Three attaches in a row end in time, and the program is unharmed.
+#[test]
+fn attach_to_a_thread_looping_on_malloc() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = build("attach_malloc", tmp.path(), &[]);
+    let clean = clean_run(&prog, &["25"]);
+    let run = Running::start(&prog, &["25"], tmp.path(), "malloc");
+    for i in 0..3 {
+        let d = tmp.path().join(format!("d{i}"));
+        let mut cmd = Command::new(util::utrace_bin());
+        cmd.args(["record", "--duration=200ms", "-d", d.to_str().unwrap()])
+            .args(["-p", &run.pid()]);
+        util::run_for(cmd, Duration::from_secs(20)).assert_success();
+    }
+    assert_unharmed(run.finish(), &clean.join().unwrap());
+    assert_replays(&tmp.path().join("d0"), &["malloc", "free"]);
+}
+
 /// After the detach, library calls no longer pass through libmcount: the rate of calls comes
 /// back to what it was before the attach (the median of the rounds before and after; while
 /// attached it is a fraction).

@@ -91,6 +91,16 @@ impl Saved {
     }
 }
 
+/// Where stopped thread `tid` is: its `rip`, and the system call it was blocked in and
+/// will restart (`None` if none: running user code, or a call that has completed).
+pub fn position(tid: i32) -> Option<(u64, Option<u64>)> {
+    let regs = get_regs(tid).ok()?;
+    // -ERESTARTSYS .. -ERESTART_RESTARTBLOCK: interrupted, to be restarted.
+    let restarts = (-516..=-512).contains(&(regs.rax as i64));
+    let call = (regs.orig_rax as i64 >= 0 && restarts).then_some(regs.orig_rax);
+    Some((regs.rip, call))
+}
+
 /// Writes `data` at `addr` in the memory of thread `pid`.
 fn write_mem(pid: i32, addr: u64, data: &[u8]) -> std::io::Result<()> {
     let local = libc::iovec {
@@ -297,6 +307,11 @@ impl Modules {
             .map(|&(s, e, _)| (s, e))
             .collect()
     }
+}
+
+/// Whether `name` is the dynamic loader's file name.
+pub fn is_loader(name: &str) -> bool {
+    name.starts_with("ld-linux") || name.starts_with("ld-2.") || name.starts_with("ld64.so")
 }
 
 /// Whether `name` is the C library's file name.

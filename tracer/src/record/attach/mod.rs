@@ -250,14 +250,85 @@ fn trace(
     Ok(exited)
 }
 
-/// The thread that makes the calls: the main thread if held, else the first.
-fn caller(stopped: &Stopped) -> i32 {
-    let tids = stopped.tids();
-    if tids.contains(&stopped.pid) {
-        stopped.pid
-    } else {
-        tids[0]
+/// The system calls that the C library's allocator makes holding its arena lock.
+const ALLOCATOR_CALLS: [i64; 6] = [
+    libc::SYS_brk,
+    libc::SYS_mmap,
+    libc::SYS_munmap,
+    libc::SYS_mremap,
+    libc::SYS_mprotect,
+    libc::SYS_madvise,
+];
+
+/// Whether a thread at `rip` (in system call `call`) may run code that takes the C
+/// library's or the loader's locks: it is outside their code (`inside`), or blocked in a
+/// system call that the allocator does not make while holding its lock.
+fn safe_caller(rip: u64, call: Option<u64>, inside: &[(u64, u64)]) -> bool {
+    match call {
+        Some(nr) => !ALLOCATOR_CALLS.contains(&(nr as i64)),
+        None => !inside.iter().any(|&(a, b)| (a..b).contains(&rip)),
     }
+}
+
+/// How many times the threads are let run a little before no thread is found that may make
+/// the calls.
+const CALLER_TRIES: usize = 200;
+
+/// The thread that makes the calls: the main thread if held, else another, at a place where
+/// it holds none of the C library's or the loader's locks (a `dlopen` in a thread stopped in
+/// `malloc` waits for itself); with `libmcount` loaded, also once no thread is inside its
+/// code (a hook half-way through its bookkeeping). The threads are let run a little until so.
+fn caller(stopped: &mut Stopped, libmcount: Option<&Path>) -> anyhow::Result<i32> {
+    for try_ in 0..CALLER_TRIES {
+        let modules = Modules::read(stopped.pid)?;
+        let hooks = libmcount.map_or(Vec::new(), |l| modules.code_of(l));
+        let in_hook = stopped.tids().into_iter().any(|tid| {
+            inject::position(tid)
+                .is_some_and(|(rip, _)| hooks.iter().any(|&(a, b)| (a..b).contains(&rip)))
+        });
+        if in_hook {
+            check_stop()?;
+            stopped.shake()?;
+            continue;
+        }
+        let mut inside = Vec::new();
+        for (path, _) in [modules.find(inject::is_libc), modules.find(inject::is_loader)]
+            .into_iter()
+            .flatten()
+        {
+            inside.extend(modules.code_of(path));
+        }
+        let mut tids = stopped.tids();
+        if let Some(i) = tids.iter().position(|&t| t == stopped.pid) {
+            tids[..=i].rotate_right(1);
+        }
+        let safe: Vec<i32> = tids
+            .iter()
+            .copied()
+            .filter(|&tid| {
+                inject::position(tid).is_some_and(|(rip, call)| safe_caller(rip, call, &inside))
+            })
+            .collect();
+        // Best when no thread holds such a lock (the call would wait for it); after a while,
+        // any thread that holds none itself.
+        if safe.len() == tids.len() || (try_ >= CALLER_TRIES / 2 && !safe.is_empty()) {
+            return Ok(safe[0]);
+        }
+        check_stop()?;
+        stopped.shake()?;
+    }
+    bail!(
+        "process {}: its threads stay inside the C library, the loader or libmcount: cannot stop them where a call is safe",
+        stopped.pid
+    )
+}
+
+/// Fails if a stop signal came to utrace.
+fn check_stop() -> anyhow::Result<()> {
+    if STOP.load(Ordering::Relaxed) {
+        bail!("interrupted");
+    }
+    Ok(())
 }
 
 /// Stops the process, loads libmcount and starts the session.
@@ -270,11 +341,8 @@ fn attach(
 ) -> anyhow::Result<()> {
     let mut stopped = Stopped::stop_all(pid)?;
     let loaded = Modules::read(pid)?.at(libmcount).is_some();
-    if loaded {
-        quiesce(&mut stopped, libmcount)?;
-    }
+    let tid = caller(&mut stopped, loaded.then_some(libmcount))?;
     note_avoid(&stopped, attach_file)?;
-    let tid = caller(&stopped);
     let saved = Saved::take(tid)?;
     let result = load_and_start(
         &mut stopped,
@@ -364,25 +432,6 @@ fn lib_symbol(pid: i32, libmcount: &Path, name: &str) -> anyhow::Result<u64> {
         .with_context(|| format!("no {name} in {}", libmcount.display()))
 }
 
-/// Lets the threads run until none is stopped inside libmcount's code (a hook half-way
-/// through its bookkeeping).
-fn quiesce(stopped: &mut Stopped, libmcount: &Path) -> anyhow::Result<()> {
-    for _ in 0..500 {
-        let code = Modules::read(stopped.pid)?.code_of(libmcount);
-        let inside = stopped.tids().into_iter().any(|tid| {
-            Saved::take(tid).is_ok_and(|s| code.iter().any(|&(a, b)| (a..b).contains(&s.rip())))
-        });
-        if !inside {
-            return Ok(());
-        }
-        stopped.shake()?;
-    }
-    bail!(
-        "process {}: its threads stay inside libmcount: cannot stop them safely",
-        stopped.pid
-    )
-}
-
 /// Stops the process again and ends the session.
 fn detach(pid: i32, libmcount: &Path) -> anyhow::Result<()> {
     let mut stopped = match Stopped::stop_all(pid) {
@@ -391,8 +440,7 @@ fn detach(pid: i32, libmcount: &Path) -> anyhow::Result<()> {
         Err(_) if ptrace::ended(pid, pid) => return Ok(()),
         Err(e) => return Err(e),
     };
-    let result = quiesce(&mut stopped, libmcount).and_then(|()| {
-        let tid = caller(&stopped);
+    let result = caller(&mut stopped, Some(libmcount)).and_then(|tid| {
         let saved = Saved::take(tid)?;
         let detach = lib_symbol(pid, libmcount, "utrace_detach")?;
         let called = inject::call(&mut stopped, tid, &saved, detach, &[], &[]);
