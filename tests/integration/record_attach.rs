@@ -440,6 +440,46 @@ fn attach_to_a_thread_looping_on_malloc() {
     assert_replays(&tmp.path().join("d0"), &["malloc", "free"]);
 }
 
+/// A thread that cannot stop (a vfork parent waits in the kernel until its child ends): the
+/// attach gives up within seconds with a one-line error instead of hanging with the process
+/// frozen, and the process goes on unharmed afterwards.
+#[test]
+fn a_thread_that_does_not_stop_gives_the_attach_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("vfork.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\n#include <unistd.h>\nint main(void){\n\
+         printf(\"tick 2 \\n\"); fflush(stdout);\n\
+         if (vfork() == 0) { sleep(12); _exit(0); }\n\
+         printf(\"after\\n\"); return 0; }\n",
+    )
+    .unwrap();
+    let exe = tmp.path().join("vfork");
+    let built = Command::new("gcc")
+        .args(["-O2", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let run = Running::start(&exe, &[], tmp.path(), "vfork");
+    std::thread::sleep(Duration::from_millis(100));
+    let started = Instant::now();
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.args(["record", "-d", tmp.path().join("d").to_str().unwrap()])
+        .args(["-p", &run.pid()]);
+    let out = util::run_for(cmd, Duration::from_secs(11));
+    assert!(!out.status.success(), "{out}");
+    assert!(out.stderr.contains("does not stop"), "{out}");
+    assert_eq!(out.stderr.matches("ERROR").count(), 1, "{out}");
+    assert!(started.elapsed() < Duration::from_secs(11));
+    let (status, stdout, err) = run.finish();
+    assert!(status.success(), "{status}");
+    assert_eq!(err, "");
+    assert_eq!(stdout, "tick 2 \nafter\n");
+}
+
 /// After the detach, library calls no longer pass through libmcount: the rate of calls comes
 /// back to what it was before the attach (the median of the rounds before and after; while
 /// attached it is a fraction).

@@ -91,6 +91,44 @@ impl Saved {
     }
 }
 
+/// A thread's saved registers that are put back when this is dropped, unless
+/// [`Held::restore`] did it: an error or a panic between the calls never lets the thread run on
+/// with the registers of a call. (Dropped before the [`Stopped`] that detaches the thread.)
+pub struct Held {
+    tid: i32,
+    saved: Saved,
+    restored: bool,
+}
+
+impl Held {
+    /// Saves `tid`'s registers.
+    pub fn take(tid: i32) -> anyhow::Result<Held> {
+        Ok(Held {
+            tid,
+            saved: Saved::take(tid)?,
+            restored: false,
+        })
+    }
+
+    pub fn saved(&self) -> &Saved {
+        &self.saved
+    }
+
+    /// Puts the registers back now.
+    pub fn restore(mut self) -> anyhow::Result<()> {
+        self.restored = true;
+        self.saved.restore(self.tid)
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if !self.restored {
+            let _ = self.saved.restore(self.tid);
+        }
+    }
+}
+
 /// Where stopped thread `tid` is: its `rip`, and the system call it was blocked in and
 /// will restart (`None` if none: running user code, or a call that has completed).
 pub fn position(tid: i32) -> Option<(u64, Option<u64>)> {

@@ -18,7 +18,7 @@ use super::{finish, launch, open_target, program, settings, write_file, Target, 
 use crate::invocation::Invocation;
 use crate::notice::Notices;
 use anyhow::{bail, Context};
-use inject::{Modules, Saved, DATA};
+use inject::{Held, Modules, Saved, DATA};
 use ptrace::Stopped;
 use record_format::env;
 use std::path::Path;
@@ -239,6 +239,9 @@ fn trace(
     let attached = attach(pid, libmcount, attach_file, dlopen, dlerror);
     let exited = attached.and_then(|()| {
         let exited = wait(pid, wait_for);
+        // The stop signal that ended the wait asks for the detach; another one gives it up
+        // (while no register is changed).
+        STOP.store(false, Ordering::Relaxed);
         if !exited {
             detach(pid, libmcount)?;
         }
@@ -324,7 +327,7 @@ fn caller(stopped: &mut Stopped, libmcount: Option<&Path>) -> anyhow::Result<i32
 }
 
 /// Fails if a stop signal came to utrace.
-fn check_stop() -> anyhow::Result<()> {
+pub(super) fn check_stop() -> anyhow::Result<()> {
     if STOP.load(Ordering::Relaxed) {
         bail!("interrupted");
     }
@@ -343,17 +346,17 @@ fn attach(
     let loaded = Modules::read(pid)?.at(libmcount).is_some();
     let tid = caller(&mut stopped, loaded.then_some(libmcount))?;
     note_avoid(&stopped, attach_file)?;
-    let saved = Saved::take(tid)?;
+    let held = Held::take(tid)?;
     let result = load_and_start(
         &mut stopped,
         tid,
-        &saved,
+        held.saved(),
         libmcount,
         attach_file,
         dlopen,
         dlerror,
     );
-    let restored = saved.restore(tid);
+    let restored = held.restore();
     stopped.detach_all();
     result.and(restored)
 }
@@ -441,10 +444,10 @@ fn detach(pid: i32, libmcount: &Path) -> anyhow::Result<()> {
         Err(e) => return Err(e),
     };
     let result = caller(&mut stopped, Some(libmcount)).and_then(|tid| {
-        let saved = Saved::take(tid)?;
         let detach = lib_symbol(pid, libmcount, "utrace_detach")?;
-        let called = inject::call(&mut stopped, tid, &saved, detach, &[], &[]);
-        saved.restore(tid)?;
+        let held = Held::take(tid)?;
+        let called = inject::call(&mut stopped, tid, held.saved(), detach, &[], &[]);
+        held.restore()?;
         called.map(drop)
     });
     stopped.detach_all();

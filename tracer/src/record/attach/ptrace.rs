@@ -183,9 +183,12 @@ impl Stopped {
                     self.threads.remove(&tid);
                     continue;
                 }
-                match wait_stop(tid).context("waiting for a thread to stop failed")? {
+                match self.wait_held(tid)? {
                     Stop::Gone => {
                         self.threads.remove(&tid);
+                        if ended(self.pid, tid) {
+                            self.ended.push(tid);
+                        }
                     }
                     Stop::Event => {}
                     Stop::Signal(sig) => self.keep_signal(tid, sig)?,
@@ -250,9 +253,12 @@ impl Stopped {
                 self.threads.remove(&tid);
                 continue;
             }
-            match wait_stop(tid)? {
+            match self.wait_held(tid)? {
                 Stop::Gone => {
                     self.threads.remove(&tid);
+                    if ended(self.pid, tid) {
+                        self.ended.push(tid);
+                    }
                 }
                 Stop::Event => {}
                 Stop::Signal(sig) => self.keep_signal(tid, sig)?,
@@ -261,10 +267,45 @@ impl Stopped {
         self.stop_new()
     }
 
+    /// Waits for the stop that the interrupt of `tid` asked for, before any of its registers
+    /// is changed: gives up (every thread is let go when `self` is dropped) on a stop signal to
+    /// utrace or after [`STOP_WAIT`] (a thread in an uninterruptible sleep); a thread that
+    /// ended meanwhile (a main thread's `pthread_exit`) is `Gone`.
+    fn wait_held(&self, tid: i32) -> anyhow::Result<Stop> {
+        let start = std::time::Instant::now();
+        loop {
+            let slice = Some(std::time::Duration::from_millis(20));
+            if let Some(stop) =
+                wait_stop_for(tid, slice).context("waiting for a thread to stop failed")?
+            {
+                return Ok(stop);
+            }
+            if ended(self.pid, tid) {
+                return Ok(Stop::Gone);
+            }
+            super::check_stop()?;
+            if start.elapsed() >= STOP_WAIT {
+                bail!(
+                    "process {}: thread {tid} does not stop (blocked in the kernel?): attach given up",
+                    self.pid
+                );
+            }
+        }
+    }
+
     /// Lets every thread go, each with the signals it was about to receive: they are sent
     /// again while it is still stopped, and taken once it runs untraced.
     pub fn detach_all(self) {
-        for (tid, t) in self.threads {
+        drop(self);
+    }
+}
+
+/// How long a thread may take to stop for an interrupt.
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        for (tid, t) in std::mem::take(&mut self.threads) {
             for info in &t.pending {
                 resend(self.pid, tid, info);
             }
