@@ -183,12 +183,14 @@ pub fn read_cstr(pid: i32, addr: u64) -> Option<String> {
 /// Calls `func(args...)` (at most 6 integer arguments) in thread `tid` of `stopped`, with
 /// `data` copied below its red zone: an argument equal to [`DATA`] is replaced by the data's
 /// address. The thread's registers are left changed: the caller restores them ([`Saved`]).
-/// Signals that arrive meanwhile are kept for the thread's resumption.
+/// Signals that arrive meanwhile are kept for the thread's resumption. A call that has not
+/// returned after `lock_wait` is taken to wait for a lock a stopped thread holds: the other
+/// threads run until it returns, and are stopped again after.
 pub fn call(
     stopped: &mut Stopped,
     tid: i32,
     saved: &Saved,
-    func: u64,
+    (func, lock_wait): (u64, std::time::Duration),
     args: &[u64],
     data: &[u8],
 ) -> anyhow::Result<u64> {
@@ -222,7 +224,7 @@ pub fn call(
     // After a while, the call is taken to wait for a lock a stopped thread holds (the
     // loader's, malloc's): the other threads run until it returns.
     let mut released = false;
-    let result = run_call(stopped, tid, func, &mut released);
+    let result = run_call(stopped, tid, (func, lock_wait), &mut released);
     if released {
         stopped.restop_others(tid)?;
     }
@@ -233,7 +235,7 @@ pub fn call(
 fn run_call(
     stopped: &mut Stopped,
     tid: i32,
-    func: u64,
+    (func, lock_wait): (u64, std::time::Duration),
     released: &mut bool,
 ) -> anyhow::Result<u64> {
     let pid = stopped.pid;
@@ -241,7 +243,7 @@ fn run_call(
         ptrace(libc::PTRACE_CONT, tid, 0, 0).context("cannot resume the thread")?;
         let stop = match *released {
             true => wait_stop(tid)?,
-            false => match wait_stop_for(tid, Some(LOCK_WAIT))? {
+            false => match wait_stop_for(tid, Some(lock_wait))? {
                 Some(stop) => stop,
                 None => {
                     crate::diag::debug(
@@ -274,8 +276,13 @@ fn run_call(
     }
 }
 
-/// How long a call may take with the other threads stopped.
-const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long a `dlopen` may take with the other threads stopped (it may need the loader's
+/// lock, which another thread's `dlopen` holds).
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How long `utrace_attach`/`utrace_detach` may take with the other threads stopped: they
+/// patch code the others may run, so the others are let go only as a last resort.
+pub const PATCH_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The argument value that stands for the address of the call's data.
 pub const DATA: u64 = u64::MAX - 0xfff;

@@ -294,13 +294,7 @@ fn caller(stopped: &mut Stopped, libmcount: Option<&Path>) -> anyhow::Result<i32
             stopped.shake()?;
             continue;
         }
-        let mut inside = Vec::new();
-        for (path, _) in [modules.find(inject::is_libc), modules.find(inject::is_loader)]
-            .into_iter()
-            .flatten()
-        {
-            inside.extend(modules.code_of(path));
-        }
+        let inside = lock_code(&modules);
         let mut tids = stopped.tids();
         if let Some(i) = tids.iter().position(|&t| t == stopped.pid) {
             tids[..=i].rotate_right(1);
@@ -345,7 +339,6 @@ fn attach(
     let mut stopped = Stopped::stop_all(pid)?;
     let loaded = Modules::read(pid)?.at(libmcount).is_some();
     let tid = caller(&mut stopped, loaded.then_some(libmcount))?;
-    note_avoid(&stopped, attach_file)?;
     let held = Held::take(tid)?;
     let result = load_and_start(
         &mut stopped,
@@ -362,14 +355,23 @@ fn attach(
 }
 
 /// Adds the stopped threads' instruction addresses to the attach file (`env::ATTACH_AVOID`):
-/// patching leaves their functions alone.
-fn note_avoid(stopped: &Stopped, attach_file: &Path) -> anyhow::Result<()> {
+/// patching leaves their functions alone. The calling thread `tid`'s is the one it had
+/// before the calls (`saved`).
+fn note_avoid(
+    stopped: &Stopped,
+    tid: i32,
+    saved: &Saved,
+    attach_file: &Path,
+) -> anyhow::Result<()> {
     use std::io::Write;
     let rips: Vec<String> = stopped
         .tids()
         .into_iter()
-        .filter_map(|tid| Saved::take(tid).ok())
-        .map(|s| format!("{:x}", s.rip()))
+        .filter_map(|t| match t == tid {
+            true => Some(saved.rip()),
+            false => inject::position(t).map(|(rip, _)| rip),
+        })
+        .map(|rip| format!("{rip:x}"))
         .collect();
     let record = env::encode_vars([(env::ATTACH_AVOID, rips.join(",").as_bytes())]);
     std::fs::OpenOptions::new()
@@ -377,6 +379,58 @@ fn note_avoid(stopped: &Stopped, attach_file: &Path) -> anyhow::Result<()> {
         .open(attach_file)
         .and_then(|mut f| f.write_all(&record))
         .with_context(|| format!("cannot write {}", attach_file.display()))
+}
+
+/// Lets the threads other than `tid` run a little until none is inside libmcount's code, and
+/// for a while, until none is at a place where it may hold a lock of the C library or the
+/// loader (`utrace_attach` allocates, and the others stay stopped while it patches).
+fn settle_others(stopped: &mut Stopped, tid: i32, libmcount: &Path) -> anyhow::Result<()> {
+    for try_ in 0..CALLER_TRIES {
+        let modules = Modules::read(stopped.pid)?;
+        let hooks = modules.code_of(libmcount);
+        // Only for a while: a thread that keeps stopping right after a system call (for a
+        // signal it sent to its process) is not known to hold nothing, but likely does not.
+        let inside = match try_ < CALLER_TRIES / 2 {
+            true => lock_code(&modules),
+            false => Vec::new(),
+        };
+        let settled = stopped.tids().into_iter().filter(|&t| t != tid).all(|t| {
+            inject::position(t).is_some_and(|(rip, call)| {
+                safe_caller(rip, call, &inside) && !hooks.iter().any(|&(a, b)| (a..b).contains(&rip))
+            })
+        });
+        if settled {
+            return Ok(());
+        }
+        if crate::diag::level("uftrace") > 0 {
+            let at: Vec<String> = stopped
+                .tids()
+                .into_iter()
+                .map(|t| format!("{t}: {:x?}", inject::position(t)))
+                .collect();
+            crate::diag::debug("uftrace", 1, format!("attach: threads at {}", at.join(", ")));
+        }
+        check_stop()?;
+        stopped.release_others(tid);
+        std::thread::sleep(Duration::from_millis(2));
+        stopped.restop_others(tid)?;
+    }
+    bail!(
+        "process {}: its threads stay inside libmcount: cannot stop them where patching is safe",
+        stopped.pid
+    )
+}
+
+/// The code of the C library and the loader in `modules`.
+fn lock_code(modules: &Modules) -> Vec<(u64, u64)> {
+    let mut inside = Vec::new();
+    for (path, _) in [modules.find(inject::is_libc), modules.find(inject::is_loader)]
+        .into_iter()
+        .flatten()
+    {
+        inside.extend(modules.code_of(path));
+    }
+    inside
 }
 
 fn cstring(path: &Path) -> Vec<u8> {
@@ -400,13 +454,13 @@ fn load_and_start(
         stopped,
         tid,
         saved,
-        dlopen,
+        (dlopen, inject::LOCK_WAIT),
         &[DATA, RTLD_NOW],
         &cstring(libmcount),
     )?;
     if handle == 0 {
         let why = (dlerror != 0)
-            .then(|| inject::call(stopped, tid, saved, dlerror, &[], &[]).ok())
+            .then(|| inject::call(stopped, tid, saved, (dlerror, inject::LOCK_WAIT), &[], &[]).ok())
             .flatten()
             .filter(|&p| p != 0)
             .and_then(|p| inject::read_cstr(tid, p))
@@ -414,6 +468,11 @@ fn load_and_start(
         bail!("cannot load libmcount into process {pid}: {why}");
     }
     let attach = lib_symbol(pid, libmcount, "utrace_attach")?;
+    // The others ran during the dlopen perhaps: none may be inside libmcount or hold the C
+    // library's locks now, and the addresses to avoid are theirs of now.
+    settle_others(stopped, tid, libmcount)?;
+    note_avoid(stopped, tid, saved, attach_file)?;
+    let attach = (attach, inject::PATCH_WAIT);
     let rc = inject::call(stopped, tid, saved, attach, &[DATA], &cstring(attach_file))? as i32;
     if rc < 0 {
         let e = std::io::Error::from_raw_os_error(-rc);
@@ -446,6 +505,7 @@ fn detach(pid: i32, libmcount: &Path) -> anyhow::Result<()> {
     let result = caller(&mut stopped, Some(libmcount)).and_then(|tid| {
         let detach = lib_symbol(pid, libmcount, "utrace_detach")?;
         let held = Held::take(tid)?;
+        let detach = (detach, inject::PATCH_WAIT);
         let called = inject::call(&mut stopped, tid, held.saved(), detach, &[], &[]);
         held.restore()?;
         called.map(drop)
