@@ -286,7 +286,7 @@ fn stop_by_sigint_or_by_the_process_end() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    wait_attached(&run.pid());
     // SAFETY: kill takes no pointers; the pid is our child's.
     unsafe { libc::kill(rec.id() as i32, libc::SIGINT) };
     let status = rec.wait().unwrap();
@@ -464,7 +464,13 @@ fn a_thread_that_does_not_stop_gives_the_attach_up() {
         .unwrap();
     assert!(built.success());
     let run = Running::start(&exe, &[], tmp.path(), "vfork");
-    std::thread::sleep(Duration::from_millis(100));
+    // In the vfork: its child exists.
+    let children = format!("/proc/{0}/task/{0}/children", run.pid());
+    let start = Instant::now();
+    while std::fs::read_to_string(&children).unwrap_or_default().trim().is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(10), "no vfork");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let started = Instant::now();
     let mut cmd = Command::new(util::utrace_bin());
     cmd.args(["record", "-d", tmp.path().join("d").to_str().unwrap()])
@@ -480,42 +486,79 @@ fn a_thread_that_does_not_stop_gives_the_attach_up() {
     assert_eq!(stdout, "tick 2 \nafter\n");
 }
 
-/// After the detach, library calls no longer pass through libmcount: the rate of calls comes
-/// back to what it was before the attach (the median of the rounds before and after; while
-/// attached it is a fraction).
+/// The bytes of `prog`'s GOT (`.got` and `.got.plt`) in running process `pid` (a PIE whose
+/// first mapping is at its load address).
+fn got_bytes(pid: &str, prog: &Path) -> Vec<u8> {
+    use std::io::{Read, Seek, SeekFrom};
+    let sections = Command::new("readelf").arg("-SW").arg(prog).output().unwrap();
+    let sections = String::from_utf8(sections.stdout).unwrap();
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    let first = maps
+        .lines()
+        .find(|l| l.ends_with(exe.to_str().unwrap()))
+        .unwrap();
+    let base = u64::from_str_radix(first.split('-').next().unwrap(), 16).unwrap();
+    let mut mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
+    let mut bytes = Vec::new();
+    for name in [".got ", ".got.plt "] {
+        let line = sections.lines().find(|l| l.contains(name)).unwrap();
+        let rest = &line[line.find(name).unwrap() + name.len()..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let (addr, size) = (
+            u64::from_str_radix(f[1], 16).unwrap(),
+            usize::from_str_radix(f[3], 16).unwrap(),
+        );
+        let mut got = vec![0; size];
+        mem.seek(SeekFrom::Start(base + addr)).unwrap();
+        mem.read_exact(&mut got).unwrap();
+        bytes.extend(got);
+    }
+    bytes
+}
+
+/// Whether utrace's attach to `pid` is done: libmcount is mapped and no tracer holds it.
+fn attached(pid: &str) -> bool {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    maps.contains("libmcount") && status.lines().any(|l| l == "TracerPid:\t0")
+}
+
+/// Polls until utrace's attach to `pid` is done (see [`attached`]), at most 20 s.
+fn wait_attached(pid: &str) {
+    let start = Instant::now();
+    while !attached(pid) {
+        assert!(start.elapsed() < Duration::from_secs(20), "no attach");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The session started in the call made before the threads were let go.
+}
+
+/// After the detach, library calls no longer pass through libmcount: the program's GOT slots
+/// hold, byte for byte, what they held before the attach (while attached they differ: its
+/// calls lead to libmcount's PLT hooks).
 #[test]
 fn library_calls_are_unhooked_after_the_detach() {
     let tmp = tempfile::tempdir().unwrap();
     let prog = build("attach_rate", tmp.path(), &[]);
     let run = Running::start_after(&prog, &[], tmp.path(), "rate", "round 4:");
+    let before = got_bytes(&run.pid(), &prog);
     let d = tmp.path().join("d");
-    let rec = utrace_pid(
-        "record",
-        &run.pid(),
-        &["--duration=600ms", "-d", d.to_str().unwrap()],
-    );
-    rec.assert_success();
+    let mut rec = Command::new(util::utrace_bin())
+        .args(["record", "--duration=1s", "-d", d.to_str().unwrap()])
+        .args(["-p", &run.pid()])
+        .spawn()
+        .unwrap();
+    wait_attached(&run.pid());
+    let during = got_bytes(&run.pid(), &prog);
+    assert!(rec.wait().unwrap().success());
+    let after = got_bytes(&run.pid(), &prog);
+    assert_ne!(during, before, "the attach did not hook the GOT");
+    assert_eq!(after, before, "the GOT is not as it was after the detach");
     let (status, out, _) = run.finish();
     assert!(status.success());
-    let rates: Vec<u64> = out
-        .lines()
-        .filter_map(|l| l.split(": ").nth(1)?.split(' ').next()?.parse().ok())
-        .collect();
-    assert_eq!(rates.len(), 20, "{out}");
-    let median = |r: &[u64]| {
-        let mut r = r.to_vec();
-        r.sort_unstable();
-        r[r.len() / 2]
-    };
-    let (before, after) = (median(&rates[..4]), median(&rates[12..]));
-    let slowest = *rates.iter().min().unwrap();
-    assert!(slowest * 2 < before, "the attach did not show: {rates:?}");
-    // Hooked without tracing, calls run at about a fifth of their speed.
-    assert!(
-        after * 10 >= before * 4,
-        "still slow after the detach: {rates:?}"
-    );
-    let _ = std::fs::remove_dir_all(&d);
+    assert_eq!(out.lines().count(), 20, "{out}");
+    assert_replays(&d, &["strlen"]);
 }
 
 #[test]
@@ -560,7 +603,7 @@ fn refusals_are_one_line() {
         .args(["-p", &run.pid()])
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    wait_attached(&run.pid());
     let out = utrace_pid(
         "record",
         &run.pid(),
@@ -589,14 +632,17 @@ fn refusals_are_one_line() {
         .arg(&src)
         .status()
         .unwrap();
-    if built.success() {
-        let mut child = Command::new(&exe).spawn().unwrap();
-        let out = utrace_pid("record", &child.id().to_string(), &[]);
-        let _ = child.kill();
-        let _ = child.wait();
-        assert!(!out.status.success());
-        assert!(out.stderr.contains("statically linked"), "{out}");
+    // Without a static C library the check cannot run: said, not silently skipped.
+    if !built.success() {
+        eprintln!("refusals_are_one_line: gcc -static failed (no static libc?): static check skipped");
+        return;
     }
+    let mut child = Command::new(&exe).spawn().unwrap();
+    let out = utrace_pid("record", &child.id().to_string(), &[]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(!out.status.success());
+    assert!(out.stderr.contains("statically linked"), "{out}");
 }
 
 /// The bytes of `pid`'s executable text (its `r-xp` mapping), read through /proc/PID/mem.
