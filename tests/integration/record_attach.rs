@@ -588,11 +588,42 @@ fn refusals_are_one_line() {
 
     // Options that cannot go with -p are refused, not ignored.
     let me = std::process::id().to_string();
-    for opts in [&["-k"][..], &["--keep-pid"], &["-E", "x:y"]] {
+    for opts in [&["-k"][..], &["--keep-pid"], &["-E", "x:y"], &["--nop"]] {
         let out = utrace_pid("record", &me, opts);
         assert!(!out.status.success(), "{out}");
         assert!(out.stderr.contains("cannot go with it"), "{out}");
     }
+    // --list-event once panicked with -p (no program named); --nop said "no program to run".
+    for sub in ["record", "live"] {
+        for opt in ["--list-event", "--nop"] {
+            let out = utrace_pid(sub, &me, &[opt]);
+            assert!(!out.status.success(), "{out}");
+            assert!(
+                out.stderr.contains(&format!("{opt} cannot go with it")),
+                "{out}"
+            );
+            assert_eq!(out.stderr.matches("ERROR").count(), 1, "{out}");
+            assert!(!out.stderr.contains("panicked"), "{out}");
+        }
+    }
+    // A bad --duration is an error, not a warning and 0; --duration without -p is refused.
+    let out = utrace_pid("record", &me, &["--duration=xyz"]);
+    assert!(!out.status.success(), "{out}");
+    assert!(out.stderr.contains("invalid --duration: xyz"), "{out}");
+    assert_eq!(out.stderr.matches("ERROR").count(), 1, "{out}");
+    let out = util::run_for(
+        {
+            let mut c = Command::new(util::utrace_bin());
+            c.args(["record", "--duration=1s", "true"]);
+            c
+        },
+        Duration::from_secs(60),
+    );
+    assert!(!out.status.success(), "{out}");
+    assert!(
+        out.stderr.contains("--duration goes with -p/--pid only"),
+        "{out}"
+    );
 
     // A process that another tracer holds (a utrace attached to it meanwhile).
     let prog = build("attach_work", tmp.path(), &[]);

@@ -36,6 +36,35 @@ fn parse_pid(text: &str) -> anyhow::Result<i32> {
     }
 }
 
+/// `--duration TIME`: a number with a unit (`ns`, `us`, `ms`, `s`, `m`), or a bare number of
+/// seconds.
+fn parse_duration(text: &str) -> anyhow::Result<Duration> {
+    let t = text.trim();
+    let bad = || anyhow::anyhow!("invalid --duration: {text} (seconds, or a number with a unit: ns, us, ms, s, m)");
+    if !t.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let with_unit = match t.bytes().any(|b| b.is_ascii_alphabetic()) {
+        true => t.to_string(),
+        false => format!("{t}s"),
+    };
+    match record_format::timeval::parse_time(&with_unit, 9) {
+        Ok(p) if p.unknown_unit.is_none() => Ok(Duration::from_nanos(p.ns)),
+        _ => Err(bad()),
+    }
+}
+
+/// Refuses what cannot go with `-p`/`--pid` (or `--duration` without it) before anything
+/// else runs: `record`'s and `live`'s first check.
+pub fn check_pid_options(inv: &Invocation) -> anyhow::Result<()> {
+    let r = &inv.args.record;
+    match (&r.pid, &r.duration) {
+        (Some(_), _) => refuse_options(inv),
+        (None, Some(_)) => bail!("--duration goes with -p/--pid only"),
+        (None, None) => Ok(()),
+    }
+}
+
 /// The record options that mean nothing for a running process, or that attaching does not
 /// do yet: refused rather than ignored.
 fn refuse_options(inv: &Invocation) -> anyhow::Result<()> {
@@ -46,6 +75,7 @@ fn refuse_options(inv: &Invocation) -> anyhow::Result<()> {
         (r.kernel || r.kernel_only || r.kernel_full, "-k/--kernel"),
         (!r.event.is_empty(), "-E/--event"),
         (r.nop, "--nop"),
+        (r.list_event, "--list-event"),
         (r.no_randomize_addr, "--no-randomize-addr"),
     ];
     match refused.into_iter().find(|(on, _)| *on) {
@@ -125,12 +155,13 @@ pub fn record(
     let libmcount = launch::find_libmcount(inv.args.common.libmcount_path.as_deref())?;
     let settings = settings(inv, notices)?;
     notices.flush();
-    let wait_for = match inv.args.record.duration.as_deref() {
-        Some(t) => Some(Duration::from_nanos(crate::timefmt::parse_time(
-            t, 3, notices,
-        )?)),
-        None => None,
-    };
+    let wait_for = inv
+        .args
+        .record
+        .duration
+        .as_deref()
+        .map(parse_duration)
+        .transpose()?;
 
     let dir = open_target(target)?;
     let opts = settings
@@ -567,6 +598,25 @@ fn wait(pid: i32, wait_for: Option<Duration>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_are_checked() {
+        let ok = |t: &str| parse_duration(t).unwrap();
+        assert_eq!(ok("5"), Duration::from_secs(5));
+        assert_eq!(ok("1.5"), Duration::from_millis(1500));
+        assert_eq!(ok("300ms"), Duration::from_millis(300));
+        assert_eq!(ok("2m"), Duration::from_secs(120));
+        assert_eq!(ok("10us"), Duration::from_micros(10));
+        for bad in ["xyz", "", "5x", "ms", "-1"] {
+            assert!(
+                parse_duration(bad)
+                    .unwrap_err()
+                    .to_string()
+                    .starts_with(&format!("invalid --duration: {bad} (")),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn pids_are_checked() {
