@@ -676,6 +676,51 @@ fn refusals_are_one_line() {
     assert!(out.stderr.contains("statically linked"), "{out}");
 }
 
+/// A refused attach (another user's process) fails before the data directory is touched:
+/// an earlier recording there stays as it was, with no `.old` copy. (Needs root, to run the
+/// two sides as two other users.)
+#[test]
+fn a_refused_attach_leaves_the_data_directory_alone() {
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } != 0 {
+        eprintln!("a_refused_attach_leaves_the_data_directory_alone: needs root: skipped");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("d");
+    std::fs::create_dir(&d).unwrap();
+    std::fs::write(d.join("marker"), "x").unwrap();
+    for p in [tmp.path(), &d] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let as_user = |uid: &str| {
+        let mut c = Command::new("setpriv");
+        c.args([&format!("--reuid={uid}"), &format!("--regid={uid}"), "--clear-groups"]);
+        c
+    };
+    let mut target = as_user("65534").args(["sleep", "30"]).spawn().unwrap();
+    let mut cmd = as_user("65533");
+    cmd.arg(util::utrace_bin())
+        .args(["record", "-d", d.to_str().unwrap()])
+        .args(["-p", &target.id().to_string()]);
+    let out = util::run_for(cmd, Duration::from_secs(30));
+    let _ = target.kill();
+    let _ = target.wait();
+    assert!(!out.status.success(), "{out}");
+    assert!(out.stderr.contains("belongs to another user"), "{out}");
+    let names: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["d"], "the data directory was moved");
+    let inside: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(inside, ["marker"]);
+}
+
 /// The bytes of `pid`'s executable text (its `r-xp` mapping), read through /proc/PID/mem.
 fn exe_text(pid: &str) -> Vec<u8> {
     use std::io::{Read, Seek, SeekFrom};

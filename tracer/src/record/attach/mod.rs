@@ -106,6 +106,34 @@ fn catch_stop_signals() {
     }
 }
 
+/// Fails, before anything is written, where the `PTRACE_SEIZE` would: another tracer holds
+/// the process, or ptrace is not allowed on it (another user's, Yama): opening its memory
+/// takes the same permission check.
+fn probe(pid: i32) -> anyhow::Result<()> {
+    let dir = ptrace::proc_dir(pid);
+    let tracer = std::fs::read_to_string(dir.join("status"))
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("TracerPid:"))?.to_string();
+            line.split_whitespace().nth(1)?.parse::<i32>().ok()
+        })
+        .unwrap_or(0);
+    if tracer != 0 {
+        bail!("cannot attach to process {pid}: it is being traced by process {tracer} already");
+    }
+    match std::fs::File::open(dir.join("mem")) {
+        Ok(_) => Ok(()),
+        Err(e) => match e.raw_os_error() {
+            Some(libc::EACCES) | Some(libc::EPERM) => Err(errors::seize_error(
+                pid,
+                std::io::Error::from_raw_os_error(libc::EPERM),
+            )),
+            Some(libc::ENOENT) | Some(libc::ESRCH) => bail!("no such process: {pid}"),
+            _ => Err(errors::seize_error(pid, e)),
+        },
+    }
+}
+
 /// Records process `pid_text` into `target`.
 pub fn record(
     inv: &Invocation,
@@ -129,6 +157,7 @@ pub fn record(
             _ => anyhow::anyhow!("no such process: {pid}"),
         }
     })?;
+    probe(pid)?;
     let modules = Modules::read(pid)?;
     let Some((libc_path, libc_start)) = modules.find(inject::is_libc).cloned() else {
         bail!(
