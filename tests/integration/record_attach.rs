@@ -721,6 +721,42 @@ fn a_refused_attach_leaves_the_data_directory_alone() {
     assert_eq!(inside, ["marker"]);
 }
 
+/// A process that runs another program (exec) during the session: the recording of what it
+/// did before is kept and finished (once lost to "libmcount is not mapped"), with a warning.
+#[test]
+fn an_exec_during_the_session_ends_its_recording() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("exec.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\n#include <time.h>\n#include <unistd.h>\nint main(void){\n\
+         for (int i = 0; i < 12; i++) { struct timespec ts = { 0, 100000000 };\n\
+         printf(\"tick %d \\n\", i); fflush(stdout); nanosleep(&ts, 0); }\n\
+         execl(\"/bin/sleep\", \"sleep\", \"4\", (char *)0); return 1; }\n",
+    )
+    .unwrap();
+    let exe = tmp.path().join("exec");
+    let built = Command::new("gcc")
+        .args(["-O2", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let run = Running::start(&exe, &[], tmp.path(), "exec");
+    let d = tmp.path().join("d");
+    let out = utrace_pid(
+        "record",
+        &run.pid(),
+        &["--duration=2s", "-d", d.to_str().unwrap()],
+    );
+    out.assert_success();
+    assert!(out.stderr.contains("ran another program (exec)"), "{out}");
+    assert_replays(&d, &["nanosleep", "printf"]);
+    let (status, _, _) = run.finish();
+    assert!(status.success());
+}
+
 /// The bytes of `pid`'s executable text (its `r-xp` mapping), read through /proc/PID/mem.
 fn exe_text(pid: &str) -> Vec<u8> {
     use std::io::{Read, Seek, SeekFrom};

@@ -258,7 +258,7 @@ fn run_call(
             },
         };
         match stop {
-            Stop::Gone => bail!("process {pid} ended during the attach"),
+            Stop::Gone => bail!("process {pid} ended during the call at {func:#x}"),
             // A pending interrupt, or a group stop: go on.
             Stop::Event => {}
             Stop::Signal(libc::SIGSEGV) => {

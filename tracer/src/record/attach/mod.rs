@@ -265,7 +265,11 @@ pub fn record(
     let salvaged = record_format::ring::salvage(&rings, &dir);
     record_format::ring::remove_ring_dir(&rings);
     let _ = std::fs::remove_file(&attach_file);
-    let exited = traced?;
+    let (exited, late) = traced?;
+    // The session ran: its recording is finished whatever went wrong after.
+    if let Some(e) = late {
+        notices.warn(format!("{e:#}"));
+    }
     if let Err(e) = salvaged {
         notices.warn(format!(
             "cannot move the trace buffers into the data files: {e}"
@@ -281,7 +285,8 @@ pub fn record(
     Ok(Termination::Stopped)
 }
 
-/// Attaches, waits, detaches; returns whether the process ended meanwhile.
+/// Attaches, waits, detaches; returns whether the process ended meanwhile (or ran another
+/// program), and the error of a detach that failed (the session's data is still good).
 #[allow(clippy::too_many_arguments)]
 fn trace(
     pid: i32,
@@ -292,20 +297,24 @@ fn trace(
     rings: &str,
     dir: &Path,
     settings: &settings::Settings,
-) -> anyhow::Result<bool> {
+) -> anyhow::Result<(bool, Option<anyhow::Error>)> {
     catch_stop_signals();
     let pump = super::pump::PumpThread::start(rings, dir, settings.threads, settings.rt_prio)
         .context("cannot start the recorder's writer thread")?;
     let attached = attach(pid, libmcount, attach_file, dlopen, dlerror);
-    let exited = attached.and_then(|()| {
+    let exited = attached.map(|()| {
         let exited = wait(pid, wait_for);
         // The stop signal that ended the wait asks for the detach; another one gives it up
         // (while no register is changed).
         STOP.store(false, Ordering::Relaxed);
-        if !exited {
-            detach(pid, libmcount)?;
+        match exited {
+            true => (true, None),
+            false => match detach(pid, libmcount) {
+                Ok(gone) => (gone, None),
+                Err(_) if ptrace::ended(pid, pid) => (true, None),
+                Err(e) => (false, Some(e.context(format!("detaching from process {pid} failed")))),
+            },
         }
-        Ok(exited)
     });
     let pumped = pump.stop();
     let exited = exited?;
@@ -554,21 +563,28 @@ fn lib_symbol(pid: i32, libmcount: &Path, name: &str) -> anyhow::Result<u64> {
         .with_context(|| format!("no {name} in {}", libmcount.display()))
 }
 
-/// Stops the process again and ends the session.
-fn detach(pid: i32, libmcount: &Path) -> anyhow::Result<()> {
+/// Stops the process again and ends the session; returns whether there was none to end
+/// any more: the process ended, or ran another program (`exec`, which unmapped libmcount).
+fn detach(pid: i32, libmcount: &Path) -> anyhow::Result<bool> {
     let mut stopped = match Stopped::stop_all(pid) {
         Ok(s) => s,
         // It ended just now.
-        Err(_) if ptrace::ended(pid, pid) => return Ok(()),
+        Err(_) if ptrace::ended(pid, pid) => return Ok(true),
         Err(e) => return Err(e),
     };
+    if Modules::read(pid)?.at(libmcount).is_none() {
+        crate::diag::warn(format!(
+            "process {pid} ran another program (exec): its recording ends there"
+        ));
+        return Ok(true);
+    }
     let result = caller(&mut stopped, Some(libmcount)).and_then(|tid| {
         let detach = lib_symbol(pid, libmcount, "utrace_detach")?;
         let held = Held::take(tid)?;
         let detach = (detach, inject::PATCH_WAIT);
         let called = inject::call(&mut stopped, tid, held.saved(), detach, &[], &[]);
         held.restore()?;
-        called.map(drop)
+        called.map(|_| false)
     });
     stopped.detach_all();
     result
