@@ -467,7 +467,11 @@ fn a_thread_that_does_not_stop_gives_the_attach_up() {
     // In the vfork: its child exists.
     let children = format!("/proc/{0}/task/{0}/children", run.pid());
     let start = Instant::now();
-    while std::fs::read_to_string(&children).unwrap_or_default().trim().is_empty() {
+    while std::fs::read_to_string(&children)
+        .unwrap_or_default()
+        .trim()
+        .is_empty()
+    {
         assert!(start.elapsed() < Duration::from_secs(10), "no vfork");
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -490,7 +494,11 @@ fn a_thread_that_does_not_stop_gives_the_attach_up() {
 /// first mapping is at its load address).
 fn got_bytes(pid: &str, prog: &Path) -> Vec<u8> {
     use std::io::{Read, Seek, SeekFrom};
-    let sections = Command::new("readelf").arg("-SW").arg(prog).output().unwrap();
+    let sections = Command::new("readelf")
+        .arg("-SW")
+        .arg(prog)
+        .output()
+        .unwrap();
     let sections = String::from_utf8(sections.stdout).unwrap();
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
     let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
@@ -665,7 +673,9 @@ fn refusals_are_one_line() {
         .unwrap();
     // Without a static C library the check cannot run: said, not silently skipped.
     if !built.success() {
-        eprintln!("refusals_are_one_line: gcc -static failed (no static libc?): static check skipped");
+        eprintln!(
+            "refusals_are_one_line: gcc -static failed (no static libc?): static check skipped"
+        );
         return;
     }
     let mut child = Command::new(&exe).spawn().unwrap();
@@ -696,7 +706,11 @@ fn a_refused_attach_leaves_the_data_directory_alone() {
     }
     let as_user = |uid: &str| {
         let mut c = Command::new("setpriv");
-        c.args([&format!("--reuid={uid}"), &format!("--regid={uid}"), "--clear-groups"]);
+        c.args([
+            &format!("--reuid={uid}"),
+            &format!("--regid={uid}"),
+            "--clear-groups",
+        ]);
         c
     };
     let mut target = as_user("65534").args(["sleep", "30"]).spawn().unwrap();

@@ -40,7 +40,11 @@ fn parse_pid(text: &str) -> anyhow::Result<i32> {
 /// seconds.
 fn parse_duration(text: &str) -> anyhow::Result<Duration> {
     let t = text.trim();
-    let bad = || anyhow::anyhow!("invalid --duration: {text} (seconds, or a number with a unit: ns, us, ms, s, m)");
+    let bad = || {
+        anyhow::anyhow!(
+            "invalid --duration: {text} (seconds, or a number with a unit: ns, us, ms, s, m)"
+        )
+    };
     if !t.starts_with(|c: char| c.is_ascii_digit()) {
         return Err(bad());
     }
@@ -91,19 +95,6 @@ static STOP: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_stop(_: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
-}
-
-const STOP_SIGNALS: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
-
-/// Installs [`on_stop`] for the stop signals, without `SA_RESTART` (the wait is interrupted).
-fn catch_stop_signals() {
-    for sig in STOP_SIGNALS {
-        // SAFETY: plain data; all-zero is a valid sigaction (empty mask, no flags).
-        let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
-        act.sa_sigaction = on_stop as extern "C" fn(libc::c_int) as *const () as usize;
-        // SAFETY: `act` is valid; the handler only stores to an atomic.
-        unsafe { libc::sigaction(sig, &act, std::ptr::null_mut()) };
-    }
 }
 
 /// Fails, before anything is written, where the `PTRACE_SEIZE` would: another tracer holds
@@ -298,7 +289,8 @@ fn trace(
     dir: &Path,
     settings: &settings::Settings,
 ) -> anyhow::Result<(bool, Option<anyhow::Error>)> {
-    catch_stop_signals();
+    // Until the detach is done (the replay of `live -p` gets the default actions back).
+    let _signals = super::launch::StopSignals::install(on_stop);
     let pump = super::pump::PumpThread::start(rings, dir, settings.threads, settings.rt_prio)
         .context("cannot start the recorder's writer thread")?;
     let attached = attach(pid, libmcount, attach_file, dlopen, dlerror);
@@ -312,7 +304,10 @@ fn trace(
             false => match detach(pid, libmcount) {
                 Ok(gone) => (gone, None),
                 Err(_) if ptrace::ended(pid, pid) => (true, None),
-                Err(e) => (false, Some(e.context(format!("detaching from process {pid} failed")))),
+                Err(e) => (
+                    false,
+                    Some(e.context(format!("detaching from process {pid} failed"))),
+                ),
             },
         }
     });
@@ -465,7 +460,8 @@ fn settle_others(stopped: &mut Stopped, tid: i32, libmcount: &Path) -> anyhow::R
         };
         let settled = stopped.tids().into_iter().filter(|&t| t != tid).all(|t| {
             inject::position(t).is_some_and(|(rip, call)| {
-                safe_caller(rip, call, &inside) && !hooks.iter().any(|&(a, b)| (a..b).contains(&rip))
+                safe_caller(rip, call, &inside)
+                    && !hooks.iter().any(|&(a, b)| (a..b).contains(&rip))
             })
         });
         if settled {
@@ -477,7 +473,11 @@ fn settle_others(stopped: &mut Stopped, tid: i32, libmcount: &Path) -> anyhow::R
                 .into_iter()
                 .map(|t| format!("{t}: {:x?}", inject::position(t)))
                 .collect();
-            crate::diag::debug("uftrace", 1, format!("attach: threads at {}", at.join(", ")));
+            crate::diag::debug(
+                "uftrace",
+                1,
+                format!("attach: threads at {}", at.join(", ")),
+            );
         }
         check_stop()?;
         stopped.release_others(tid);
@@ -493,9 +493,12 @@ fn settle_others(stopped: &mut Stopped, tid: i32, libmcount: &Path) -> anyhow::R
 /// The code of the C library and the loader in `modules`.
 fn lock_code(modules: &Modules) -> Vec<(u64, u64)> {
     let mut inside = Vec::new();
-    for (path, _) in [modules.find(inject::is_libc), modules.find(inject::is_loader)]
-        .into_iter()
-        .flatten()
+    for (path, _) in [
+        modules.find(inject::is_libc),
+        modules.find(inject::is_loader),
+    ]
+    .into_iter()
+    .flatten()
     {
         inside.extend(modules.code_of(path));
     }
