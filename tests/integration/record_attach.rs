@@ -287,6 +287,13 @@ fn stop_by_sigint_or_by_the_process_end() {
         .spawn()
         .unwrap();
     wait_attached(&run.pid());
+    // Two ticks printed while attached: calls were recorded.
+    let ticks = run.stdout().lines().count();
+    let start = Instant::now();
+    while run.stdout().lines().count() < ticks + 2 {
+        assert!(start.elapsed() < Duration::from_secs(20), "no ticks");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     // SAFETY: kill takes no pointers; the pid is our child's.
     unsafe { libc::kill(rec.id() as i32, libc::SIGINT) };
     let status = rec.wait().unwrap();
