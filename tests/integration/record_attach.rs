@@ -778,6 +778,36 @@ fn an_exec_during_the_session_ends_its_recording() {
     assert!(status.success());
 }
 
+/// libmcount.so replaced on disk since an earlier attach (its mapping says "(deleted)"): the
+/// second attach still finds the copy mapped, reads its symbols from it, and records.
+#[test]
+fn attach_again_after_libmcount_was_replaced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lib = tmp.path().join("lib");
+    std::fs::create_dir(&lib).unwrap();
+    let built = util::utrace_bin().parent().unwrap().join("libmcount.so");
+    std::fs::copy(&built, lib.join("libmcount.so")).unwrap();
+    let prog = build("attach_work", tmp.path(), &[]);
+    let run = Running::start(&prog, &["30"], tmp.path(), "replaced");
+    let libpath = format!("--libmcount-path={}", lib.display());
+    for i in 0..2 {
+        if i == 1 {
+            std::fs::copy(&built, lib.join("new.so")).unwrap();
+            std::fs::rename(lib.join("new.so"), lib.join("libmcount.so")).unwrap();
+            let maps = std::fs::read_to_string(format!("/proc/{}/maps", run.pid())).unwrap();
+            assert!(maps.contains("libmcount.so (deleted)"), "{maps}");
+        }
+        let d = tmp.path().join(format!("d{i}"));
+        let rec = utrace_pid(
+            "record",
+            &run.pid(),
+            &[&libpath, "--duration=300ms", "-d", d.to_str().unwrap()],
+        );
+        rec.assert_success();
+        assert_replays(&d, &["snprintf"]);
+    }
+}
+
 /// The bytes of `pid`'s executable text (its `r-xp` mapping), read through /proc/PID/mem.
 fn exe_text(pid: &str) -> Vec<u8> {
     use std::io::{Read, Seek, SeekFrom};

@@ -320,7 +320,9 @@ impl Modules {
             else {
                 continue;
             };
-            let path = PathBuf::from(path);
+            // A file deleted or replaced since it was mapped: its old name (read through
+            // `map_files`, see [`symbol`]).
+            let path = PathBuf::from(path.strip_suffix(" (deleted)").unwrap_or(&path));
             if perms.contains('x') {
                 exec.push((start, end, path.clone()));
             }
@@ -367,10 +369,25 @@ pub fn is_libc(name: &str) -> bool {
 /// The run-time address of the defined dynamic symbol `name` of the module `path` whose
 /// lowest mapping starts at `start`.
 pub fn symbol(pid: i32, path: &Path, start: u64, name: &str) -> Option<u64> {
-    // The file as the process sees it (another mount namespace, a deleted file).
-    let bytes = std::fs::read(format!("/proc/{pid}/root{}", path.display()))
-        .or_else(|_| std::fs::read(path))
-        .ok()?;
+    // The very file mapped (deleted or replaced since), else the file as the process sees
+    // it (another mount namespace), else as utrace does.
+    let mapped = std::fs::read_to_string(super::ptrace::proc_dir(pid).join("maps"))
+        .ok()
+        .and_then(|maps| {
+            let range = maps
+                .lines()
+                .find(|l| l.starts_with(&format!("{start:x}-")))?
+                .split_whitespace()
+                .next()?
+                .to_string();
+            std::fs::read(format!("/proc/{pid}/map_files/{range}")).ok()
+        });
+    let bytes = match mapped {
+        Some(b) => b,
+        None => std::fs::read(format!("/proc/{pid}/root{}", path.display()))
+            .or_else(|_| std::fs::read(path))
+            .ok()?,
+    };
     let elf = record_format::elf::parse(&bytes)?;
     let sym = elf.dynsyms.iter().find(|s| {
         s.st_value != 0 && s.st_shndx != 0 && elf.dynstrtab.get_at(s.st_name) == Some(name)
@@ -390,6 +407,7 @@ mod tests {
 7f0000000000-7f0000001000 r--p 00000000 08:01 99                         /lib/libc.so.6
 7f0000001000-7f0000100000 r-xp 00001000 08:01 99                         /lib/libc.so.6
 7ffd00100000-7ffd00102000 r-xp 00000000 00:00 0                          [vdso]
+7f1000000000-7f1000001000 r-xp 00000000 08:01 77                         /x/libmcount.so (deleted)
 ";
         let m = Modules::parse(maps);
         let libc = m.find(is_libc).unwrap();
@@ -399,6 +417,11 @@ mod tests {
             vec![(0x55d0c0a01000, 0x55d0c0a02000)]
         );
         assert!(m.at(Path::new("/tmp/a prog")).is_some());
+        // Replaced since it was mapped: found by its name.
+        assert_eq!(
+            m.at(Path::new("/x/libmcount.so")),
+            Some(&(PathBuf::from("/x/libmcount.so"), 0x7f1000000000))
+        );
         assert!(is_libc("libc-2.31.so") && !is_libc("libcrypt.so.1"));
     }
 
