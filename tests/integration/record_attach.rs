@@ -808,6 +808,49 @@ fn attach_again_after_libmcount_was_replaced() {
     }
 }
 
+/// Root attaching to another user's process: refused for now with a one-line error, and
+/// libmcount writes nothing into the process's own stderr (it once printed "cannot write the
+/// session map" there); the process runs on unharmed.
+#[test]
+fn root_refused_by_another_users_process_leaves_its_stderr_alone() {
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } != 0 {
+        eprintln!(
+            "root_refused_by_another_users_process_leaves_its_stderr_alone: needs root: skipped"
+        );
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let prog = build("attach_work", tmp.path(), &[]);
+    let clean = clean_run(&prog, &["12"]);
+    let run = Running::start(
+        Path::new("setpriv"),
+        &[
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            prog.to_str().unwrap(),
+            "12",
+        ],
+        tmp.path(),
+        "other",
+    );
+    let out = utrace_pid(
+        "record",
+        &run.pid(),
+        &[
+            "--duration=300ms",
+            "-d",
+            tmp.path().join("d").to_str().unwrap(),
+        ],
+    );
+    assert!(!out.status.success(), "{out}");
+    assert_eq!(out.stderr.matches("ERROR").count(), 1, "{out}");
+    assert_unharmed(run.finish(), &clean.join().unwrap());
+}
+
 /// The bytes of `pid`'s executable text (its `r-xp` mapping), read through /proc/PID/mem.
 fn exe_text(pid: &str) -> Vec<u8> {
     use std::io::{Read, Seek, SeekFrom};
