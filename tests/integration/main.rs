@@ -20,6 +20,8 @@
 //! * `record_attach`: `record -p PID` and `live -p PID` on running `-O2` programs (one thread,
 //!   threads started before and while attached, twice in a row, signals arriving meanwhile)
 //!   and the refusals;
+//! * `record_attach_faults`: attaches that go wrong (a thread that never stops, another user's
+//!   process, an exec mid-session, libmcount.so replaced since an earlier attach);
 //! * `record_events`: `-W cpu`, user SDT events (`-E`) against uftrace, a program with its own
 //!   SIGTRAP handler, `--keep-pid`;
 //! * `record_autoargs`: `-a` on library calls (the built-in prototypes) against uftrace, and
@@ -89,6 +91,7 @@ mod record;
 mod record_arg_locations;
 mod record_args;
 mod record_attach;
+mod record_attach_faults;
 mod record_autoargs;
 mod record_dwarf_args;
 mod record_events;
