@@ -52,12 +52,19 @@ pub unsafe extern "C" fn utrace_attach(path: *const c_char) -> i32 {
     if !same_settings(&src) {
         return -libc::EEXIST;
     }
-    if let Some(fd) = src
+    // The process's stderr is its own: diagnostics go there only when the recorder asked
+    // for them (`-v`), or to the descriptor it named; else nowhere (the recorder reports).
+    let logfd = src
         .var(record_format::env::LOGFD)
-        .and_then(|v| v.parse::<i32>().ok())
-    {
-        crate::log::LOGFD.store(fd, Ordering::Relaxed);
-    }
+        .and_then(|v| v.parse::<i32>().ok());
+    let verbose = src
+        .var(record_format::env::DEBUG)
+        .and_then(|v| v.trim().parse::<i32>().ok())
+        .is_some_and(|l| l > 0);
+    crate::log::LOGFD.store(
+        logfd.unwrap_or(if verbose { 2 } else { -1 }),
+        Ordering::Relaxed,
+    );
     // States of an earlier session move to this one at their next hook.
     lifecycle::mark_stale();
     let old_dir = config::DIRFD.swap(-1, Ordering::Relaxed);

@@ -20,6 +20,10 @@
 //! * `record_attach`: `record -p PID` and `live -p PID` on running `-O2` programs (one thread,
 //!   threads started before and while attached, twice in a row, signals arriving meanwhile)
 //!   and the refusals;
+//! * `record_attach_faults`: attaches that go wrong (a thread that never stops, another user's
+//!   process, an exec mid-session, libmcount.so replaced since an earlier attach);
+//! * `record_attach_hijack`: attaches with `-P .` (text unpatched at the detach), C++ exceptions
+//!   and stack walks in the attached process, a later attach with other settings refused;
 //! * `record_events`: `-W cpu`, user SDT events (`-E`) against uftrace, a program with its own
 //!   SIGTRAP handler, `--keep-pid`;
 //! * `record_autoargs`: `-a` on library calls (the built-in prototypes) against uftrace, and
@@ -89,6 +93,8 @@ mod record;
 mod record_arg_locations;
 mod record_args;
 mod record_attach;
+mod record_attach_faults;
+mod record_attach_hijack;
 mod record_autoargs;
 mod record_dwarf_args;
 mod record_events;

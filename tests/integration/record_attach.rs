@@ -14,12 +14,14 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The test programs of this file (built here, `-O2` without `-pg`).
-const PROGS: [&str; 5] = [
+const PROGS: [&str; 7] = [
     "attach_work",
     "attach_throw",
     "attach_threads",
     "attach_signals",
     "attach_rate",
+    "attach_timer",
+    "attach_malloc",
 ];
 
 /// Whether `prog` is one of this file's programs (they are not `-pg` programs: the record
@@ -29,7 +31,7 @@ pub fn covers(prog: &str) -> bool {
 }
 
 /// Builds `testprogs/NAME.c` with `gcc -O2 EXTRA` (`NAME.cc` with `g++`) into `dir`.
-fn build(name: &str, dir: &Path, extra: &[&str]) -> PathBuf {
+pub(crate) fn build(name: &str, dir: &Path, extra: &[&str]) -> PathBuf {
     let out = dir.join(name);
     let cc = util::testprogs_src().join(format!("{name}.cc"));
     let (compiler, src) = match cc.is_file() {
@@ -51,19 +53,25 @@ fn build(name: &str, dir: &Path, extra: &[&str]) -> PathBuf {
 }
 
 /// A running test program whose stdout and stderr go to files; killed if the test fails.
-struct Running {
+pub(crate) struct Running {
     child: Option<Child>,
     out: PathBuf,
     err: PathBuf,
 }
 
 impl Running {
-    fn start(prog: &Path, args: &[&str], dir: &Path, tag: &str) -> Running {
+    pub(crate) fn start(prog: &Path, args: &[&str], dir: &Path, tag: &str) -> Running {
         Running::start_after(prog, args, dir, tag, "tick 2 ")
     }
 
     /// Starts `prog` and waits until its output holds `seen`.
-    fn start_after(prog: &Path, args: &[&str], dir: &Path, tag: &str, seen: &str) -> Running {
+    pub(crate) fn start_after(
+        prog: &Path,
+        args: &[&str],
+        dir: &Path,
+        tag: &str,
+        seen: &str,
+    ) -> Running {
         let out = dir.join(format!("{tag}.out"));
         let err = dir.join(format!("{tag}.err"));
         let child = Command::new(prog)
@@ -87,16 +95,16 @@ impl Running {
         r
     }
 
-    fn pid(&self) -> String {
+    pub(crate) fn pid(&self) -> String {
         self.child.as_ref().unwrap().id().to_string()
     }
 
-    fn stdout(&self) -> String {
+    pub(crate) fn stdout(&self) -> String {
         std::fs::read_to_string(&self.out).unwrap_or_default()
     }
 
     /// Waits for the end; returns the exit status, stdout and stderr.
-    fn finish(mut self) -> (std::process::ExitStatus, String, String) {
+    pub(crate) fn finish(mut self) -> (std::process::ExitStatus, String, String) {
         let status = self.child.take().unwrap().wait().unwrap();
         let err = std::fs::read_to_string(&self.err).unwrap();
         (status, self.stdout(), err)
@@ -113,14 +121,14 @@ impl Drop for Running {
 }
 
 /// `utrace SUB -p PID OPTS` (a minute at most).
-fn utrace_pid(sub: &str, pid: &str, opts: &[&str]) -> util::Output {
+pub(crate) fn utrace_pid(sub: &str, pid: &str, opts: &[&str]) -> util::Output {
     let mut cmd = Command::new(util::utrace_bin());
     cmd.arg(sub).args(opts).args(["-p", pid]);
     util::run_for(cmd, Duration::from_secs(60))
 }
 
 /// Asserts that the traced run printed what an untraced one prints, ended well and quietly.
-fn assert_unharmed(traced: (std::process::ExitStatus, String, String), clean: &str) {
+pub(crate) fn assert_unharmed(traced: (std::process::ExitStatus, String, String), clean: &str) {
     let (status, out, err) = traced;
     assert!(status.success(), "the program ended with {status}");
     assert_eq!(err, "", "the program's stderr");
@@ -128,7 +136,7 @@ fn assert_unharmed(traced: (std::process::ExitStatus, String, String), clean: &s
 }
 
 /// The `replay` lines of `dir`, checked to show `calls` with durations.
-fn assert_replays(dir: &Path, calls: &[&str]) -> String {
+pub(crate) fn assert_replays(dir: &Path, calls: &[&str]) -> String {
     let out = util::utrace_replay(dir, &[]);
     out.assert_success();
     for call in calls {
@@ -174,7 +182,7 @@ fn assert_entries_first(dir: &Path) {
 }
 
 /// The untraced output of `prog ARGS`.
-fn clean_run(prog: &Path, args: &[&str]) -> std::thread::JoinHandle<String> {
+pub(crate) fn clean_run(prog: &Path, args: &[&str]) -> std::thread::JoinHandle<String> {
     let (prog, args) = (
         prog.to_path_buf(),
         args.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
@@ -290,7 +298,14 @@ fn stop_by_sigint_or_by_the_process_end() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    wait_attached(&run.pid());
+    // Two ticks printed while attached: calls were recorded.
+    let ticks = run.stdout().lines().count();
+    let start = Instant::now();
+    while run.stdout().lines().count() < ticks + 2 {
+        assert!(start.elapsed() < Duration::from_secs(20), "no ticks");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     // SAFETY: kill takes no pointers; the pid is our child's.
     unsafe { libc::kill(rec.id() as i32, libc::SIGINT) };
     let status = rec.wait().unwrap();
@@ -399,42 +414,128 @@ fn signals_sent_meanwhile_are_delivered() {
     assert_replays(&tmp.path().join("d0"), &["kill", "getpid"]);
 }
 
-/// After the detach, library calls no longer pass through libmcount: the rate of calls comes
-/// back to what it was before the attach (the median of the rounds before and after; while
-/// attached it is a fraction).
+/// Signals from outside the process (a 1 ms interval timer) arriving while utrace makes its
+/// calls in it: two of them during one call once spun utrace forever with the process frozen.
+/// Now the record ends in time, and the program ends well with its handler run.
+#[test]
+fn timer_signals_during_the_calls() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = build("attach_timer", tmp.path(), &[]);
+    let run = Running::start(&prog, &[], tmp.path(), "timer");
+    for i in 0..2 {
+        let d = tmp.path().join(format!("d{i}"));
+        let rec = utrace_pid(
+            "record",
+            &run.pid(),
+            &["--duration=300ms", "-d", d.to_str().unwrap()],
+        );
+        rec.assert_success();
+    }
+    let (status, out, err) = run.finish();
+    assert!(status.success(), "{status}");
+    assert_eq!(err, "");
+    assert_eq!(out.lines().last(), Some("alarms ok"), "{out}");
+    assert_eq!(out.lines().count(), 21, "{out}");
+    assert_replays(&tmp.path().join("d0"), &["snprintf", "nanosleep"]);
+}
+
+/// A main thread that loops on malloc/free is stopped inside malloc nearly every time: the
+/// injected dlopen must not run there (it would wait for the arena lock its own thread
+/// holds). Three attaches in a row end in time, and the program is unharmed.
+#[test]
+fn attach_to_a_thread_looping_on_malloc() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = build("attach_malloc", tmp.path(), &[]);
+    let clean = clean_run(&prog, &["25"]);
+    let run = Running::start(&prog, &["25"], tmp.path(), "malloc");
+    for i in 0..3 {
+        let d = tmp.path().join(format!("d{i}"));
+        let mut cmd = Command::new(util::utrace_bin());
+        cmd.args(["record", "--duration=200ms", "-d", d.to_str().unwrap()])
+            .args(["-p", &run.pid()]);
+        util::run_for(cmd, Duration::from_secs(20)).assert_success();
+    }
+    assert_unharmed(run.finish(), &clean.join().unwrap());
+    assert_replays(&tmp.path().join("d0"), &["malloc", "free"]);
+}
+
+/// The bytes of `prog`'s GOT (`.got` and `.got.plt`) in running process `pid` (a PIE whose
+/// first mapping is at its load address).
+fn got_bytes(pid: &str, prog: &Path) -> Vec<u8> {
+    use std::io::{Read, Seek, SeekFrom};
+    let sections = Command::new("readelf")
+        .arg("-SW")
+        .arg(prog)
+        .output()
+        .unwrap();
+    let sections = String::from_utf8(sections.stdout).unwrap();
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    let first = maps
+        .lines()
+        .find(|l| l.ends_with(exe.to_str().unwrap()))
+        .unwrap();
+    let base = u64::from_str_radix(first.split('-').next().unwrap(), 16).unwrap();
+    let mut mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
+    let mut bytes = Vec::new();
+    for name in [".got ", ".got.plt "] {
+        let line = sections.lines().find(|l| l.contains(name)).unwrap();
+        let rest = &line[line.find(name).unwrap() + name.len()..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let (addr, size) = (
+            u64::from_str_radix(f[1], 16).unwrap(),
+            usize::from_str_radix(f[3], 16).unwrap(),
+        );
+        let mut got = vec![0; size];
+        mem.seek(SeekFrom::Start(base + addr)).unwrap();
+        mem.read_exact(&mut got).unwrap();
+        bytes.extend(got);
+    }
+    bytes
+}
+
+/// Whether utrace's attach to `pid` is done: libmcount is mapped and no tracer holds it.
+fn attached(pid: &str) -> bool {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    maps.contains("libmcount") && status.lines().any(|l| l == "TracerPid:\t0")
+}
+
+/// Polls until utrace's attach to `pid` is done (see [`attached`]), at most 20 s.
+fn wait_attached(pid: &str) {
+    let start = Instant::now();
+    while !attached(pid) {
+        assert!(start.elapsed() < Duration::from_secs(20), "no attach");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The session started in the call made before the threads were let go.
+}
+
+/// After the detach, library calls no longer pass through libmcount: the program's GOT slots
+/// hold, byte for byte, what they held before the attach (while attached they differ: its
+/// calls lead to libmcount's PLT hooks).
 #[test]
 fn library_calls_are_unhooked_after_the_detach() {
     let tmp = tempfile::tempdir().unwrap();
     let prog = build("attach_rate", tmp.path(), &[]);
     let run = Running::start_after(&prog, &[], tmp.path(), "rate", "round 4:");
+    let before = got_bytes(&run.pid(), &prog);
     let d = tmp.path().join("d");
-    let rec = utrace_pid(
-        "record",
-        &run.pid(),
-        &["--duration=600ms", "-d", d.to_str().unwrap()],
-    );
-    rec.assert_success();
+    let mut rec = Command::new(util::utrace_bin())
+        .args(["record", "--duration=1s", "-d", d.to_str().unwrap()])
+        .args(["-p", &run.pid()])
+        .spawn()
+        .unwrap();
+    wait_attached(&run.pid());
+    let during = got_bytes(&run.pid(), &prog);
+    assert!(rec.wait().unwrap().success());
+    let after = got_bytes(&run.pid(), &prog);
+    assert_ne!(during, before, "the attach did not hook the GOT");
+    assert_eq!(after, before, "the GOT is not as it was after the detach");
     let (status, out, _) = run.finish();
     assert!(status.success());
-    let rates: Vec<u64> = out
-        .lines()
-        .filter_map(|l| l.split(": ").nth(1)?.split(' ').next()?.parse().ok())
-        .collect();
-    assert_eq!(rates.len(), 20, "{out}");
-    let median = |r: &[u64]| {
-        let mut r = r.to_vec();
-        r.sort_unstable();
-        r[r.len() / 2]
-    };
-    let (before, after) = (median(&rates[..4]), median(&rates[12..]));
-    let slowest = *rates.iter().min().unwrap();
-    assert!(slowest * 2 < before, "the attach did not show: {rates:?}");
-    // Hooked without tracing, calls run at about a fifth of their speed.
-    assert!(
-        after * 10 >= before * 4,
-        "still slow after the detach: {rates:?}"
-    );
-    let _ = std::fs::remove_dir_all(&d);
+    assert_eq!(out.lines().count(), 20, "{out}");
+    assert_replays(&d, &["strlen"]);
 }
 
 #[test]
@@ -464,11 +565,42 @@ fn refusals_are_one_line() {
 
     // Options that cannot go with -p are refused, not ignored.
     let me = std::process::id().to_string();
-    for opts in [&["-k"][..], &["--keep-pid"], &["-E", "x:y"]] {
+    for opts in [&["-k"][..], &["--keep-pid"], &["-E", "x:y"], &["--nop"]] {
         let out = utrace_pid("record", &me, opts);
         assert!(!out.status.success(), "{out}");
         assert!(out.stderr.contains("cannot go with it"), "{out}");
     }
+    // --list-event once panicked with -p (no program named); --nop said "no program to run".
+    for sub in ["record", "live"] {
+        for opt in ["--list-event", "--nop"] {
+            let out = utrace_pid(sub, &me, &[opt]);
+            assert!(!out.status.success(), "{out}");
+            assert!(
+                out.stderr.contains(&format!("{opt} cannot go with it")),
+                "{out}"
+            );
+            assert_eq!(out.stderr.matches("ERROR").count(), 1, "{out}");
+            assert!(!out.stderr.contains("panicked"), "{out}");
+        }
+    }
+    // A bad --duration is an error, not a warning and 0; --duration without -p is refused.
+    let out = utrace_pid("record", &me, &["--duration=xyz"]);
+    assert!(!out.status.success(), "{out}");
+    assert!(out.stderr.contains("invalid --duration: xyz"), "{out}");
+    assert_eq!(out.stderr.matches("ERROR").count(), 1, "{out}");
+    let out = util::run_for(
+        {
+            let mut c = Command::new(util::utrace_bin());
+            c.args(["record", "--duration=1s", "true"]);
+            c
+        },
+        Duration::from_secs(60),
+    );
+    assert!(!out.status.success(), "{out}");
+    assert!(
+        out.stderr.contains("--duration goes with -p/--pid only"),
+        "{out}"
+    );
 
     // A process that another tracer holds (a utrace attached to it meanwhile).
     let prog = build("attach_work", tmp.path(), &[]);
@@ -479,7 +611,7 @@ fn refusals_are_one_line() {
         .args(["-p", &run.pid()])
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    wait_attached(&run.pid());
     let out = utrace_pid(
         "record",
         &run.pid(),
@@ -508,185 +640,17 @@ fn refusals_are_one_line() {
         .arg(&src)
         .status()
         .unwrap();
-    if built.success() {
-        let mut child = Command::new(&exe).spawn().unwrap();
-        let out = utrace_pid("record", &child.id().to_string(), &[]);
-        let _ = child.kill();
-        let _ = child.wait();
-        assert!(!out.status.success());
-        assert!(out.stderr.contains("statically linked"), "{out}");
+    // Without a static C library the check cannot run: said, not silently skipped.
+    if !built.success() {
+        eprintln!(
+            "refusals_are_one_line: gcc -static failed (no static libc?): static check skipped"
+        );
+        return;
     }
-}
-
-/// The bytes of `pid`'s executable text (its `r-xp` mapping), read through /proc/PID/mem.
-fn exe_text(pid: &str) -> Vec<u8> {
-    use std::io::{Read, Seek, SeekFrom};
-    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
-    let line = maps
-        .lines()
-        .find(|l| l.contains(" r-xp ") && l.ends_with(exe.to_str().unwrap()))
-        .unwrap_or_else(|| panic!("no text mapping of {}:\n{maps}", exe.display()));
-    let (start, end) = line
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .split_once('-')
-        .unwrap();
-    let start = u64::from_str_radix(start, 16).unwrap();
-    let end = u64::from_str_radix(end, 16).unwrap();
-    let mut mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
-    mem.seek(SeekFrom::Start(start)).unwrap();
-    let mut bytes = vec![0; (end - start) as usize];
-    mem.read_exact(&mut bytes).unwrap();
-    bytes
-}
-
-/// `-P .` with `-p`: the functions of a running program built without instrumentation are
-/// patched while it is stopped, traced in every thread (those of before the attach and those
-/// created during it) with their durations, and unpatched at the detach: its text is byte for
-/// byte what it was, and it computes and ends as an untraced run.
-#[test]
-fn attach_patches_and_unpatches_functions() {
-    let tmp = tempfile::tempdir().unwrap();
-    let prog = build("attach_threads", tmp.path(), &["-fno-inline"]);
-    let clean = clean_run(&prog, &[]);
-    let run = Running::start(&prog, &[], tmp.path(), "threads");
-    let pid = run.pid();
-    let before = exe_text(&pid);
-    let data = tmp.path().join("data");
-    // From tick 2-3 past tick 15, when two workers are created.
-    let rec = utrace_pid(
-        "record",
-        &pid,
-        &["--duration=2s", "-P", ".", "-d", data.to_str().unwrap()],
-    );
-    rec.assert_success();
-    assert_eq!(rec.stderr, "", "{rec}");
-    assert_eq!(
-        exe_text(&pid),
-        before,
-        "the text is not as it was after the detach"
-    );
-    assert_unharmed(run.finish(), &clean.join().unwrap());
-    let replay = assert_replays(&data, &["round_sum", "pthread_create"]);
-    // round_sum's callees are nested in it, in every task.
-    let mut tasks: Vec<&str> = replay
-        .lines()
-        .filter(|l| l.contains("| round_sum() {") || l.contains("|   round_sum() {"))
-        .filter_map(|l| l.split('[').nth(1)?.split(']').next())
-        .collect();
-    tasks.sort_unstable();
-    tasks.dedup();
-    assert_eq!(
-        tasks.len(),
-        5,
-        "tasks running round_sum: {tasks:?}\n{replay}"
-    );
-    assert!(
-        replay.contains("|     snprintf();") || replay.contains("|   snprintf();"),
-        "{replay}"
-    );
-    // Workers created during the attach start at worker().
-    assert!(replay.contains("| worker() {"), "{replay}");
-}
-
-/// A C++ program that throws and catches every tick (through frames with destructors, a
-/// rethrow, and a library call that throws) and counts the frames `backtrace` sees: attached
-/// with its functions patched (`-P .`, their frames hijacked) and without (only the library
-/// calls' frames), it computes and ends as an untraced run, and the throwing functions and
-/// `backtrace` (through its PLT hook, then libmcount's walker) are in the trace. (A `dlopen`ed libmcount is
-/// not interposed by symbol precedence: the unwinder would meet the exit trampoline and call
-/// `std::terminate`.)
-#[test]
-fn attach_while_exceptions_are_thrown() {
-    let tmp = tempfile::tempdir().unwrap();
-    let prog = build("attach_throw", tmp.path(), &[]);
-    let clean = clean_run(&prog, &["30"]).join().unwrap();
-    for (tag, opts, calls) in [
-        (
-            "patched",
-            &["-P", "."][..],
-            &[
-                "thrower",
-                "rethrower",
-                "lib_throw",
-                "std::__throw_out_of_range_fmt",
-                "backtrace",
-            ][..],
-        ),
-        (
-            "plt",
-            &[][..],
-            &["std::__throw_out_of_range_fmt", "backtrace"][..],
-        ),
-    ] {
-        let run = Running::start(&prog, &["30"], tmp.path(), tag);
-        let data = tmp.path().join(tag);
-        let mut args = vec!["--duration=1s", "-d", data.to_str().unwrap()];
-        args.extend_from_slice(opts);
-        let rec = utrace_pid("record", &run.pid(), &args);
-        rec.assert_success();
-        assert_unharmed(run.finish(), &clean);
-        let replay = util::utrace_replay(&data, &[]);
-        replay.assert_success();
-        for call in calls {
-            // At any depth, entered (`call() {`) or whole (`call();`).
-            let seen = replay.stdout.lines().any(|l| {
-                let f = l.split('|').nth(1).unwrap_or("").trim();
-                f == format!("{call}() {{") || f == format!("{call}();")
-            });
-            assert!(seen, "{tag}: no {call}() in the replay:\n{}", replay.stdout);
-        }
-    }
-}
-
-/// A later attach to the same process cannot change what the first one fixed for the
-/// process's lifetime (filters, triggers, argument specs, `-P` patterns): it is refused with
-/// a one-line reason instead of running with the first one's settings; with the same ones it
-/// is traced as the first, and the process is unharmed either way.
-#[test]
-fn attach_again_with_other_filters_is_refused() {
-    let tmp = tempfile::tempdir().unwrap();
-    let prog = build("attach_work", tmp.path(), &["-fno-inline"]);
-    let clean = clean_run(&prog, &["40"]);
-    let run = Running::start(&prog, &["40"], tmp.path(), "again");
-    let (d1, d2, d3) = (
-        tmp.path().join("d1"),
-        tmp.path().join("d2"),
-        tmp.path().join("d3"),
-    );
-    let filtered = ["--duration=400ms", "-P", ".", "-F", "work"];
-    let rec = utrace_pid(
-        "record",
-        &run.pid(),
-        &[&filtered[..], &["-d", d1.to_str().unwrap()]].concat(),
-    );
-    rec.assert_success();
-    let other = utrace_pid(
-        "record",
-        &run.pid(),
-        &["--duration=400ms", "-P", ".", "-d", d2.to_str().unwrap()],
-    );
-    assert!(!other.status.success(), "{other}");
-    assert!(
-        other
-            .stderr
-            .contains("attached to before with other filters"),
-        "{other}"
-    );
-    let same = utrace_pid(
-        "record",
-        &run.pid(),
-        &[&filtered[..], &["-d", d3.to_str().unwrap()]].concat(),
-    );
-    same.assert_success();
-    assert_unharmed(run.finish(), &clean.join().unwrap());
-    for d in [&d1, &d3] {
-        let replay = util::utrace_replay(d, &[]);
-        replay.assert_success();
-        // Only work() and what it calls: no main loop's printf.
-        assert!(replay.stdout.contains("| work() {"), "{replay}");
-        assert!(!replay.stdout.contains("| printf();"), "{replay}");
-    }
+    let mut child = Command::new(&exe).spawn().unwrap();
+    let out = utrace_pid("record", &child.id().to_string(), &[]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(!out.status.success());
+    assert!(out.stderr.contains("statically linked"), "{out}");
 }

@@ -425,7 +425,7 @@ pub struct RecordArgs {
     /// or its end, then detach
     #[arg(short = 'p', long, value_name = "PID")]
     pub pid: Option<String>,
-    /// With -p: detach after TIME (e.g. 1s, 500ms)
+    /// With -p: detach after TIME (a bare number is seconds; or 500ms, 2m, ...)
     #[arg(long, value_name = "TIME")]
     pub duration: Option<String>,
     /// Read symbols from DIR

@@ -11,6 +11,7 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
         return Ok(super::missing_program(notices));
     }
     crate::config::check_patterns(inv)?;
+    record::check_pid_options(inv)?;
     if inv.args.record.list_event {
         return super::live::list_events(inv);
     }

@@ -137,20 +137,7 @@ impl KeptPid {
             pidfd,
             mut socket,
         } = self;
-        let stop = stop_signal as extern "C" fn(libc::c_int) as *const () as libc::sighandler_t;
-        const SIGNALS: [libc::c_int; 4] =
-            [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
-        // SAFETY: sigaction is plain data; all-zero is valid.
-        let mut old: [libc::sigaction; 4] = unsafe { std::mem::zeroed() };
-        for (sig, old) in SIGNALS.iter().zip(old.iter_mut()) {
-            // SAFETY: as above; the handler only stores an atomic. No SA_RESTART: the poll
-            // below sees EINTR.
-            unsafe {
-                let mut act: libc::sigaction = std::mem::zeroed();
-                act.sa_sigaction = stop;
-                libc::sigaction(*sig, &act, old);
-            }
-        }
+        let signals = super::launch::StopSignals::install(stop_signal);
         // SAFETY: time(NULL) only returns the current time.
         let started_at = unsafe { libc::time(std::ptr::null_mut()) };
         let start = Instant::now();
@@ -158,10 +145,7 @@ impl KeptPid {
             .write_all(format!("go {}\n", std::process::id()).as_bytes())
             .context("cannot start the program")?;
         let waited = wait(pid, &pidfd, &mut socket);
-        for (sig, old) in SIGNALS.iter().zip(&old) {
-            // SAFETY: `old` is the action sigaction returned above.
-            unsafe { libc::sigaction(*sig, old, std::ptr::null_mut()) };
-        }
+        drop(signals);
         let (raw_status, usage) = waited?;
         // Closed when this process ends: the program's exit waits for it (see the module).
         let _ = socket.into_raw_fd();

@@ -142,22 +142,42 @@ fn kill_descendants() {
     }
 }
 
-/// Installs `handler` for `sig`, returning the previous action.
-fn set_handler(sig: libc::c_int, handler: libc::sighandler_t) -> libc::sigaction {
-    // SAFETY: sigaction is plain data; all-zero is a valid value (empty mask, no flags).
-    let mut new: libc::sigaction = unsafe { std::mem::zeroed() };
-    new.sa_sigaction = handler;
-    // SAFETY: as above.
-    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-    // SAFETY: both pointers refer to valid sigaction structs for the duration of the call; the
-    // handler, when not SIG_DFL/SIG_IGN, is an async-signal-safe function that does nothing.
-    unsafe { libc::sigaction(sig, &new, &mut old) };
-    old
+/// The signals that tell the recorder to stop: a Ctrl-C, or `kill` from another terminal.
+pub const STOP_SIGNALS: [libc::c_int; 4] =
+    [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+/// A handler installed for the [`STOP_SIGNALS`] while this lives: the previous actions come
+/// back when it is dropped (on every path, errors included). Without `SA_RESTART`: a wait the
+/// signal interrupts sees `EINTR`.
+pub struct StopSignals {
+    old: [libc::sigaction; 4],
 }
 
-fn restore_handler(sig: libc::c_int, old: &libc::sigaction) {
-    // SAFETY: `old` is the action returned by an earlier sigaction call.
-    unsafe { libc::sigaction(sig, old, std::ptr::null_mut()) };
+impl StopSignals {
+    /// Installs `handler`, which must be async-signal-safe.
+    pub fn install(handler: extern "C" fn(libc::c_int)) -> StopSignals {
+        let handler = handler as *const () as libc::sighandler_t;
+        // SAFETY: sigaction is plain data; all-zero is a valid value (empty mask, no flags).
+        let mut old: [libc::sigaction; 4] = unsafe { std::mem::zeroed() };
+        for (&sig, old) in STOP_SIGNALS.iter().zip(old.iter_mut()) {
+            // SAFETY: as above.
+            let mut new: libc::sigaction = unsafe { std::mem::zeroed() };
+            new.sa_sigaction = handler;
+            // SAFETY: both pointers refer to valid sigaction structs for the duration of the
+            // call; the handler is async-signal-safe (the caller's promise).
+            unsafe { libc::sigaction(sig, &new, old) };
+        }
+        StopSignals { old }
+    }
+}
+
+impl Drop for StopSignals {
+    fn drop(&mut self) {
+        for (&sig, old) in STOP_SIGNALS.iter().zip(&self.old) {
+            // SAFETY: `old` is the action returned by the sigaction call in `install`.
+            unsafe { libc::sigaction(sig, old, std::ptr::null_mut()) };
+        }
+    }
 }
 
 impl Ended {
@@ -189,10 +209,7 @@ pub fn run(launch: &Launch<'_>) -> anyhow::Result<Ended> {
     // SAFETY: time(NULL) only returns the current time.
     let started_at = unsafe { libc::time(std::ptr::null_mut()) };
     let start = Instant::now();
-    let stop = stop_signal as extern "C" fn(libc::c_int) as *const () as libc::sighandler_t;
-    const STOP_SIGNALS: [libc::c_int; 4] =
-        [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
-    let old: Vec<libc::sigaction> = STOP_SIGNALS.iter().map(|&s| set_handler(s, stop)).collect();
+    let signals = StopSignals::install(stop_signal);
     let waited = cmd
         .spawn()
         .with_context(|| format!("cannot run '{}'", launch.exe.display()))
@@ -205,9 +222,7 @@ pub fn run(launch: &Launch<'_>) -> anyhow::Result<Ended> {
             }
             wait_all(pid)
         });
-    for (&sig, old) in STOP_SIGNALS.iter().zip(&old) {
-        restore_handler(sig, old);
-    }
+    drop(signals);
     let raw_status = waited??;
     let elapsed_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
 
@@ -278,5 +293,27 @@ mod tests {
         std::fs::write(dir.path().join(LIBMCOUNT), b"").unwrap();
         let found = find_libmcount(Some(dir.path())).unwrap();
         assert!(found.ends_with(LIBMCOUNT));
+    }
+
+    extern "C" fn noop(_: libc::c_int) {}
+
+    /// The action installed for SIGHUP now.
+    fn hup_action() -> libc::sighandler_t {
+        // SAFETY: plain data; all-zero is valid.
+        let mut now: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: a null new action only reads the current one into `now`.
+        unsafe { libc::sigaction(libc::SIGHUP, std::ptr::null(), &mut now) };
+        now.sa_sigaction
+    }
+
+    /// The stop handlers are the recorder's only while the guard lives: `live -p`'s replay
+    /// once ignored Ctrl-C.
+    #[test]
+    fn stop_signals_are_given_back() {
+        let before = hup_action();
+        let guard = StopSignals::install(noop);
+        assert_eq!(hup_action(), noop as *const () as libc::sighandler_t);
+        drop(guard);
+        assert_eq!(hup_action(), before);
     }
 }

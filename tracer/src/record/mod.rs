@@ -15,6 +15,7 @@
 //! [`attach`] traces a process that is already running instead of launching one.
 
 mod attach;
+pub use attach::check_pid_options;
 mod dir;
 pub mod dwarf;
 mod embedded;

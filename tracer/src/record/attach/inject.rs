@@ -91,6 +91,54 @@ impl Saved {
     }
 }
 
+/// A thread's saved registers that are put back when this is dropped, unless
+/// [`Held::restore`] did it: an error or a panic between the calls never lets the thread run on
+/// with the registers of a call. (Dropped before the [`Stopped`] that detaches the thread.)
+pub struct Held {
+    tid: i32,
+    saved: Saved,
+    restored: bool,
+}
+
+impl Held {
+    /// Saves `tid`'s registers.
+    pub fn take(tid: i32) -> anyhow::Result<Held> {
+        Ok(Held {
+            tid,
+            saved: Saved::take(tid)?,
+            restored: false,
+        })
+    }
+
+    pub fn saved(&self) -> &Saved {
+        &self.saved
+    }
+
+    /// Puts the registers back now.
+    pub fn restore(mut self) -> anyhow::Result<()> {
+        self.restored = true;
+        self.saved.restore(self.tid)
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if !self.restored {
+            let _ = self.saved.restore(self.tid);
+        }
+    }
+}
+
+/// Where stopped thread `tid` is: its `rip`, and the system call it was blocked in and
+/// will restart (`None` if none: running user code, or a call that has completed).
+pub fn position(tid: i32) -> Option<(u64, Option<u64>)> {
+    let regs = get_regs(tid).ok()?;
+    // -ERESTARTSYS .. -ERESTART_RESTARTBLOCK: interrupted, to be restarted.
+    let restarts = (-516..=-512).contains(&(regs.rax as i64));
+    let call = (regs.orig_rax as i64 >= 0 && restarts).then_some(regs.orig_rax);
+    Some((regs.rip, call))
+}
+
 /// Writes `data` at `addr` in the memory of thread `pid`.
 fn write_mem(pid: i32, addr: u64, data: &[u8]) -> std::io::Result<()> {
     let local = libc::iovec {
@@ -135,12 +183,14 @@ pub fn read_cstr(pid: i32, addr: u64) -> Option<String> {
 /// Calls `func(args...)` (at most 6 integer arguments) in thread `tid` of `stopped`, with
 /// `data` copied below its red zone: an argument equal to [`DATA`] is replaced by the data's
 /// address. The thread's registers are left changed: the caller restores them ([`Saved`]).
-/// Signals that arrive meanwhile are kept for the thread's resumption.
+/// Signals that arrive meanwhile are kept for the thread's resumption. A call that has not
+/// returned after `lock_wait` is taken to wait for a lock a stopped thread holds: the other
+/// threads run until it returns, and are stopped again after.
 pub fn call(
     stopped: &mut Stopped,
     tid: i32,
     saved: &Saved,
-    func: u64,
+    (func, lock_wait): (u64, std::time::Duration),
     args: &[u64],
     data: &[u8],
 ) -> anyhow::Result<u64> {
@@ -174,7 +224,7 @@ pub fn call(
     // After a while, the call is taken to wait for a lock a stopped thread holds (the
     // loader's, malloc's): the other threads run until it returns.
     let mut released = false;
-    let result = run_call(stopped, tid, func, &mut released);
+    let result = run_call(stopped, tid, (func, lock_wait), &mut released);
     if released {
         stopped.restop_others(tid)?;
     }
@@ -185,7 +235,7 @@ pub fn call(
 fn run_call(
     stopped: &mut Stopped,
     tid: i32,
-    func: u64,
+    (func, lock_wait): (u64, std::time::Duration),
     released: &mut bool,
 ) -> anyhow::Result<u64> {
     let pid = stopped.pid;
@@ -193,7 +243,7 @@ fn run_call(
         ptrace(libc::PTRACE_CONT, tid, 0, 0).context("cannot resume the thread")?;
         let stop = match *released {
             true => wait_stop(tid)?,
-            false => match wait_stop_for(tid, Some(LOCK_WAIT))? {
+            false => match wait_stop_for(tid, Some(lock_wait))? {
                 Some(stop) => stop,
                 None => {
                     crate::diag::debug(
@@ -208,7 +258,7 @@ fn run_call(
             },
         };
         match stop {
-            Stop::Gone => bail!("process {pid} ended during the attach"),
+            Stop::Gone => bail!("process {pid} ended during the call at {func:#x}"),
             // A pending interrupt, or a group stop: go on.
             Stop::Event => {}
             Stop::Signal(libc::SIGSEGV) => {
@@ -226,8 +276,13 @@ fn run_call(
     }
 }
 
-/// How long a call may take with the other threads stopped.
-const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long a `dlopen` may take with the other threads stopped (it may need the loader's
+/// lock, which another thread's `dlopen` holds).
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How long `utrace_attach`/`utrace_detach` may take with the other threads stopped: they
+/// patch code the others may run, so the others are let go only as a last resort.
+pub const PATCH_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The argument value that stands for the address of the call's data.
 pub const DATA: u64 = u64::MAX - 0xfff;
@@ -265,7 +320,9 @@ impl Modules {
             else {
                 continue;
             };
-            let path = PathBuf::from(path);
+            // A file deleted or replaced since it was mapped: its old name (read through
+            // `map_files`, see [`symbol`]).
+            let path = PathBuf::from(path.strip_suffix(" (deleted)").unwrap_or(&path));
             if perms.contains('x') {
                 exec.push((start, end, path.clone()));
             }
@@ -299,6 +356,11 @@ impl Modules {
     }
 }
 
+/// Whether `name` is the dynamic loader's file name.
+pub fn is_loader(name: &str) -> bool {
+    name.starts_with("ld-linux") || name.starts_with("ld-2.") || name.starts_with("ld64.so")
+}
+
 /// Whether `name` is the C library's file name.
 pub fn is_libc(name: &str) -> bool {
     name.starts_with("libc.so") || (name.starts_with("libc-") && name.ends_with(".so"))
@@ -307,10 +369,25 @@ pub fn is_libc(name: &str) -> bool {
 /// The run-time address of the defined dynamic symbol `name` of the module `path` whose
 /// lowest mapping starts at `start`.
 pub fn symbol(pid: i32, path: &Path, start: u64, name: &str) -> Option<u64> {
-    // The file as the process sees it (another mount namespace, a deleted file).
-    let bytes = std::fs::read(format!("/proc/{pid}/root{}", path.display()))
-        .or_else(|_| std::fs::read(path))
-        .ok()?;
+    // The very file mapped (deleted or replaced since), else the file as the process sees
+    // it (another mount namespace), else as utrace does.
+    let mapped = std::fs::read_to_string(super::ptrace::proc_dir(pid).join("maps"))
+        .ok()
+        .and_then(|maps| {
+            let range = maps
+                .lines()
+                .find(|l| l.starts_with(&format!("{start:x}-")))?
+                .split_whitespace()
+                .next()?
+                .to_string();
+            std::fs::read(format!("/proc/{pid}/map_files/{range}")).ok()
+        });
+    let bytes = match mapped {
+        Some(b) => b,
+        None => std::fs::read(format!("/proc/{pid}/root{}", path.display()))
+            .or_else(|_| std::fs::read(path))
+            .ok()?,
+    };
     let elf = record_format::elf::parse(&bytes)?;
     let sym = elf.dynsyms.iter().find(|s| {
         s.st_value != 0 && s.st_shndx != 0 && elf.dynstrtab.get_at(s.st_name) == Some(name)
@@ -330,6 +407,7 @@ mod tests {
 7f0000000000-7f0000001000 r--p 00000000 08:01 99                         /lib/libc.so.6
 7f0000001000-7f0000100000 r-xp 00001000 08:01 99                         /lib/libc.so.6
 7ffd00100000-7ffd00102000 r-xp 00000000 00:00 0                          [vdso]
+7f1000000000-7f1000001000 r-xp 00000000 08:01 77                         /x/libmcount.so (deleted)
 ";
         let m = Modules::parse(maps);
         let libc = m.find(is_libc).unwrap();
@@ -339,6 +417,11 @@ mod tests {
             vec![(0x55d0c0a01000, 0x55d0c0a02000)]
         );
         assert!(m.at(Path::new("/tmp/a prog")).is_some());
+        // Replaced since it was mapped: found by its name.
+        assert_eq!(
+            m.at(Path::new("/x/libmcount.so")),
+            Some(&(PathBuf::from("/x/libmcount.so"), 0x7f1000000000))
+        );
         assert!(is_libc("libc-2.31.so") && !is_libc("libcrypt.so.1"));
     }
 

@@ -18,7 +18,7 @@ use super::{finish, launch, open_target, program, settings, write_file, Target, 
 use crate::invocation::Invocation;
 use crate::notice::Notices;
 use anyhow::{bail, Context};
-use inject::{Modules, Saved, DATA};
+use inject::{Held, Modules, Saved, DATA};
 use ptrace::Stopped;
 use record_format::env;
 use std::path::Path;
@@ -36,6 +36,39 @@ fn parse_pid(text: &str) -> anyhow::Result<i32> {
     }
 }
 
+/// `--duration TIME`: a number with a unit (`ns`, `us`, `ms`, `s`, `m`), or a bare number of
+/// seconds.
+fn parse_duration(text: &str) -> anyhow::Result<Duration> {
+    let t = text.trim();
+    let bad = || {
+        anyhow::anyhow!(
+            "invalid --duration: {text} (seconds, or a number with a unit: ns, us, ms, s, m)"
+        )
+    };
+    if !t.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let with_unit = match t.bytes().any(|b| b.is_ascii_alphabetic()) {
+        true => t.to_string(),
+        false => format!("{t}s"),
+    };
+    match record_format::timeval::parse_time(&with_unit, 9) {
+        Ok(p) if p.unknown_unit.is_none() => Ok(Duration::from_nanos(p.ns)),
+        _ => Err(bad()),
+    }
+}
+
+/// Refuses what cannot go with `-p`/`--pid` (or `--duration` without it) before anything
+/// else runs: `record`'s and `live`'s first check.
+pub fn check_pid_options(inv: &Invocation) -> anyhow::Result<()> {
+    let r = &inv.args.record;
+    match (&r.pid, &r.duration) {
+        (Some(_), _) => refuse_options(inv),
+        (None, Some(_)) => bail!("--duration goes with -p/--pid only"),
+        (None, None) => Ok(()),
+    }
+}
+
 /// The record options that mean nothing for a running process, or that attaching does not
 /// do yet: refused rather than ignored.
 fn refuse_options(inv: &Invocation) -> anyhow::Result<()> {
@@ -46,6 +79,7 @@ fn refuse_options(inv: &Invocation) -> anyhow::Result<()> {
         (r.kernel || r.kernel_only || r.kernel_full, "-k/--kernel"),
         (!r.event.is_empty(), "-E/--event"),
         (r.nop, "--nop"),
+        (r.list_event, "--list-event"),
         (r.no_randomize_addr, "--no-randomize-addr"),
     ];
     match refused.into_iter().find(|(on, _)| *on) {
@@ -63,16 +97,31 @@ extern "C" fn on_stop(_: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
 }
 
-const STOP_SIGNALS: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
-
-/// Installs [`on_stop`] for the stop signals, without `SA_RESTART` (the wait is interrupted).
-fn catch_stop_signals() {
-    for sig in STOP_SIGNALS {
-        // SAFETY: plain data; all-zero is a valid sigaction (empty mask, no flags).
-        let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
-        act.sa_sigaction = on_stop as extern "C" fn(libc::c_int) as *const () as usize;
-        // SAFETY: `act` is valid; the handler only stores to an atomic.
-        unsafe { libc::sigaction(sig, &act, std::ptr::null_mut()) };
+/// Fails, before anything is written, where the `PTRACE_SEIZE` would: another tracer holds
+/// the process, or ptrace is not allowed on it (another user's, Yama): opening its memory
+/// takes the same permission check.
+fn probe(pid: i32) -> anyhow::Result<()> {
+    let dir = ptrace::proc_dir(pid);
+    let tracer = std::fs::read_to_string(dir.join("status"))
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("TracerPid:"))?.to_string();
+            line.split_whitespace().nth(1)?.parse::<i32>().ok()
+        })
+        .unwrap_or(0);
+    if tracer != 0 {
+        bail!("cannot attach to process {pid}: it is being traced by process {tracer} already");
+    }
+    match std::fs::File::open(dir.join("mem")) {
+        Ok(_) => Ok(()),
+        Err(e) => match e.raw_os_error() {
+            Some(libc::EACCES) | Some(libc::EPERM) => Err(errors::seize_error(
+                pid,
+                std::io::Error::from_raw_os_error(libc::EPERM),
+            )),
+            Some(libc::ENOENT) | Some(libc::ESRCH) => bail!("no such process: {pid}"),
+            _ => Err(errors::seize_error(pid, e)),
+        },
     }
 }
 
@@ -99,6 +148,7 @@ pub fn record(
             _ => anyhow::anyhow!("no such process: {pid}"),
         }
     })?;
+    probe(pid)?;
     let modules = Modules::read(pid)?;
     let Some((libc_path, libc_start)) = modules.find(inject::is_libc).cloned() else {
         bail!(
@@ -125,12 +175,13 @@ pub fn record(
     let libmcount = launch::find_libmcount(inv.args.common.libmcount_path.as_deref())?;
     let settings = settings(inv, notices)?;
     notices.flush();
-    let wait_for = match inv.args.record.duration.as_deref() {
-        Some(t) => Some(Duration::from_nanos(crate::timefmt::parse_time(
-            t, 3, notices,
-        )?)),
-        None => None,
-    };
+    let wait_for = inv
+        .args
+        .record
+        .duration
+        .as_deref()
+        .map(parse_duration)
+        .transpose()?;
 
     let dir = open_target(target)?;
     let opts = settings
@@ -205,7 +256,11 @@ pub fn record(
     let salvaged = record_format::ring::salvage(&rings, &dir);
     record_format::ring::remove_ring_dir(&rings);
     let _ = std::fs::remove_file(&attach_file);
-    let exited = traced?;
+    let (exited, late) = traced?;
+    // The session ran: its recording is finished whatever went wrong after.
+    if let Some(e) = late {
+        notices.warn(format!("{e:#}"));
+    }
     if let Err(e) = salvaged {
         notices.warn(format!(
             "cannot move the trace buffers into the data files: {e}"
@@ -221,7 +276,8 @@ pub fn record(
     Ok(Termination::Stopped)
 }
 
-/// Attaches, waits, detaches; returns whether the process ended meanwhile.
+/// Attaches, waits, detaches; returns whether the process ended meanwhile (or ran another
+/// program), and the error of a detach that failed (the session's data is still good).
 #[allow(clippy::too_many_arguments)]
 fn trace(
     pid: i32,
@@ -232,17 +288,28 @@ fn trace(
     rings: &str,
     dir: &Path,
     settings: &settings::Settings,
-) -> anyhow::Result<bool> {
-    catch_stop_signals();
+) -> anyhow::Result<(bool, Option<anyhow::Error>)> {
+    // Until the detach is done (the replay of `live -p` gets the default actions back).
+    let _signals = super::launch::StopSignals::install(on_stop);
     let pump = super::pump::PumpThread::start(rings, dir, settings.threads, settings.rt_prio)
         .context("cannot start the recorder's writer thread")?;
     let attached = attach(pid, libmcount, attach_file, dlopen, dlerror);
-    let exited = attached.and_then(|()| {
+    let exited = attached.map(|()| {
         let exited = wait(pid, wait_for);
-        if !exited {
-            detach(pid, libmcount)?;
+        // The stop signal that ended the wait asks for the detach; another one gives it up
+        // (while no register is changed).
+        STOP.store(false, Ordering::Relaxed);
+        match exited {
+            true => (true, None),
+            false => match detach(pid, libmcount) {
+                Ok(gone) => (gone, None),
+                Err(_) if ptrace::ended(pid, pid) => (true, None),
+                Err(e) => (
+                    false,
+                    Some(e.context(format!("detaching from process {pid} failed"))),
+                ),
+            },
         }
-        Ok(exited)
     });
     let pumped = pump.stop();
     let exited = exited?;
@@ -250,14 +317,79 @@ fn trace(
     Ok(exited)
 }
 
-/// The thread that makes the calls: the main thread if held, else the first.
-fn caller(stopped: &Stopped) -> i32 {
-    let tids = stopped.tids();
-    if tids.contains(&stopped.pid) {
-        stopped.pid
-    } else {
-        tids[0]
+/// The system calls that the C library's allocator makes holding its arena lock.
+const ALLOCATOR_CALLS: [i64; 6] = [
+    libc::SYS_brk,
+    libc::SYS_mmap,
+    libc::SYS_munmap,
+    libc::SYS_mremap,
+    libc::SYS_mprotect,
+    libc::SYS_madvise,
+];
+
+/// Whether a thread at `rip` (in system call `call`) may run code that takes the C
+/// library's or the loader's locks: it is outside their code (`inside`), or blocked in a
+/// system call that the allocator does not make while holding its lock.
+fn safe_caller(rip: u64, call: Option<u64>, inside: &[(u64, u64)]) -> bool {
+    match call {
+        Some(nr) => !ALLOCATOR_CALLS.contains(&(nr as i64)),
+        None => !inside.iter().any(|&(a, b)| (a..b).contains(&rip)),
     }
+}
+
+/// How many times the threads are let run a little before no thread is found that may make
+/// the calls.
+const CALLER_TRIES: usize = 200;
+
+/// The thread that makes the calls: the main thread if held, else another, at a place where
+/// it holds none of the C library's or the loader's locks (a `dlopen` in a thread stopped in
+/// `malloc` waits for itself); with `libmcount` loaded, also once no thread is inside its
+/// code (a hook half-way through its bookkeeping). The threads are let run a little until so.
+fn caller(stopped: &mut Stopped, libmcount: Option<&Path>) -> anyhow::Result<i32> {
+    for try_ in 0..CALLER_TRIES {
+        let modules = Modules::read(stopped.pid)?;
+        let hooks = libmcount.map_or(Vec::new(), |l| modules.code_of(l));
+        let in_hook = stopped.tids().into_iter().any(|tid| {
+            inject::position(tid)
+                .is_some_and(|(rip, _)| hooks.iter().any(|&(a, b)| (a..b).contains(&rip)))
+        });
+        if in_hook {
+            check_stop()?;
+            stopped.shake()?;
+            continue;
+        }
+        let inside = lock_code(&modules);
+        let mut tids = stopped.tids();
+        if let Some(i) = tids.iter().position(|&t| t == stopped.pid) {
+            tids[..=i].rotate_right(1);
+        }
+        let safe: Vec<i32> = tids
+            .iter()
+            .copied()
+            .filter(|&tid| {
+                inject::position(tid).is_some_and(|(rip, call)| safe_caller(rip, call, &inside))
+            })
+            .collect();
+        // Best when no thread holds such a lock (the call would wait for it); after a while,
+        // any thread that holds none itself.
+        if safe.len() == tids.len() || (try_ >= CALLER_TRIES / 2 && !safe.is_empty()) {
+            return Ok(safe[0]);
+        }
+        check_stop()?;
+        stopped.shake()?;
+    }
+    bail!(
+        "process {}: its threads stay inside the C library, the loader or libmcount: cannot stop them where a call is safe",
+        stopped.pid
+    )
+}
+
+/// Fails if a stop signal came to utrace.
+pub(super) fn check_stop() -> anyhow::Result<()> {
+    if STOP.load(Ordering::Relaxed) {
+        bail!("interrupted");
+    }
+    Ok(())
 }
 
 /// Stops the process, loads libmcount and starts the session.
@@ -270,35 +402,40 @@ fn attach(
 ) -> anyhow::Result<()> {
     let mut stopped = Stopped::stop_all(pid)?;
     let loaded = Modules::read(pid)?.at(libmcount).is_some();
-    if loaded {
-        quiesce(&mut stopped, libmcount)?;
-    }
-    note_avoid(&stopped, attach_file)?;
-    let tid = caller(&stopped);
-    let saved = Saved::take(tid)?;
+    let tid = caller(&mut stopped, loaded.then_some(libmcount))?;
+    let held = Held::take(tid)?;
     let result = load_and_start(
         &mut stopped,
         tid,
-        &saved,
+        held.saved(),
         libmcount,
         attach_file,
         dlopen,
         dlerror,
     );
-    let restored = saved.restore(tid);
+    let restored = held.restore();
     stopped.detach_all();
     result.and(restored)
 }
 
 /// Adds the stopped threads' instruction addresses to the attach file (`env::ATTACH_AVOID`):
-/// patching leaves their functions alone.
-fn note_avoid(stopped: &Stopped, attach_file: &Path) -> anyhow::Result<()> {
+/// patching leaves their functions alone. The calling thread `tid`'s is the one it had
+/// before the calls (`saved`).
+fn note_avoid(
+    stopped: &Stopped,
+    tid: i32,
+    saved: &Saved,
+    attach_file: &Path,
+) -> anyhow::Result<()> {
     use std::io::Write;
     let rips: Vec<String> = stopped
         .tids()
         .into_iter()
-        .filter_map(|tid| Saved::take(tid).ok())
-        .map(|s| format!("{:x}", s.rip()))
+        .filter_map(|t| match t == tid {
+            true => Some(saved.rip()),
+            false => inject::position(t).map(|(rip, _)| rip),
+        })
+        .map(|rip| format!("{rip:x}"))
         .collect();
     let record = env::encode_vars([(env::ATTACH_AVOID, rips.join(",").as_bytes())]);
     std::fs::OpenOptions::new()
@@ -306,6 +443,66 @@ fn note_avoid(stopped: &Stopped, attach_file: &Path) -> anyhow::Result<()> {
         .open(attach_file)
         .and_then(|mut f| f.write_all(&record))
         .with_context(|| format!("cannot write {}", attach_file.display()))
+}
+
+/// Lets the threads other than `tid` run a little until none is inside libmcount's code, and
+/// for a while, until none is at a place where it may hold a lock of the C library or the
+/// loader (`utrace_attach` allocates, and the others stay stopped while it patches).
+fn settle_others(stopped: &mut Stopped, tid: i32, libmcount: &Path) -> anyhow::Result<()> {
+    for try_ in 0..CALLER_TRIES {
+        let modules = Modules::read(stopped.pid)?;
+        let hooks = modules.code_of(libmcount);
+        // Only for a while: a thread that keeps stopping right after a system call (for a
+        // signal it sent to its process) is not known to hold nothing, but likely does not.
+        let inside = match try_ < CALLER_TRIES / 2 {
+            true => lock_code(&modules),
+            false => Vec::new(),
+        };
+        let settled = stopped.tids().into_iter().filter(|&t| t != tid).all(|t| {
+            inject::position(t).is_some_and(|(rip, call)| {
+                safe_caller(rip, call, &inside)
+                    && !hooks.iter().any(|&(a, b)| (a..b).contains(&rip))
+            })
+        });
+        if settled {
+            return Ok(());
+        }
+        if crate::diag::level("uftrace") > 0 {
+            let at: Vec<String> = stopped
+                .tids()
+                .into_iter()
+                .map(|t| format!("{t}: {:x?}", inject::position(t)))
+                .collect();
+            crate::diag::debug(
+                "uftrace",
+                1,
+                format!("attach: threads at {}", at.join(", ")),
+            );
+        }
+        check_stop()?;
+        stopped.release_others(tid);
+        std::thread::sleep(Duration::from_millis(2));
+        stopped.restop_others(tid)?;
+    }
+    bail!(
+        "process {}: its threads stay inside libmcount: cannot stop them where patching is safe",
+        stopped.pid
+    )
+}
+
+/// The code of the C library and the loader in `modules`.
+fn lock_code(modules: &Modules) -> Vec<(u64, u64)> {
+    let mut inside = Vec::new();
+    for (path, _) in [
+        modules.find(inject::is_libc),
+        modules.find(inject::is_loader),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        inside.extend(modules.code_of(path));
+    }
+    inside
 }
 
 fn cstring(path: &Path) -> Vec<u8> {
@@ -329,13 +526,13 @@ fn load_and_start(
         stopped,
         tid,
         saved,
-        dlopen,
+        (dlopen, inject::LOCK_WAIT),
         &[DATA, RTLD_NOW],
         &cstring(libmcount),
     )?;
     if handle == 0 {
         let why = (dlerror != 0)
-            .then(|| inject::call(stopped, tid, saved, dlerror, &[], &[]).ok())
+            .then(|| inject::call(stopped, tid, saved, (dlerror, inject::LOCK_WAIT), &[], &[]).ok())
             .flatten()
             .filter(|&p| p != 0)
             .and_then(|p| inject::read_cstr(tid, p))
@@ -343,6 +540,11 @@ fn load_and_start(
         bail!("cannot load libmcount into process {pid}: {why}");
     }
     let attach = lib_symbol(pid, libmcount, "utrace_attach")?;
+    // The others ran during the dlopen perhaps: none may be inside libmcount or hold the C
+    // library's locks now, and the addresses to avoid are theirs of now.
+    settle_others(stopped, tid, libmcount)?;
+    note_avoid(stopped, tid, saved, attach_file)?;
+    let attach = (attach, inject::PATCH_WAIT);
     let rc = inject::call(stopped, tid, saved, attach, &[DATA], &cstring(attach_file))? as i32;
     if rc < 0 {
         let e = std::io::Error::from_raw_os_error(-rc);
@@ -365,40 +567,28 @@ fn lib_symbol(pid: i32, libmcount: &Path, name: &str) -> anyhow::Result<u64> {
         .with_context(|| format!("no {name} in {}", libmcount.display()))
 }
 
-/// Lets the threads run until none is stopped inside libmcount's code (a hook half-way
-/// through its bookkeeping).
-fn quiesce(stopped: &mut Stopped, libmcount: &Path) -> anyhow::Result<()> {
-    for _ in 0..500 {
-        let code = Modules::read(stopped.pid)?.code_of(libmcount);
-        let inside = stopped.tids().into_iter().any(|tid| {
-            Saved::take(tid).is_ok_and(|s| code.iter().any(|&(a, b)| (a..b).contains(&s.rip())))
-        });
-        if !inside {
-            return Ok(());
-        }
-        stopped.shake()?;
-    }
-    bail!(
-        "process {}: its threads stay inside libmcount: cannot stop them safely",
-        stopped.pid
-    )
-}
-
-/// Stops the process again and ends the session.
-fn detach(pid: i32, libmcount: &Path) -> anyhow::Result<()> {
+/// Stops the process again and ends the session; returns whether there was none to end
+/// any more: the process ended, or ran another program (`exec`, which unmapped libmcount).
+fn detach(pid: i32, libmcount: &Path) -> anyhow::Result<bool> {
     let mut stopped = match Stopped::stop_all(pid) {
         Ok(s) => s,
         // It ended just now.
-        Err(_) if ptrace::ended(pid, pid) => return Ok(()),
+        Err(_) if ptrace::ended(pid, pid) => return Ok(true),
         Err(e) => return Err(e),
     };
-    let result = quiesce(&mut stopped, libmcount).and_then(|()| {
-        let tid = caller(&stopped);
-        let saved = Saved::take(tid)?;
+    if Modules::read(pid)?.at(libmcount).is_none() {
+        crate::diag::warn(format!(
+            "process {pid} ran another program (exec): its recording ends there"
+        ));
+        return Ok(true);
+    }
+    let result = caller(&mut stopped, Some(libmcount)).and_then(|tid| {
         let detach = lib_symbol(pid, libmcount, "utrace_detach")?;
-        let called = inject::call(&mut stopped, tid, &saved, detach, &[], &[]);
-        saved.restore(tid)?;
-        called.map(drop)
+        let held = Held::take(tid)?;
+        let detach = (detach, inject::PATCH_WAIT);
+        let called = inject::call(&mut stopped, tid, held.saved(), detach, &[], &[]);
+        held.restore()?;
+        called.map(|_| false)
     });
     stopped.detach_all();
     result
@@ -457,6 +647,25 @@ fn wait(pid: i32, wait_for: Option<Duration>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_are_checked() {
+        let ok = |t: &str| parse_duration(t).unwrap();
+        assert_eq!(ok("5"), Duration::from_secs(5));
+        assert_eq!(ok("1.5"), Duration::from_millis(1500));
+        assert_eq!(ok("300ms"), Duration::from_millis(300));
+        assert_eq!(ok("2m"), Duration::from_secs(120));
+        assert_eq!(ok("10us"), Duration::from_micros(10));
+        for bad in ["xyz", "", "5x", "ms", "-1"] {
+            assert!(
+                parse_duration(bad)
+                    .unwrap_err()
+                    .to_string()
+                    .starts_with(&format!("invalid --duration: {bad} (")),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn pids_are_checked() {

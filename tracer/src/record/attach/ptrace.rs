@@ -2,21 +2,21 @@
 //! seeing it: `PTRACE_SEIZE` (never `PTRACE_ATTACH`, which sends a `SIGSTOP`) and
 //! `PTRACE_INTERRUPT` for each thread in `/proc/PID/task`, rescanned until no new thread
 //! appears (every thread that could create one is stopped). A signal that arrives meanwhile
-//! stops its thread in a signal-delivery-stop: it is kept and given back when the thread
-//! resumes, never dropped.
+//! stops its thread in a signal-delivery-stop: it is kept (with its `siginfo`) and suppressed
+//! for as long as the thread is traced, and sent again just before the thread is let go, never
+//! dropped and never re-sent while traced (it would only stop the thread again).
 
 use anyhow::{bail, Context};
 use std::collections::BTreeMap;
 
 /// One stopped thread.
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Thread {
-    /// A signal that stopped the thread on its way in, delivered when it resumes.
-    pending: i32,
+    /// The signals that stopped the thread while traced, in order, delivered at the detach.
+    pending: Vec<libc::siginfo_t>,
 }
 
 /// The stopped threads of one process.
-#[derive(Debug)]
 pub struct Stopped {
     pub pid: i32,
     threads: BTreeMap<i32, Thread>,
@@ -183,9 +183,12 @@ impl Stopped {
                     self.threads.remove(&tid);
                     continue;
                 }
-                match wait_stop(tid).context("waiting for a thread to stop failed")? {
+                match self.wait_held(tid)? {
                     Stop::Gone => {
                         self.threads.remove(&tid);
+                        if ended(self.pid, tid) {
+                            self.ended.push(tid);
+                        }
                     }
                     Stop::Event => {}
                     Stop::Signal(sig) => self.keep_signal(tid, sig)?,
@@ -198,12 +201,9 @@ impl Stopped {
         )
     }
 
-    /// A thread stopped for signal `sig` before our interrupt took: keep the signal, and wait
-    /// for the interrupt's stop.
+    /// A thread stopped for signal `sig` before our interrupt took: keep the signal.
     fn keep_signal(&mut self, tid: i32, sig: i32) -> anyhow::Result<()> {
-        if let Some(t) = self.threads.get_mut(&tid) {
-            t.pending = sig;
-        }
+        self.add_pending(tid, sig);
         Ok(())
     }
 
@@ -212,38 +212,30 @@ impl Stopped {
         self.threads.keys().copied().collect()
     }
 
-    /// Keeps signal `sig`, which arrived while `tid` ran for us, for its resumption (one
-    /// signal per thread is kept; a second standard signal of the same kind would have been
-    /// merged by the kernel anyway).
+    /// Keeps signal `sig`, for which `tid` is in a signal-delivery-stop now, with its
+    /// `siginfo`: the thread goes on without it and gets it when let go.
     pub fn add_pending(&mut self, tid: i32, sig: i32) {
         if let Some(t) = self.threads.get_mut(&tid) {
-            if t.pending == 0 {
-                t.pending = sig;
-            } else {
-                // SAFETY: tgkill takes no pointers; the thread is ours and stopped.
-                unsafe { libc::syscall(libc::SYS_tgkill, self.pid, tid, sig) };
-            }
+            t.pending.push(siginfo(tid, sig));
         }
     }
 
     /// Lets every thread run a little and stops them again (with the threads created
     /// meanwhile): for when one was stopped inside code that must not be interrupted.
     pub fn shake(&mut self) -> anyhow::Result<()> {
-        for (&tid, t) in self.threads.iter_mut() {
-            let _ = ptrace(libc::PTRACE_CONT, tid, 0, t.pending as usize);
-            t.pending = 0;
+        for &tid in self.threads.keys() {
+            let _ = ptrace(libc::PTRACE_CONT, tid, 0, 0);
         }
         std::thread::sleep(std::time::Duration::from_millis(2));
         let tids = self.tids();
         self.interrupt(tids)
     }
 
-    /// Lets every thread but `except` run (with the signals they were about to receive): a
-    /// call in `except` waits for a lock one of them holds.
+    /// Lets every thread but `except` run (the signals kept stay kept): a call in `except`
+    /// waits for a lock one of them holds.
     pub fn release_others(&mut self, except: i32) {
-        for (&tid, t) in self.threads.iter_mut().filter(|(&t, _)| t != except) {
-            let _ = ptrace(libc::PTRACE_CONT, tid, 0, t.pending as usize);
-            t.pending = 0;
+        for &tid in self.threads.keys().filter(|&&t| t != except) {
+            let _ = ptrace(libc::PTRACE_CONT, tid, 0, 0);
         }
     }
 
@@ -261,9 +253,12 @@ impl Stopped {
                 self.threads.remove(&tid);
                 continue;
             }
-            match wait_stop(tid)? {
+            match self.wait_held(tid)? {
                 Stop::Gone => {
                     self.threads.remove(&tid);
+                    if ended(self.pid, tid) {
+                        self.ended.push(tid);
+                    }
                 }
                 Stop::Event => {}
                 Stop::Signal(sig) => self.keep_signal(tid, sig)?,
@@ -272,11 +267,88 @@ impl Stopped {
         self.stop_new()
     }
 
-    /// Lets every thread go, each with the signal it was about to receive.
-    pub fn detach_all(self) {
-        for (tid, t) in self.threads {
-            let _ = ptrace(libc::PTRACE_DETACH, tid, 0, t.pending as usize);
+    /// Waits for the stop that the interrupt of `tid` asked for, before any of its registers
+    /// is changed: gives up (every thread is let go when `self` is dropped) on a stop signal to
+    /// utrace or after [`STOP_WAIT`] (a thread in an uninterruptible sleep); a thread that
+    /// ended meanwhile (a main thread's `pthread_exit`) is `Gone`.
+    fn wait_held(&self, tid: i32) -> anyhow::Result<Stop> {
+        let start = std::time::Instant::now();
+        loop {
+            let slice = Some(std::time::Duration::from_millis(20));
+            if let Some(stop) =
+                wait_stop_for(tid, slice).context("waiting for a thread to stop failed")?
+            {
+                return Ok(stop);
+            }
+            if ended(self.pid, tid) {
+                return Ok(Stop::Gone);
+            }
+            super::check_stop()?;
+            if start.elapsed() >= STOP_WAIT {
+                bail!(
+                    "process {}: thread {tid} does not stop (blocked in the kernel?): attach given up",
+                    self.pid
+                );
+            }
         }
+    }
+
+    /// Lets every thread go, each with the signals it was about to receive: they are sent
+    /// again while it is still stopped, and taken once it runs untraced.
+    pub fn detach_all(self) {
+        drop(self);
+    }
+}
+
+/// How long a thread may take to stop for an interrupt.
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        for (tid, t) in std::mem::take(&mut self.threads) {
+            for info in &t.pending {
+                resend(self.pid, tid, info);
+            }
+            let _ = ptrace(libc::PTRACE_DETACH, tid, 0, 0);
+        }
+    }
+}
+
+/// The `siginfo` of the signal-delivery-stop `tid` is in (a bare one for `sig` if unreadable).
+fn siginfo(tid: i32, sig: i32) -> libc::siginfo_t {
+    // SAFETY: plain data; all-zero is valid.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    if ptrace(libc::PTRACE_GETSIGINFO, tid, 0, &raw mut info as usize).is_err()
+        || info.si_signo != sig
+    {
+        // SAFETY: as above.
+        info = unsafe { std::mem::zeroed() };
+        info.si_signo = sig;
+        info.si_code = libc::SI_TKILL;
+    }
+    info
+}
+
+/// Sends `info`'s signal to thread `tid` of `pid` again: with its `siginfo` where the kernel
+/// lets another process forge it (negative codes: `sigqueue`, timers, ...), else as `tgkill`
+/// (the sender's pid and uid become utrace's).
+fn resend(pid: i32, tid: i32, info: &libc::siginfo_t) {
+    let mut copy = *info;
+    // SAFETY: `copy` is a valid siginfo for the call's duration.
+    let queued = info.si_code < 0
+        && info.si_code != libc::SI_TKILL
+        && unsafe {
+            libc::syscall(
+                libc::SYS_rt_tgsigqueueinfo,
+                pid,
+                tid,
+                info.si_signo,
+                &raw mut copy,
+            )
+        } == 0;
+    if !queued {
+        // SAFETY: tgkill takes no pointers.
+        unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, info.si_signo) };
     }
 }
 
