@@ -383,15 +383,10 @@ int main(void)
     assert_replays(&d, &["snprintf", "usleep"]);
 }
 
-/// Signals that arrive while the process is stopped (4000 queued real-time signals, one every
-/// 0.5 ms, over three attaches) are all delivered.
-#[test]
-fn signals_sent_meanwhile_are_delivered() {
-    let tmp = tempfile::tempdir().unwrap();
-    let prog = build("attach_signals", tmp.path(), &[]);
-    let run = Running::start(&prog, &[], tmp.path(), "signals");
-    for i in 0..3 {
-        let d = tmp.path().join(format!("d{i}"));
+/// Attaches to `run` `n` times for 300 ms, recording into `dir`/d0, d1...
+fn attach_times(run: &Running, dir: &Path, n: usize) {
+    for i in 0..n {
+        let d = dir.join(format!("d{i}"));
         let rec = utrace_pid(
             "record",
             &run.pid(),
@@ -399,6 +394,16 @@ fn signals_sent_meanwhile_are_delivered() {
         );
         rec.assert_success();
     }
+}
+
+/// Signals that arrive while the process is stopped (4000 queued real-time signals, one every
+/// 0.5 ms, over three attaches) are all delivered.
+#[test]
+fn signals_sent_meanwhile_are_delivered() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = build("attach_signals", tmp.path(), &[]);
+    let run = Running::start(&prog, &[], tmp.path(), "signals");
+    attach_times(&run, tmp.path(), 3);
     let (status, out, err) = run.finish();
     assert!(status.success(), "{status}");
     assert_eq!(err, "");
@@ -422,15 +427,7 @@ fn timer_signals_during_the_calls() {
     let tmp = tempfile::tempdir().unwrap();
     let prog = build("attach_timer", tmp.path(), &[]);
     let run = Running::start(&prog, &[], tmp.path(), "timer");
-    for i in 0..2 {
-        let d = tmp.path().join(format!("d{i}"));
-        let rec = utrace_pid(
-            "record",
-            &run.pid(),
-            &["--duration=300ms", "-d", d.to_str().unwrap()],
-        );
-        rec.assert_success();
-    }
+    attach_times(&run, tmp.path(), 2);
     let (status, out, err) = run.finish();
     assert!(status.success(), "{status}");
     assert_eq!(err, "");

@@ -179,20 +179,7 @@ impl Stopped {
                     Err(e) => return Err(super::errors::seize_error(self.pid, e)),
                 }
                 self.threads.insert(tid, Thread::default());
-                if ptrace(libc::PTRACE_INTERRUPT, tid, 0, 0).is_err() {
-                    self.threads.remove(&tid);
-                    continue;
-                }
-                match self.wait_held(tid)? {
-                    Stop::Gone => {
-                        self.threads.remove(&tid);
-                        if ended(self.pid, tid) {
-                            self.ended.push(tid);
-                        }
-                    }
-                    Stop::Event => {}
-                    Stop::Signal(sig) => self.keep_signal(tid, sig)?,
-                }
+                self.interrupt_one(tid)?;
             }
         }
         bail!(
@@ -249,22 +236,28 @@ impl Stopped {
     /// threads created meanwhile.
     fn interrupt(&mut self, tids: Vec<i32>) -> anyhow::Result<()> {
         for tid in tids {
-            if ptrace(libc::PTRACE_INTERRUPT, tid, 0, 0).is_err() {
-                self.threads.remove(&tid);
-                continue;
-            }
-            match self.wait_held(tid)? {
-                Stop::Gone => {
-                    self.threads.remove(&tid);
-                    if ended(self.pid, tid) {
-                        self.ended.push(tid);
-                    }
-                }
-                Stop::Event => {}
-                Stop::Signal(sig) => self.keep_signal(tid, sig)?,
-            }
+            self.interrupt_one(tid)?;
         }
         self.stop_new()
+    }
+
+    /// Stops the running thread `tid` (held from now on), or forgets it when it is gone.
+    fn interrupt_one(&mut self, tid: i32) -> anyhow::Result<()> {
+        if ptrace(libc::PTRACE_INTERRUPT, tid, 0, 0).is_err() {
+            self.threads.remove(&tid);
+            return Ok(());
+        }
+        match self.wait_held(tid)? {
+            Stop::Gone => {
+                self.threads.remove(&tid);
+                if ended(self.pid, tid) {
+                    self.ended.push(tid);
+                }
+            }
+            Stop::Event => {}
+            Stop::Signal(sig) => self.keep_signal(tid, sig)?,
+        }
+        Ok(())
     }
 
     /// Waits for the stop that the interrupt of `tid` asked for, before any of its registers
