@@ -45,11 +45,11 @@ use core::arch::naked_asm;
 use core::mem::{offset_of, size_of};
 use layout::{off, ENTRY_SIZE, EXIT_SIZE, XMM};
 
-pub mod dynamic;
 #[macro_use]
 mod layout;
 #[macro_use]
 mod runs;
+pub mod dynamic;
 
 /// One entry trampoline; `$parent_loc` leaves the return-slot address in `rdi` (rbp = the
 /// trampoline's own frame).
