@@ -18,23 +18,14 @@ use std::time::{Duration, Instant};
 #[test]
 fn a_thread_that_does_not_stop_gives_the_attach_up() {
     let tmp = tempfile::tempdir().unwrap();
-    let src = tmp.path().join("vfork.c");
-    std::fs::write(
-        &src,
+    let exe = build_source(
+        tmp.path(),
+        "vfork",
         "#include <stdio.h>\n#include <unistd.h>\nint main(void){\n\
          printf(\"tick 2 \\n\"); fflush(stdout);\n\
          if (vfork() == 0) { sleep(12); _exit(0); }\n\
          printf(\"after\\n\"); return 0; }\n",
-    )
-    .unwrap();
-    let exe = tmp.path().join("vfork");
-    let built = Command::new("gcc")
-        .args(["-O2", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .status()
-        .unwrap();
-    assert!(built.success());
+    );
     let run = Running::start(&exe, &[], tmp.path(), "vfork");
     // In the vfork: its child exists.
     let children = format!("/proc/{0}/task/{0}/children", run.pid());
@@ -116,23 +107,14 @@ fn a_refused_attach_leaves_the_data_directory_alone() {
 #[test]
 fn an_exec_during_the_session_ends_its_recording() {
     let tmp = tempfile::tempdir().unwrap();
-    let src = tmp.path().join("exec.c");
-    std::fs::write(
-        &src,
+    let exe = build_source(
+        tmp.path(),
+        "exec",
         "#include <stdio.h>\n#include <time.h>\n#include <unistd.h>\nint main(void){\n\
          for (int i = 0; i < 12; i++) { struct timespec ts = { 0, 100000000 };\n\
          printf(\"tick %d \\n\", i); fflush(stdout); nanosleep(&ts, 0); }\n\
          execl(\"/bin/sleep\", \"sleep\", \"4\", (char *)0); return 1; }\n",
-    )
-    .unwrap();
-    let exe = tmp.path().join("exec");
-    let built = Command::new("gcc")
-        .args(["-O2", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .status()
-        .unwrap();
-    assert!(built.success());
+    );
     let run = Running::start(&exe, &[], tmp.path(), "exec");
     let d = tmp.path().join("d");
     let out = utrace_pid(
@@ -218,4 +200,19 @@ fn root_refused_by_another_users_process_leaves_its_stderr_alone() {
     assert!(!out.status.success(), "{out}");
     assert_eq!(out.stderr.matches("ERROR").count(), 1, "{out}");
     assert_unharmed(run.finish(), &clean.join().unwrap());
+}
+
+/// `CODE` built with `gcc -O2` as `DIR/NAME`.
+fn build_source(dir: &Path, name: &str, code: &str) -> std::path::PathBuf {
+    let src = dir.join(format!("{name}.c"));
+    std::fs::write(&src, code).unwrap();
+    let exe = dir.join(name);
+    let built = Command::new("gcc")
+        .args(["-O2", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(built.success(), "gcc failed for {name}");
+    exe
 }
