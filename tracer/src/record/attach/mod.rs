@@ -353,12 +353,15 @@ fn caller(stopped: &mut Stopped, libmcount: Option<&Path>) -> anyhow::Result<i32
             inject::position(tid)
                 .is_some_and(|(rip, _)| hooks.iter().any(|&(a, b)| (a..b).contains(&rip)))
         });
+        let inside = lock_code(&modules);
         if in_hook {
             check_stop()?;
-            stopped.shake()?;
+            match try_ % 2 {
+                0 => step_out(stopped, &stopped.tids(), &hooks, &inside)?,
+                _ => stopped.shake()?,
+            }
             continue;
         }
-        let inside = lock_code(&modules);
         let mut tids = stopped.tids();
         if let Some(i) = tids.iter().position(|&t| t == stopped.pid) {
             tids[..=i].rotate_right(1);
@@ -376,12 +379,38 @@ fn caller(stopped: &mut Stopped, libmcount: Option<&Path>) -> anyhow::Result<i32
             return Ok(safe[0]);
         }
         check_stop()?;
-        stopped.shake()?;
+        if try_ % 2 == 0 {
+            step_out(stopped, &tids, &hooks, &inside)?;
+        } else {
+            stopped.shake()?;
+        }
     }
     bail!(
         "process {}: its threads stay inside the C library, the loader or libmcount: cannot stop them where a call is safe",
         stopped.pid
     )
+}
+
+/// Single-steps each of `tids` that is running user code inside `hooks` or `inside` until it
+/// is out of them (see [`Stopped::step_out`]).
+fn step_out(
+    stopped: &mut Stopped,
+    tids: &[i32],
+    hooks: &[(u64, u64)],
+    inside: &[(u64, u64)],
+) -> anyhow::Result<()> {
+    let within = |rip: u64| {
+        hooks
+            .iter()
+            .chain(inside)
+            .any(|&(a, b)| (a..b).contains(&rip))
+    };
+    for &tid in tids {
+        if inject::position(tid).is_some_and(|(rip, call)| call.is_none() && within(rip)) {
+            stopped.step_out(tid, |rip| !within(rip))?;
+        }
+    }
+    Ok(())
 }
 
 /// Fails if a stop signal came to utrace.
@@ -480,6 +509,11 @@ fn settle_others(stopped: &mut Stopped, tid: i32, libmcount: &Path) -> anyhow::R
             );
         }
         check_stop()?;
+        let others: Vec<i32> = stopped.tids().into_iter().filter(|&t| t != tid).collect();
+        if try_ % 2 == 0 {
+            step_out(stopped, &others, &hooks, &inside)?;
+            continue;
+        }
         stopped.release_others(tid);
         std::thread::sleep(Duration::from_millis(2));
         stopped.restop_others(tid)?;

@@ -218,6 +218,60 @@ impl Stopped {
         self.interrupt(tids)
     }
 
+    /// Single-steps the held thread `tid` until `done(rip)` holds at its instruction pointer,
+    /// for at most [`STEP_TIME`]: brings a thread stopped inside code that must not be
+    /// interrupted (a hook, a function holding a lock) out of it at once, where letting every
+    /// thread run a little and stopping them again may take many tries on a loaded machine.
+    /// Signals that arrive meanwhile are kept. Returns whether it got there; a step that
+    /// blocks (a system call that waits) is interrupted and the thread stays held where it is.
+    pub fn step_out(&mut self, tid: i32, done: impl Fn(u64) -> bool) -> anyhow::Result<bool> {
+        let start = std::time::Instant::now();
+        while start.elapsed() < STEP_TIME {
+            if ptrace(libc::PTRACE_SINGLESTEP, tid, 0, 0).is_err() {
+                return Ok(false);
+            }
+            let slice = Some(std::time::Duration::from_millis(20));
+            match wait_stop_for(tid, slice).context("waiting for a thread to step failed")? {
+                None => return self.stop_stepping(tid).map(|()| false),
+                Some(Stop::Gone) => {
+                    self.threads.remove(&tid);
+                    return Ok(true);
+                }
+                Some(Stop::Signal(sig)) if sig != libc::SIGTRAP || !step_trap(tid) => {
+                    self.add_pending(tid, sig)
+                }
+                Some(_) => {}
+            }
+            match super::inject::position(tid) {
+                Some((rip, None)) if done(rip) => return Ok(true),
+                _ => {}
+            }
+        }
+        Ok(false)
+    }
+
+    /// Stops `tid` again after a single step that did not end in time (it waits in a system
+    /// call): interrupts it, letting the step's own trap pass if it comes first.
+    fn stop_stepping(&mut self, tid: i32) -> anyhow::Result<()> {
+        let _ = ptrace(libc::PTRACE_INTERRUPT, tid, 0, 0);
+        loop {
+            match self.wait_held(tid)? {
+                Stop::Event => return Ok(()),
+                Stop::Gone => {
+                    self.threads.remove(&tid);
+                    return Ok(());
+                }
+                Stop::Signal(sig) => {
+                    if sig != libc::SIGTRAP || !step_trap(tid) {
+                        self.add_pending(tid, sig);
+                    }
+                    // The interrupt is still pending: the thread stops again at once.
+                    let _ = ptrace(libc::PTRACE_CONT, tid, 0, 0);
+                }
+            }
+        }
+    }
+
     /// Lets every thread but `except` run (the signals kept stay kept): a call in `except`
     /// waits for a lock one of them holds.
     pub fn release_others(&mut self, except: i32) {
@@ -291,6 +345,15 @@ impl Stopped {
     pub fn detach_all(self) {
         drop(self);
     }
+}
+
+/// How long [`Stopped::step_out`] single-steps one thread at most.
+const STEP_TIME: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// Whether the `SIGTRAP` that `tid` is stopped for is the kernel's trap after a single step
+/// (not one the process was sent, which is kept).
+fn step_trap(tid: i32) -> bool {
+    siginfo(tid, libc::SIGTRAP).si_code > 0
 }
 
 /// How long a thread may take to stop for an interrupt.
