@@ -107,7 +107,7 @@ pub fn config() -> Option<Config> {
         window: WINDOW.load(Ordering::Relaxed),
         max_stack: MAX_STACK.load(Ordering::Relaxed),
         depth: DEPTH.load(Ordering::Relaxed),
-        slow: filter::get().is_some()
+        slow: (filter::get().is_some() && !filter::time_only())
             || SLOW_PATH.load(Ordering::Relaxed)
             || WATCH_CPU.load(Ordering::Relaxed),
     })

@@ -25,7 +25,7 @@ use record_format::demangle::{demangle, Demangle};
 use record_format::maps::MapEntry;
 use record_format::pattern::{MatchType, NameMatcher};
 use record_format::trigger::{parse_trigger, Actions};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 /// The filters set the `NORECORD` … `FINISH` bits of the table.
@@ -64,6 +64,19 @@ pub struct Filters {
 }
 
 static FILTERS: OnceLock<Filters> = OnceLock::new();
+
+/// `-t` in nanoseconds when it is the only record-time filter (no triggers, `-Z`,
+/// `--trace=off` or signal triggers), else 0. Then the sessions stay on the trampolines' fast
+/// paths (`config::Config::slow`), which apply it themselves: an entry pushes a `PENDING`
+/// frame and counts it in `FilterState::recorded`, the exit of a call shorter than this only
+/// pops it; everything else goes to the Rust handlers.
+pub static FAST_THRESHOLD: AtomicU64 = AtomicU64::new(0);
+
+/// Whether `-t` is the only record-time filter (see [`FAST_THRESHOLD`]).
+#[inline]
+pub fn time_only() -> bool {
+    FAST_THRESHOLD.load(Ordering::Relaxed) != 0
+}
 
 /// The session's filters, if any are active.
 #[inline]
@@ -287,6 +300,9 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
     }
     if set.start_off {
         TRACING.store(OFF, Ordering::Relaxed);
+    }
+    if set.triggers.is_empty() && set.size == 0 && !set.start_off && !set.signals {
+        FAST_THRESHOLD.store(set.threshold, Ordering::Relaxed);
     }
     let _ = FILTERS.set(Filters {
         has_in: specs.iter().any(|s| s.actions.filter),

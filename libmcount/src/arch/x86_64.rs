@@ -40,7 +40,7 @@
 //! several trampolines share in `runs`, one macro per run.
 
 use crate::cpu::{EntryRegs, ExitRegs};
-use crate::entry::{cyg_enter_slow, cyg_exit_slow, mcount_entry, mcount_exit};
+use crate::entry::{mcount_entry, mcount_exit};
 use core::arch::naked_asm;
 use core::mem::{offset_of, size_of};
 use layout::{off, ENTRY_SIZE, EXIT_SIZE, XMM};
@@ -49,7 +49,9 @@ use layout::{off, ENTRY_SIZE, EXIT_SIZE, XMM};
 mod layout;
 #[macro_use]
 mod runs;
+mod cyg;
 pub mod dynamic;
+pub use cyg::{__cyg_profile_func_enter, __cyg_profile_func_exit};
 
 /// One entry trampoline; `$parent_loc` leaves the return-slot address in `rdi` (rbp = the
 /// trampoline's own frame).
@@ -111,6 +113,8 @@ macro_rules! entry_trampoline {
                     "jne 4f",
                     "mov r11, [r11 + 8]",
                     "6:",
+                    "cmp qword ptr [rip + {fast_time}], 0",
+                    "jne 20f",
                     "mov rdx, [rdi]",
                     "mov [rcx + {f_parent_loc}], rdi",
                     "mov [rcx + {f_parent_ip}], rdx",
@@ -132,6 +136,32 @@ macro_rules! entry_trampoline {
                     "add rdx, 16",
                     "8:",
                     publish!("rsi", "rdx", "r11"),
+                    "inc qword ptr [rsi + {len}]",
+                    "lea rax, [rip + {tramp}]",
+                    "mov [rdi], rax",
+                    "mov dword ptr [rsi + {block}], 0",
+                    pop_scratch!(),
+                    "pop rbp",
+                    "ret",
+                    // `-t` alone (`filter::FAST_THRESHOLD`): the ENTRY waits in a `PENDING`
+                    // frame at the depth `FilterState::recorded`, which counts it; no record.
+                    // Arguments, or a call past `-D`, go to the Rust handler.
+                    "20:",
+                    "test r11, r11",
+                    "jnz 4f",
+                    "mov edx, [rsi + {recorded}]",
+                    "cmp edx, [rsi + {filt_depth}]",
+                    "jae 4f",
+                    "mov [rcx + {f_parent_loc}], rdi",
+                    "mov r11, [rdi]",
+                    "mov [rcx + {f_parent_ip}], r11",
+                    "mov r11, [rbp + 8]",
+                    "mov [rcx + {f_child_ip}], r11",
+                    "mov [rcx + {f_depth}], edx",
+                    "mov dword ptr [rcx + {f_flags}], {pending}",
+                    "mov [rcx + {f_start}], r8",
+                    "inc edx",
+                    "mov [rsi + {recorded}], edx",
                     "inc qword ptr [rsi + {len}]",
                     "lea rax, [rip + {tramp}]",
                     "mov [rdi], rax",
@@ -268,6 +298,8 @@ pub unsafe extern "C" fn exit_trampoline() {
             // return value that is the 8 bytes of rax or xmm0 (`args::RET_INT`/`RET_FP`). The
             // record's size and payload wait in the red zone below the popped slot.
             "movzx eax, word ptr [rcx + {f_flags}]",
+            "cmp qword ptr [rip + {fast_time}], 0",
+            "jne 20f",
             "test eax, eax",
             "jnz 7f",
             "mov qword ptr [rsp - 24], 16",
@@ -299,6 +331,25 @@ pub unsafe extern "C" fn exit_trampoline() {
             "mov rax, r10",
             "mov rdx, r11",
             // Back through the slot: a `ret` (measured faster here than `jmp rcx`).
+            "mov [rdi], rcx",
+            "sub rsp, 8",
+            "ret",
+            // `-t` alone: a `PENDING` frame of a call shorter than the threshold pops without
+            // a record. Any other frame goes to the Rust handler (a long call writes its
+            // callers' pending entries; a frame whose ENTRY was written uncounts itself).
+            "20:",
+            "cmp eax, {pending}",
+            "jne 4f",
+            tsc_to_ns!("rsi"),
+            "sub r8, [rcx + {f_start}]",
+            "cmp r8, [rip + {fast_time}]",
+            "jae 4f",
+            "dec dword ptr [rsi + {recorded}]",
+            "mov rcx, [rcx + {f_parent_ip}]",
+            "dec qword ptr [rsi + {len}]",
+            "mov dword ptr [rsi + {block}], 0",
+            "mov rax, r10",
+            "mov rdx, r11",
             "mov [rdi], rcx",
             "sub rsp, 8",
             "ret",
@@ -410,102 +461,6 @@ pub unsafe extern "C" fn test_pop_st0() -> u32 {
 #[unsafe(naked)]
 pub extern "C" fn test_x87_exceptions() -> u32 {
     naked_asm!("fnstsw ax", "and eax, 0x3f", "ret")
-}
-
-/// `-finstrument-functions` entry hook: `(this_fn, call_site)` in `rdi`/`rsi`. A normal C
-/// call, so every scratch register is free; the fast path (as in the mcount trampolines, with
-/// no `-finstrument-functions` overflow pending) keeps `rdi`/`rsi` for the Rust handler.
-///
-/// # Safety
-/// Called by instrumented code only.
-#[unsafe(naked)]
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __cyg_profile_func_enter() {
-    hook_asm!(
-        [
-            "endbr64",
-            read_tsc!(),
-            take_thread!("rcx", "2"),
-            "cmp byte ptr [rip + {state}], {on}",
-            "jne 4f",
-            "cmp qword ptr [rcx + {overflow}], 0",
-            "jne 4f",
-            "mov rax, [rcx + {len}]",
-            "cmp rax, [rcx + {fast_depth}]",
-            "jae 4f",
-            check_room!("rcx", "rdx", "16"),
-            tsc_to_ns!("rcx"),
-            frame_at!("r9", "rax", "rcx"),
-            "mov qword ptr [r9 + {f_parent_loc}], 0",
-            "mov [r9 + {f_parent_ip}], rsi",
-            "mov [r9 + {f_child_ip}], rdi",
-            "mov [r9 + {f_depth}], eax",
-            "mov dword ptr [r9 + {f_flags}], 0",
-            "mov [r9 + {f_start}], r8",
-            "mov r10, rdi",
-            "shl r10, 16",
-            header_bits!("r11d", "rax", "r11", "{entry_bits}"),
-            "or r10, rax",
-            "mov rdx, [rcx + {cursor}]",
-            "mov [rdx], r8",
-            "mov [rdx + 8], r10",
-            "add rdx, 16",
-            publish!("rcx", "rdx", "r11"),
-            "inc qword ptr [rcx + {len}]",
-            "mov dword ptr [rcx + {block}], 0",
-            "ret",
-            to_slow_path!("rcx", "2"),
-            "jmp {slow}"
-        ],
-        slow = sym cyg_enter_slow
-    )
-}
-
-/// `-finstrument-functions` exit hook: `(this_fn, call_site)`. Fast path when the innermost
-/// frame is this function's (pushed by the entry hook, not hijacked) and no overflow is
-/// pending.
-///
-/// # Safety
-/// Called by instrumented code only.
-#[unsafe(naked)]
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __cyg_profile_func_exit() {
-    hook_asm!(
-        [
-            "endbr64",
-            read_tsc!(),
-            take_thread!("rcx", "2"),
-            "cmp qword ptr [rcx + {overflow}], 0",
-            "jne 4f",
-            "mov rax, [rcx + {len}]",
-            "test rax, rax",
-            "jz 4f",
-            frame_at!("r9", "rax", "rcx"),
-            "sub r9, {f_size}",
-            "cmp qword ptr [r9 + {f_parent_loc}], 0",
-            "jne 4f",
-            "cmp [r9 + {f_child_ip}], rdi",
-            "jne 4f",
-            check_room!("rcx", "rdx", "16"),
-            tsc_to_ns!("rcx"),
-            "mov r10, rdi",
-            "shl r10, 16",
-            "mov eax, [r9 + {f_depth}]",
-            header_bits!("r11d", "eax", "r11d", "{exit_bits}"),
-            "or r10, rax",
-            "mov rdx, [rcx + {cursor}]",
-            "mov [rdx], r8",
-            "mov [rdx + 8], r10",
-            "add rdx, 16",
-            publish!("rcx", "rdx", "r11"),
-            "dec qword ptr [rcx + {len}]",
-            "mov dword ptr [rcx + {block}], 0",
-            "ret",
-            to_slow_path!("rcx", "2"),
-            "jmp {slow}"
-        ],
-        slow = sym cyg_exit_slow
-    )
 }
 
 /// A thunk for a function that starts or resumes unwinding: call `$prepare(caller's sp)`
@@ -645,6 +600,9 @@ pub unsafe extern "C" fn plt_hook() {
             "push qword ptr [rax + {s_entry}]",
             take_thread!("rsi", "3"),
             "cmp byte ptr [rip + {state}], {on}",
+            "jne 4f",
+            // `-t`: library calls take the Rust handler.
+            "cmp qword ptr [rip + {fast_time}], 0",
             "jne 4f",
             "mov rax, [rsi + {len}]",
             "cmp rax, [rsi + {fast_depth}]",

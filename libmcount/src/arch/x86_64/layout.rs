@@ -37,6 +37,8 @@ pub(super) mod off {
     pub const NS_BASE: usize = offset_of!(ThreadState, clock.ns_base);
     pub const MULT: usize = offset_of!(ThreadState, clock.mult);
     pub const TSC_MAX: usize = offset_of!(ThreadState, clock.tsc_max);
+    pub const RECORDED: usize = offset_of!(ThreadState, filt.recorded);
+    pub const FILT_DEPTH: usize = offset_of!(ThreadState, filt.depth);
     pub const F_SIZE: usize = size_of::<Frame>();
     pub const F_PARENT_LOC: usize = offset_of!(Frame, parent_loc);
     pub const F_PARENT_IP: usize = offset_of!(Frame, parent_ip);
@@ -57,6 +59,8 @@ pub(super) mod off {
         assert!(F_FLAGS == F_DEPTH + 4 && F_START >= F_FLAGS + 4);
         assert!(ENTRY_BITS < 64 && EXIT_BITS < 64);
         assert!(crate::thread::block::GUARD == 1);
+        // `recorded` and `depth` are read and written as 32-bit words.
+        assert!(size_of::<crate::filter::FilterState>() >= 20);
     };
 }
 
@@ -73,7 +77,7 @@ macro_rules! hook_asm {
                 "{tsc_base} {ns_base} {mult} {tsc_max} {f_size} {f_parent_loc} {f_parent_ip} ",
                 "{f_child_ip} {f_depth} {f_flags} {f_start} {entry_bits} {exit_bits} {max_depth} ",
                 "{more} {state} {on} {tramp} {size} {rdi} {rsi} {rdx} {rcx} {r8} {r9} {rax} {r10} ",
-                "{r11} {xmm} */"
+                "{r11} {xmm} {recorded} {filt_depth} {fast_time} {pending} */"
             ),
             $($($operand)+,)?
             block = const off::BLOCK,
@@ -114,6 +118,10 @@ macro_rules! hook_asm {
             r10 = const offset_of!(EntryRegs, r10),
             r11 = const offset_of!(EntryRegs, r11),
             xmm = const XMM,
+            recorded = const off::RECORDED,
+            filt_depth = const off::FILT_DEPTH,
+            fast_time = sym crate::filter::FAST_THRESHOLD,
+            pending = const crate::frame_flags::PENDING,
         )
     };
 }
