@@ -2,24 +2,25 @@
 # Side-by-side benchmark of `uftrace record` and `utrace record`: the cost each tracer adds to
 # one traced call, on a call-heavy program (bench/fib.c; fib 30 makes 2,692,537 calls).
 #
-# For each build mode (-pg, -pg -mfentry, -finstrument-functions) it takes the best wall time
-# of $RUNS runs of
+# For each build mode (-pg, -pg -mfentry, -finstrument-functions) it runs, $RUNS times each and
+# interleaved (so that the machine's load falls on all of them alike),
 #   - the program alone, with n=1 and n=$FIB_N,
 #   - each tracer recording it, with n=1 (start-up and finish) and n=$FIB_N,
-# and prints, per tracer, the added cost per call:
+# and prints, per tracer, the median wall time of the n=$FIB_N runs with their spread
+# (fastest-slowest) and the added cost per call:
 #   ns/call = ((T_tracer(N) - T_tracer(1)) - (T_plain(N) - T_plain(1))) / calls
-# and the ratio uftrace/utrace (how many times cheaper utrace is). The best of several runs is
-# used because the machine is shared: noise only ever adds time. Both tracers write their data
-# directory on the same file system ($TMPDIR) and run with --no-libcall (fib makes no library
-# calls in its hot path). The call count comes from the data utrace recorded (32 bytes per
-# call); the script checks that uftrace recorded the same number.
+# from the medians (in parentheses: the same from the fastest and the slowest T_tracer(N)), and
+# the ratio uftrace/utrace of the medians (how many times cheaper utrace is). Both tracers
+# write their data directory on the same file system ($TMPDIR) and run with --no-libcall (fib
+# makes no library calls in its hot path). The call count comes from fib's arithmetic; the
+# script checks that both tracers wrote the same number of bytes of records.
 #
 # With WORKLOAD=libcall the program is bench/libcall.c instead: one traced function calling
 # strlen through the PLT $LIBCALL_N times, recorded with library-call hooks on, so that the
 # cost per call is that of the PLT hook.
 #
 # Environment: UTRACE (utrace binary; default target/release/utrace, built if missing),
-# UFTRACE (default uftrace), RUNS (default 7), FIB_N (default 30), MODES (default "pg fentry cyg"),
+# UFTRACE (default uftrace), RUNS (default 9), FIB_N (default 30), MODES (default "pg fentry cyg"),
 # EXTRA (extra options for both tracers, e.g. "-t 1us" or "-A fib@arg1 -R fib@retval"),
 # WORKLOAD (fib or libcall), LIBCALL_N (default 2000000).
 set -euo pipefail
@@ -28,7 +29,7 @@ shopt -s inherit_errexit
 orig_pwd=$PWD
 cd "$(dirname "$0")/.."
 
-RUNS=${RUNS:-7}
+RUNS=${RUNS:-9}
 FIB_N=${FIB_N:-30}
 WORKLOAD=${WORKLOAD:-fib}
 LIBCALL_N=${LIBCALL_N:-2000000}
@@ -50,18 +51,19 @@ command -v gcc >/dev/null || die "gcc not found"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/utrace-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-# Best wall time in nanoseconds of RUNS runs of "$@" (data directory removed before each run).
-best() {
-	local best=0 i start end t
-	for ((i = 0; i < RUNS; i++)); do
-		rm -rf "$tmp/data" "$tmp/data.old"
-		start=$(date +%s%N)
-		"$@" >/dev/null 2>"$tmp/err" || die "failed (exit $?): $* ($(head -c 300 "$tmp/err"))"
-		end=$(date +%s%N)
-		t=$((end - start))
-		((best == 0 || t < best)) && best=$t
-	done
-	echo "$best"
+# Wall time in nanoseconds of one run of "$@" (data directory removed first).
+wall() {
+	local start end
+	rm -rf "$tmp/data" "$tmp/data.old"
+	start=$(date +%s%N)
+	"$@" >/dev/null 2>"$tmp/err" || die "failed (exit $?): $* ($(head -c 300 "$tmp/err"))"
+	end=$(date +%s%N)
+	echo $((end - start))
+}
+
+# "median min max" of the numbers on stdin.
+stats() {
+	sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)], v[1], v[NR] }'
 }
 
 flags_of() {
@@ -87,35 +89,44 @@ libcall)
 *) die "unknown WORKLOAD $WORKLOAD (fib or libcall)" ;;
 esac
 
-echo "bench: $WORKLOAD $N ${EXTRA[*]}, best of $RUNS runs, data in $tmp ($(df -T "$tmp" | awk 'NR == 2 { print $2 }'))"
-printf '%-8s %10s %12s %12s %12s %12s %8s\n' mode calls "plain ms" "uftrace ms" "utrace ms" \
-	"uftrace ns" "" | sed 's/ *$//'
-printf '%-8s %10s %12s %12s %12s %12s %12s %8s\n' "" "" "" "" "" "/call" "utrace ns/call" ratio
+echo "bench: $WORKLOAD $N ${EXTRA[*]}, median (fastest-slowest) of $RUNS interleaved runs, data in $tmp ($(df -T "$tmp" | awk 'NR == 2 { print $2 }'))"
+printf '%-8s %9s %8s %24s %24s %26s %26s %7s\n' mode calls "plain ms" "uftrace ms" "utrace ms" \
+	"uftrace ns/call" "utrace ns/call" ratio
 
 for mode in $MODES; do
 	prog=$tmp/fib-$mode
 	# shellcheck disable=SC2046 # the flags are meant to split
 	gcc $(flags_of "$mode") -O0 -fno-inline -fno-builtin -o "$prog" "$src"
 
-	plain1=$(best "$prog" 1)
-	plainN=$(best "$prog" "$N")
-	uf1=$(best "$UFTRACE" record "${libcall[@]}" --no-event "${EXTRA[@]}" -d "$tmp/data" "$prog" 1)
-	ufN=$(best "$UFTRACE" record "${libcall[@]}" --no-event "${EXTRA[@]}" -d "$tmp/data" "$prog" "$N")
-	uf_bytes=$(cat "$tmp"/data/*.dat | wc -c)
-	ut1=$(best "$UTRACE" record "${libcall[@]}" "${EXTRA[@]}" -d "$tmp/data" "$prog" 1)
-	utN=$(best "$UTRACE" record "${libcall[@]}" "${EXTRA[@]}" -d "$tmp/data" "$prog" "$N")
-	ut_bytes=$(cat "$tmp"/data/*.dat | wc -c)
+	: >"$tmp/p1" && : >"$tmp/pN" && : >"$tmp/f1" && : >"$tmp/fN" && : >"$tmp/u1" && : >"$tmp/uN"
+	for ((i = 0; i < RUNS; i++)); do
+		wall "$prog" 1 >>"$tmp/p1"
+		wall "$prog" "$N" >>"$tmp/pN"
+		wall "$UFTRACE" record "${libcall[@]}" --no-event "${EXTRA[@]}" -d "$tmp/data" "$prog" 1 >>"$tmp/f1"
+		wall "$UFTRACE" record "${libcall[@]}" --no-event "${EXTRA[@]}" -d "$tmp/data" "$prog" "$N" >>"$tmp/fN"
+		uf_bytes=$(cat "$tmp"/data/*.dat | wc -c)
+		wall "$UTRACE" record "${libcall[@]}" "${EXTRA[@]}" -d "$tmp/data" "$prog" 1 >>"$tmp/u1"
+		wall "$UTRACE" record "${libcall[@]}" "${EXTRA[@]}" -d "$tmp/data" "$prog" "$N" >>"$tmp/uN"
+		ut_bytes=$(cat "$tmp"/data/*.dat | wc -c)
+	done
 	# Same records (and argument payloads) from both: the same work was measured.
 	((ut_bytes == uf_bytes)) ||
 		echo "bench: warning: utrace wrote $ut_bytes bytes of records, uftrace $uf_bytes" >&2
 	((ut_bytes > 0)) || die "utrace recorded nothing"
 
-	awk -v mode="$mode" -v calls="$calls" -v p1="$plain1" -v pn="$plainN" \
-		-v f1="$uf1" -v fn="$ufN" -v u1="$ut1" -v un="$utN" 'BEGIN {
-		plain = pn - p1
-		uf = (fn - f1 - plain) / calls
-		ut = (un - u1 - plain) / calls
-		printf "%-8s %10d %12.1f %12.1f %12.1f %12.1f %14.1f %7.2fx\n",
-			mode, calls, pn / 1e6, fn / 1e6, un / 1e6, uf, ut, (ut > 0 ? uf / ut : 0)
+	awk -v mode="$mode" -v calls="$calls" \
+		-v p1="$(stats <"$tmp/p1")" -v pn="$(stats <"$tmp/pN")" \
+		-v f1="$(stats <"$tmp/f1")" -v fn="$(stats <"$tmp/fN")" \
+		-v u1="$(stats <"$tmp/u1")" -v un="$(stats <"$tmp/uN")" 'BEGIN {
+		split(p1, P1); split(pn, PN); split(f1, F1); split(fn, FN); split(u1, U1); split(un, UN)
+		plain = PN[1] - P1[1]
+		for (k = 1; k <= 3; k++) {
+			uf[k] = (FN[k] - F1[1] - plain) / calls
+			ut[k] = (UN[k] - U1[1] - plain) / calls
+		}
+		printf "%-8s %9d %8.1f %8.1f (%6.1f-%6.1f) %8.1f (%6.1f-%6.1f) %7.1f (%7.1f-%7.1f) %7.1f (%7.1f-%7.1f) %6.2fx\n",
+			mode, calls, PN[1] / 1e6, FN[1] / 1e6, FN[2] / 1e6, FN[3] / 1e6,
+			UN[1] / 1e6, UN[2] / 1e6, UN[3] / 1e6, uf[1], uf[2], uf[3], ut[1], ut[2], ut[3],
+			(ut[1] > 0 ? uf[1] / ut[1] : 0)
 	}'
 done
