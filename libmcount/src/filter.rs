@@ -301,10 +301,9 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
     if set.start_off {
         TRACING.store(OFF, Ordering::Relaxed);
     }
-    if set.triggers.is_empty() && set.size == 0 && !set.start_off && !set.signals {
-        FAST_THRESHOLD.store(set.threshold, Ordering::Relaxed);
-    }
-    let _ = FILTERS.set(Filters {
+    let time_only = set.triggers.is_empty() && set.size == 0 && !set.start_off && !set.signals;
+    // The filters of the process's first session stay (an attached process can see several).
+    let fresh = FILTERS.set(Filters {
         has_in: specs.iter().any(|s| s.actions.filter),
         has_caller: specs.iter().any(|s| s.actions.caller),
         ranges,
@@ -312,7 +311,11 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
         depth: set.depth,
         threshold: set.threshold,
         size: size32(set.size),
-    });
+    })
+    .is_ok();
+    if fresh && time_only {
+        FAST_THRESHOLD.store(set.threshold, Ordering::Relaxed);
+    }
 }
 
 /// The limits a frame with `LIMITS` replaced, restored when it pops.

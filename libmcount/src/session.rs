@@ -392,7 +392,8 @@ fn init_args(src: &Source, maps: &str, exe: &std::path::Path, filters: &filter::
         if let Some(p) = plt {
             p.slow_down(|entry| table.lookup(entry as u64).is_some());
         }
-        if filter::get().is_none() {
+        // (With `-t` alone the fast paths run too, and must see which calls have items.)
+        if filter::get().is_none() || filter::time_only() {
             crate::args::ARGS_ON.store(1, Ordering::Relaxed);
         }
     }

@@ -18,10 +18,11 @@ macro_rules! pop_scratch {
     };
 }
 
-/// The TSC into `r8` (clobbers `rax`, `rdx`).
+/// The TSC into `r8` (clobbers `rax`, `rdx`; `rdtsc` zeroes their high halves, so an add
+/// joins them).
 macro_rules! read_tsc {
     () => {
-        "rdtsc\nshl rdx, 32\nor rdx, rax\nmov r8, rdx"
+        "rdtsc\nshl rdx, 32\nlea r8, [rax + rdx]"
     };
 }
 
