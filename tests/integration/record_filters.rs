@@ -35,6 +35,10 @@ const CASES: &[(&str, &[&str], &[&str])] = &[
     // takes microseconds.
     ("abc", &[], &["-t", "100ms"]),
     ("sleep", &[], &["-t", "1500us"]),
+    // `-t` alone is applied by the trampolines' fast paths; with `-D` too (the depth that
+    // `FilterState::recorded` counts) and on a deeper program whose calls are all dropped.
+    ("sleep", &[], &["-t", "1500us", "-D", "2"]),
+    ("fib", &["8"], &["-t", "100ms"]),
     // A function shown although shorter than the time filter: `trace`, or its own `time=0`.
     ("sleep", &[], &["-t", "1500us", "-T", "quick@trace"]),
     ("sleep", &[], &["-t", "1500us", "-T", "quick@time=0"]),
