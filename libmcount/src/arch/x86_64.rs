@@ -77,6 +77,9 @@ macro_rules! entry_trampoline {
                     push_scratch!(),
                     // The TSC first: its latency overlaps with the checks below.
                     read_tsc!(),
+                    // The raw TSC stays at [rbp - 56] for the Rust handler (`r8` becomes
+                    // nanoseconds on the way).
+                    "push r8",
                     take_thread!("rsi", "2"),
                     "cmp byte ptr [rip + {state}], {on}",
                     "jne 4f",
@@ -140,6 +143,7 @@ macro_rules! entry_trampoline {
                     "lea rax, [rip + {tramp}]",
                     "mov [rdi], rax",
                     "mov dword ptr [rsi + {block}], 0",
+                    "pop r11",
                     pop_scratch!(),
                     "pop rbp",
                     "ret",
@@ -166,6 +170,7 @@ macro_rules! entry_trampoline {
                     "lea rax, [rip + {tramp}]",
                     "mov [rdi], rax",
                     "mov dword ptr [rsi + {block}], 0",
+                    "pop r11",
                     pop_scratch!(),
                     "pop rbp",
                     "ret",
@@ -208,7 +213,7 @@ macro_rules! entry_trampoline {
                     to_slow_path!("rsi", "2"),
                     // The TSC goes to the handler (r11 is scratch at a hook: its value on return
                     // is the TSC).
-                    "mov r11, r8",
+                    "pop r11",
                     pop_scratch!(),
                     "sub rsp, {size}",
                     "and rsp, -16",
