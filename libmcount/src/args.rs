@@ -103,10 +103,15 @@ pub fn remember(child_ip: usize, f: Option<&FuncArgs>) {
     if ARGS_ON.load(Ordering::Relaxed) == 0 || child_ip <= BUSY {
         return;
     }
+    let e = &PLAN_CACHE[(child_ip >> 4) % CACHE_LEN];
+    // Taken (by this function, whose calls with items come here every time, or by another):
+    // a load, not a locked compare-exchange that would fail.
+    if e.key.load(Ordering::Relaxed) != 0 {
+        return;
+    }
     let Some(plan) = Plan::of(f) else {
         return;
     };
-    let e = &PLAN_CACHE[(child_ip >> 4) % CACHE_LEN];
     if e.key
         .compare_exchange(0, BUSY, Ordering::Acquire, Ordering::Relaxed)
         .is_ok()

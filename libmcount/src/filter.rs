@@ -303,16 +303,17 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
     }
     let time_only = set.triggers.is_empty() && set.size == 0 && !set.start_off && !set.signals;
     // The filters of the process's first session stay (an attached process can see several).
-    let fresh = FILTERS.set(Filters {
-        has_in: specs.iter().any(|s| s.actions.filter),
-        has_caller: specs.iter().any(|s| s.actions.caller),
-        ranges,
-        rules,
-        depth: set.depth,
-        threshold: set.threshold,
-        size: size32(set.size),
-    })
-    .is_ok();
+    let fresh = FILTERS
+        .set(Filters {
+            has_in: specs.iter().any(|s| s.actions.filter),
+            has_caller: specs.iter().any(|s| s.actions.caller),
+            ranges,
+            rules,
+            depth: set.depth,
+            threshold: set.threshold,
+            size: size32(set.size),
+        })
+        .is_ok();
     if fresh && time_only {
         FAST_THRESHOLD.store(set.threshold, Ordering::Relaxed);
     }
