@@ -35,9 +35,10 @@
 //! Thread pointer: the fast paths read `utrace_thread_state`, the initial-exec TLS word
 //! defined in [`crate::cpu`] (`mov sym@gottpoff(%rip)`, then `%fs:`).
 //!
-//! Every trampoline's code is here; the register areas are in [`crate::cpu`], the field
-//! offsets its operands name in `layout` (with `hook_asm!`, which binds them), the instruction runs that
-//! several trampolines share in `runs`, one macro per run.
+//! Every trampoline's code is here or in a submodule (`cyg`: the `-finstrument-functions`
+//! hooks; `dynamic`: dynamic patching); the register areas are in [`crate::cpu`], the field
+//! offsets its operands name in `layout` (with `hook_asm!`, which binds them), the instruction
+//! runs that several trampolines share in `runs`, one macro per run.
 
 use crate::cpu::{EntryRegs, ExitRegs};
 use crate::entry::{mcount_entry, mcount_exit};
@@ -56,13 +57,15 @@ pub use cyg::{__cyg_profile_func_enter, __cyg_profile_func_exit};
 /// One entry trampoline; `$parent_loc` leaves the return-slot address in `rdi` (rbp = the
 /// trampoline's own frame).
 ///
-/// Fast path (no call; six saved registers plus `r11`, which is free at a profiling call; no vector register touched): when the
-/// thread's state exists and nothing blocks it (`ThreadState::block`), the session is on,
-/// the shadow stack and the ring have room, the new slot lies below the innermost frame's
-/// (no tail call, no orphans) and the TSC needs no new sync point, it pushes the frame,
-/// writes the ENTRY record and hijacks the slot itself, holding the thread's guard bit so a
-/// signal handler cannot interleave. Anything else goes to the Rust handler (`2:`), after
-/// the guard is dropped again (`4:`).
+/// Fast path (no call; six saved registers plus `r11`, which is free at a profiling call,
+/// and the raw TSC pushed for the handler; no vector register touched): when the thread's
+/// state exists and nothing blocks it (`ThreadState::block`), the session is on, the shadow
+/// stack and the ring have room, the new slot lies below the innermost frame's (no tail call,
+/// no orphans) and the TSC needs no new sync point, it pushes the frame, writes the ENTRY
+/// record and hijacks the slot itself, holding the thread's guard bit so a signal handler
+/// cannot interleave. With `-t` alone (`filter::FAST_THRESHOLD`) it pushes a `PENDING` frame
+/// and writes nothing (`20:`). Anything else goes to the Rust handler (`2:`), after the guard
+/// is dropped again (`4:`).
 macro_rules! entry_trampoline {
     ($(#[$attr:meta])* $name:ident, $parent_loc:literal) => {
         $(#[$attr])*
@@ -274,8 +277,9 @@ pub unsafe extern "C" fn _mcount() {
 ///
 /// Fast path (as in the entry trampolines): when nothing blocks the thread, the innermost
 /// frame owns this slot, the ring has room and the TSC needs no new sync point, it writes the
-/// EXIT record, pops the frame and returns to the real address itself. Otherwise the Rust
-/// handler does it all (`2:`; `4:` drops the guard bit first).
+/// EXIT record (with a return value of `rax` or `xmm0`: `7:`), pops the frame and returns to
+/// the real address itself; with `-t` alone, a call shorter than the threshold only pops
+/// (`20:`). Otherwise the Rust handler does it all (`2:`; `4:` drops the guard bit first).
 ///
 /// # Safety
 /// Reached only through a return slot that the entry handler hijacked.
