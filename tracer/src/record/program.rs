@@ -4,7 +4,6 @@
 
 use anyhow::bail;
 use goblin::elf::program_header::{PT_DYNAMIC, PT_INTERP};
-use goblin::elf::section_header::{SectionHeader, SHT_DYNSYM};
 use goblin::elf::Elf;
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
@@ -115,44 +114,14 @@ pub fn check_program(name: &OsStr, force: bool, patching: bool) -> anyhow::Resul
     })
 }
 
-/// Whether the dynamic symbols of the ELF file `bytes` name one of the [`HOOKS`]. Found
-/// through the `.dynsym` section and its string table, so that the static symbol table
-/// (`.symtab`, megabytes in a large program) is never parsed; through goblin's whole parse
-/// when the file has no section headers.
+/// Whether the dynamic symbols of the ELF file `bytes` name one of the [`HOOKS`] (its static
+/// symbol table, megabytes in a large program, is not read).
 fn calls_a_hook(bytes: &[u8]) -> bool {
-    let named = |strtab: &[u8], at: usize| {
-        let name = strtab.get(at..).unwrap_or_default();
-        let name = name.split(|&b| b == 0).next().unwrap_or_default();
-        HOOKS.iter().any(|h| h.as_bytes() == name)
-    };
-    let dynamic_symbols = || {
-        let elf = headers_only(bytes)?;
-        let ctx = ctx_of(&elf.header);
-        let shdrs = SectionHeader::parse(
-            bytes,
-            elf.header.e_shoff as usize,
-            elf.header.e_shnum as usize,
-            ctx,
-        )
-        .ok()?;
-        let dynsym = shdrs.iter().find(|s| s.sh_type == SHT_DYNSYM)?;
-        let strtab = shdrs.get(dynsym.sh_link as usize)?;
-        let range = |s: &SectionHeader| {
-            let start = s.sh_offset as usize;
-            bytes.get(start..start.checked_add(s.sh_size as usize)?)
-        };
-        let strtab = range(strtab)?;
-        let count = dynsym.sh_size.checked_div(dynsym.sh_entsize).unwrap_or(0) as usize;
-        let syms = goblin::elf::Symtab::parse(bytes, dynsym.sh_offset as usize, count, ctx).ok()?;
-        Some(syms.iter().any(|s| named(strtab, s.st_name)))
-    };
-    dynamic_symbols().unwrap_or_else(|| {
-        Elf::parse(bytes).is_ok_and(|elf| {
-            elf.dynsyms.iter().any(|s| {
-                elf.dynstrtab
-                    .get_at(s.st_name)
-                    .is_some_and(|n| HOOKS.contains(&n))
-            })
+    record_format::elf::parse_dynamic(bytes).is_some_and(|elf| {
+        elf.dynsyms.iter().any(|s| {
+            elf.dynstrtab
+                .get_at(s.st_name)
+                .is_some_and(|n| HOOKS.contains(&n))
         })
     })
 }
