@@ -138,7 +138,14 @@ mod tests {
         let whole = parse(bytes).unwrap();
         let light = parse_dynamic(bytes).unwrap();
         let slots = |e: &Elf<'_>| {
-            plt_slots(e).map(|s| (s.lazy_stubs, s.iter().map(|p| (p.index, p.entry, p.got, p.name.to_string())).collect::<Vec<_>>()))
+            plt_slots(e).map(|s| {
+                (
+                    s.lazy_stubs,
+                    s.iter()
+                        .map(|p| (p.index, p.entry, p.got, p.name.to_string()))
+                        .collect::<Vec<_>>(),
+                )
+            })
         };
         assert_eq!(slots(&whole), slots(&light), "{what}");
         let relro = |e: &Elf<'_>| relro_ranges(e).collect::<Vec<_>>();
@@ -146,7 +153,10 @@ mod tests {
         assert_eq!(whole.interpreter, light.interpreter, "{what}");
         assert_eq!(section(&whole, ".plt"), section(&light, ".plt"), "{what}");
         assert_eq!(whole.dynsyms.len(), light.dynsyms.len(), "{what}");
-        assert!(light.syms.is_empty(), "{what}: the static symbols are not read");
+        assert!(
+            light.syms.is_empty(),
+            "{what}: the static symbols are not read"
+        );
     }
 
     #[test]

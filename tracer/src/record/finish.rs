@@ -68,8 +68,8 @@ pub fn finish(dir: &Path, summary: &RecordSummary<'_>) -> anyhow::Result<()> {
     let tids = data_file_tids(dir)?;
     // The program's `.sym` file is there since `start`.
     let exe = summary.program.absolute.to_string_lossy();
-    let symbols =
-        add_map_build_ids(dir).and_then(|()| write_sym_files(dir, summary.with_syms, Some(&exe), summary.prefetched));
+    let symbols = add_map_build_ids(dir)
+        .and_then(|()| write_sym_files(dir, summary.with_syms, Some(&exe), summary.prefetched));
     // `--srcline`, `-L`: the libraries' source locations (the program's `.dbg` is written
     // before it runs).
     let dbg = match summary.srcline {

@@ -69,7 +69,9 @@ pub fn check_program(name: &OsStr, force: bool, patching: bool) -> anyhow::Resul
     let shown = path.display();
     // Mapped, not read: only the headers and the dynamic symbols are looked at.
     let bytes = record_format::file::map_regular(&path).map_err(|e| {
-        let reason = std::fs::File::open(&path).err().map_or(e.to_string(), |e| e.to_string());
+        let reason = std::fs::File::open(&path)
+            .err()
+            .map_or(e.to_string(), |e| e.to_string());
         anyhow::anyhow!("Cannot trace '{shown}': {reason}")
     })?;
     if bytes.starts_with(b"#!") {
@@ -230,7 +232,11 @@ mod tests {
         for path in ["/bin/true", "/bin/sh"] {
             let bytes = std::fs::read(path).unwrap();
             let whole = Elf::parse(&bytes).unwrap();
-            assert_eq!(build_id_of(Path::new(path)), build_id(&whole, &bytes), "{path}");
+            assert_eq!(
+                build_id_of(Path::new(path)),
+                build_id(&whole, &bytes),
+                "{path}"
+            );
             assert!(!calls_a_hook(&bytes), "{path}");
         }
         let dir = tempfile::tempdir().unwrap();

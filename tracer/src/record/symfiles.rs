@@ -209,7 +209,11 @@ pub struct Prefetch {
 /// The texts made by [`Prefetch`], by module path, each taken once.
 #[derive(Debug, Default)]
 pub struct Prefetched {
-    texts: Vec<(String, Option<(u64, u64, u64, i64, i64)>, Mutex<Option<String>>)>,
+    texts: Vec<(
+        String,
+        Option<(u64, u64, u64, i64, i64)>,
+        Mutex<Option<String>>,
+    )>,
 }
 
 impl Prefetch {
@@ -224,9 +228,7 @@ impl Prefetch {
 
     /// The texts, once the thread has made them.
     pub fn finish(self) -> Prefetched {
-        self.thread
-            .and_then(|t| t.join().ok())
-            .unwrap_or_default()
+        self.thread.and_then(|t| t.join().ok()).unwrap_or_default()
     }
 }
 
@@ -281,7 +283,10 @@ fn in_parallel<R: Send>(count: usize, f: impl Fn(usize) -> Option<R> + Sync) -> 
             }
             mine.push((i, f(i)));
         }
-        results.lock().unwrap_or_else(|e| e.into_inner()).extend(mine);
+        results
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(mine);
     };
     std::thread::scope(|s| {
         for _ in 1..threads {
