@@ -191,9 +191,11 @@ fn sym_text(path: &str) -> Option<String> {
     ))
 }
 
-/// What identifies a file's content for [`Prefetched`]: the same inode, size and
+/// What identifies a file's content for [`Prefetched`]: its device, inode, size and
 /// modification time.
-fn file_id(path: &str) -> Option<(u64, u64, u64, i64, i64)> {
+type FileId = (u64, u64, u64, i64, i64);
+
+fn file_id(path: &str) -> Option<FileId> {
     use std::os::unix::fs::MetadataExt;
     let m = fs::metadata(path).ok()?;
     Some((m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec()))
@@ -209,11 +211,7 @@ pub struct Prefetch {
 /// The texts made by [`Prefetch`], by module path, each taken once.
 #[derive(Debug, Default)]
 pub struct Prefetched {
-    texts: Vec<(
-        String,
-        Option<(u64, u64, u64, i64, i64)>,
-        Mutex<Option<String>>,
-    )>,
+    texts: Vec<(String, Option<FileId>, Mutex<Option<String>>)>,
 }
 
 impl Prefetch {
