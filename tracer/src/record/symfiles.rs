@@ -306,6 +306,33 @@ fn basename(path: &str) -> &str {
 mod tests {
     use super::*;
 
+    /// The texts made ahead are those of this process's libraries, the same as made at the end,
+    /// and each is handed out once; a file that changed since is made again.
+    #[test]
+    fn prefetched_texts_are_the_libraries_texts() {
+        let prefetched = Prefetch::start().finish();
+        let libc = prefetched
+            .texts
+            .iter()
+            .map(|(p, _, _)| p.clone())
+            .find(|p| basename(p).starts_with("libc.so"))
+            .expect("the test binary links the C library");
+        assert_eq!(prefetched.take(&libc), Some(sym_text(&libc)));
+        assert!(sym_text(&libc).is_some());
+        assert_eq!(prefetched.take(&libc), Some(None), "taken once");
+        assert_eq!(prefetched.take("/no/such/lib.so"), None);
+
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join("lib.so");
+        fs::copy(&libc, &copy).unwrap();
+        let copy = copy.to_string_lossy().into_owned();
+        let stale = Prefetched {
+            texts: vec![(copy.clone(), file_id(&copy), Mutex::new(Some("old".into())))],
+        };
+        fs::write(&copy, "changed").unwrap();
+        assert_eq!(stale.take(&copy), None);
+    }
+
     #[test]
     fn results_come_in_order() {
         let squares = in_parallel(50, |i| (i % 7 != 0).then_some(i * i));
