@@ -364,10 +364,12 @@ struct Want {
 /// segments come from the ELF model, [`record_format::elf`]).
 fn module_slots(path: &str, bias: usize, out: &mut Vec<Want>, relro: &mut Vec<(usize, usize)>) {
     use record_format::elf;
-    let Ok(bytes) = std::fs::read(path) else {
+    // Mapped, and parsed without its static symbol table: only the PLT, the dynamic symbols
+    // and relocations, and the segments are needed.
+    let Ok(bytes) = record_format::file::map_regular(std::path::Path::new(path)) else {
         return;
     };
-    let Some(elf) = elf::parse(&bytes) else {
+    let Some(elf) = elf::parse_dynamic(&bytes) else {
         return;
     };
     let Some(slots) = elf::plt_slots(&elf) else {

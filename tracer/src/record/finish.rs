@@ -2,13 +2,12 @@
 //! `.sym` file per module of every session map (§7).
 
 use super::launch::Ended;
-use super::program::{build_id_of, Program};
+use super::program::Program;
+use super::symfiles::{add_map_build_ids, recorded_modules, write_module_syms, write_sym_files};
 use anyhow::Context;
 use record_format::info::{feat, ArgSpecInfo, CpuInfo, Info, InfoHeader, OsInfo, UsageInfo};
-use record_format::maps::parse_maps;
 use record_format::raw::RECORD_SIZE;
-use record_format::task::{parse_task_txt, TaskLine};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::ffi::CStr;
 use std::fs;
 use std::path::Path;
@@ -40,6 +39,8 @@ pub struct RecordSummary<'a> {
     pub events: bool,
     /// `--with-syms DIR`: a module's `.sym` file is copied from there when it has one.
     pub with_syms: Option<&'a Path>,
+    /// `.sym` texts of libraries made while the program ran.
+    pub prefetched: Option<&'a super::symfiles::Prefetched>,
 }
 
 /// Makes the directory replayable before the program runs: `info` (without tasks or an exit
@@ -51,6 +52,8 @@ pub fn start(dir: &Path, summary: &RecordSummary<'_>) -> anyhow::Result<()> {
         dir,
         vec![(exe, summary.program.build_id.clone())],
         summary.with_syms,
+        None,
+        None,
     )?;
     let mut info = build_info(summary, Vec::new());
     info.exit_status = None;
@@ -63,7 +66,10 @@ pub fn start(dir: &Path, summary: &RecordSummary<'_>) -> anyhow::Result<()> {
 /// error is returned, so what was recorded replays.
 pub fn finish(dir: &Path, summary: &RecordSummary<'_>) -> anyhow::Result<()> {
     let tids = data_file_tids(dir)?;
-    let symbols = add_map_build_ids(dir).and_then(|()| write_sym_files(dir, summary.with_syms));
+    // The program's `.sym` file is there since `start`.
+    let exe = summary.program.absolute.to_string_lossy();
+    let symbols = add_map_build_ids(dir)
+        .and_then(|()| write_sym_files(dir, summary.with_syms, Some(&exe), summary.prefetched));
     // `--srcline`, `-L`: the libraries' source locations (the program's `.dbg` is written
     // before it runs).
     let dbg = match summary.srcline {
@@ -341,133 +347,6 @@ fn ctime(t: libc::time_t) -> String {
         .to_string()
 }
 
-/// The session map files of `dir`, sorted.
-fn map_files(dir: &Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
-    let mut maps: Vec<_> = fs::read_dir(dir)
-        .with_context(|| format!("cannot read {}", dir.display()))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("sid-") && n.ends_with(".map"))
-        })
-        .collect();
-    maps.sort();
-    Ok(maps)
-}
-
-/// Appends ` build-id:<hex>` to every module line of the session maps that lacks one, as
-/// uftrace does at the end of recording (data-format §5).
-pub fn add_map_build_ids(dir: &Path) -> anyhow::Result<()> {
-    let mut ids: HashMap<String, Option<String>> = HashMap::new();
-    for map in map_files(dir)? {
-        let Ok(text) = fs::read_to_string(&map) else {
-            continue;
-        };
-        let mut out = String::with_capacity(text.len() + 512);
-        for line in text.lines() {
-            out.push_str(line);
-            let words: Vec<&str> = line.split_whitespace().collect();
-            let has_id = words.iter().any(|w| w.starts_with("build-id:"));
-            if words.len() > 5 && !words[5].starts_with('[') && !has_id {
-                let path = words[5..].join(" ");
-                let id = ids
-                    .entry(path)
-                    .or_insert_with_key(|p| build_id_of(Path::new(p)));
-                if let Some(id) = id {
-                    out.push_str(" build-id:");
-                    out.push_str(id);
-                }
-            }
-            out.push('\n');
-        }
-        if out != text {
-            record_format::create::replace(&map, out.as_bytes())
-                .with_context(|| format!("cannot write {}", map.display()))?;
-        }
-    }
-    Ok(())
-}
-
-/// Writes `<basename>.sym` for every module named in a session map, and for every library
-/// loaded with `dlopen` (`DLOP` lines of `task.txt`) that can still be found (data-format §7).
-pub fn write_sym_files(dir: &Path, with_syms: Option<&Path>) -> anyhow::Result<()> {
-    write_module_syms(dir, recorded_modules(dir)?, with_syms)
-}
-
-/// Every module named in a session map or loaded with `dlopen` (`DLOP` lines of `task.txt`):
-/// path and build-id as the map has it (the reader picks file names from it), libmcount left
-/// out.
-pub fn recorded_modules(dir: &Path) -> anyhow::Result<Vec<(String, Option<String>)>> {
-    let mut modules: Vec<(String, Option<String>)> = Vec::new();
-    for map in map_files(dir)? {
-        let text = fs::read_to_string(&map).unwrap_or_default();
-        for m in parse_maps(&text) {
-            let base = basename(&m.path);
-            if m.path.starts_with('[') || base.starts_with("libmcount") {
-                continue;
-            }
-            if !modules.iter().any(|(p, _)| *p == m.path) {
-                modules.push((m.path, m.build_id));
-            }
-        }
-    }
-    let tasks = fs::read_to_string(dir.join("task.txt")).unwrap_or_default();
-    let tasks = parse_task_txt(&tasks, &dir.join("task.txt")).unwrap_or_default();
-    for line in tasks {
-        if let TaskLine::Dlop { libname, .. } = line {
-            if !modules.iter().any(|(p, _)| *p == libname) {
-                modules.push((libname, None));
-            }
-        }
-    }
-    Ok(modules)
-}
-
-/// Writes `<basename>.sym` for each module (path, build-id as the session map has it); two
-/// modules of one base name get the second a suffix, as uftrace names them. With
-/// `--with-syms DIR`, a module whose file is in DIR gets a copy of it (a stripped program's
-/// symbols, kept from before it was stripped).
-pub fn write_module_syms(
-    dir: &Path,
-    modules: Vec<(String, Option<String>)>,
-    with_syms: Option<&Path>,
-) -> anyhow::Result<()> {
-    // File name -> module path already written under it.
-    let mut written: HashMap<String, String> = HashMap::new();
-    for (path, map_build_id) in modules {
-        if let Some(from) = with_syms {
-            let names = record_format::sym::file_names(&path, map_build_id.as_deref());
-            let kept = names.into_iter().take(2).find(|n| !written.contains_key(n));
-            if let Some(name) = kept {
-                if let Ok(text) = fs::read(from.join(&name)) {
-                    super::write_file(dir, &name, &text)?;
-                    written.insert(name, path);
-                    continue;
-                }
-            }
-        }
-        let Some(symbols) = record_format::elf::read_sym_table(Path::new(&path)) else {
-            continue;
-        };
-        let build_id = build_id_of(Path::new(&path));
-        // The first name, else the one readers try next for a second module of that name.
-        let names = record_format::sym::file_names(&path, map_build_id.as_deref());
-        let Some(name) = names.into_iter().take(2).find(|n| !written.contains_key(n)) else {
-            continue;
-        };
-        let text = record_format::sym::write_sym(&path, build_id.as_deref(), &symbols);
-        super::write_file(dir, &name, text.as_bytes())?;
-        written.insert(name, path);
-    }
-    Ok(())
-}
-
-fn basename(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -494,49 +373,6 @@ mod tests {
         );
         assert_eq!(format_mem(512, 1000), "512.0 / 1000.0 KB (free / total)");
         assert_eq!(format_mem(1024, 2048), "1.0 / 2.0 MB (free / total)");
-    }
-
-    #[test]
-    fn maps_get_build_ids_and_modules_get_sym_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        let map = "5555000-5556000 r-xp 00000000 00:00 0 /bin/true\n\
-                   7f00000-7f01000 r-xp 00000000 00:00 0 /x/libmcount.so\n\
-                   7ffd000-7ffe000 rw-p 00000000 00:00 0 [stack]\n";
-        fs::write(d.join("sid-0123456789abcdef.map"), map).unwrap();
-        // A second session with another module of the same basename.
-        fs::write(
-            d.join("sid-1123456789abcdef.map"),
-            "5555000-5556000 r-xp 00000000 00:00 0 /usr/bin/true\n",
-        )
-        .unwrap();
-        fs::write(
-            d.join("task.txt"),
-            "DLOP timestamp=1.000000000 tid=1 sid=0123456789abcdef base=7f0000 \
-             libname=\"/bin/sh\"\n",
-        )
-        .unwrap();
-        add_map_build_ids(d).unwrap();
-        let text = fs::read_to_string(d.join("sid-0123456789abcdef.map")).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
-        if let Some(id) = build_id_of(Path::new("/bin/true")) {
-            assert_eq!(
-                lines[0],
-                format!("5555000-5556000 r-xp 00000000 00:00 0 /bin/true build-id:{id}")
-            );
-        }
-        assert_eq!(lines[2], "7ffd000-7ffe000 rw-p 00000000 00:00 0 [stack]");
-        write_sym_files(d, None).unwrap();
-        let sym = record_format::sym::parse_sym(&fs::read_to_string(d.join("true.sym")).unwrap());
-        assert_eq!(sym.path_name.as_deref(), Some("/bin/true"));
-        assert!(!d.join("libmcount.so.sym").exists());
-        let second: Vec<_> = fs::read_dir(d)
-            .unwrap()
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|n| n.starts_with("true-") && n.ends_with(".sym"))
-            .collect();
-        assert_eq!(second.len(), 1, "{second:?}");
-        assert!(d.join("sh.sym").is_file() || !Path::new("/bin/sh").is_file());
     }
 
     #[test]

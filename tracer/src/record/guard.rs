@@ -23,6 +23,8 @@ const DONE: &str = "done";
 pub struct Guardian {
     /// The write end of the pipe the guardian waits on.
     pipe: Option<std::fs::File>,
+    /// The intermediate child (which forks the guardian and exits) until it is reaped.
+    intermediate: Option<libc::pid_t>,
 }
 
 impl Guardian {
@@ -50,15 +52,27 @@ impl Guardian {
                     _ => unsafe { libc::_exit(0) },
                 }
             }
+            // Not waited for here: it is reaped by [`Guardian::settle`], by which time it has
+            // most likely ended, so that the recorder does not wait for it to be scheduled.
             child => {
                 drop(read);
-                let mut status = 0;
-                // SAFETY: `child` is this process's child; `status` is a valid out-pointer.
-                unsafe { libc::waitpid(child, &mut status, 0) };
                 Ok(Guardian {
                     pipe: Some(std::fs::File::from(write)),
+                    intermediate: Some(child),
                 })
             }
+        }
+    }
+
+    /// Reaps the intermediate child: it has forked the guardian and ended, so the guardian is
+    /// no child of this process. Call it before this process becomes a child subreaper (an
+    /// orphaned guardian would be re-parented to it) and before waiting for any child.
+    pub fn settle(&mut self) {
+        if let Some(child) = self.intermediate.take() {
+            let mut status = 0;
+            // SAFETY: `child` is this process's child, not reaped yet; `status` is a valid
+            // out-pointer.
+            unsafe { libc::waitpid(child, &mut status, 0) };
         }
     }
 
@@ -73,6 +87,13 @@ impl Guardian {
     pub fn done(mut self) {
         self.send(&format!("{DONE}\n"));
         self.pipe = None;
+        self.settle();
+    }
+}
+
+impl Drop for Guardian {
+    fn drop(&mut self) {
+        self.settle();
     }
 }
 

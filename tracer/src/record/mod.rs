@@ -29,6 +29,7 @@ mod pump;
 mod sched;
 mod sdt;
 mod settings;
+mod symfiles;
 mod syscalls;
 
 use crate::invocation::Invocation;
@@ -290,7 +291,11 @@ pub fn record(
     // `info` is written at the start, at the end, and by the guardian: `write` is one of
     // `finish::start`, `finish::finish`.
     type Write = fn(&Path, &finish::RecordSummary<'_>) -> anyhow::Result<()>;
-    let write_info = |write: Write, ended: &launch::Ended, kernel: bool, perf: bool| {
+    let write_info = |write: Write,
+                      ended: &launch::Ended,
+                      kernel: bool,
+                      perf: bool,
+                      prefetched: Option<&symfiles::Prefetched>| {
         let summary = finish::RecordSummary {
             program: &program,
             ended,
@@ -306,12 +311,13 @@ pub fn record(
             events,
             version: version.clone(),
             with_syms: inv.args.record.with_syms.as_deref().map(Path::new),
+            prefetched,
         };
         write(&dir, &summary)
     };
     let started = std::time::Instant::now();
     let not_ended = launch::Ended::not_yet(started.elapsed());
-    write_info(finish::start, &not_ended, false, false)?;
+    write_info(finish::start, &not_ended, false, false, None)?;
     record_format::ring::create_ring_dir(&rings).with_context(|| {
         format!(
             "cannot create {}",
@@ -344,7 +350,7 @@ pub fn record(
             let _ = std::fs::remove_dir_all(&dir);
         } else {
             let ended = launch::Ended::not_yet(started.elapsed());
-            let _ = write_info(finish::finish, &ended, false, false);
+            let _ = write_info(finish::finish, &ended, false, false, None);
         }
     });
     let mut guardian = match guardian {
@@ -354,6 +360,9 @@ pub fn record(
             return Err(e);
         }
     };
+    // The libraries' `.sym` texts, made while the program runs (after the guardian's fork:
+    // it must be forked while this process has one thread).
+    let prefetch = symfiles::Prefetch::start();
     let run = Run {
         dir: &dir,
         rings: &rings,
@@ -377,7 +386,8 @@ pub fn record(
         Termination::Signaled(sig) => format!("child terminated by signal: {sig}"),
         _ => format!("child terminated with status {:#x}", ended.raw_status),
     });
-    let finished = write_info(finish::finish, &ended, kernel, perf);
+    let prefetched = prefetch.finish();
+    let finished = write_info(finish::finish, &ended, kernel, perf, Some(&prefetched));
     guardian.done();
     if disk_full || (finished.is_err() && no_room_left(&dir)) {
         let tasks = finish::data_file_tids(&dir).map_or(0, |t| t.len());
@@ -460,6 +470,8 @@ fn run_recording(
     }
     // Last before the program starts: for this thread's next child, or the kept pid.
     let sched = sched::start_or_skip(settings.sched, kept.as_ref().map(|k| k.pid()), dir);
+    // Before this process becomes a subreaper and waits for its children.
+    guardian.settle();
     let ended = match kept {
         Some(kept) => kept.run(),
         None => launch::run(&launch::Launch {

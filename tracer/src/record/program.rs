@@ -3,6 +3,7 @@
 //! entry hooks libmcount provides.
 
 use anyhow::bail;
+use goblin::elf::program_header::{PT_DYNAMIC, PT_INTERP};
 use goblin::elf::Elf;
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
@@ -66,7 +67,13 @@ pub fn find_program(name: &OsStr) -> anyhow::Result<PathBuf> {
 pub fn check_program(name: &OsStr, force: bool, patching: bool) -> anyhow::Result<Program> {
     let path = find_program(name)?;
     let shown = path.display();
-    let bytes = std::fs::read(&path).map_err(|e| anyhow::anyhow!("Cannot trace '{shown}': {e}"))?;
+    // Mapped, not read: only the headers and the dynamic symbols are looked at.
+    let bytes = record_format::file::map_regular(&path).map_err(|e| {
+        let reason = std::fs::File::open(&path)
+            .err()
+            .map_or(e.to_string(), |e| e.to_string());
+        anyhow::anyhow!("Cannot trace '{shown}': {reason}")
+    })?;
     if bytes.starts_with(b"#!") {
         if force {
             return Ok(unchecked(path));
@@ -76,8 +83,8 @@ pub fn check_program(name: &OsStr, force: bool, patching: bool) -> anyhow::Resul
              \tTo trace binaries run by the script, use --force option."
         );
     }
-    let elf = match Elf::parse(&bytes) {
-        Ok(elf) if bytes.starts_with(b"\x7fELF") => elf,
+    let elf = match headers_only(&bytes) {
+        Some(elf) if bytes.starts_with(b"\x7fELF") => elf,
         _ => bail!(
             "Cannot trace '{shown}': Invalid file\n\
              \tThe file is neither an ELF executable nor a script.\n\
@@ -87,18 +94,14 @@ pub fn check_program(name: &OsStr, force: bool, patching: bool) -> anyhow::Resul
     if elf.header.e_machine != goblin::elf::header::EM_X86_64 {
         bail!("Cannot trace '{shown}': Unsupported machine");
     }
-    if elf.interpreter.is_none() || elf.dynamic.is_none() {
+    let has = |kind: u32| elf.program_headers.iter().any(|p| p.p_type == kind);
+    if !has(PT_INTERP) || !has(PT_DYNAMIC) {
         bail!(
             "Cannot trace '{shown}': it is statically linked.\n\
              \tutrace loads its runtime with LD_PRELOAD, which needs a dynamically linked program."
         );
     }
-    let hooked = elf.dynsyms.iter().any(|s| {
-        elf.dynstrtab
-            .get_at(s.st_name)
-            .is_some_and(|n| HOOKS.contains(&n))
-    });
-    if !hooked && !force && !patching {
+    if !force && !patching && !calls_a_hook(&bytes) {
         bail!(
             "Can't find 'mcount' symbol in the '{shown}'.\n\
              \tIt seems not to be compiled with -pg or -finstrument-functions flag.\n\
@@ -110,6 +113,18 @@ pub fn check_program(name: &OsStr, force: bool, patching: bool) -> anyhow::Resul
         build_id: build_id(&elf, &bytes),
         elf_class: elf.header.e_ident[goblin::elf::header::EI_CLASS],
         endian: elf.header.e_ident[goblin::elf::header::EI_DATA],
+    })
+}
+
+/// Whether the dynamic symbols of the ELF file `bytes` name one of the [`HOOKS`] (its static
+/// symbol table, megabytes in a large program, is not read).
+fn calls_a_hook(bytes: &[u8]) -> bool {
+    record_format::elf::parse_dynamic(bytes).is_some_and(|elf| {
+        elf.dynsyms.iter().any(|s| {
+            elf.dynstrtab
+                .get_at(s.st_name)
+                .is_some_and(|n| HOOKS.contains(&n))
+        })
     })
 }
 
@@ -138,11 +153,44 @@ pub fn build_id(elf: &Elf<'_>, bytes: &[u8]) -> Option<String> {
     None
 }
 
-/// The GNU build-id of the ELF file at `path`, if it has one.
+/// The GNU build-id of the ELF file at `path`, if it has one. The file is mapped and only its
+/// header, program headers and notes are read: the recorder asks this of every module of the
+/// session maps (libmcount with its debug information is 20 MB), and parsing a whole file
+/// would read its symbol tables too.
 pub fn build_id_of(path: &Path) -> Option<String> {
-    let bytes = std::fs::read(path).ok()?;
-    let elf = Elf::parse(&bytes).ok()?;
-    build_id(&elf, &bytes)
+    let bytes = record_format::file::map_regular(path).ok()?;
+    build_id(&headers_only(&bytes)?, &bytes)
+}
+
+/// `bytes` parsed as far as its program headers: what the notes and segments need.
+fn headers_only(bytes: &[u8]) -> Option<Elf<'_>> {
+    let header = Elf::parse_header(bytes).ok()?;
+    let ctx = ctx_of(&header);
+    let phdrs = goblin::elf::ProgramHeader::parse(
+        bytes,
+        header.e_phoff as usize,
+        header.e_phnum as usize,
+        ctx,
+    )
+    .ok()?;
+    let mut elf = Elf::lazy_parse(header).ok()?;
+    elf.program_headers = phdrs;
+    Some(elf)
+}
+
+/// How the file of `header` encodes its structures.
+fn ctx_of(header: &goblin::elf::Header) -> goblin::container::Ctx {
+    use goblin::container::{Container, Ctx, Endian};
+    use goblin::elf::header::{EI_CLASS, EI_DATA, ELFCLASS64, ELFDATA2LSB};
+    let container = match header.e_ident[EI_CLASS] {
+        ELFCLASS64 => Container::Big,
+        _ => Container::Little,
+    };
+    let endian = match header.e_ident[EI_DATA] {
+        ELFDATA2LSB => Endian::Little,
+        _ => Endian::Big,
+    };
+    Ctx::new(container, endian)
 }
 
 #[cfg(test)]
@@ -176,6 +224,36 @@ mod tests {
         assert!(check_program(OsStr::new("/bin/true"), false, true).is_ok());
         assert_eq!(forced.elf_class, 2);
         assert_eq!(forced.endian, 1);
+    }
+
+    /// The headers-only reading finds what goblin's whole parse finds.
+    #[test]
+    fn build_ids_and_hooks_from_the_headers() {
+        for path in ["/bin/true", "/bin/sh"] {
+            let bytes = std::fs::read(path).unwrap();
+            let whole = Elf::parse(&bytes).unwrap();
+            assert_eq!(
+                build_id_of(Path::new(path)),
+                build_id(&whole, &bytes),
+                "{path}"
+            );
+            assert!(!calls_a_hook(&bytes), "{path}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("p.c");
+        std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
+        let exe = dir.path().join("p");
+        let built = std::process::Command::new("gcc")
+            .args(["-pg", "-o"])
+            .arg(&exe)
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(built.success());
+        assert!(calls_a_hook(&std::fs::read(&exe).unwrap()));
+        let program = check_program(exe.as_os_str(), false, false).unwrap();
+        assert_eq!(program.build_id, build_id_of(&exe));
+        assert!(program.build_id.is_some());
     }
 
     #[test]

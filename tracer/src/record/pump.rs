@@ -56,7 +56,8 @@ impl PumpThread {
                         } else {
                             (pause * 2).min(MAX_PAUSE)
                         };
-                        std::thread::sleep(pause);
+                        // Parked, not asleep: `stop` unparks it at once.
+                        std::thread::park_timeout(pause);
                     }
                     Ok(())
                 });
@@ -75,6 +76,9 @@ impl PumpThread {
     /// error.
     pub fn stop(self) -> std::io::Result<()> {
         self.stop.store(true, Ordering::Relaxed);
+        for h in &self.handles {
+            h.thread().unpark();
+        }
         let mut result = Ok(());
         for h in self.handles {
             let r = match h.join() {

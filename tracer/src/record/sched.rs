@@ -12,16 +12,18 @@
 //! the program's process before it is let go.
 //!
 //! A drain thread copies what the kernel wrote, as it is, into the files: when a ring fills
-//! past the watermark, every 50 ms, and once more after the program has ended.
+//! past the watermark, and every 50 ms. Once the program has ended the recorder makes the last
+//! pass itself (the rings are shared under a mutex) rather than wait for the thread to be
+//! scheduled, and wakes the thread through an eventfd it polls with the rings so that it leaves
+//! (the events never hang up by themselves: the recorder's own thread holds them too).
 
 use record_format::perf::file_name;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Data pages of each ring (a power of two, as the kernel requires).
 const DATA_PAGES: usize = 32;
@@ -102,8 +104,8 @@ struct Ring {
     hung_up: bool,
 }
 
-// SAFETY: the mapping belongs to this Ring alone; it is used by one thread at a time (moved
-// into the drain thread).
+// SAFETY: the mapping belongs to this Ring alone; it is used by one thread at a time (under
+// the mutex of the session's shared rings).
 unsafe impl Send for Ring {}
 
 impl Ring {
@@ -217,8 +219,22 @@ fn online_cpus() -> Vec<u32> {
 
 /// The scheduling rings while the program runs.
 pub struct SchedSession {
-    stop: Arc<AtomicBool>,
-    drain: JoinHandle<std::io::Result<()>>,
+    shared: Arc<Shared>,
+}
+
+/// What the drain thread and [`SchedSession::finish`] share.
+struct Shared {
+    rings: Mutex<Rings>,
+    /// An eventfd in the drain thread's poll set: written to make it leave at once.
+    wake: OwnedFd,
+}
+
+/// The rings, and whether the session has finished (no drain after that).
+struct Rings {
+    rings: Vec<Ring>,
+    finished: bool,
+    /// The drain thread's error: it stopped draining.
+    error: Option<std::io::Error>,
 }
 
 impl SchedSession {
@@ -265,50 +281,86 @@ impl SchedSession {
         if rings.is_empty() {
             return Err(std::io::Error::other("no online CPU"));
         }
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let drain = std::thread::Builder::new()
+        // SAFETY: eventfd takes integer arguments only.
+        let wake = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if wake < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let shared = Arc::new(Shared {
+            rings: Mutex::new(Rings {
+                rings,
+                finished: false,
+                error: None,
+            }),
+            // SAFETY: a fresh descriptor owned by nobody else.
+            wake: unsafe { OwnedFd::from_raw_fd(wake) },
+        });
+        let theirs = Arc::clone(&shared);
+        // Not joined: `finish` makes the last pass itself and the thread leaves when it
+        // wakes (or with the process).
+        std::thread::Builder::new()
             .name("utrace-sched".into())
-            .spawn(move || drain_until(rings, &flag))?;
-        Ok(SchedSession { stop, drain })
+            .spawn(move || drain_until(&theirs))?;
+        Ok(SchedSession { shared })
     }
 
-    /// Stops after a last pass over the rings (the program has ended).
+    /// Makes the last pass over the rings (the program has ended) and stops the drain
+    /// thread, without waiting for it to be scheduled.
     pub fn finish(self) -> std::io::Result<()> {
-        self.stop.store(true, Ordering::Relaxed);
-        self.drain
-            .join()
-            .unwrap_or_else(|_| Err(std::io::Error::other("the sched drain thread panicked")))
+        let mut state = self.shared.lock();
+        state.finished = true;
+        if let Some(e) = state.error.take() {
+            return Err(e);
+        }
+        let drained = state.rings.iter_mut().try_for_each(|r| r.drain().map(drop));
+        drop(state);
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: writes 8 bytes from a live array to the eventfd this session owns.
+        unsafe { libc::write(self.shared.wake.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+        drained
     }
 }
 
-/// The drain thread: copies the rings into their files until `stop`, then once more.
-fn drain_until(mut rings: Vec<Ring>, stop: &AtomicBool) -> std::io::Result<()> {
-    let mut fds = Vec::with_capacity(rings.len());
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Rings> {
+        self.rings.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The drain thread: copies the rings into their files until the session finishes.
+fn drain_until(shared: &Shared) {
+    let mut fds = Vec::new();
     loop {
-        // Relaxed: the flag orders nothing; the last pass follows it.
-        let last = stop.load(Ordering::Relaxed);
-        for r in &mut rings {
-            r.drain()?;
+        {
+            let mut state = shared.lock();
+            if state.finished {
+                return;
+            }
+            if let Err(e) = state.rings.iter_mut().try_for_each(|r| r.drain().map(drop)) {
+                state.error = Some(e);
+                return;
+            }
+            fds.clear();
+            fds.extend(state.rings.iter().map(|r| libc::pollfd {
+                fd: if r.hung_up { -1 } else { r.fd.as_raw_fd() },
+                events: libc::POLLIN,
+                revents: 0,
+            }));
         }
-        if last {
-            return Ok(());
-        }
-        fds.clear();
-        fds.extend(rings.iter().map(|r| libc::pollfd {
-            fd: if r.hung_up { -1 } else { r.fd.as_raw_fd() },
+        fds.push(libc::pollfd {
+            fd: shared.wake.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
-        }));
+        });
+        // Rings that hung up are left out (fd -1); the eventfd stays, so the wait ends at
+        // once when the session finishes. The descriptors stay open while `shared` lives.
         // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, POLL_MS) };
         if n > 0 {
-            for (r, p) in rings.iter_mut().zip(&fds) {
+            let mut state = shared.lock();
+            for (r, p) in state.rings.iter_mut().zip(&fds) {
                 r.hung_up |= p.revents & (libc::POLLHUP | libc::POLLERR) != 0;
             }
-        }
-        if rings.iter().all(|r| r.hung_up) {
-            std::thread::sleep(std::time::Duration::from_millis(POLL_MS as u64));
         }
     }
 }

@@ -233,6 +233,7 @@ pub fn record(
                     .unwrap_or(&version)
                     .to_string(),
                 with_syms: inv.args.record.with_syms.as_deref().map(Path::new),
+                prefetched: None,
             },
         )
     };
