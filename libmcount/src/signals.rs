@@ -1,5 +1,5 @@
 //! `--signal SIG@ACTION`: signals that switch recording (`trace_on`, `trace_off`, `finish`)
-//! instead of functions.
+//! instead of functions, or dump the flight recorder (`dump`).
 //!
 //! The library constructor installs a handler for each named signal ([`install`]); the
 //! handler only ORs the signal's actions into [`PENDING`] (an atomic store is all a signal
@@ -8,9 +8,13 @@
 //! that hook's record, `finish` after an exit's record (so the call the signal interrupted
 //! still gets its EXIT, as uftrace records it) and before an entry's. Sessions with signal
 //! triggers run the hooks' slow path (see `filter::Settings::active`).
+//!
+//! `dump` is done in the handler itself ([`crate::flight::request_dump`] is
+//! async-signal-safe): the records up to the signal are taken before the handler returns, and
+//! a signal that only dumps leaves the hooks' fast paths on.
 
 use crate::frame_flags::{FINISH, TRACE_OFF, TRACE_ON};
-use core::sync::atomic::{AtomicU16, Ordering};
+use core::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use record_format::trigger::{parse_signal_trigger, SignalAction};
 
 /// Highest signal number.
@@ -19,6 +23,9 @@ const MAX_SIGNAL: usize = 64;
 /// Per signal number: the frame-flag bits of its actions.
 static ACTIONS: [AtomicU16; MAX_SIGNAL + 1] = [const { AtomicU16::new(0) }; MAX_SIGNAL + 1];
 
+/// Per signal number (bit): `dump`.
+static DUMPS: AtomicU64 = AtomicU64::new(0);
+
 /// The actions of the signals received since the hooks last looked.
 static PENDING: AtomicU16 = AtomicU16::new(0);
 
@@ -26,10 +33,14 @@ extern "C" fn on_signal(sig: libc::c_int) {
     if let Some(a) = ACTIONS.get(sig as usize) {
         PENDING.fetch_or(a.load(Ordering::Relaxed), Ordering::Relaxed);
     }
+    if (0..64).contains(&sig) && DUMPS.load(Ordering::Relaxed) & (1 << sig) != 0 {
+        crate::flight::request_dump();
+    }
 }
 
 /// Installs the handlers of `list` (`UTRACE_SIGNAL`, validated by the recorder); returns
-/// whether any was installed. Library constructor only.
+/// whether any that switches recording was installed (the hooks must look for them).
+/// Library constructor only.
 pub fn install(list: &str) -> bool {
     let mut any = false;
     for spec in list.split(';').filter(|s| !s.is_empty()) {
@@ -44,9 +55,13 @@ pub fn install(list: &str) -> bool {
                 SignalAction::TraceOn => TRACE_ON,
                 SignalAction::TraceOff => TRACE_OFF,
                 SignalAction::Finish => FINISH,
+                SignalAction::Dump => 0,
             }
         });
         slot.fetch_or(bits, Ordering::Relaxed);
+        if actions.contains(&SignalAction::Dump) && sig < 64 {
+            DUMPS.fetch_or(1 << sig, Ordering::Relaxed);
+        }
         // SAFETY: an all-zero sigaction is valid (empty mask, no flags); the handler is an
         // `extern "C" fn(c_int)` that only touches atomics.
         let ok = unsafe {
@@ -55,7 +70,7 @@ pub fn install(list: &str) -> bool {
             sa.sa_flags = libc::SA_RESTART;
             libc::sigaction(sig, &sa, core::ptr::null_mut()) == 0
         };
-        any |= ok;
+        any |= ok && bits != 0;
     }
     any
 }

@@ -82,11 +82,33 @@ pub struct RingHeader {
     /// Bytes per chunk (a multiple of the page size).
     pub chunk_size: u64,
     pub chunks: [Chunk; CHUNKS],
+    /// [`flag`] bits (accessed atomically).
+    pub flags: u32,
+    pub _pad2: u32,
+    /// Flight recorder: the stream position up to which records have been written to the data
+    /// file (set by the recorder only).
+    pub dumped: u64,
 }
 
 /// Byte offset of chunk `i`'s slot in the header.
 pub const fn chunk_slot(i: usize) -> usize {
     40 + i * 24
+}
+
+/// Byte offset of [`RingHeader::flags`].
+pub const FLAGS_OFF: usize = chunk_slot(CHUNKS);
+/// Byte offset of [`RingHeader::dumped`].
+pub const DUMPED_OFF: usize = FLAGS_OFF + 8;
+
+/// [`RingHeader::flags`] bits.
+pub mod flag {
+    /// A flight-recorder ring (`record --flight-recorder`, see [`crate::flight`]): `file_off`
+    /// is the chunk's position in the thread's unbounded stream of records, sealed chunks are
+    /// written only when a dump is asked for, and the thread drops them when it comes back.
+    pub const FLIGHT: u32 = 1;
+    /// The owning thread has ended (flight rings only): everything left is to be written and
+    /// the ring removed.
+    pub const ENDED: u32 = 2;
 }
 
 /// A piece of a ring that must go to the data file.
@@ -128,6 +150,9 @@ impl RingHeader {
             base: u64_at(24)?,
             chunk_size: u64_at(32)?,
             chunks,
+            flags: u32_at(FLAGS_OFF)?,
+            _pad2: 0,
+            dumped: u64_at(DUMPED_OFF)?,
         };
         (h.magic == MAGIC && h.chunk_size > 0 && h.chunk_size.is_multiple_of(16)).then_some(h)
     }
@@ -172,7 +197,8 @@ impl RingHeader {
                     }
                     _ => return None,
                 };
-                (len > 0 && len <= size && len.is_multiple_of(16)).then_some(Pending {
+                // Records are 16 bytes, with payloads padded to 8.
+                (len > 0 && len <= size && len.is_multiple_of(8)).then_some(Pending {
                     chunk: i,
                     file_off: c.file_off,
                     ring_off: HEADER_SIZE + i * size as usize,
@@ -281,6 +307,10 @@ pub fn salvage(prefix: &str, dir: &Path) -> std::io::Result<Salvaged> {
             continue;
         }
         let file = open_data(dir, tid)?;
+        if h.flags & flag::FLIGHT != 0 {
+            done.bytes += crate::flight::salvage_ring(&h, &bytes, &file)?;
+            continue;
+        }
         for p in pending {
             if let Some(data) = bytes.get(p.ring_off..p.ring_off + p.len) {
                 file.write_all_at(data, p.file_off)?;
@@ -299,6 +329,8 @@ struct Followed {
     ino: u64,
     map: memmap2::MmapRaw,
     data: std::fs::File,
+    /// A flight ring ([`flag::FLIGHT`]).
+    flight: bool,
 }
 
 impl Followed {
@@ -308,9 +340,17 @@ impl Followed {
         unsafe { AtomicU32::from_ptr(self.map.as_mut_ptr().add(chunk_slot(i)) as *mut u32) }
     }
 
-    /// Writes every sealed chunk; returns the bytes written.
+    fn live(&self) -> crate::flight::LiveRing<'_> {
+        crate::flight::LiveRing { map: &self.map }
+    }
+
+    /// Writes every sealed chunk; returns the bytes written. A flight ring's chunks wait for
+    /// a dump.
     fn pump(&self) -> std::io::Result<u64> {
         use std::os::unix::fs::FileExt;
+        if self.flight {
+            return Ok(0);
+        }
         let mut written = 0;
         for i in 0..CHUNKS {
             if self.state(i).load(Ordering::Acquire) != state::SEALED {
@@ -371,6 +411,10 @@ pub struct Pump {
     /// This pump follows the rings whose `tid % share.1 == share.0` (several pumps split the
     /// threads between them).
     share: (u32, u32),
+    /// Flight mode: the control page dumps are asked for through.
+    control: Option<crate::flight::Control>,
+    /// The last request acknowledged.
+    acked: u64,
 }
 
 impl Pump {
@@ -385,6 +429,8 @@ impl Pump {
             dir: dir.to_path_buf(),
             rings: Vec::new(),
             share: (index, count.max(1)),
+            control: crate::flight::Control::open(prefix),
+            acked: 0,
         }
     }
 
@@ -409,12 +455,13 @@ impl Pump {
             let Ok(meta) = file.metadata() else { continue };
             let mut head = [0u8; HEADER_SIZE];
             // A ring whose header is not complete yet is picked up by a later rescan.
-            let complete = std::os::unix::fs::FileExt::read_exact_at(&file, &mut head, 0).is_ok()
-                && RingHeader::read(&head)
-                    .is_some_and(|h| h.tid == tid && meta.len() as usize == h.file_len());
-            if !complete {
+            let header = std::os::unix::fs::FileExt::read_exact_at(&file, &mut head, 0)
+                .ok()
+                .and_then(|()| RingHeader::read(&head))
+                .filter(|h| h.tid == tid && meta.len() as usize == h.file_len());
+            let Some(header) = header else {
                 continue;
-            }
+            };
             let Ok(map) = memmap2::MmapOptions::new().map_raw(&file) else {
                 continue;
             };
@@ -424,18 +471,75 @@ impl Pump {
                 path,
                 map,
                 data: open_data(&self.dir, tid)?,
+                flight: header.flags & flag::FLIGHT != 0,
             });
         }
         Ok(())
     }
 
-    /// Writes every sealed chunk of the followed rings; returns the bytes written.
-    pub fn pump(&self) -> std::io::Result<u64> {
+    /// Writes every sealed chunk of the followed rings; returns the bytes written. In flight
+    /// mode, dumps every ring when one was asked for, and writes and removes the rings of
+    /// threads that ended.
+    pub fn pump(&mut self) -> std::io::Result<u64> {
         let mut written = 0;
         for r in &self.rings {
             written += r.pump()?;
         }
+        if self.control.is_none() {
+            return Ok(written);
+        }
+        written += self.dump_asked()?;
+        let mut ended = Vec::new();
+        for (i, r) in self.rings.iter().enumerate() {
+            if r.flight && r.live().ended() {
+                let live = r.live();
+                written += live.write(live.claim(), &r.data)?;
+                ended.push(i);
+            }
+        }
+        for i in ended.into_iter().rev() {
+            let r = self.rings.swap_remove(i);
+            let _ = std::fs::remove_file(&r.path);
+        }
         Ok(written)
+    }
+
+    /// A dump of every flight ring, if one was asked for since the last: claims every ring's
+    /// records, tells the requesters, then writes them.
+    fn dump_asked(&mut self) -> std::io::Result<u64> {
+        let Some(control) = &self.control else {
+            return Ok(0);
+        };
+        let asked = control.requested();
+        if asked <= self.acked {
+            return Ok(0);
+        }
+        // Rings that appeared since the last scan have records to dump too.
+        self.rescan()?;
+        let claims: Vec<_> = self
+            .rings
+            .iter()
+            .filter(|r| r.flight)
+            .map(|r| (r, r.live().claim()))
+            .collect();
+        if let Some(control) = &self.control {
+            control.acknowledge(asked);
+        }
+        self.acked = asked;
+        let mut written = 0;
+        let mut first_err = None;
+        for (r, claim) in claims {
+            match r.live().write(claim, &r.data) {
+                Ok(n) => written += n,
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(written),
+        }
     }
 
     /// Rings followed now.
@@ -484,8 +588,10 @@ mod tests {
 
     #[test]
     fn layout_matches_the_parser() {
-        assert_eq!(std::mem::size_of::<RingHeader>(), chunk_slot(CHUNKS));
+        assert_eq!(std::mem::size_of::<RingHeader>(), DUMPED_OFF + 8);
         assert_eq!(std::mem::offset_of!(RingHeader, chunks), chunk_slot(0));
+        assert_eq!(std::mem::offset_of!(RingHeader, flags), FLAGS_OFF);
+        assert_eq!(std::mem::offset_of!(RingHeader, dumped), DUMPED_OFF);
         let b = ring_bytes(
             42,
             Some((3, 64)),
@@ -493,7 +599,7 @@ mod tests {
                 (1, chunk(state::SEALED, 4096, 4096)),
                 (2, chunk(state::WRITING, 8192, 32)),
                 (3, chunk(state::FILLING, 8224, 0)),
-                (4, chunk(state::SEALED, 99, 8)), // not whole records: skipped
+                (4, chunk(state::SEALED, 99, 12)), // not whole records: skipped
             ],
         );
         let h = RingHeader::read(&b).unwrap();

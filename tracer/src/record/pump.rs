@@ -3,7 +3,9 @@
 //! traced threads do not pay for the file system. Each polls: quickly while there is data,
 //! backing off to a millisecond when there is none, and looks for new rings every millisecond.
 //! With several threads (`--num-thread`) each follows the rings of its share of the traced
-//! threads (by thread id); `--rt-prio` runs them at a real-time (SCHED_FIFO) priority.
+//! threads (by thread id); `--rt-prio` runs them at a real-time (SCHED_FIFO) priority. In
+//! flight mode (`--flight-recorder`) one pump follows every ring: it writes nothing until a dump
+//! is asked for, then every ring's newest records, and the rings of threads that ended.
 
 use record_format::ring::Pump;
 use std::path::Path;
@@ -33,7 +35,9 @@ impl PumpThread {
         rt_prio: Option<i32>,
     ) -> std::io::Result<PumpThread> {
         let stop = Arc::new(AtomicBool::new(false));
-        let count = threads.max(1) as u32;
+        // Flight mode: one pump takes every ring's dump at once.
+        let flight = record_format::flight::Control::open(prefix).is_some();
+        let count = if flight { 1 } else { threads.max(1) as u32 };
         let mut handles = Vec::new();
         for index in 0..count {
             let mut pump = Pump::shared(prefix, dir, index, count);

@@ -1,0 +1,201 @@
+//! The runtime's side of the flight recorder (`record --flight-recorder=SIZE`,
+//! [`record_format::flight`]): whether this session's rings are flight rings, and asking the
+//! recorder for a dump.
+//!
+//! The recorder creates the control page `/dev/shm/<prefix>/flight` in flight mode; its
+//! presence is the switch. The first thread that needs it maps it ([`control`]) and keeps the
+//! mapping for the session. [`request_dump`] only uses system calls and atomics, so that a
+//! signal handler (`--signal SIG@dump`, a crash) may call it: it increments the request word
+//! and sleeps in steps until the recorder's pump acknowledges that it has claimed every ring's
+//! records (at most [`WAIT`]), so that the newest records are not overwritten before they are
+//! taken.
+
+use crate::sys;
+use core::ffi::CStr;
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use record_format::flight::{ACK_OFF, CONTROL_MAGIC, CONTROL_NAME, CONTROL_SIZE, REQ_OFF};
+use record_format::ring::{flag, FLAGS_OFF, HEADER_SIZE};
+
+/// Longest wait for the recorder to take a dump, in nanoseconds.
+const WAIT: u64 = 1_000_000_000;
+/// Sleep between two looks at the acknowledgement, in nanoseconds.
+const STEP: u64 = 100_000;
+
+/// The mapped control page; null: not looked for yet; [`ABSENT`]: not flight mode.
+static CONTROL: AtomicPtr<u8> = AtomicPtr::new(core::ptr::null_mut());
+/// The ring prefix `CONTROL` was looked up for (a new session looks again).
+static FOR_PREFIX: AtomicPtr<u8> = AtomicPtr::new(core::ptr::null_mut());
+
+const ABSENT: *mut u8 = 1 as *mut u8;
+
+/// Longest control path: `/dev/shm/` + prefix + `/flight` + NUL.
+const PATH_MAX: usize = 160;
+
+/// Maps the control page of `prefix`; null when there is none.
+fn map_control(prefix: &CStr) -> *mut u8 {
+    let mut path = [0u8; PATH_MAX];
+    let parts: [&[u8]; 4] = [
+        b"/dev/shm/",
+        prefix.to_bytes(),
+        b"/",
+        CONTROL_NAME.as_bytes(),
+    ];
+    let mut i = 0;
+    for part in parts {
+        for &b in part {
+            match path.get_mut(i) {
+                // The last byte stays NUL.
+                Some(slot) if i + 1 < PATH_MAX => *slot = b,
+                _ => return core::ptr::null_mut(),
+            }
+            i += 1;
+        }
+    }
+    let Ok(path) = CStr::from_bytes_until_nul(&path) else {
+        return core::ptr::null_mut();
+    };
+    let Ok(fd) = sys::openat(
+        libc::AT_FDCWD,
+        path,
+        libc::O_RDWR | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK,
+        0,
+    ) else {
+        return core::ptr::null_mut();
+    };
+    let map = match sys::file_size(fd) {
+        Ok(size) if size == CONTROL_SIZE as u64 => sys::mmap(
+            CONTROL_SIZE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+        .unwrap_or(core::ptr::null_mut()),
+        _ => core::ptr::null_mut(),
+    };
+    sys::close(fd);
+    if map.is_null() {
+        return map;
+    }
+    // SAFETY: `map` is a fresh mapping of CONTROL_SIZE bytes.
+    let magic = unsafe { core::slice::from_raw_parts(map, CONTROL_MAGIC.len()) };
+    if magic != CONTROL_MAGIC {
+        // SAFETY: `map` was mapped above and is not used elsewhere.
+        unsafe { sys::munmap(map, CONTROL_SIZE) };
+        return core::ptr::null_mut();
+    }
+    map
+}
+
+/// The control page of this session, if it records in flight mode.
+fn control() -> Option<*mut u8> {
+    let prefix = crate::config::ring_prefix()?;
+    let key = prefix.as_ptr() as *mut u8;
+    let known = CONTROL.load(Ordering::Acquire);
+    if !known.is_null() && FOR_PREFIX.load(Ordering::Acquire) == key {
+        return (known != ABSENT).then_some(known);
+    }
+    let map = map_control(prefix);
+    let value = if map.is_null() { ABSENT } else { map };
+    // Two threads may race here: both mappings are of the same page, the loser's stays
+    // mapped (one page, once per session).
+    FOR_PREFIX.store(key, Ordering::Release);
+    CONTROL.store(value, Ordering::Release);
+    (value != ABSENT).then_some(value)
+}
+
+/// Whether this session records in flight mode.
+pub fn active() -> bool {
+    control().is_some()
+}
+
+fn word(page: *mut u8, off: usize) -> &'static AtomicU64 {
+    // SAFETY: `page` is the control mapping (never unmapped once published), `off` + 8 lies in
+    // it, 8-aligned; the word is only accessed atomically.
+    unsafe { AtomicU64::from_ptr(page.add(off) as *mut u64) }
+}
+
+/// Asks the recorder to write the newest records of every thread and waits (bounded) until it
+/// has taken them. Nothing happens outside flight mode. Async-signal-safe.
+pub fn request_dump() {
+    let Some(page) = control() else {
+        return;
+    };
+    // Pairs with the pump's Acquire load of the request word.
+    let n = word(page, REQ_OFF).fetch_add(1, Ordering::AcqRel) + 1;
+    let mut waited = 0;
+    // Pairs with the pump's Release store of the acknowledgement, after its claims.
+    while word(page, ACK_OFF).load(Ordering::Acquire) < n && waited < WAIT {
+        if crate::config::recorder_gone() {
+            return;
+        }
+        sleep_step();
+        waited += STEP;
+    }
+}
+
+fn sleep_step() {
+    let ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: STEP as i64,
+    };
+    // SAFETY: `ts` is a valid timespec; a null remainder is allowed.
+    unsafe {
+        libc::syscall(
+            libc::SYS_nanosleep,
+            &ts,
+            core::ptr::null_mut::<libc::timespec>(),
+        )
+    };
+}
+
+/// Marks the flight ring mapped at `map` as ended: the pump writes what it holds (the records
+/// of a thread that ended will not change) and removes it.
+pub fn mark_ended(map: *mut u8) {
+    if map.is_null() {
+        return;
+    }
+    // SAFETY: `map` is a ring mapping (header page first); the flags word is aligned, in the
+    // header, and only accessed atomically.
+    let flags = unsafe { AtomicU32::from_ptr(map.add(FLAGS_OFF) as *mut u32) };
+    // Pairs with the pump's Acquire load: the sealed chunk's slot is stored before.
+    flags.fetch_or(flag::ENDED, Ordering::Release);
+}
+
+/// Hands the flight ring an earlier image of this thread left at `path` (before exec) to the
+/// pump and waits (bounded) until the pump has written and removed it; then the path is free
+/// for the new ring.
+pub fn retire(path: &CStr) {
+    let flags = libc::O_RDWR | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
+    let Ok(fd) = sys::openat(libc::AT_FDCWD, path, flags, 0) else {
+        return;
+    };
+    let ended = match sys::file_size(fd) {
+        Ok(size) if size >= HEADER_SIZE as u64 => sys::mmap(
+            HEADER_SIZE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+        .map(|map| {
+            mark_ended(map);
+            // SAFETY: `map` was mapped above and is not used afterwards.
+            unsafe { sys::munmap(map, HEADER_SIZE) };
+        })
+        .is_ok(),
+        _ => false,
+    };
+    sys::close(fd);
+    let mut waited = 0;
+    while ended && waited < WAIT && !crate::config::recorder_gone() {
+        match sys::openat(libc::AT_FDCWD, path, flags, 0) {
+            Ok(fd) => sys::close(fd),
+            Err(_) => return,
+        }
+        sleep_step();
+        waited += STEP;
+    }
+    // Not taken in time: the old records are lost.
+    let _ = sys::unlink(path);
+}

@@ -1,0 +1,434 @@
+//! The flight recorder (`record --flight-recorder=SIZE`): each thread's ring
+//! ([`crate::ring`]) keeps only its newest records, and they are written to `<tid>.dat` when a
+//! dump is asked for.
+//!
+//! In a flight ring ([`flag::FLIGHT`]) a chunk's `file_off` is its position in the thread's
+//! unbounded *stream* of records, not in the data file. The pump does not write sealed chunks;
+//! the thread, coming back to a sealed chunk, drops it. The header's `dumped` word is the stream
+//! position up to which records are in the data file already, so no record is written twice.
+//!
+//! A dump writes, for every ring, the records after `dumped`, oldest first, appended to the data
+//! file after what earlier dumps wrote; records dropped in between become one LOST record (its
+//! count is the bytes lost / 16: records with payloads count for more than one). The analysis
+//! then shows what follows a LOST record as it shows functions entered before tracing started.
+//!
+//! Dumps are asked for through the control page `/dev/shm/<prefix>/flight`, which the recorder
+//! creates when it records in flight mode (its presence is what tells libmcount): a requester
+//! increments `req` and waits (bounded) until the pump, having claimed every ring's records, sets
+//! `ack` to at least that value. The pump claims a sealed chunk by moving it to `WRITING` (the
+//! thread waits for it as it does in normal recording) and copies the filling chunk's records up
+//! to the published cursor, checking afterwards that the thread did not reuse the chunk meanwhile.
+//! A thread that ends marks its ring [`flag::ENDED`]: the pump writes what it holds and removes it,
+//! so memory stays SIZE × live threads. At the end of the run the salvage writes what was not
+//! dumped yet.
+
+use crate::raw::{RawRecord, RecordKind, RECORD_SIZE};
+use crate::ring::{
+    chunk_slot, flag, state, RingHeader, CHUNKS, DUMPED_OFF, FLAGS_OFF, HEADER_SIZE,
+};
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+
+/// Name of the control page in the ring directory (never a tid: rings ignore it).
+pub const CONTROL_NAME: &str = "flight";
+/// First bytes of the control page.
+pub const CONTROL_MAGIC: [u8; 8] = *b"utrfly01";
+/// Size of the control page.
+pub const CONTROL_SIZE: usize = 4096;
+/// Offset of the request counter (u64) in the control page.
+pub const REQ_OFF: usize = 8;
+/// Offset of the acknowledged counter (u64) in the control page.
+pub const ACK_OFF: usize = 16;
+
+/// The control page of `prefix`.
+pub fn control_path(prefix: &str) -> PathBuf {
+    crate::ring::ring_dir(prefix).join(CONTROL_NAME)
+}
+
+/// Creates the control page of `prefix` (the ring directory exists): the rings of this prefix
+/// are flight rings.
+pub fn create_control(prefix: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(control_path(prefix))?;
+    file.set_len(CONTROL_SIZE as u64)?;
+    file.write_all_at(&CONTROL_MAGIC, 0)
+}
+
+/// The recorder's view of the control page.
+pub struct Control {
+    map: memmap2::MmapRaw,
+}
+
+impl Control {
+    /// Maps the control page of `prefix`, if there is one (flight mode).
+    pub fn open(prefix: &str) -> Option<Control> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(control_path(prefix))
+            .ok()?;
+        let meta = file.metadata().ok()?;
+        if !meta.is_file() || meta.len() != CONTROL_SIZE as u64 {
+            return None;
+        }
+        let map = memmap2::MmapOptions::new().map_raw(&file).ok()?;
+        Some(Control { map })
+    }
+
+    fn word(&self, off: usize) -> &AtomicU64 {
+        // SAFETY: `off` + 8 lies in the mapped page, 8-aligned; the word is only accessed
+        // atomically (by libmcount's requesters and the pump) while the mapping lives.
+        unsafe { AtomicU64::from_ptr(self.map.as_mut_ptr().add(off) as *mut u64) }
+    }
+
+    /// Dumps asked for so far (pairs with the requesters' `fetch_add`).
+    pub fn requested(&self) -> u64 {
+        self.word(REQ_OFF).load(Ordering::Acquire)
+    }
+
+    /// Tells the requesters up to `n` that their records are claimed.
+    pub fn acknowledge(&self, n: u64) {
+        self.word(ACK_OFF).fetch_max(n, Ordering::Release);
+    }
+}
+
+/// One step of writing a ring's undumped records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// A LOST record for this many records.
+    Lost(u64),
+    /// `len` bytes of piece `piece`, from byte `skip` of it.
+    Bytes {
+        piece: usize,
+        skip: usize,
+        len: usize,
+    },
+}
+
+/// What to write after stream position `dumped`, given the pieces still held (`(stream
+/// position, length)`, sorted by position): the parts after `dumped`, with a LOST step for
+/// every gap. Returns the steps and the new `dumped`.
+pub fn plan(dumped: u64, pieces: &[(u64, usize)]) -> (Vec<Step>, u64) {
+    let mut at = dumped;
+    let mut steps = Vec::new();
+    for (i, &(pos, len)) in pieces.iter().enumerate() {
+        let end = pos + len as u64;
+        if end <= at {
+            continue;
+        }
+        if pos > at {
+            steps.push(Step::Lost(((pos - at) / RECORD_SIZE as u64).max(1)));
+            at = pos;
+        }
+        let skip = (at - pos) as usize;
+        steps.push(Step::Bytes {
+            piece: i,
+            skip,
+            len: len - skip,
+        });
+        at = end;
+    }
+    (steps, at)
+}
+
+/// The LOST record of `n` records (time 0, as uftrace writes it).
+pub fn lost_record(n: u64) -> [u8; RECORD_SIZE] {
+    RawRecord {
+        time: 0,
+        kind: RecordKind::Lost,
+        more: false,
+        depth: 0,
+        addr: n,
+    }
+    .encode()
+}
+
+/// Appends the steps of `plan` over `pieces` (their bytes) to the end of `file`; returns the
+/// bytes written.
+fn append(file: &std::fs::File, steps: &[Step], pieces: &[&[u8]]) -> std::io::Result<u64> {
+    let mut off = file.metadata()?.len();
+    let start = off;
+    for s in steps {
+        match *s {
+            Step::Lost(n) => {
+                file.write_all_at(&lost_record(n), off)?;
+                off += RECORD_SIZE as u64;
+            }
+            Step::Bytes { piece, skip, len } => {
+                if let Some(data) = pieces.get(piece).and_then(|p| p.get(skip..skip + len)) {
+                    file.write_all_at(data, off)?;
+                    off += data.len() as u64;
+                }
+            }
+        }
+    }
+    Ok(off - start)
+}
+
+/// Salvage of a flight ring (its owner is gone): appends the records after `h.dumped` to
+/// `file`; returns the bytes written.
+pub fn salvage_ring(h: &RingHeader, bytes: &[u8], file: &std::fs::File) -> std::io::Result<u64> {
+    let pending = h.pending();
+    let spans: Vec<(u64, usize)> = pending.iter().map(|p| (p.file_off, p.len)).collect();
+    let data: Vec<&[u8]> = pending
+        .iter()
+        .map(|p| bytes.get(p.ring_off..p.ring_off + p.len).unwrap_or(&[]))
+        .collect();
+    let (steps, _) = plan(h.dumped, &spans);
+    append(file, &steps, &data)
+}
+
+/// Where a claimed piece's bytes are.
+enum Source {
+    /// A chunk moved to `WRITING`: `len` bytes at `off` in the ring mapping.
+    Chunk { index: usize, off: usize },
+    /// The records of the filling chunk, copied.
+    Copy(Vec<u8>),
+}
+
+/// The records of one live ring claimed for a dump, not written yet.
+pub struct Claim {
+    pieces: Vec<(u64, usize, Source)>,
+    dumped: u64,
+}
+
+/// A live flight ring mapped by the pump.
+pub struct LiveRing<'a> {
+    pub map: &'a memmap2::MmapRaw,
+}
+
+impl LiveRing<'_> {
+    fn state(&self, i: usize) -> &AtomicU32 {
+        // SAFETY: the slot lies in the mapped header page, is 4-byte aligned and is only
+        // accessed atomically by the pump and the owning thread while the mapping lives.
+        unsafe { AtomicU32::from_ptr(self.map.as_mut_ptr().add(chunk_slot(i)) as *mut u32) }
+    }
+
+    fn flags_word(&self) -> &AtomicU32 {
+        // SAFETY: as for `state`: the flags word is in the header page, aligned, atomic.
+        unsafe { AtomicU32::from_ptr(self.map.as_mut_ptr().add(FLAGS_OFF) as *mut u32) }
+    }
+
+    fn dumped_word(&self) -> &AtomicU64 {
+        // SAFETY: as for `state`: the word is in the header page, 8-aligned; only the pump
+        // (and the salvage, after the owner is gone) writes it.
+        unsafe { AtomicU64::from_ptr(self.map.as_mut_ptr().add(DUMPED_OFF) as *mut u64) }
+    }
+
+    /// The header as it is now.
+    fn header(&self) -> Option<RingHeader> {
+        // SAFETY: the header page is mapped; a copy of it is read (racy words are re-checked
+        // through the atomics where it matters).
+        let head = unsafe { std::slice::from_raw_parts(self.map.as_ptr(), HEADER_SIZE) };
+        RingHeader::read(head).filter(|h| h.file_len() <= self.map.len())
+    }
+
+    /// Whether the ring is a flight ring whose thread has ended.
+    pub fn ended(&self) -> bool {
+        self.flags_word().load(Ordering::Acquire) & flag::ENDED != 0
+    }
+
+    /// Claims the records not dumped yet: sealed chunks move to `WRITING` (the thread waits
+    /// for them), the filling chunk's records are copied.
+    pub fn claim(&self) -> Claim {
+        let mut claimed = [false; CHUNKS];
+        let mut filling = None;
+        let mut h = None;
+        // A thread that seals its filling chunk while it is copied makes it a sealed one to
+        // claim on the next pass.
+        for _ in 0..4 {
+            for (i, c) in claimed.iter_mut().enumerate() {
+                if !*c
+                    && self
+                        .state(i)
+                        .compare_exchange(
+                            state::SEALED,
+                            state::WRITING,
+                            Ordering::Acquire,
+                            Ordering::Relaxed,
+                        )
+                        .is_ok()
+                {
+                    *c = true;
+                }
+            }
+            let Some(head) = self.header() else {
+                break;
+            };
+            filling = self.copy_filling(&head);
+            h = Some(head);
+            if filling.is_some() || !(0..CHUNKS).any(|i| head.chunks[i].state == state::SEALED) {
+                break;
+            }
+        }
+        let mut pieces = Vec::new();
+        let Some(h) = h else {
+            self.release_claims(&claimed);
+            return Claim { pieces, dumped: 0 };
+        };
+        let size = h.chunk_size as usize;
+        for (i, _) in claimed.iter().enumerate().filter(|(_, c)| **c) {
+            let c = h.chunks[i];
+            if c.len as usize <= size && c.len.is_multiple_of(8) && c.len > 0 {
+                let off = HEADER_SIZE + i * size;
+                pieces.push((c.file_off, c.len as usize, Source::Chunk { index: i, off }));
+            } else {
+                self.state(i).store(state::FREE, Ordering::Release);
+            }
+        }
+        if let Some((pos, data)) = filling {
+            pieces.push((pos, data.len(), Source::Copy(data)));
+        }
+        pieces.sort_by_key(|p| p.0);
+        Claim {
+            pieces,
+            dumped: self.dumped_word().load(Ordering::Relaxed),
+        }
+    }
+
+    /// The stream position and a copy of the filling chunk's records, if they stayed put
+    /// while they were copied.
+    fn copy_filling(&self, h: &RingHeader) -> Option<(u64, Vec<u8>)> {
+        let size = h.chunk_size;
+        let i = (0..CHUNKS).find(|&i| {
+            let start = h.base.wrapping_add(i as u64 * size);
+            h.chunks[i].state == state::FILLING && (start..=start + size).contains(&h.cursor)
+        })?;
+        let len = (h.cursor - h.base.wrapping_add(i as u64 * size)) as usize;
+        if len == 0 || !len.is_multiple_of(8) {
+            return None;
+        }
+        let off = HEADER_SIZE + i * size as usize;
+        let mut data = vec![0u8; len];
+        // SAFETY: [off, off+len) lies in the mapping (checked by `header`); the owner only
+        // appends past `cursor` to this chunk, and its reuse of the chunk is detected below.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.map.as_ptr().add(off), data.as_mut_ptr(), len)
+        };
+        // The copy's loads come before the re-check (pairs with the owner's Release store of
+        // FILLING after it set the new `file_off`).
+        fence(Ordering::Acquire);
+        let now = self.state(i).load(Ordering::Acquire);
+        let again = self.header()?;
+        let same = again.chunks[i].file_off == h.chunks[i].file_off;
+        (same && (now == state::FILLING || now == state::SEALED || now == state::WRITING))
+            .then_some((h.chunks[i].file_off, data))
+    }
+
+    fn release_claims(&self, claimed: &[bool; CHUNKS]) {
+        for (i, _) in claimed.iter().enumerate().filter(|(_, c)| **c) {
+            self.state(i).store(state::FREE, Ordering::Release);
+        }
+    }
+
+    /// Appends the claimed records to `file`, records how far the stream is written and frees
+    /// the claimed chunks; returns the bytes written.
+    pub fn write(&self, claim: Claim, file: &std::fs::File) -> std::io::Result<u64> {
+        let spans: Vec<(u64, usize)> = claim.pieces.iter().map(|p| (p.0, p.1)).collect();
+        let (steps, dumped) = plan(claim.dumped, &spans);
+        let data: Vec<&[u8]> = claim
+            .pieces
+            .iter()
+            .map(|(_, len, src)| match src {
+                // SAFETY: the chunk is WRITING, claimed by this pump: the owner does not touch
+                // it; [off, off+len) was checked against the mapping's length.
+                Source::Chunk { off, .. } => unsafe {
+                    std::slice::from_raw_parts(self.map.as_ptr().add(*off), *len)
+                },
+                Source::Copy(v) => v.as_slice(),
+            })
+            .collect();
+        let result = append(file, &steps, &data);
+        if result.is_ok() {
+            self.dumped_word().store(dumped, Ordering::Relaxed);
+        }
+        // Written or not (an error is reported), the chunks go back to the thread.
+        for (_, _, src) in &claim.pieces {
+            if let Source::Chunk { index, .. } = src {
+                self.state(*index).store(state::FREE, Ordering::Release);
+            }
+        }
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_skips_what_was_dumped_and_marks_gaps() {
+        // Nothing dumped yet, everything held from position 0: written as is.
+        assert_eq!(
+            plan(0, &[(0, 64), (64, 32)]),
+            (
+                vec![
+                    Step::Bytes {
+                        piece: 0,
+                        skip: 0,
+                        len: 64
+                    },
+                    Step::Bytes {
+                        piece: 1,
+                        skip: 0,
+                        len: 32
+                    }
+                ],
+                96
+            )
+        );
+        // 160 bytes (10 records) were dropped after the last dump; the next piece was half
+        // dumped already (a filling chunk of the previous dump).
+        assert_eq!(
+            plan(48, &[(208, 32), (240, 64)]).0,
+            [
+                Step::Lost(10),
+                Step::Bytes {
+                    piece: 0,
+                    skip: 0,
+                    len: 32
+                },
+                Step::Bytes {
+                    piece: 1,
+                    skip: 0,
+                    len: 64
+                }
+            ]
+        );
+        assert_eq!(
+            plan(100 * 16, &[(96 * 16, 64), (1600, 16)]),
+            (
+                vec![Step::Bytes {
+                    piece: 1,
+                    skip: 0,
+                    len: 16
+                }],
+                1616
+            )
+        );
+        assert_eq!(
+            plan(32, &[(0, 64)]),
+            (
+                vec![Step::Bytes {
+                    piece: 0,
+                    skip: 32,
+                    len: 32
+                }],
+                64
+            )
+        );
+        // All dumped: nothing to do.
+        assert_eq!(plan(96, &[(0, 64), (64, 32)]), (vec![], 96));
+        let r = RawRecord::decode(&lost_record(7)).unwrap();
+        assert_eq!((r.kind, r.addr, r.time), (RecordKind::Lost, 7, 0));
+    }
+}

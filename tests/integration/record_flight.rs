@@ -1,0 +1,271 @@
+//! The flight recorder (`record --flight-recorder=SIZE`, issue 22): only the newest SIZE of
+//! records per thread are kept, and written when a dump is asked for: by a signal
+//! (`--signal USR1@dump`), a trigger (`-T marker@dump`), a call longer than a threshold
+//! (`-T slow@time=5ms,dump`), a crash, and at exit.
+//!
+//! testprogs/flight.c runs phase A (N calls of `a_leaf(i)`), then the dump point, then phase B
+//! (N calls of `b_leaf(i)`). The leaves' argument is recorded (`-A`), so a test sees which calls
+//! a dump kept: the newest ones, consecutive up to the last (`N - 1`), the oldest gone behind a
+//! `LOST` line. Every data directory is replayed and reported by utrace, and replayed by
+//! uftrace.
+
+use crate::util::{self, Mode};
+use std::path::Path;
+
+/// Per-thread size in the tests: 256 KiB hold about 6500 leaf calls (40 bytes each).
+const SIZE: u64 = 256 << 10;
+/// Leaf calls per phase: 8 MB of records, far more than [`SIZE`].
+const N: u64 = 200_000;
+
+/// A flight recording of `flight MODE N` with `opts`; the recorder's output.
+fn record(dir: &Path, mode: &str, opts: &[&str]) -> util::Output {
+    let prog = util::testprog("flight", Mode::Pg);
+    let size = format!("--flight-recorder={SIZE}");
+    let mut all = vec![
+        "--no-sched",
+        size.as_str(),
+        "-A",
+        "a_leaf@arg1",
+        "-A",
+        "b_leaf@arg1",
+    ];
+    all.extend_from_slice(opts);
+    util::record_with(false, dir, &prog, &[mode, &N.to_string()], &all)
+}
+
+/// What a replay shows of one flight recording.
+struct Shown {
+    text: String,
+    /// The arguments of the `a_leaf` and `b_leaf` calls shown, in order.
+    a: Vec<u64>,
+    b: Vec<u64>,
+    lost: usize,
+}
+
+/// Replays `dir` with utrace (and reports it, and replays it with uftrace when installed:
+/// both must succeed).
+fn replay(dir: &Path) -> Shown {
+    let out = util::utrace_replay(dir, &[]);
+    out.assert_success();
+    let report = util::run({
+        let mut cmd = std::process::Command::new(util::utrace_bin());
+        cmd.args(["report", "--no-pager", "-d"]).arg(dir);
+        cmd
+    });
+    report.assert_success();
+    assert!(report.stdout.contains("_leaf"), "{report}");
+    if util::uftrace_available() {
+        let theirs = util::uftrace_replay(dir, &[]);
+        theirs.assert_success();
+        assert!(theirs.stdout.contains("_leaf("), "{theirs}");
+    }
+    let args = |name: &str| -> Vec<u64> {
+        out.stdout
+            .lines()
+            .filter_map(|l| l.split_once(&format!("{name}(")))
+            .filter_map(|(_, rest)| number(rest.split_once(')')?.0))
+            .collect()
+    };
+    Shown {
+        a: args("a_leaf"),
+        b: args("b_leaf"),
+        lost: out.stdout.matches("/* LOST ").count(),
+        text: out.stdout,
+    }
+}
+
+/// An argument as replay prints it: decimal, or hex from 100000 on.
+fn number(text: &str) -> Option<u64> {
+    match text.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
+/// `calls` are the newest calls of a phase, complete: consecutive and up to the last one,
+/// and bounded by the ring (the oldest are gone).
+fn assert_newest(calls: &[u64], what: &str, text: &str) {
+    assert!(
+        calls.len() > 1000,
+        "{what}: too few calls kept ({})\n{text}",
+        calls.len()
+    );
+    assert_eq!(
+        calls.last(),
+        Some(&(N - 1)),
+        "{what}: the newest call is missing"
+    );
+    assert!(
+        calls.windows(2).all(|w| w[1] == w[0] + 1),
+        "{what}: the calls kept are not consecutive"
+    );
+    assert!(
+        (calls.len() as u64) < SIZE / 32,
+        "{what}: more calls than {SIZE} bytes hold: {}",
+        calls.len()
+    );
+}
+
+/// The positions of `needle`'s lines in `text`, in order.
+fn line_of(text: &str, needle: &str) -> Option<usize> {
+    text.lines().position(|l| l.contains(needle))
+}
+
+fn dat_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "dat"))
+        .map(|e| e.metadata().unwrap().len())
+        .sum()
+}
+
+/// A dump in the middle (`point` is the dump point's line) and one at exit: phase A's newest
+/// calls then `LOST` then phase B's newest.
+fn assert_two_dumps(dir: &Path, point: &str) {
+    let shown = replay(dir);
+    let text = &shown.text;
+    assert_newest(&shown.a, "phase A", text);
+    assert_newest(&shown.b, "phase B", text);
+    assert_eq!(
+        shown.lost, 2,
+        "one LOST line before each dump's records\n{text}"
+    );
+    // The newest calls before the dump point are complete and in order.
+    let a_last = line_of(text, "a_last();").expect("a_last() shown");
+    let end_a = line_of(text, "} /* phase_a */").expect("phase_a's exit shown");
+    let point = line_of(text, point).unwrap_or_else(|| panic!("{point} shown\n{text}"));
+    let b_first = line_of(text, "b_leaf(").unwrap();
+    assert!(a_last < end_a && end_a < point && point < b_first, "{text}");
+    assert!(text.contains("b_last();") && text.contains("} /* phase_b */"));
+    // Two dumps, each of at most SIZE (and a LOST record).
+    assert!(dat_bytes(dir) <= 2 * (SIZE + 16), "{}", dat_bytes(dir));
+}
+
+#[test]
+fn flight_signal_dumps_the_newest_records() {
+    let dir = tempfile::tempdir().unwrap();
+    record(dir.path(), "signal", &["--signal", "USR1@dump"]).assert_success();
+    assert_two_dumps(dir.path(), "raise() {");
+}
+
+#[test]
+fn flight_trigger_dumps_at_the_function_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    record(dir.path(), "marker", &["-T", "marker@dump"]).assert_success();
+    assert_two_dumps(dir.path(), "marker() {");
+}
+
+#[test]
+fn flight_time_threshold_dumps_after_a_long_call() {
+    let dir = tempfile::tempdir().unwrap();
+    record(dir.path(), "slow", &["-T", "slow@time=5ms,dump"]).assert_success();
+    assert_two_dumps(dir.path(), "} /* slow */");
+    let shown = replay(dir.path());
+    // The slow call (10 ms) is whole, after the ten fast ones.
+    let slow = line_of(&shown.text, "slow() {").unwrap();
+    assert!(shown
+        .text
+        .lines()
+        .nth(slow - 1)
+        .unwrap()
+        .contains("fast();"));
+    assert!(shown.text.contains("nanosleep();"));
+
+    // A threshold the call does not reach: no dump then, only phase B's newest at exit.
+    let dir = tempfile::tempdir().unwrap();
+    record(dir.path(), "slow", &["-T", "slow@time=50ms,dump"]).assert_success();
+    let shown = replay(dir.path());
+    assert!(
+        shown.a.is_empty() && !shown.text.contains("slow() {"),
+        "{}",
+        shown.text
+    );
+    assert_newest(&shown.b, "phase B", &shown.text);
+}
+
+#[test]
+fn flight_crash_dumps_the_calls_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = record(dir.path(), "crash", &[]);
+    assert!(!out.status.success(), "the program crashes\n{out}");
+    let shown = replay(dir.path());
+    assert_newest(&shown.a, "phase A", &shown.text);
+    assert!(shown.b.is_empty());
+    let end_a = line_of(&shown.text, "} /* phase_a */").unwrap();
+    let crash = line_of(&shown.text, "crash_here() {").expect("the crashing call shown");
+    assert!(end_a < crash);
+    assert!(dat_bytes(dir.path()) <= SIZE + 16);
+}
+
+#[test]
+fn flight_exit_keeps_only_the_newest_records() {
+    let dir = tempfile::tempdir().unwrap();
+    record(dir.path(), "exit", &[]).assert_success();
+    let shown = replay(dir.path());
+    // Phase A is far older than SIZE: all of it is gone.
+    assert!(shown.a.is_empty(), "{}", shown.text);
+    assert_newest(&shown.b, "phase B", &shown.text);
+    assert_eq!(shown.lost, 1);
+    assert!(shown.text.contains("} /* main */"));
+    let bytes = dat_bytes(dir.path());
+    assert!(bytes <= SIZE + 16 && bytes > SIZE / 2, "{bytes}");
+}
+
+#[test]
+fn flight_threads_are_all_written() {
+    // Threads that end hand their ring to the recorder: every thread's calls are there, as in
+    // a normal recording (the program is small: nothing is dropped).
+    let prog = util::testprog("thread", Mode::Pg);
+    let funcs = |dir: &Path| -> Vec<String> {
+        let out = util::utrace_replay(dir, &["--no-merge"]);
+        out.assert_success();
+        let mut f: Vec<String> = out
+            .stdout
+            .lines()
+            .filter_map(|l| Some(l.split_once("| ")?.1.trim().to_string()))
+            .collect();
+        f.sort();
+        f
+    };
+    let flight = tempfile::tempdir().unwrap();
+    util::record_with(
+        false,
+        flight.path(),
+        &prog,
+        &[],
+        &["--no-sched", "--flight-recorder=64k"],
+    )
+    .assert_success();
+    let normal = tempfile::tempdir().unwrap();
+    util::record_with(false, normal.path(), &prog, &[], &["--no-sched"]).assert_success();
+    assert_eq!(funcs(flight.path()), funcs(normal.path()));
+}
+
+#[test]
+fn dump_needs_the_flight_recorder() {
+    let prog = util::testprog("flight", Mode::Pg);
+    let dir = tempfile::tempdir().unwrap();
+    for opts in [
+        &["-T", "marker@dump"][..],
+        &["--signal", "USR1@dump"],
+        &["--flight-recorder=lots"],
+    ] {
+        let out = util::record_with(false, dir.path(), &prog, &["exit", "10"], opts);
+        assert!(!out.status.success(), "{out}");
+        assert!(
+            out.stderr
+                .contains("ERROR: the dump action needs --flight-recorder=SIZE")
+                || out
+                    .stderr
+                    .contains("ERROR: invalid --flight-recorder size: lots"),
+            "{out}"
+        );
+        assert!(!out.stderr.contains("panic"), "{out}");
+    }
+}
+
+/// For `record_matrix::every_testprog_is_recorded`.
+pub fn covers(prog: &str) -> bool {
+    prog == "flight"
+}
