@@ -21,7 +21,8 @@
 # Environment: UTRACE (utrace binary; default target/release/utrace, built if missing),
 # UFTRACE (default uftrace), RUNS (default 7), FIB_N (default 30), MODES (default "pg fentry cyg"),
 # EXTRA (extra options for both tracers, e.g. "-t 1us" or "-A fib@arg1 -R fib@retval"),
-# WORKLOAD (fib or libcall), LIBCALL_N (default 2000000).
+# WORKLOAD (fib or libcall), LIBCALL_N (default 2000000), UTRACE_EXTRA (options for utrace only,
+# e.g. "--flight-recorder=16M": then utrace writes fewer records than uftrace, and says so).
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -35,6 +36,7 @@ LIBCALL_N=${LIBCALL_N:-2000000}
 MODES=${MODES:-pg fentry cyg}
 UFTRACE=${UFTRACE:-uftrace}
 read -r -a EXTRA <<<"${EXTRA:-}"
+read -r -a UTRACE_EXTRA <<<"${UTRACE_EXTRA:-}"
 
 die() {
 	echo "bench: $*" >&2
@@ -87,7 +89,7 @@ libcall)
 *) die "unknown WORKLOAD $WORKLOAD (fib or libcall)" ;;
 esac
 
-echo "bench: $WORKLOAD $N ${EXTRA[*]}, best of $RUNS runs, data in $tmp ($(df -T "$tmp" | awk 'NR == 2 { print $2 }'))"
+echo "bench: $WORKLOAD $N ${EXTRA[*]} utrace: ${UTRACE_EXTRA[*]}, best of $RUNS runs, data in $tmp ($(df -T "$tmp" | awk 'NR == 2 { print $2 }'))"
 printf '%-8s %10s %12s %12s %12s %12s %8s\n' mode calls "plain ms" "uftrace ms" "utrace ms" \
 	"uftrace ns" "" | sed 's/ *$//'
 printf '%-8s %10s %12s %12s %12s %12s %12s %8s\n' "" "" "" "" "" "/call" "utrace ns/call" ratio
@@ -102,8 +104,8 @@ for mode in $MODES; do
 	uf1=$(best "$UFTRACE" record "${libcall[@]}" --no-event "${EXTRA[@]}" -d "$tmp/data" "$prog" 1)
 	ufN=$(best "$UFTRACE" record "${libcall[@]}" --no-event "${EXTRA[@]}" -d "$tmp/data" "$prog" "$N")
 	uf_bytes=$(cat "$tmp"/data/*.dat | wc -c)
-	ut1=$(best "$UTRACE" record "${libcall[@]}" "${EXTRA[@]}" -d "$tmp/data" "$prog" 1)
-	utN=$(best "$UTRACE" record "${libcall[@]}" "${EXTRA[@]}" -d "$tmp/data" "$prog" "$N")
+	ut1=$(best "$UTRACE" record "${libcall[@]}" "${EXTRA[@]}" "${UTRACE_EXTRA[@]}" -d "$tmp/data" "$prog" 1)
+	utN=$(best "$UTRACE" record "${libcall[@]}" "${EXTRA[@]}" "${UTRACE_EXTRA[@]}" -d "$tmp/data" "$prog" "$N")
 	ut_bytes=$(cat "$tmp"/data/*.dat | wc -c)
 	# Same records (and argument payloads) from both: the same work was measured.
 	((ut_bytes == uf_bytes)) ||

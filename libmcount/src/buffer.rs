@@ -387,7 +387,9 @@ impl DatWriter {
         let len = self.map_len();
         let size = self.pin_data_file()?;
         let mut file_off = None;
-        self.flight = self.shared_ring().is_some() && crate::flight::active();
+        self.flight = self
+            .shared_ring()
+            .is_some_and(crate::flight::ring_is_flight);
         let map = match self.shared_ring() {
             Some(path) => {
                 if self.flight {
@@ -598,7 +600,8 @@ impl DatWriter {
         if self.state == State::Open && self.flight {
             // The pump writes what the ring holds and removes it.
             let _ = self.seal();
-            crate::flight::mark_ended(self.map);
+            // SAFETY: the writer is open: `map` is its ring, mapped read-write.
+            unsafe { crate::flight::mark_ended(self.map) };
         } else if self.state == State::Open {
             let written = self
                 .seal()

@@ -3,8 +3,8 @@
 //! recorder for a dump.
 //!
 //! The recorder creates the control page `/dev/shm/<prefix>/flight` in flight mode; its
-//! presence is the switch. The first thread that needs it maps it ([`control`]) and keeps the
-//! mapping for the session. [`request_dump`] only uses system calls and atomics, so that a
+//! presence next to a ring is the switch ([`ring_is_flight`]). The first thread that asks for a
+//! dump maps it ([`control`]) and keeps the mapping for the session. [`request_dump`] only uses system calls and atomics, so that a
 //! signal handler (`--signal SIG@dump`, a crash) may call it: it increments the request word
 //! and sleeps in steps until the recorder's pump acknowledges that it has claimed every ring's
 //! records (at most [`WAIT`]), so that the newest records are not overwritten before they are
@@ -26,7 +26,7 @@ static CONTROL: AtomicPtr<u8> = AtomicPtr::new(core::ptr::null_mut());
 /// The ring prefix `CONTROL` was looked up for (a new session looks again).
 static FOR_PREFIX: AtomicPtr<u8> = AtomicPtr::new(core::ptr::null_mut());
 
-const ABSENT: *mut u8 = 1 as *mut u8;
+const ABSENT: *mut u8 = core::ptr::dangling_mut::<u8>();
 
 /// Longest control path: `/dev/shm/` + prefix + `/flight` + NUL.
 const PATH_MAX: usize = 160;
@@ -40,16 +40,8 @@ fn map_control(prefix: &CStr) -> *mut u8 {
         b"/",
         CONTROL_NAME.as_bytes(),
     ];
-    let mut i = 0;
-    for part in parts {
-        for &b in part {
-            match path.get_mut(i) {
-                // The last byte stays NUL.
-                Some(slot) if i + 1 < PATH_MAX => *slot = b,
-                _ => return core::ptr::null_mut(),
-            }
-            i += 1;
-        }
+    if !fill_path(&mut path, &parts) {
+        return core::ptr::null_mut();
     }
     let Ok(path) = CStr::from_bytes_until_nul(&path) else {
         return core::ptr::null_mut();
@@ -104,9 +96,49 @@ fn control() -> Option<*mut u8> {
     (value != ABSENT).then_some(value)
 }
 
-/// Whether this session records in flight mode.
-pub fn active() -> bool {
-    control().is_some()
+/// Whether the ring at `ring_path` (`/dev/shm/<prefix>/<tid>`) is to be a flight ring: the
+/// control page is next to it.
+pub fn ring_is_flight(ring_path: &CStr) -> bool {
+    let bytes = ring_path.to_bytes();
+    let Some(slash) = bytes.iter().rposition(|&b| b == b'/') else {
+        return false;
+    };
+    let mut path = [0u8; PATH_MAX];
+    let parts: [&[u8]; 2] = [&bytes[..=slash], CONTROL_NAME.as_bytes()];
+    if !fill_path(&mut path, &parts) {
+        return false;
+    }
+    let Ok(path) = CStr::from_bytes_until_nul(&path) else {
+        return false;
+    };
+    match sys::openat(
+        libc::AT_FDCWD,
+        path,
+        libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK,
+        0,
+    ) {
+        Ok(fd) => {
+            sys::close(fd);
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// Concatenates `parts` into `out`, NUL-terminated; `false` when they do not fit.
+fn fill_path(out: &mut [u8; PATH_MAX], parts: &[&[u8]]) -> bool {
+    let mut i = 0;
+    for part in parts {
+        for &b in *part {
+            match out.get_mut(i) {
+                // The last byte stays NUL.
+                Some(slot) if i + 1 < PATH_MAX => *slot = b,
+                _ => return false,
+            }
+            i += 1;
+        }
+    }
+    true
 }
 
 fn word(page: *mut u8, off: usize) -> &'static AtomicU64 {
@@ -151,12 +183,15 @@ fn sleep_step() {
 
 /// Marks the flight ring mapped at `map` as ended: the pump writes what it holds (the records
 /// of a thread that ended will not change) and removes it.
-pub fn mark_ended(map: *mut u8) {
+///
+/// # Safety
+/// `map` is null or the start of a mapped ring (its header page, writable).
+pub unsafe fn mark_ended(map: *mut u8) {
     if map.is_null() {
         return;
     }
-    // SAFETY: `map` is a ring mapping (header page first); the flags word is aligned, in the
-    // header, and only accessed atomically.
+    // SAFETY: `map` is a ring mapping (header page first, by the caller's promise); the flags
+    // word is aligned, in the header, and only accessed atomically.
     let flags = unsafe { AtomicU32::from_ptr(map.add(FLAGS_OFF) as *mut u32) };
     // Pairs with the pump's Acquire load: the sealed chunk's slot is stored before.
     flags.fetch_or(flag::ENDED, Ordering::Release);
@@ -179,7 +214,8 @@ pub fn retire(path: &CStr) {
             0,
         )
         .map(|map| {
-            mark_ended(map);
+            // SAFETY: `map` is the writable header page of the old ring, mapped just above.
+            unsafe { mark_ended(map) };
             // SAFETY: `map` was mapped above and is not used afterwards.
             unsafe { sys::munmap(map, HEADER_SIZE) };
         })

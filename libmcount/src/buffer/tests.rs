@@ -178,3 +178,89 @@ fn planted_link_is_not_followed() {
     w.close();
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
 }
+
+/// Records of a flight data file: LOST counts and the times of the others, in order.
+fn flight_records(path: &std::path::Path) -> Vec<Result<u64, u64>> {
+    records(path)
+        .into_iter()
+        .map(|r| match r.kind {
+            RecordKind::Lost => Err(r.addr),
+            _ => Ok(r.time),
+        })
+        .collect()
+}
+
+#[test]
+fn flight_ring_keeps_the_newest_records_and_dumps_each_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = std::fs::File::open(dir.path()).unwrap();
+    let prefix = format!("utrace-flight-{}", std::process::id());
+    let cprefix = CString::new(prefix.clone()).unwrap();
+    record_format::ring::create_ring_dir(&prefix).unwrap();
+    record_format::flight::create_control(&prefix).unwrap();
+    let path = dir.path().join("79.dat");
+    let mut pump = record_format::ring::Pump::new(&prefix, dir.path());
+    // One-page chunks: 256 records each, 2048 in the ring. 5000 records: the oldest are
+    // dropped, nothing is written without a dump.
+    let mut w = DatWriter::new(d.as_raw_fd(), 79, 1, Some(&cprefix));
+    for t in 1..=5000u64 {
+        w.record(t, word(1));
+        if t % 100 == 0 {
+            pump.rescan().unwrap();
+            assert_eq!(pump.pump().unwrap(), 0);
+        }
+    }
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+
+    // A dump (as libmcount's request_dump asks it): the ring's records, oldest first, after a
+    // LOST record for the ones dropped.
+    let control = std::fs::OpenOptions::new()
+        .write(true)
+        .open(record_format::flight::control_path(&prefix))
+        .unwrap();
+    use std::os::unix::fs::FileExt;
+    control
+        .write_all_at(&1u64.to_ne_bytes(), record_format::flight::REQ_OFF as u64)
+        .unwrap();
+    assert!(pump.pump().unwrap() > 0);
+    let first = flight_records(&path);
+    let kept = first.len() as u64 - 1;
+    // 7 sealed chunks and the filling one (5000 = 19 × 256 + 136).
+    assert_eq!(kept, 7 * 256 + 136);
+    assert_eq!(first[0], Err(5000 - kept));
+    assert!(first[1..]
+        .iter()
+        .zip(5001 - kept..)
+        .all(|(r, t)| *r == Ok(t)));
+    // No new request: nothing more.
+    assert_eq!(pump.pump().unwrap(), 0);
+
+    // 100 more records fit without dropping any: the next dump (here the salvage at the end)
+    // writes only them, with no LOST record.
+    for t in 5001..=5100u64 {
+        w.record(t, word(1));
+    }
+    record_format::ring::salvage(&prefix, dir.path()).unwrap();
+    let all = flight_records(&path);
+    assert_eq!(all.len(), first.len() + 100);
+    assert!(all[first.len()..]
+        .iter()
+        .zip(5001..)
+        .all(|(r, t)| *r == Ok(t)));
+
+    // A thread that ends hands its ring to the pump, which writes it and removes it.
+    let mut w = DatWriter::new(d.as_raw_fd(), 80, 1, Some(&cprefix));
+    for t in 1..=3000u64 {
+        w.record(t, word(2));
+    }
+    w.close();
+    let ring = record_format::ring::ring_path(&prefix, 80);
+    assert!(ring.exists());
+    pump.rescan().unwrap();
+    pump.pump().unwrap();
+    assert!(!ring.exists());
+    let ended = flight_records(&dir.path().join("80.dat"));
+    assert_eq!(ended.last(), Some(&Ok(3000)));
+    assert!(matches!(ended[0], Err(n) if n > 0));
+    record_format::ring::remove_ring_dir(&prefix);
+}
