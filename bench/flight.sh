@@ -7,7 +7,9 @@
 #   - the resident memory of the recorder and of the program (VmRSS, summed),
 # and at the end prints the maximum of each, the final size of the data directory, and the
 # bound they are held to, SIZE × traced threads (the $THREADS workers and main); plus what a normal recording would have written:
-# the rate of a normal recording of the same program for $NORMAL seconds × DURATION.
+# the rate of a normal recording of the same program for $NORMAL seconds × DURATION (the
+# program runs slower then: its threads wait for the disk), and the records the program made
+# in flight mode (an ENTRY and an EXIT per call, 32 bytes).
 #
 # Environment: UTRACE (utrace binary; default target/release/utrace, built if missing),
 # DURATION (default 600), SIZE (default 16M), THREADS (default 2), INTERVAL (default 5),
@@ -106,5 +108,7 @@ printf '%-40s %14s  (%s)\n' "max data directory during the run" "$max_disk" "$(m
 printf '%-40s %14s  (%s)\n' "data directory at the end" "$final" "$(mib "$final")"
 printf '%-40s %14s  (%s)\n' ".dat records at the end" "$dat" "$(mib "$dat")"
 printf '%-40s %14s  (%s)\n' "max RSS, recorder + program" "$max_rss" "$(mib "$max_rss")"
+made=$((calls * 32))
+printf '%-40s %14s  (%s)\n' "records the program made (32 B/call)" "$made" "$(mib "$made")"
 normal=$(awk -v b="$normal_bytes" -v n="$NORMAL" -v d="$DURATION" 'BEGIN { printf "%.0f", b / n * d }')
 printf '%-40s %14s  (%s)\n' "normal recording would write (est.)" "$normal" "$(mib "$normal")"
