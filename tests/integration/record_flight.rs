@@ -7,7 +7,8 @@
 //! (N calls of `b_leaf(i)`). The leaves' argument is recorded (`-A`), so a test sees which calls
 //! a dump kept: the newest ones, consecutive up to the last (`N - 1`), the oldest gone behind a
 //! `LOST` line. Every data directory is replayed and reported by utrace, and replayed by
-//! uftrace.
+//! uftrace. Dumps taken while other threads write keep every thread's records whole, in order
+//! and written once; threads that end are written whole.
 
 use crate::util::{self, Mode};
 use std::path::Path;
@@ -210,6 +211,66 @@ fn flight_exit_keeps_only_the_newest_records() {
     assert!(shown.text.contains("} /* main */"));
     let bytes = dat_bytes(dir.path());
     assert!(bytes <= SIZE + 16 && bytes > SIZE / 2, "{bytes}");
+}
+
+/// The records of one `.dat` file (no payloads): `Err(count)` for LOST, `Ok(time)` else;
+/// panics on a record that does not decode.
+fn raw_records(path: &Path) -> Vec<Result<u64, u64>> {
+    use record_format::raw::{RawRecord, RecordKind, RECORD_SIZE};
+    let bytes = std::fs::read(path).unwrap();
+    assert_eq!(bytes.len() % RECORD_SIZE, 0, "{}", path.display());
+    bytes
+        .chunks(RECORD_SIZE)
+        .enumerate()
+        .map(|(i, c)| {
+            let r = RawRecord::decode(c.try_into().unwrap())
+                .unwrap_or_else(|| panic!("{}: record {i} does not decode", path.display()));
+            match r.kind {
+                RecordKind::Lost => Err(r.addr),
+                _ => Ok(r.time),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn flight_dumps_while_threads_write_are_consistent() {
+    // Up to 40 signal dumps while two threads write (the filling chunk of a running thread is
+    // copied and checked): every record decodes, each thread's records are in time order across
+    // the dumps, none is written twice, and each dump holds at most SIZE per thread.
+    let prog = util::testprog("flight", Mode::Pg);
+    let dir = tempfile::tempdir().unwrap();
+    let size = format!("--flight-recorder={SIZE}");
+    let opts = ["--no-sched", size.as_str(), "--signal", "USR1@dump"];
+    util::record_with(false, dir.path(), &prog, &["threads", "100000"], &opts).assert_success();
+    let mut workers = 0;
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.ends_with(".dat") || name.starts_with("perf") {
+            continue;
+        }
+        let recs = raw_records(&path);
+        let times: Vec<u64> = recs.iter().filter_map(|r| r.ok()).collect();
+        // (Two records may share a nanosecond; a record written twice would go back in time.)
+        let back = times.windows(2).position(|w| w[0] > w[1]);
+        assert_eq!(back, None, "{name}: records out of order or written twice");
+        let lost = recs.iter().filter(|r| r.is_err()).count() as u64;
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert!(len <= 41 * (SIZE + 16), "{name}: {len} bytes");
+        // A worker (2 million calls) dropped records between dumps.
+        if times.len() > 10_000 {
+            workers += 1;
+            assert!(lost >= 1, "{name}: nothing dropped");
+        }
+    }
+    assert_eq!(workers, 2);
+    let shown = util::utrace_replay(dir.path(), &[]);
+    shown.assert_success();
+    assert!(shown.stdout.contains("t_leaf();"));
+    if util::uftrace_available() {
+        util::uftrace_replay(dir.path(), &[]).assert_success();
+    }
 }
 
 #[test]
