@@ -8,7 +8,8 @@
 //! salvage what a killed process did not write. [`DatWriter`] owns the ring; its cold
 //! [`DatWriter::refill`] seals the chunk and moves to the next. The ring lives in
 //! `/dev/shm/<prefix>-<tid>` when the recorder named a prefix (`UTRACE_RING`), else in private
-//! memory.
+//! memory. A flight-recorder ring ([`crate::flight`]) is never written by its thread: the thread
+//! drops a sealed chunk when it comes back to it, and hands the ring to the pump when it ends.
 
 use crate::sys;
 use core::ffi::CStr;

@@ -27,6 +27,9 @@
 //! A new exec image of the same thread (same tid) finds the ring of the old image, writes what
 //! it holds, replaces the file by a new ring and continues after the old one's records, so a
 //! tid's file stays in time order.
+//!
+//! Flight-recorder rings ([`flag::FLIGHT`], `record --flight-recorder`) keep only the newest
+//! records and are written when a dump is asked for: see [`crate::flight`].
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
