@@ -274,10 +274,10 @@ fn flight_dumps_while_threads_write_are_consistent() {
 }
 
 #[test]
-fn flight_threads_are_all_written() {
-    // Threads that end hand their ring to the recorder: every thread's calls are there, as in
-    // a normal recording (the program is small: nothing is dropped).
-    let prog = util::testprog("thread", Mode::Pg);
+fn flight_threads_and_exec_images_are_all_written() {
+    // Threads that end hand their ring to the recorder, and so does an image replaced by exec
+    // (same tid): every task's calls are there, as in a normal recording (the programs are
+    // small: nothing is dropped).
     let funcs = |dir: &Path| -> Vec<String> {
         let out = util::utrace_replay(dir, &["--no-merge"]);
         out.assert_success();
@@ -289,18 +289,15 @@ fn flight_threads_are_all_written() {
         f.sort();
         f
     };
-    let flight = tempfile::tempdir().unwrap();
-    util::record_with(
-        false,
-        flight.path(),
-        &prog,
-        &[],
-        &["--no-sched", "--flight-recorder=64k"],
-    )
-    .assert_success();
-    let normal = tempfile::tempdir().unwrap();
-    util::record_with(false, normal.path(), &prog, &[], &["--no-sched"]).assert_success();
-    assert_eq!(funcs(flight.path()), funcs(normal.path()));
+    for name in ["thread", "exec", "thread_exec"] {
+        let prog = util::testprog(name, Mode::Pg);
+        let flight = tempfile::tempdir().unwrap();
+        let opts = ["--no-sched", "--flight-recorder=64k"];
+        util::record_with(false, flight.path(), &prog, &[], &opts).assert_success();
+        let normal = tempfile::tempdir().unwrap();
+        util::record_with(false, normal.path(), &prog, &[], &["--no-sched"]).assert_success();
+        assert_eq!(funcs(flight.path()), funcs(normal.path()), "{name}");
+    }
 }
 
 #[test]
