@@ -501,8 +501,12 @@ impl Pump {
             }
         }
         for i in ended.into_iter().rev() {
+            use std::os::unix::fs::MetadataExt;
             let r = self.rings.swap_remove(i);
-            let _ = std::fs::remove_file(&r.path);
+            // Only this ring: a new exec image that gave up waiting has its own at the path.
+            if std::fs::symlink_metadata(&r.path).is_ok_and(|m| m.ino() == r.ino) {
+                let _ = std::fs::remove_file(&r.path);
+            }
         }
         Ok(written)
     }
