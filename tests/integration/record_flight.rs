@@ -173,6 +173,11 @@ fn flight_time_threshold_dumps_after_a_long_call() {
         .contains("fast();"));
     assert!(shown.text.contains("nanosleep();"));
 
+    // A library call (through the PLT hooks) dumps alike.
+    let dir = tempfile::tempdir().unwrap();
+    record(dir.path(), "slow", &["-T", "nanosleep@time=5ms,dump"]).assert_success();
+    assert_two_dumps(dir.path(), "nanosleep();");
+
     // A threshold the call does not reach: no dump then, only phase B's newest at exit.
     let dir = tempfile::tempdir().unwrap();
     record(dir.path(), "slow", &["-T", "slow@time=50ms,dump"]).assert_success();
