@@ -241,35 +241,55 @@ impl LiveRing<'_> {
     /// for them), the filling chunk's records are copied.
     pub fn claim(&self) -> Claim {
         let mut claimed = [false; CHUNKS];
+        self.claim_sealed(&mut claimed);
+        self.claim_rest(claimed)
+    }
+
+    /// Moves every sealed chunk not claimed yet to `WRITING`, marking it in `claimed`.
+    fn claim_sealed(&self, claimed: &mut [bool; CHUNKS]) {
+        for (i, c) in claimed.iter_mut().enumerate() {
+            if !*c
+                && self
+                    .state(i)
+                    .compare_exchange(
+                        state::SEALED,
+                        state::WRITING,
+                        Ordering::Acquire,
+                        Ordering::Relaxed,
+                    )
+                    .is_ok()
+            {
+                *c = true;
+            }
+        }
+    }
+
+    /// The rest of [`claim`](Self::claim) after a first pass over the sealed chunks: copies
+    /// the filling chunk and claims what the thread sealed meanwhile.
+    fn claim_rest(&self, mut claimed: [bool; CHUNKS]) -> Claim {
         let mut filling = None;
         let mut h = None;
         // A thread that seals its filling chunk while it is copied makes it a sealed one to
         // claim on the next pass.
         for _ in 0..4 {
-            for (i, c) in claimed.iter_mut().enumerate() {
-                if !*c
-                    && self
-                        .state(i)
-                        .compare_exchange(
-                            state::SEALED,
-                            state::WRITING,
-                            Ordering::Acquire,
-                            Ordering::Relaxed,
-                        )
-                        .is_ok()
-                {
-                    *c = true;
-                }
-            }
             let Some(head) = self.header() else {
                 break;
             };
             filling = self.copy_filling(&head);
             h = Some(head);
-            if filling.is_some() || !(0..CHUNKS).any(|i| head.chunks[i].state == state::SEALED) {
+            let unclaimed_sealed =
+                (0..CHUNKS).any(|i| !claimed[i] && head.chunks[i].state == state::SEALED);
+            if filling.is_some() || !unclaimed_sealed {
                 break;
             }
+            self.claim_sealed(&mut claimed);
         }
+        // The thread may have sealed a chunk after the last pass and before the header above
+        // was read (and started the chunk that was copied): claimed now, or its records would
+        // be a gap in the stream.
+        self.claim_sealed(&mut claimed);
+        // The slots of the chunks claimed last, read after their claim.
+        let h = self.header().or(h);
         let mut pieces = Vec::new();
         let Some(h) = h else {
             self.release_claims(&claimed);
@@ -364,6 +384,69 @@ impl LiveRing<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ring::tests::{chunk, ring_bytes};
+    use crate::ring::Chunk;
+
+    /// A writable mapping holding `bytes` (a ring image).
+    fn mapped(bytes: &[u8]) -> memmap2::MmapRaw {
+        let mut m = memmap2::MmapMut::map_anon(bytes.len()).unwrap();
+        m.copy_from_slice(bytes);
+        memmap2::MmapRaw::from(m)
+    }
+
+    /// Stores `c` in chunk slot `i` of the ring mapped at `map`, as its thread would.
+    fn set_slot(map: &memmap2::MmapRaw, i: usize, c: Chunk) {
+        let o = chunk_slot(i);
+        let mut b = [0u8; 24];
+        b[8..16].copy_from_slice(&c.file_off.to_ne_bytes());
+        b[16..24].copy_from_slice(&c.len.to_ne_bytes());
+        // SAFETY: the slot lies in the mapped header page; the test is the only user.
+        unsafe { std::ptr::copy_nonoverlapping(b[8..].as_ptr(), map.as_mut_ptr().add(o + 8), 16) };
+        LiveRing { map }.state(i).store(c.state, Ordering::Release);
+    }
+
+    /// Stores the cursor (`base` + `at`) of the ring mapped at `map`.
+    fn set_cursor(map: &memmap2::MmapRaw, at: u64) {
+        let h = LiveRing { map }.header().unwrap();
+        // SAFETY: the cursor word (offset 16) lies in the mapped header page, 8-aligned.
+        let cursor = unsafe { AtomicU64::from_ptr(map.as_mut_ptr().add(16) as *mut u64) };
+        cursor.store(h.base + at, Ordering::Release);
+    }
+
+    #[test]
+    fn a_chunk_sealed_between_the_claim_pass_and_the_copy_is_claimed() {
+        // Chunk 0 sealed (stream 0..4096), chunk 1 filling with 64 bytes.
+        let map = mapped(&ring_bytes(
+            5,
+            Some((1, 64)),
+            &[
+                (0, chunk(state::SEALED, 0, 4096)),
+                (1, chunk(state::FILLING, 4096, 0)),
+            ],
+        ));
+        let live = LiveRing { map: &map };
+        let mut claimed = [false; CHUNKS];
+        live.claim_sealed(&mut claimed);
+        assert_eq!(claimed[..2], [true, false]);
+        // Meanwhile the thread seals chunk 1 and fills 32 bytes of chunk 2.
+        set_slot(&map, 2, chunk(state::FILLING, 8192, 0));
+        set_slot(&map, 1, chunk(state::SEALED, 4096, 4096));
+        set_cursor(&map, 2 * 4096 + 32);
+        let claim = live.claim_rest(claimed);
+        let dir = tempfile::tempdir().unwrap();
+        let file = std::fs::File::create_new(dir.path().join("5.dat")).unwrap();
+        assert_eq!(live.write(claim, &file).unwrap(), 8192 + 32);
+        // Every record once, in order, no LOST record.
+        let data = std::fs::read(dir.path().join("5.dat")).unwrap();
+        assert_eq!(data.len(), 8192 + 32);
+        assert!(data[..4096].iter().all(|&b| b == 1));
+        assert!(data[4096..8192].iter().all(|&b| b == 2));
+        assert!(data[8192..].iter().all(|&b| b == 3));
+        assert_eq!(live.dumped_word().load(Ordering::Relaxed), 8192 + 32);
+        // The claimed chunks went back to the thread.
+        assert_eq!(live.state(0).load(Ordering::Relaxed), state::FREE);
+        assert_eq!(live.state(1).load(Ordering::Relaxed), state::FREE);
+    }
 
     #[test]
     fn plan_skips_what_was_dumped_and_marks_gaps() {

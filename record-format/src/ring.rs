@@ -556,12 +556,16 @@ impl Pump {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A ring file image: `tid`, chunk size 4096, cursor/base and chunk slots as given, chunk
     /// `i` filled with byte `i + 1`.
-    fn ring_bytes(tid: u32, cursor_in: Option<(usize, u64)>, chunks: &[(usize, Chunk)]) -> Vec<u8> {
+    pub(crate) fn ring_bytes(
+        tid: u32,
+        cursor_in: Option<(usize, u64)>,
+        chunks: &[(usize, Chunk)],
+    ) -> Vec<u8> {
         let size = 4096usize;
         let base = 0x10_0000u64;
         let mut b = vec![0u8; HEADER_SIZE + CHUNKS * size];
@@ -584,7 +588,7 @@ mod tests {
         b
     }
 
-    fn chunk(state: u32, file_off: u64, len: u64) -> Chunk {
+    pub(crate) fn chunk(state: u32, file_off: u64, len: u64) -> Chunk {
         Chunk {
             state,
             _pad: 0,
