@@ -438,7 +438,9 @@ impl Pump {
     }
 
     /// Looks for new rings (and rings replaced by a new exec image) and drops rings that are
-    /// gone (their threads wrote everything and removed them).
+    /// gone (their threads wrote everything and removed them). A ring whose data file cannot
+    /// be opened is left for a later rescan, the others are followed; the first error is
+    /// returned.
     pub fn rescan(&mut self) -> std::io::Result<()> {
         use std::os::unix::fs::MetadataExt;
         let (index, count) = self.share;
@@ -448,6 +450,7 @@ impl Pump {
             files.iter().any(|(tid, _)| *tid == r.tid)
                 && std::fs::metadata(&r.path).is_ok_and(|m| m.ino() == r.ino)
         });
+        let mut first_err = None;
         for (tid, path) in files {
             if self.rings.iter().any(|r| r.tid == tid) {
                 continue;
@@ -468,16 +471,23 @@ impl Pump {
             let Ok(map) = memmap2::MmapOptions::new().map_raw(&file) else {
                 continue;
             };
+            let data = match open_data(&self.dir, tid) {
+                Ok(data) => data,
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                    continue;
+                }
+            };
             self.rings.push(Followed {
                 tid,
                 ino: meta.ino(),
                 path,
                 map,
-                data: open_data(&self.dir, tid)?,
+                data,
                 flight: header.flags & flag::FLIGHT != 0,
             });
         }
-        Ok(())
+        first_err.map_or(Ok(()), Err)
     }
 
     /// Writes every sealed chunk of the followed rings; returns the bytes written. In flight
@@ -491,12 +501,27 @@ impl Pump {
         if self.control.is_none() {
             return Ok(written);
         }
-        written += self.dump_asked()?;
+        // An error (reported) does not stop the rest: in flight mode nothing else writes the
+        // records, and the requesters and ended threads wait for this pump.
+        let mut first_err = None;
+        match self.dump_asked() {
+            Ok(n) => written += n,
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
         let mut ended = Vec::new();
         for (i, r) in self.rings.iter().enumerate() {
             if r.flight && r.live().ended() {
                 let live = r.live();
-                written += live.write(live.claim(), &r.data)?;
+                // Removed even when the write fails: its records are lost (the error says so),
+                // its memory is freed.
+                match live.write(live.claim(), &r.data) {
+                    Ok(n) => written += n,
+                    Err(e) => {
+                        first_err.get_or_insert(e);
+                    }
+                }
                 ended.push(i);
             }
         }
@@ -508,7 +533,7 @@ impl Pump {
                 let _ = std::fs::remove_file(&r.path);
             }
         }
-        Ok(written)
+        first_err.map_or(Ok(written), Err)
     }
 
     /// A dump of every flight ring, if one was asked for since the last: claims every ring's
@@ -521,8 +546,9 @@ impl Pump {
         if asked <= self.acked {
             return Ok(0);
         }
-        // Rings that appeared since the last scan have records to dump too.
-        self.rescan()?;
+        // Rings that appeared since the last scan have records to dump too. On an error the
+        // rings followed are still dumped, and the requesters told (they would wait in vain).
+        let rescanned = self.rescan();
         let claims: Vec<_> = self
             .rings
             .iter()
@@ -534,7 +560,7 @@ impl Pump {
         }
         self.acked = asked;
         let mut written = 0;
-        let mut first_err = None;
+        let mut first_err = rescanned.err();
         for (r, claim) in claims {
             match r.live().write(claim, &r.data) {
                 Ok(n) => written += n,
@@ -552,6 +578,11 @@ impl Pump {
     /// Rings followed now.
     pub fn followed(&self) -> usize {
         self.rings.len()
+    }
+
+    /// Whether this pump records in flight mode (the control page was found).
+    pub fn is_flight(&self) -> bool {
+        self.control.is_some()
     }
 }
 
@@ -702,6 +733,64 @@ pub(crate) mod tests {
         std::fs::remove_file(&path).unwrap();
         pump.rescan().unwrap();
         assert_eq!(pump.followed(), 0);
+        remove_ring_dir(&prefix);
+    }
+
+    #[test]
+    fn flight_pump_acknowledges_and_frees_ended_rings_despite_errors() {
+        use std::os::unix::fs::FileExt;
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = format!("utrace-flighterr-{}", std::process::id());
+        create_ring_dir(&prefix).unwrap();
+        crate::flight::create_control(&prefix).unwrap();
+        let mut ring = ring_bytes(
+            11,
+            Some((1, 16)),
+            &[
+                (0, chunk(state::SEALED, 0, 4096)),
+                (1, chunk(state::FILLING, 4096, 0)),
+            ],
+        );
+        ring[FLAGS_OFF..FLAGS_OFF + 4].copy_from_slice(&flag::FLIGHT.to_ne_bytes());
+        let path = ring_path(&prefix, 11);
+        std::fs::write(&path, &ring).unwrap();
+        let mut pump = Pump::new(&prefix, dir.path());
+        assert!(pump.is_flight());
+        pump.rescan().unwrap();
+        assert_eq!(pump.followed(), 1);
+        // Writes to 11.dat fail (a read-only descriptor); 12.dat cannot be opened at all.
+        pump.rings[0].data = std::fs::File::open(dir.path().join("11.dat")).unwrap();
+        std::fs::write(ring_path(&prefix, 12), ring_bytes(12, None, &[])).unwrap();
+        std::fs::create_dir(dir.path().join("12.dat")).unwrap();
+        let control = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(crate::flight::control_path(&prefix))
+            .unwrap();
+        control
+            .write_all_at(&1u64.to_ne_bytes(), crate::flight::REQ_OFF as u64)
+            .unwrap();
+        assert!(pump.pump().is_err());
+        // The requester is told, the claimed chunk goes back to the thread.
+        let mut ack = [0u8; 8];
+        control
+            .read_exact_at(&mut ack, crate::flight::ACK_OFF as u64)
+            .unwrap();
+        assert_eq!(u64::from_ne_bytes(ack), 1);
+        let h = RingHeader::read(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(h.chunks[0].state, state::FREE);
+        assert_eq!(h.dumped, 0);
+        // The thread ends: its ring is removed although it cannot be written.
+        let ended = (flag::FLIGHT | flag::ENDED).to_ne_bytes();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .write_all_at(&ended, FLAGS_OFF as u64)
+            .unwrap();
+        assert!(pump.pump().is_err());
+        assert_eq!(pump.followed(), 0);
+        assert!(!path.exists());
         remove_ring_dir(&prefix);
     }
 }

@@ -50,15 +50,33 @@ impl PumpThread {
                     }
                     let mut pause = MIN_PAUSE;
                     let mut scanned = Instant::now() - RESCAN;
+                    let mut warned = false;
                     while !flag.load(Ordering::Relaxed) {
+                        let mut rescanned = Ok(());
                         if scanned.elapsed() >= RESCAN {
-                            pump.rescan()?;
+                            rescanned = pump.rescan();
                             scanned = Instant::now();
                         }
-                        pause = if pump.pump()? > 0 {
-                            MIN_PAUSE
-                        } else {
-                            (pause * 2).min(MAX_PAUSE)
+                        // A ring that cannot be followed does not stop the others' dumps.
+                        let pumped = match rescanned {
+                            Err(e) if !pump.is_flight() => Err(e),
+                            rescanned => pump.pump().and_then(|n| rescanned.map(|()| n)),
+                        };
+                        pause = match pumped {
+                            Ok(n) if n > 0 => MIN_PAUSE,
+                            Ok(_) => (pause * 2).min(MAX_PAUSE),
+                            // In flight mode nothing else writes the dumps: say it once and
+                            // go on (the next dump may succeed, requesters must be answered).
+                            Err(e) if pump.is_flight() => {
+                                if !warned {
+                                    crate::diag::warn(format!(
+                                        "flight recorder: cannot write a dump: {e}"
+                                    ));
+                                    warned = true;
+                                }
+                                MAX_PAUSE
+                            }
+                            Err(e) => return Err(e),
                         };
                         std::thread::sleep(pause);
                     }
