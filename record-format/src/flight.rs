@@ -152,31 +152,66 @@ pub fn lost_record(n: u64) -> [u8; RECORD_SIZE] {
     .encode()
 }
 
+/// Where a dump is appended: a data file (a fake one in tests).
+pub trait Sink {
+    /// The current length.
+    fn size(&self) -> std::io::Result<u64>;
+    /// Writes all of `buf` at `off`.
+    fn put_at(&self, buf: &[u8], off: u64) -> std::io::Result<()>;
+    /// Truncates (or extends) to `len` bytes.
+    fn cut_to(&self, len: u64) -> std::io::Result<()>;
+}
+
+impl Sink for std::fs::File {
+    fn size(&self) -> std::io::Result<u64> {
+        Ok(self.metadata()?.len())
+    }
+
+    fn put_at(&self, buf: &[u8], off: u64) -> std::io::Result<()> {
+        FileExt::write_all_at(self, buf, off)
+    }
+
+    fn cut_to(&self, len: u64) -> std::io::Result<()> {
+        std::fs::File::set_len(self, len)
+    }
+}
+
 /// Appends the steps of `plan` over `pieces` (their bytes) to the end of `file`; returns the
-/// bytes written.
-fn append(file: &std::fs::File, steps: &[Step], pieces: &[&[u8]]) -> std::io::Result<u64> {
-    let mut off = file.metadata()?.len();
-    let start = off;
-    for s in steps {
-        match *s {
-            Step::Lost(n) => {
-                file.write_all_at(&lost_record(n), off)?;
-                off += RECORD_SIZE as u64;
-            }
-            Step::Bytes { piece, skip, len } => {
-                if let Some(data) = pieces.get(piece).and_then(|p| p.get(skip..skip + len)) {
-                    file.write_all_at(data, off)?;
-                    off += data.len() as u64;
+/// bytes written. On an error the file is cut back to its old length, so that what the next
+/// dump appends follows whole records (the records of this one are lost, not half written).
+fn append(file: &impl Sink, steps: &[Step], pieces: &[&[u8]]) -> std::io::Result<u64> {
+    let start = file.size()?;
+    let mut off = start;
+    let mut written = || -> std::io::Result<()> {
+        for s in steps {
+            match *s {
+                Step::Lost(n) => {
+                    file.put_at(&lost_record(n), off)?;
+                    off += RECORD_SIZE as u64;
+                }
+                Step::Bytes { piece, skip, len } => {
+                    if let Some(data) = pieces.get(piece).and_then(|p| p.get(skip..skip + len)) {
+                        file.put_at(data, off)?;
+                        off += data.len() as u64;
+                    }
                 }
             }
         }
+        Ok(())
+    };
+    match written() {
+        Ok(()) => Ok(off - start),
+        Err(e) => {
+            // Best effort: the error that matters is the write's.
+            let _ = file.cut_to(start);
+            Err(e)
+        }
     }
-    Ok(off - start)
 }
 
 /// Salvage of a flight ring (its owner is gone): appends the records after `h.dumped` to
 /// `file`; returns the bytes written.
-pub fn salvage_ring(h: &RingHeader, bytes: &[u8], file: &std::fs::File) -> std::io::Result<u64> {
+pub fn salvage_ring(h: &RingHeader, bytes: &[u8], file: &impl Sink) -> std::io::Result<u64> {
     let pending = h.pending();
     let spans: Vec<(u64, usize)> = pending.iter().map(|p| (p.file_off, p.len)).collect();
     let data: Vec<&[u8]> = pending
@@ -352,7 +387,7 @@ impl LiveRing<'_> {
 
     /// Appends the claimed records to `file`, records how far the stream is written and frees
     /// the claimed chunks; returns the bytes written.
-    pub fn write(&self, claim: Claim, file: &std::fs::File) -> std::io::Result<u64> {
+    pub fn write(&self, claim: Claim, file: &impl Sink) -> std::io::Result<u64> {
         let spans: Vec<(u64, usize)> = claim.pieces.iter().map(|p| (p.0, p.1)).collect();
         let (steps, dumped) = plan(claim.dumped, &spans);
         let data: Vec<&[u8]> = claim
@@ -384,6 +419,73 @@ impl LiveRing<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::{Cell, RefCell};
+
+    /// A data file in memory whose `fail_at`-th write (from 0) fails.
+    struct Flaky {
+        data: RefCell<Vec<u8>>,
+        writes: Cell<usize>,
+        fail_at: usize,
+    }
+
+    impl Sink for Flaky {
+        fn size(&self) -> std::io::Result<u64> {
+            Ok(self.data.borrow().len() as u64)
+        }
+
+        fn put_at(&self, buf: &[u8], off: u64) -> std::io::Result<()> {
+            let n = self.writes.replace(self.writes.get() + 1);
+            if n == self.fail_at {
+                return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+            let mut d = self.data.borrow_mut();
+            let end = off as usize + buf.len();
+            if d.len() < end {
+                d.resize(end, 0);
+            }
+            d[off as usize..end].copy_from_slice(buf);
+            Ok(())
+        }
+
+        fn cut_to(&self, len: u64) -> std::io::Result<()> {
+            self.data.borrow_mut().resize(len as usize, 0);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_dump_that_fails_part_way_leaves_the_file_as_it_was() {
+        // Chunk 0 sealed (stream 0..4096), chunk 1 filling with 16 bytes; 32 bytes of an
+        // earlier dump in the file.
+        let map = mapped(&ring_bytes(
+            6,
+            Some((1, 16)),
+            &[
+                (0, chunk(state::SEALED, 0, 4096)),
+                (1, chunk(state::FILLING, 4096, 0)),
+            ],
+        ));
+        let live = LiveRing { map: &map };
+        let file = Flaky {
+            data: RefCell::new(vec![7; 32]),
+            writes: Cell::new(0),
+            fail_at: 1,
+        };
+        // Chunk 0 is written, the filling chunk's copy is not.
+        assert!(live.write(live.claim(), &file).is_err());
+        assert_eq!(file.data.borrow().len(), 32);
+        assert!(file.data.borrow().iter().all(|&b| b == 7));
+        assert_eq!(live.dumped_word().load(Ordering::Relaxed), 0);
+        // Chunk 0 went back to its thread: the next dump says its records are lost.
+        assert_eq!(live.state(0).load(Ordering::Relaxed), state::FREE);
+        assert_eq!(live.write(live.claim(), &file).unwrap(), 32);
+        let data = file.data.borrow();
+        assert_eq!(data.len(), 32 + 32);
+        assert!(data[..32].iter().all(|&b| b == 7));
+        assert_eq!(data[32..48], lost_record(4096 / 16));
+        assert!(data[48..].iter().all(|&b| b == 2));
+        assert_eq!(live.dumped_word().load(Ordering::Relaxed), 4096 + 16);
+    }
     use crate::ring::tests::{chunk, ring_bytes};
     use crate::ring::Chunk;
 
