@@ -166,19 +166,14 @@ pub fn request_dump() {
     }
 }
 
+/// Sleeps one [`STEP`] (less if a signal comes). A raw system call: the signal handlers that
+/// ask for dumps must not change the program's `errno`.
 fn sleep_step() {
     let ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: STEP as i64,
     };
-    // SAFETY: `ts` is a valid timespec; a null remainder is allowed.
-    unsafe {
-        libc::syscall(
-            libc::SYS_nanosleep,
-            &ts,
-            core::ptr::null_mut::<libc::timespec>(),
-        )
-    };
+    let _ = sys::nanosleep(&ts);
 }
 
 /// Marks the flight ring mapped at `map` as ended: the pump writes what it holds (the records
