@@ -6,9 +6,10 @@
 //! presence next to a ring is the switch ([`ring_is_flight`]). The first thread that asks for a
 //! dump maps it ([`control`]) and keeps the mapping for the session. [`request_dump`] only uses system calls and atomics, so that a
 //! signal handler (`--signal SIG@dump`, a crash) may call it: it increments the request word
-//! and sleeps in steps until the recorder's pump acknowledges that it has claimed every ring's
-//! records (at most [`WAIT`]), so that the newest records are not overwritten before they are
-//! taken.
+//! (unless a request is outstanding already: it waits for that one), wakes the pump (a futex on
+//! the word) and sleeps on the acknowledgement word (a futex the pump wakes) until the pump
+//! acknowledges that it has claimed every ring's records (at most [`WAITS`] × [`STEP`]), so
+//! that the newest records are not overwritten before they are taken.
 
 use crate::sys;
 use core::ffi::CStr;
@@ -16,10 +17,14 @@ use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use record_format::flight::{ACK_OFF, CONTROL_MAGIC, CONTROL_NAME, CONTROL_SIZE, REQ_OFF};
 use record_format::ring::{flag, FLAGS_OFF, HEADER_SIZE};
 
-/// Longest wait for the recorder to take a dump, in nanoseconds.
+/// Longest wait for the recorder to take a dump or an old ring, in nanoseconds.
 const WAIT: u64 = 1_000_000_000;
-/// Sleep between two looks at the acknowledgement, in nanoseconds.
+/// Sleep between two looks at the acknowledgement (woken at once by the pump) or at an old
+/// ring, in nanoseconds.
 const STEP: u64 = 100_000;
+/// Most futex waits for one acknowledgement (of [`ACK_STEP`] each: [`WAIT`] in all).
+const WAITS: u32 = 100;
+const ACK_STEP: u64 = WAIT / WAITS as u64;
 
 /// The mapped control page; null: not looked for yet; [`ABSENT`]: not flight mode.
 static CONTROL: AtomicPtr<u8> = AtomicPtr::new(core::ptr::null_mut());
@@ -150,19 +155,37 @@ fn word(page: *mut u8, off: usize) -> &'static AtomicU64 {
 /// Asks the recorder to write the newest records of every thread and waits (bounded) until it
 /// has taken them. Nothing happens outside flight mode. Async-signal-safe.
 pub fn request_dump() {
-    let Some(page) = control() else {
-        return;
-    };
-    // Pairs with the pump's Acquire load of the request word.
-    let n = word(page, REQ_OFF).fetch_add(1, Ordering::AcqRel) + 1;
-    let mut waited = 0;
-    // Pairs with the pump's Release store of the acknowledgement, after its claims.
-    while word(page, ACK_OFF).load(Ordering::Acquire) < n && waited < WAIT {
-        if crate::config::recorder_gone() {
+    if let Some(page) = control() {
+        request_on(page);
+    }
+}
+
+/// [`request_dump`] through the control page mapped at `page`.
+fn request_on(page: *mut u8) {
+    let (req, ack) = (word(page, REQ_OFF), word(page, ACK_OFF));
+    // A request not acknowledged yet covers this one too: wait for it rather than add one.
+    // Acquire pairs with the pump's Release store of the acknowledgement, after its claims.
+    let mut n = req.load(Ordering::Acquire);
+    while n <= ack.load(Ordering::Acquire) {
+        // AcqRel pairs with the pump's Acquire load of the request word.
+        match req.compare_exchange_weak(n, n + 1, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => {
+                n += 1;
+                // The pump sleeps on the word's low half (x86_64: at the word's address).
+                let _ = sys::futex(req.as_ptr() as *const u32, libc::FUTEX_WAKE, 1, 0);
+                break;
+            }
+            Err(now) => n = now,
+        }
+    }
+    for _ in 0..WAITS {
+        let seen = ack.load(Ordering::Acquire);
+        if seen >= n || crate::config::recorder_gone() {
             return;
         }
-        sleep_step();
-        waited += STEP;
+        // Returns at once if the pump acknowledged since `seen` (the low half changed).
+        let low = ack.as_ptr() as *const u32;
+        let _ = sys::futex(low, libc::FUTEX_WAIT, seen as u32, ACK_STEP);
     }
 }
 
@@ -229,4 +252,57 @@ pub fn retire(path: &CStr) {
     }
     // Not taken in time: the old records are lost.
     let _ = sys::unlink(path);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// A control page (only its words are used), for the whole test run.
+    fn page() -> *mut u8 {
+        let words: &'static mut [u64; CONTROL_SIZE / 8] =
+            Box::leak(Box::new([0; CONTROL_SIZE / 8]));
+        words.as_mut_ptr() as *mut u8
+    }
+
+    /// Waits (at most 5 s) while the low half of `w` is `val`, as the pump does; the time
+    /// it took.
+    fn futex_wait(w: &AtomicU64, val: u64) -> Duration {
+        let t = Instant::now();
+        let _ = sys::futex(
+            w.as_ptr() as *const u32,
+            libc::FUTEX_WAIT,
+            val as u32,
+            5_000_000_000,
+        );
+        t.elapsed()
+    }
+
+    #[test]
+    fn a_request_wakes_the_pump_and_waits_for_its_acknowledgement() {
+        let p = page() as usize;
+        let (req, ack) = (word(p as *mut u8, REQ_OFF), word(p as *mut u8, ACK_OFF));
+        // One request outstanding (5, acknowledged up to 4): a new one waits for it.
+        req.store(5, Ordering::Relaxed);
+        ack.store(4, Ordering::Relaxed);
+        let asker = std::thread::spawn(move || request_on(p as *mut u8));
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(req.load(Ordering::Relaxed), 5);
+        assert!(!asker.is_finished());
+        ack.store(5, Ordering::Release);
+        let _ = sys::futex(ack.as_ptr() as *const u32, libc::FUTEX_WAKE, 1, 0);
+        asker.join().unwrap();
+
+        // None outstanding: the request is added and wakes the pump sleeping on it at once.
+        let pump = std::thread::spawn(move || futex_wait(word(p as *mut u8, REQ_OFF), 5));
+        std::thread::sleep(Duration::from_millis(30));
+        let asker = std::thread::spawn(move || request_on(p as *mut u8));
+        let slept = pump.join().unwrap();
+        assert!(slept < Duration::from_secs(2), "the pump slept {slept:?}");
+        assert_eq!(req.load(Ordering::Relaxed), 6);
+        ack.store(6, Ordering::Release);
+        let _ = sys::futex(ack.as_ptr() as *const u32, libc::FUTEX_WAKE, 1, 0);
+        asker.join().unwrap();
+    }
 }

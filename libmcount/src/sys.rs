@@ -24,6 +24,7 @@ const SYS_FCHMOD: usize = 91;
 const SYS_GETEUID: usize = 107;
 const SYS_GETPPID: usize = 110;
 const SYS_GETTID: usize = 186;
+const SYS_FUTEX: usize = 202;
 const SYS_OPENAT: usize = 257;
 const SYS_UNLINKAT: usize = 263;
 const SYS_FALLOCATE: usize = 285;
@@ -316,6 +317,26 @@ pub fn readable(fd: i32) -> bool {
 pub fn nanosleep(ts: &libc::timespec) -> SysResult<()> {
     // SAFETY: `ts` is a valid timespec for the call; a null remainder is allowed.
     check(unsafe { syscall6(SYS_NANOSLEEP, [ts as *const _ as usize, 0, 0, 0, 0, 0]) }).map(drop)
+}
+
+/// `futex(word, op, val, timeout)` on a word shared between processes (no `FUTEX_PRIVATE`):
+/// `FUTEX_WAIT` sleeps while `*word == val`, at most `timeout_ns`; `FUTEX_WAKE` wakes `val`
+/// waiters. The kernel only reads `word` (a bad address is `EFAULT`). Async-signal-safe.
+pub fn futex(word: *const u32, op: i32, val: u32, timeout_ns: u64) -> SysResult<usize> {
+    let ts = libc::timespec {
+        tv_sec: (timeout_ns / 1_000_000_000) as i64,
+        tv_nsec: (timeout_ns % 1_000_000_000) as i64,
+    };
+    let a = [
+        word as usize,
+        op as usize,
+        val as usize,
+        &raw const ts as usize,
+        0,
+        0,
+    ];
+    // SAFETY: `ts` is a valid timespec during the call; the kernel checks `word` itself.
+    check(unsafe { syscall6(SYS_FUTEX, a) })
 }
 
 /// `mmap(NULL, len, prot, flags, fd, off)`: a new mapping where the kernel chooses (never

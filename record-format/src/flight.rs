@@ -95,10 +95,47 @@ impl Control {
         self.word(REQ_OFF).load(Ordering::Acquire)
     }
 
-    /// Tells the requesters up to `n` that their records are claimed.
+    /// Tells the requesters up to `n` that their records are claimed, and wakes them.
     pub fn acknowledge(&self, n: u64) {
-        self.word(ACK_OFF).fetch_max(n, Ordering::Release);
+        let ack = self.word(ACK_OFF);
+        ack.fetch_max(n, Ordering::Release);
+        // Requesters sleep on the word's low half (x86_64: at the word's address).
+        futex(ack, libc::FUTEX_WAKE, i32::MAX as u32, None);
     }
+
+    /// Sleeps until a request after `acked` comes (a requester wakes the request word), at
+    /// most `timeout`.
+    pub fn wait_request(&self, acked: u64, timeout: std::time::Duration) {
+        let req = self.word(REQ_OFF);
+        if req.load(Ordering::Acquire) == acked {
+            // Returns at once if a request came since the load (the low half changed).
+            futex(req, libc::FUTEX_WAIT, acked as u32, Some(timeout));
+        }
+    }
+}
+
+/// `futex(low half of word, op, val, timeout)` on the shared control page (not private: the
+/// requesters are other processes). Errors (a wait cut short, a value that changed) only mean
+/// that the caller looks again.
+fn futex(word: &AtomicU64, op: i32, val: u32, timeout: Option<std::time::Duration>) {
+    let ts = timeout.map(|t| libc::timespec {
+        tv_sec: t.as_secs() as libc::time_t,
+        tv_nsec: t.subsec_nanos() as libc::c_long,
+    });
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: the word lies in the mapped page (the kernel only reads it, as a u32: its low
+    // half on little-endian x86_64); `ts_ptr` is null or a valid timespec during the call.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr() as *const u32,
+            op,
+            val,
+            ts_ptr,
+        )
+    };
 }
 
 /// One step of writing a ring's undumped records.

@@ -584,6 +584,14 @@ impl Pump {
     pub fn is_flight(&self) -> bool {
         self.control.is_some()
     }
+
+    /// Waits `pause` before the next pass; in flight mode a dump request ends the wait at once.
+    pub fn idle(&self, pause: std::time::Duration) {
+        match &self.control {
+            Some(control) => control.wait_request(self.acked, pause),
+            None => std::thread::sleep(pause),
+        }
+    }
 }
 
 #[cfg(test)]

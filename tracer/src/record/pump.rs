@@ -5,7 +5,8 @@
 //! With several threads (`--num-thread`) each follows the rings of its share of the traced
 //! threads (by thread id); `--rt-prio` runs them at a real-time (SCHED_FIFO) priority. In
 //! flight mode (`--flight-recorder`) one pump follows every ring: it writes nothing until a dump
-//! is asked for, then every ring's newest records, and the rings of threads that ended.
+//! is asked for (a requester wakes it at once), then every ring's newest records, and the rings
+//! of threads that ended.
 
 use record_format::ring::Pump;
 use std::path::Path;
@@ -78,7 +79,7 @@ impl PumpThread {
                             }
                             Err(e) => return Err(e),
                         };
-                        std::thread::sleep(pause);
+                        pump.idle(pause);
                     }
                     Ok(())
                 });
