@@ -218,24 +218,35 @@ fn flight_exit_keeps_only_the_newest_records() {
     assert!(bytes <= SIZE + 16 && bytes > SIZE / 2, "{bytes}");
 }
 
-/// The records of one `.dat` file (no payloads): `Err(count)` for LOST, `Ok(time)` else;
-/// panics on a record that does not decode.
+/// The records of one `.dat` file: `Err(count)` for LOST, `Ok(time)` else; panics on a record
+/// that does not decode. The only payload is the one integer argument of the functions
+/// recorded with `-A` (8 bytes after their ENTRY).
 fn raw_records(path: &Path) -> Vec<Result<u64, u64>> {
     use record_format::raw::{RawRecord, RecordKind, RECORD_SIZE};
     let bytes = std::fs::read(path).unwrap();
-    assert_eq!(bytes.len() % RECORD_SIZE, 0, "{}", path.display());
-    bytes
-        .chunks(RECORD_SIZE)
-        .enumerate()
-        .map(|(i, c)| {
-            let r = RawRecord::decode(c.try_into().unwrap())
-                .unwrap_or_else(|| panic!("{}: record {i} does not decode", path.display()));
-            match r.kind {
-                RecordKind::Lost => Err(r.addr),
-                _ => Ok(r.time),
+    let mut records = Vec::new();
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let head = bytes
+            .get(pos..pos + RECORD_SIZE)
+            .unwrap_or_else(|| panic!("{}: truncated at {pos}", path.display()));
+        let r = RawRecord::decode(head.try_into().unwrap())
+            .unwrap_or_else(|| panic!("{}: record at {pos} does not decode", path.display()));
+        pos += RECORD_SIZE;
+        records.push(match r.kind {
+            RecordKind::Lost => Err(r.addr),
+            RecordKind::Entry if r.more => {
+                pos += 8;
+                Ok(r.time)
             }
-        })
-        .collect()
+            _ => {
+                assert!(!r.more, "{}: payload at {pos}", path.display());
+                Ok(r.time)
+            }
+        });
+    }
+    assert_eq!(pos, bytes.len(), "{}", path.display());
+    records
 }
 
 #[test]
@@ -246,7 +257,14 @@ fn flight_dumps_while_threads_write_are_consistent() {
     let prog = util::testprog("flight", Mode::Pg);
     let dir = tempfile::tempdir().unwrap();
     let size = format!("--flight-recorder={SIZE}");
-    let opts = ["--no-sched", size.as_str(), "--signal", "USR1@dump"];
+    let opts = [
+        "--no-sched",
+        size.as_str(),
+        "--signal",
+        "USR1@dump",
+        "-A",
+        "t_leaf@arg1",
+    ];
     util::record_with(false, dir.path(), &prog, &["threads", "100000"], &opts).assert_success();
     let mut workers = 0;
     for entry in std::fs::read_dir(dir.path()).unwrap() {
@@ -272,10 +290,56 @@ fn flight_dumps_while_threads_write_are_consistent() {
     assert_eq!(workers, 2);
     let shown = util::utrace_replay(dir.path(), &[]);
     shown.assert_success();
-    assert!(shown.stdout.contains("t_leaf();"));
+    let calls = leaf_calls_per_task(&shown.stdout);
+    assert_eq!(calls.len(), 2, "{}", shown.stdout);
+    for (tid, calls) in calls {
+        assert!(calls.len() > 10_000, "task {tid}: {} calls", calls.len());
+        // Each worker calls t_leaf(0) .. t_leaf(999999); the exit dump has the last.
+        assert_eq!(calls.last().map(|c| c.0), Some(999_999), "task {tid}");
+        // No call goes missing without a LOST line, and a LOST line counts what is missing:
+        // each call is an ENTRY with its argument (24 bytes) and an EXIT (16).
+        for w in calls.windows(2) {
+            let ((prev, _), (next, lost)) = (w[0], w[1]);
+            match lost {
+                None => assert_eq!(next, prev + 1, "task {tid}: calls lost without a LOST line"),
+                Some(n) => {
+                    let missing = next.saturating_sub(prev + 1) * 40;
+                    assert!(
+                        next > prev + 1 && (n * 16).abs_diff(missing) <= 40,
+                        "task {tid}: LOST {n} records between t_leaf({prev}) and t_leaf({next})"
+                    );
+                }
+            }
+        }
+    }
     if util::uftrace_available() {
         util::uftrace_replay(dir.path(), &[]).assert_success();
     }
+}
+
+/// The `t_leaf` calls a replay shows, per task: each call's argument and, if a LOST line comes
+/// between it and the task's previous call, the records that line counts.
+fn leaf_calls_per_task(text: &str) -> std::collections::BTreeMap<u32, Vec<(u64, Option<u64>)>> {
+    let mut tasks = std::collections::BTreeMap::new();
+    let mut lost_since = std::collections::HashMap::new();
+    for line in text.lines() {
+        let Some(tid) = line
+            .split_once('[')
+            .and_then(|(_, rest)| rest.split_once(']'))
+            .and_then(|(tid, _)| tid.trim().parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if let Some((_, rest)) = line.split_once("/* LOST ") {
+            let n: u64 = rest.split_whitespace().next().unwrap().parse().unwrap();
+            *lost_since.entry(tid).or_insert(0) += n;
+        } else if let Some((_, rest)) = line.split_once("t_leaf(") {
+            let arg = number(rest.split_once(')').unwrap().0).unwrap();
+            let calls: &mut Vec<_> = tasks.entry(tid).or_default();
+            calls.push((arg, lost_since.remove(&tid)));
+        }
+    }
+    tasks
 }
 
 #[test]
@@ -309,22 +373,52 @@ fn flight_threads_and_exec_images_are_all_written() {
 fn dump_needs_the_flight_recorder() {
     let prog = util::testprog("flight", Mode::Pg);
     let dir = tempfile::tempdir().unwrap();
-    for opts in [
-        &["-T", "marker@dump"][..],
-        &["--signal", "USR1@dump"],
-        &["--flight-recorder=lots"],
-    ] {
+    // Each case: its options and the start of its one error line.
+    let cases: [(&[&str], &str); 7] = [
+        (
+            &["-T", "marker@dump"],
+            "the dump action needs --flight-recorder=SIZE",
+        ),
+        (
+            &["--signal", "USR1@dump"],
+            "the dump action needs --flight-recorder=SIZE",
+        ),
+        (
+            &["--flight-recorder=lots"],
+            "invalid --flight-recorder size: lots (e.g. 16M, 512k or bytes)",
+        ),
+        (
+            &["--flight-recorder=0"],
+            "invalid --flight-recorder size: 0 (e.g. 16M, 512k or bytes)",
+        ),
+        (
+            &["--flight-recorder=1T"],
+            "invalid --flight-recorder size: 1T (e.g. 16M, 512k or bytes)",
+        ),
+        (
+            &["--flight-recorder=100000G"],
+            "flight recorder size 100000G is too large: each thread keeps that much, ",
+        ),
+        (
+            &["--flight-recorder=1M", "--buffer=64k"],
+            "--flight-recorder and --buffer cannot be used together (SIZE sets the buffers)",
+        ),
+    ];
+    for (opts, expected) in cases {
         let out = util::record_with(false, dir.path(), &prog, &["exit", "10"], opts);
-        assert!(!out.status.success(), "{out}");
+        assert!(!out.status.success(), "{opts:?}: {out}");
+        let errors: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| l.contains("ERROR"))
+            .map(str::trim)
+            .collect();
+        assert_eq!(errors.len(), 1, "{opts:?}: {out}");
         assert!(
-            out.stderr
-                .contains("ERROR: the dump action needs --flight-recorder=SIZE")
-                || out
-                    .stderr
-                    .contains("ERROR: invalid --flight-recorder size: lots"),
-            "{out}"
+            errors[0].starts_with(&format!("ERROR: {expected}")),
+            "{opts:?}: {out}"
         );
-        assert!(!out.stderr.contains("panic"), "{out}");
+        assert!(!out.stderr.contains("panic"), "{opts:?}: {out}");
     }
 }
 
