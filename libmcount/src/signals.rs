@@ -23,8 +23,17 @@ const MAX_SIGNAL: usize = 64;
 /// Per signal number: the frame-flag bits of its actions.
 static ACTIONS: [AtomicU16; MAX_SIGNAL + 1] = [const { AtomicU16::new(0) }; MAX_SIGNAL + 1];
 
-/// Per signal number (bit): `dump`.
+/// Per signal number (bit [`dump_bit`]): `dump`.
 static DUMPS: AtomicU64 = AtomicU64::new(0);
+
+/// The bit of signal `sig` (1 to 64) in [`DUMPS`].
+fn dump_bit(sig: libc::c_int) -> u64 {
+    if (1..=MAX_SIGNAL as libc::c_int).contains(&sig) {
+        1 << (sig - 1)
+    } else {
+        0
+    }
+}
 
 /// The actions of the signals received since the hooks last looked.
 static PENDING: AtomicU16 = AtomicU16::new(0);
@@ -33,7 +42,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
     if let Some(a) = ACTIONS.get(sig as usize) {
         PENDING.fetch_or(a.load(Ordering::Relaxed), Ordering::Relaxed);
     }
-    if (0..64).contains(&sig) && DUMPS.load(Ordering::Relaxed) & (1 << sig) != 0 {
+    if DUMPS.load(Ordering::Relaxed) & dump_bit(sig) != 0 {
         crate::flight::request_dump();
     }
 }
@@ -59,8 +68,8 @@ pub fn install(list: &str) -> bool {
             }
         });
         slot.fetch_or(bits, Ordering::Relaxed);
-        if actions.contains(&SignalAction::Dump) && sig < 64 {
-            DUMPS.fetch_or(1 << sig, Ordering::Relaxed);
+        if actions.contains(&SignalAction::Dump) {
+            DUMPS.fetch_or(dump_bit(sig), Ordering::Relaxed);
         }
         // SAFETY: an all-zero sigaction is valid (empty mask, no flags); the handler is an
         // `extern "C" fn(c_int)` that only touches atomics.
@@ -107,7 +116,15 @@ mod tests {
         // flight mode the dump is a no-op.
         // SAFETY: raising a signal whose handler was just installed.
         unsafe { libc::raise(libc::SIGPWR) };
-        assert_eq!(DUMPS.load(Ordering::Relaxed), 1 << libc::SIGPWR);
+        assert_ne!(DUMPS.load(Ordering::Relaxed) & dump_bit(libc::SIGPWR), 0);
         assert_eq!(ACTIONS[libc::SIGPWR as usize].load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn the_highest_signal_can_dump() {
+        assert_eq!(dump_bit(64), 1 << 63);
+        assert_eq!((dump_bit(0), dump_bit(65)), (0, 0));
+        assert!(!install("64@dump"));
+        assert_ne!(DUMPS.load(Ordering::Relaxed) & (1 << 63), 0);
     }
 }
