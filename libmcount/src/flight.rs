@@ -13,7 +13,7 @@
 
 use crate::sys;
 use core::ffi::CStr;
-use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use record_format::flight::{ACK_OFF, CONTROL_MAGIC, CONTROL_NAME, CONTROL_SIZE, REQ_OFF};
 use record_format::ring::{flag, FLAGS_OFF, HEADER_SIZE};
 
@@ -101,9 +101,47 @@ fn control() -> Option<*mut u8> {
     (value != ABSENT).then_some(value)
 }
 
+/// The session ring prefix (its pointer: a new session leaks a new one) that [`FLIGHT`]
+/// answers for; null: none yet.
+static FLIGHT_FOR: AtomicPtr<u8> = AtomicPtr::new(core::ptr::null_mut());
+/// Whether the rings of the session [`FLIGHT_FOR`] are flight rings.
+static FLIGHT: AtomicBool = AtomicBool::new(false);
+
 /// Whether the ring at `ring_path` (`/dev/shm/<prefix>/<tid>`) is to be a flight ring: the
-/// control page is next to it.
+/// control page is next to it. Looked up once per session (each thread's ring asks).
 pub fn ring_is_flight(ring_path: &CStr) -> bool {
+    is_flight_cached(ring_path, crate::config::ring_prefix())
+}
+
+/// [`ring_is_flight`], the answer kept for the rings of `session` (the session's ring prefix,
+/// never freed); other rings are looked up each time.
+fn is_flight_cached(ring_path: &CStr, session: Option<&'static CStr>) -> bool {
+    let key = session
+        .filter(|p| in_ring_dir(ring_path.to_bytes(), p.to_bytes()))
+        .map(|p| p.as_ptr() as *mut u8);
+    // Acquire pairs with the Release store below: FLIGHT is stored before.
+    if key.is_some_and(|k| FLIGHT_FOR.load(Ordering::Acquire) == k) {
+        return FLIGHT.load(Ordering::Relaxed);
+    }
+    let found = control_next_to(ring_path);
+    if let Some(k) = key {
+        // Two threads may race here: they store the same answer.
+        FLIGHT.store(found, Ordering::Relaxed);
+        FLIGHT_FOR.store(k, Ordering::Release);
+    }
+    found
+}
+
+/// Whether `path` is `/dev/shm/<prefix>/<name>`.
+fn in_ring_dir(path: &[u8], prefix: &[u8]) -> bool {
+    path.strip_prefix(b"/dev/shm/".as_slice())
+        .and_then(|rest| rest.strip_prefix(prefix))
+        .and_then(|rest| rest.strip_prefix(b"/".as_slice()))
+        .is_some_and(|name| !name.is_empty() && !name.contains(&b'/'))
+}
+
+/// Whether the control page is next to the ring at `ring_path`.
+fn control_next_to(ring_path: &CStr) -> bool {
     let bytes = ring_path.to_bytes();
     let Some(slash) = bytes.iter().rposition(|&b| b == b'/') else {
         return false;
@@ -277,6 +315,30 @@ mod tests {
             5_000_000_000,
         );
         t.elapsed()
+    }
+
+    #[test]
+    fn the_flight_switch_is_looked_up_once_per_session() {
+        let name = format!("utrace-flycache-{}", std::process::id());
+        let session: &'static CStr = Box::leak(
+            std::ffi::CString::new(name.clone())
+                .unwrap()
+                .into_boxed_c_str(),
+        );
+        record_format::ring::create_ring_dir(&name).unwrap();
+        record_format::flight::create_control(&name).unwrap();
+        let ring = std::ffi::CString::new(format!("/dev/shm/{name}/77")).unwrap();
+        assert!(is_flight_cached(&ring, Some(session)));
+        // The answer is kept: the control page is not looked for again.
+        std::fs::remove_file(record_format::flight::control_path(&name)).unwrap();
+        assert!(is_flight_cached(&ring, Some(session)));
+        // Not for a ring of another prefix, nor without a session.
+        assert!(!is_flight_cached(&ring, None));
+        let other = c"/dev/shm/utrace-flycache-none/77";
+        assert!(!is_flight_cached(other, Some(session)));
+        assert!(!in_ring_dir(b"/dev/shm/pre/fix/1", b"pre"));
+        assert!(in_ring_dir(b"/dev/shm/pre/1", b"pre"));
+        record_format::ring::remove_ring_dir(&name);
     }
 
     #[test]
