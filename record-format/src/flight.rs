@@ -296,12 +296,34 @@ impl LiveRing<'_> {
         unsafe { AtomicU64::from_ptr(self.map.as_mut_ptr().add(DUMPED_OFF) as *mut u64) }
     }
 
-    /// The header as it is now.
+    /// The header as it is now: each word read with an atomic load of its own size (the
+    /// owner stores them concurrently), then an Acquire fence, so that what is read after
+    /// (a chunk's records) is not read before the header words that describe it.
     fn header(&self) -> Option<RingHeader> {
-        // SAFETY: the header page is mapped; a copy of it is read (racy words are re-checked
-        // through the atomics where it matters).
-        let head = unsafe { std::slice::from_raw_parts(self.map.as_ptr(), HEADER_SIZE) };
-        RingHeader::read(head).filter(|h| h.file_len() <= self.map.len())
+        let mut head = [0u8; std::mem::size_of::<RingHeader>()];
+        // The 8-byte units that hold two u32 fields: tid and padding, each chunk's state and
+        // padding, the flags and padding; the others are one u64.
+        let halves =
+            |off: usize| off == 8 || off == FLAGS_OFF || (0..CHUNKS).any(|i| chunk_slot(i) == off);
+        for (unit, out) in head.chunks_exact_mut(8).enumerate() {
+            let off = unit * 8;
+            let base = self.map.as_mut_ptr();
+            if halves(off) {
+                for (k, half) in out.chunks_exact_mut(4).enumerate() {
+                    // SAFETY: the u32 lies in the mapped header page, 4-aligned; the owner
+                    // accesses it atomically or not at all while the pump runs.
+                    let w = unsafe { AtomicU32::from_ptr(base.add(off + 4 * k) as *mut u32) };
+                    half.copy_from_slice(&w.load(Ordering::Relaxed).to_ne_bytes());
+                }
+            } else {
+                // SAFETY: as above, for an 8-aligned u64 in the header page.
+                let w = unsafe { AtomicU64::from_ptr(base.add(off) as *mut u64) };
+                out.copy_from_slice(&w.load(Ordering::Relaxed).to_ne_bytes());
+            }
+        }
+        // Pairs with the owner's Release stores of a chunk's state and of the cursor.
+        fence(Ordering::Acquire);
+        RingHeader::read(&head).filter(|h| h.file_len() <= self.map.len())
     }
 
     /// Whether the ring is a flight ring whose thread has ended.
