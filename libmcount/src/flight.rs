@@ -3,13 +3,14 @@
 //! recorder for a dump.
 //!
 //! The recorder creates the control page `/dev/shm/<prefix>/flight` in flight mode; its
-//! presence next to a ring is the switch ([`ring_is_flight`]). The first thread that asks for a
-//! dump maps it ([`control`]) and keeps the mapping for the session. [`request_dump`] only uses system calls and atomics, so that a
-//! signal handler (`--signal SIG@dump`, a crash) may call it: it increments the request word
-//! (unless a request is outstanding already: it waits for that one), wakes the pump (a futex on
-//! the word) and sleeps on the acknowledgement word (a futex the pump wakes) until the pump
-//! acknowledges that it has claimed every ring's records (at most [`WAITS`] × [`STEP`]), so
-//! that the newest records are not overwritten before they are taken.
+//! presence next to a ring is the switch ([`ring_is_flight`], looked up once per session). The
+//! first thread that asks for a dump maps it ([`control`]) and keeps the mapping for the
+//! session. [`request_dump`] only uses raw system calls and atomics, so that a signal handler
+//! (`--signal SIG@dump`, a crash) may call it: it increments the request word (unless a request
+//! is outstanding already: it waits for that one), wakes the pump (a futex on the word) and
+//! sleeps on the acknowledgement word (a futex the pump wakes) until the pump acknowledges that
+//! it has claimed every ring's records (at most [`WAIT`] in all), so that the newest records
+//! are not overwritten before they are taken.
 
 use crate::sys;
 use core::ffi::CStr;
@@ -24,6 +25,7 @@ const WAIT: u64 = 1_000_000_000;
 const STEP: u64 = 100_000;
 /// Most futex waits for one acknowledgement (of [`ACK_STEP`] each: [`WAIT`] in all).
 const WAITS: u32 = 100;
+/// Longest futex wait for an acknowledgement, in nanoseconds.
 const ACK_STEP: u64 = WAIT / WAITS as u64;
 
 /// The mapped control page; null: not looked for yet; [`ABSENT`]: not flight mode.
