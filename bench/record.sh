@@ -25,7 +25,8 @@
 # WORKLOAD (fib or libcall), LIBCALL_N (default 2000000), TIMING (whole: the wall time of each
 # command, the default; program: the traced program's own elapsed time as both tracers print it
 # with `record --time`, which leaves out the recorders' start-up and finishing, whose waits
-# are as long as a whole fib 30 run on a loaded machine).
+# are as long as a whole fib 30 run on a loaded machine), UTRACE_EXTRA (options for utrace
+# only, e.g. "--flight-recorder=16M": then utrace writes fewer records than uftrace, and says so).
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -40,6 +41,7 @@ LIBCALL_N=${LIBCALL_N:-2000000}
 MODES=${MODES:-pg fentry cyg}
 UFTRACE=${UFTRACE:-uftrace}
 read -r -a EXTRA <<<"${EXTRA:-}"
+read -r -a UTRACE_EXTRA <<<"${UTRACE_EXTRA:-}"
 
 die() {
 	echo "bench: $*" >&2
@@ -100,7 +102,7 @@ libcall)
 *) die "unknown WORKLOAD $WORKLOAD (fib or libcall)" ;;
 esac
 
-echo "bench: $WORKLOAD $N ${EXTRA[*]}, median (fastest-slowest) of $RUNS interleaved runs, timing: $TIMING, data in $tmp ($(df -T "$tmp" | awk 'NR == 2 { print $2 }'))"
+echo "bench: $WORKLOAD $N ${EXTRA[*]} utrace: ${UTRACE_EXTRA[*]}, median (fastest-slowest) of $RUNS interleaved runs, timing: $TIMING, data in $tmp ($(df -T "$tmp" | awk 'NR == 2 { print $2 }'))"
 printf '%-8s %9s %8s %24s %24s %26s %26s %7s\n' mode calls "plain ms" "uftrace ms" "utrace ms" \
 	"uftrace ns/call" "utrace ns/call" ratio
 
@@ -116,8 +118,8 @@ for mode in $MODES; do
 		wall "$UFTRACE" record "${libcall[@]}" --no-event "${EXTRA[@]}" -d "$tmp/data" "$prog" 1 >>"$tmp/f1"
 		wall "$UFTRACE" record "${libcall[@]}" --no-event "${EXTRA[@]}" -d "$tmp/data" "$prog" "$N" >>"$tmp/fN"
 		uf_bytes=$(cat "$tmp"/data/*.dat | wc -c)
-		wall "$UTRACE" record "${libcall[@]}" "${EXTRA[@]}" -d "$tmp/data" "$prog" 1 >>"$tmp/u1"
-		wall "$UTRACE" record "${libcall[@]}" "${EXTRA[@]}" -d "$tmp/data" "$prog" "$N" >>"$tmp/uN"
+		wall "$UTRACE" record "${libcall[@]}" "${EXTRA[@]}" "${UTRACE_EXTRA[@]}" -d "$tmp/data" "$prog" 1 >>"$tmp/u1"
+		wall "$UTRACE" record "${libcall[@]}" "${EXTRA[@]}" "${UTRACE_EXTRA[@]}" -d "$tmp/data" "$prog" "$N" >>"$tmp/uN"
 		ut_bytes=$(cat "$tmp"/data/*.dat | wc -c)
 	done
 	# Same records (and argument payloads) from both: the same work was measured.

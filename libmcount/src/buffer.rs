@@ -8,13 +8,14 @@
 //! salvage what a killed process did not write. [`DatWriter`] owns the ring; its cold
 //! [`DatWriter::refill`] seals the chunk and moves to the next. The ring lives in
 //! `/dev/shm/<prefix>-<tid>` when the recorder named a prefix (`UTRACE_RING`), else in private
-//! memory.
+//! memory. A flight-recorder ring ([`crate::flight`]) is never written by its thread: the thread
+//! drops a sealed chunk when it comes back to it, and hands the ring to the pump when it ends.
 
 use crate::sys;
 use core::ffi::CStr;
 use core::sync::atomic::{AtomicU32, Ordering};
 use record_format::raw::RECORD_SIZE;
-use record_format::ring::{chunk_slot, state, Chunk, RingHeader, CHUNKS, HEADER_SIZE, MAGIC};
+use record_format::ring::{chunk_slot, flag, state, Chunk, RingHeader, CHUNKS, HEADER_SIZE, MAGIC};
 
 /// Cursor and limit of the bytes records are written to. `#[repr(C)]`: the trampolines'
 /// fast paths use it.
@@ -145,6 +146,8 @@ pub struct DatWriter {
     chunk_size: usize,
     /// The chunk being filled.
     cur: usize,
+    /// A flight-recorder ring ([`crate::flight`]): sealed chunks are dropped, not written.
+    flight: bool,
 }
 
 /// Formats `v` in decimal into `out` at `*i` (no allocation, no memcpy).
@@ -197,6 +200,7 @@ impl DatWriter {
             map: core::ptr::null_mut(),
             chunk_size,
             cur: 0,
+            flight: false,
         };
         w.set_tid(tid, prefix);
         w
@@ -384,9 +388,15 @@ impl DatWriter {
         let len = self.map_len();
         let size = self.pin_data_file()?;
         let mut file_off = None;
+        self.flight = self
+            .shared_ring()
+            .is_some_and(crate::flight::ring_is_flight);
         let map = match self.shared_ring() {
             Some(path) => {
-                if let Ok(old) = sys::openat(
+                if self.flight {
+                    // The pump writes what an earlier image's flight ring holds.
+                    crate::flight::retire(path);
+                } else if let Ok(old) = sys::openat(
                     libc::AT_FDCWD,
                     path,
                     libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
@@ -428,7 +438,12 @@ impl DatWriter {
                 0,
             )?,
         };
-        let file_off = file_off.unwrap_or(size);
+        // A flight ring counts positions in the thread's stream of records.
+        let file_off = if self.flight {
+            0
+        } else {
+            file_off.unwrap_or(size)
+        };
         self.map = map;
         let hdr = self.header();
         // SAFETY: `hdr` points at the writable, page-aligned header page of the fresh ring
@@ -439,6 +454,7 @@ impl DatWriter {
             (*hdr).cursor = self.chunk_start(0) as u64;
             (*hdr).chunk_size = self.chunk_size as u64;
             (*hdr).tid = tid_of(&self.name);
+            (*hdr).flags = if self.flight { flag::FLIGHT } else { 0 };
             (&raw mut (*hdr).magic).write_volatile(MAGIC);
         }
         self.state = State::Open;
@@ -474,6 +490,20 @@ impl DatWriter {
         let st = self.chunk_state(i);
         loop {
             match st.load(Ordering::Acquire) {
+                // Flight mode: the oldest records make room (the pump claims what it dumps).
+                state::SEALED if self.flight => {
+                    if st
+                        .compare_exchange(
+                            state::SEALED,
+                            state::FREE,
+                            Ordering::Acquire,
+                            Ordering::Relaxed,
+                        )
+                        .is_ok()
+                    {
+                        return Ok(());
+                    }
+                }
                 state::SEALED => {
                     if st
                         .compare_exchange(
@@ -568,7 +598,12 @@ impl DatWriter {
 
     /// Writes everything and removes the ring; later records are dropped.
     pub fn close(&mut self) {
-        if self.state == State::Open {
+        if self.state == State::Open && self.flight {
+            // The pump writes what the ring holds and removes it.
+            let _ = self.seal();
+            // SAFETY: the writer is open: `map` is its ring, mapped read-write.
+            unsafe { crate::flight::mark_ended(self.map) };
+        } else if self.state == State::Open {
             let written = self
                 .seal()
                 .and_then(|_| (0..CHUNKS).try_for_each(|i| self.reclaim(i)));
@@ -609,183 +644,4 @@ fn tid_of(name: &[u8]) -> u32 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use record_format::raw::{header_word, RawRecord, RecordKind};
-    use std::ffi::CString;
-    use std::os::fd::AsRawFd;
-
-    fn word(depth: u16) -> u64 {
-        header_word(RecordKind::Entry, false, depth, 0x1234)
-    }
-
-    #[test]
-    fn buffer_fills_exactly_and_publishes_its_cursor() {
-        let mut store = vec![0u8; 40];
-        let mut commit = 0u64;
-        // SAFETY: `store` and `commit` are writable, outlive `b` and are not touched while `b`
-        // is used.
-        let mut b = unsafe { Buffer::new(store.as_mut_ptr(), store.len(), &mut commit) };
-        assert!(b.push(1, word(0)));
-        assert!(b.push(2, word(1)));
-        assert!(!b.push(3, word(2)));
-        assert_eq!(commit, store.as_ptr() as u64 + 32);
-        let r = RawRecord::decode(store[16..32].try_into().unwrap()).unwrap();
-        assert_eq!((r.time, r.depth, r.addr), (2, 1, 0x1234));
-        assert_eq!(&store[32..], &[0; 8]);
-        assert!(!Buffer::empty().push(1, 2));
-    }
-
-    fn records(path: &std::path::Path) -> Vec<RawRecord> {
-        let data = std::fs::read(path).unwrap();
-        assert_eq!(data.len() % 16, 0);
-        data.chunks(16)
-            .map(|c| RawRecord::decode(c.try_into().unwrap()).expect("valid record"))
-            .collect()
-    }
-
-    #[test]
-    fn private_ring_writes_chunks_when_it_wraps_and_appends() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = std::fs::File::open(dir.path()).unwrap();
-        let path = dir.path().join("42.dat");
-        // One-page chunks hold 256 records; the ring holds 8 of them. Chunk k starts at record
-        // 256k and takes ring slot k % 8 back from chunk k - 8, which it writes first: after
-        // 3000 records, chunks 8..=11 have started, so chunks 0..=3 are in the file.
-        let mut w = DatWriter::new(d.as_raw_fd(), 42, 1, None);
-        for i in 0..3000u64 {
-            w.record(i + 1, word((i % 1000) as u16));
-        }
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), 4 * 4096);
-        w.close();
-        w.record(5000, word(0)); // dropped
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), 3000 * 16);
-        // A later writer of the same tid appends.
-        let mut w = DatWriter::new(d.as_raw_fd(), 42, 1, None);
-        w.record(6000, word(3));
-        w.close();
-        let recs = records(&path);
-        assert_eq!(recs.len(), 3001);
-        assert!(recs.windows(2).all(|p| p[0].time < p[1].time));
-        assert_eq!((recs[3000].time, recs[3000].depth), (6000, 3));
-    }
-
-    #[test]
-    fn shared_ring_is_salvaged_or_taken_over() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = std::fs::File::open(dir.path()).unwrap();
-        let prefix = format!("utrace-unit-{}", std::process::id());
-        let cprefix = CString::new(prefix.clone()).unwrap();
-        record_format::ring::create_ring_dir(&prefix).unwrap();
-        let tid = 77;
-        let path = dir.path().join("77.dat");
-        // An image writes 300 records (one sealed chunk, one filling; no pump runs) and "dies"
-        // without closing (DatWriter has no Drop: the ring stays as a killed image leaves it).
-        let mut w = DatWriter::new(d.as_raw_fd(), tid, 1, Some(&cprefix));
-        for i in 0..300u64 {
-            w.record(i + 1, word(1));
-        }
-        // The data file is created (empty) when the ring is, and nothing is written to it yet.
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
-        // The next image of the thread (exec) writes the old ring before its own records.
-        let mut w = DatWriter::new(d.as_raw_fd(), tid, 1, Some(&cprefix));
-        w.record(1000, word(2));
-        assert_eq!(records(&path).len(), 300);
-        w.record(1001, word(2));
-        // Killed again: the recorder salvages.
-        let done = record_format::ring::salvage(&prefix, dir.path()).unwrap();
-        assert_eq!((done.rings, done.bytes), (1, 32));
-        let recs = records(&path);
-        assert_eq!(recs.len(), 302);
-        assert!(recs.windows(2).all(|p| p[0].time < p[1].time));
-        assert!(!record_format::ring::ring_path(&prefix, tid as u32).exists());
-        record_format::ring::remove_ring_dir(&prefix);
-    }
-
-    #[test]
-    fn pump_takes_sealed_chunks_while_the_thread_writes() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = std::fs::File::open(dir.path()).unwrap();
-        let prefix = format!("utrace-unit3-{}", std::process::id());
-        let cprefix = CString::new(prefix.clone()).unwrap();
-        record_format::ring::create_ring_dir(&prefix).unwrap();
-        let path = dir.path().join("78.dat");
-        let mut pump = record_format::ring::Pump::new(&prefix, dir.path());
-        let mut w = DatWriter::new(d.as_raw_fd(), 78, 1, Some(&cprefix));
-        let mut pumped = 0;
-        for i in 0..5000u64 {
-            w.record(i + 1, word(1));
-            if i % 100 == 0 {
-                pump.rescan().unwrap();
-                pumped += pump.pump().unwrap();
-            }
-        }
-        assert!(pumped > 0);
-        w.close();
-        let recs = records(&path);
-        assert_eq!(recs.len(), 5000);
-        assert!(recs.windows(2).all(|p| p[0].time + 1 == p[1].time));
-        record_format::ring::remove_ring_dir(&prefix);
-    }
-
-    #[test]
-    fn closed_shared_ring_is_removed() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = std::fs::File::open(dir.path()).unwrap();
-        let prefix = format!("utrace-unit2-{}", std::process::id());
-        let cprefix = CString::new(prefix.clone()).unwrap();
-        record_format::ring::create_ring_dir(&prefix).unwrap();
-        let mut w = DatWriter::new(d.as_raw_fd(), 5, 1, Some(&cprefix));
-        w.record(1, word(0));
-        assert!(record_format::ring::ring_path(&prefix, 5).exists());
-        w.close();
-        assert!(!record_format::ring::ring_path(&prefix, 5).exists());
-        assert_eq!(records(&dir.path().join("5.dat")).len(), 1);
-        record_format::ring::remove_ring_dir(&prefix);
-    }
-
-    #[test]
-    fn abandoned_writer_leaves_file_alone() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = std::fs::File::open(dir.path()).unwrap();
-        let mut w = DatWriter::new(d.as_raw_fd(), 7, 1, None);
-        w.record(1, word(0));
-        w.abandon(8, None);
-        w.record(2, word(1));
-        w.close();
-        // The parent's file was opened with the ring, and nothing of the child's went to it.
-        assert_eq!(
-            std::fs::metadata(dir.path().join("7.dat")).unwrap().len(),
-            0
-        );
-        assert_eq!(records(&dir.path().join("8.dat"))[0].time, 2);
-    }
-
-    #[test]
-    fn planted_link_is_not_followed() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = std::fs::File::open(dir.path()).unwrap();
-        let victim = dir.path().join("victim");
-        std::fs::write(&victim, b"keep").unwrap();
-        std::os::unix::fs::symlink(&victim, dir.path().join("9.dat")).unwrap();
-        let mut w = DatWriter::new(d.as_raw_fd(), 9, 1, None);
-        for i in 0..1000u64 {
-            w.record(i, word(0));
-        }
-        w.close();
-        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
-
-        // A file swapped in after the writer opened its own is not written either.
-        let mut w = DatWriter::new(d.as_raw_fd(), 10, 1, None);
-        w.record(1, word(0));
-        let path = dir.path().join("10.dat");
-        assert!(path.is_file());
-        std::fs::remove_file(&path).unwrap();
-        std::fs::write(&path, b"").unwrap();
-        for i in 0..1000u64 {
-            w.record(i, word(0));
-        }
-        w.close();
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
-    }
-}
+mod tests;

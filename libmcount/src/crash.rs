@@ -1,7 +1,8 @@
 //! Fatal signals (runtime spec §6.2): before the process dies, put the original return
 //! addresses back into the crashing thread's hijacked slots, so that a core dump, a debugger
 //! or a crash reporter sees the real stack, and say so on the log descriptor. Records need no
-//! flushing (they are in the page cache already).
+//! flushing (they are in the page cache already). In flight mode the recorder is asked to
+//! dump the newest records before the process dies.
 //!
 //! The handler is installed only for signals still at their default action when the session
 //! starts (a program that installs its own handler later simply replaces it). It runs once
@@ -74,6 +75,7 @@ extern "C" fn on_fatal_signal(sig: i32, _info: *mut libc::siginfo_t, uctx: *mut 
     line.push_dec(tid as u32 as u64);
     line.push_bytes(b": return addresses restored");
     crate::log::error(line.as_bytes(), 0);
+    crate::flight::request_dump();
     // Now at the default action (SA_RESETHAND) and blocked until we return.
     // SAFETY: plain system call wrappers without pointers.
     unsafe { libc::syscall(libc::SYS_tgkill, sys::getpid(), tid, sig) };

@@ -3,7 +3,7 @@
 //! paths leading to these functions, which become leaves), `-D` (depth, counted from the `-F`
 //! function), `-t` (drop calls shorter than a threshold), `-Z` (drop functions smaller than a
 //! size) and `-T FUNC@ACTIONS` (`depth=`, `time=`, `filter`, `notrace`, `hide`, `caller`,
-//! `trace`, `trace_on`, `trace_off`, `finish`, `recover`). cli.md §3.1–3.2: the semantics are
+//! `trace`, `trace_on`, `trace_off`, `finish`, `recover`, `dump`). cli.md §3.1–3.2: the semantics are
 //! replay's, applied while recording, so that `uftrace replay` of the data shows what it shows
 //! for uftrace's own filtered recording.
 //!
@@ -61,6 +61,8 @@ pub struct Filters {
     pub threshold: u64,
     /// `-Z` in bytes (0: none).
     pub size: u32,
+    /// Any `dump` trigger (flight recorder).
+    pub has_dump: bool,
 }
 
 static FILTERS: OnceLock<Filters> = OnceLock::new();
@@ -115,6 +117,27 @@ pub fn switch_after(fl: u16) {
 }
 
 impl Filters {
+    /// Whether the entry of the function at `addr` dumps the flight recorder (`FUNC@dump`).
+    /// Its frame carries `LIMITS`, which leads here.
+    pub fn dumps_at_entry(&self, addr: u64) -> bool {
+        self.has_dump
+            && self
+                .lookup(addr)
+                .0
+                .is_some_and(|a| a.dump && a.dump_time.is_none())
+    }
+
+    /// Whether a call of the function at `addr` that lasted `duration` ns dumps the flight
+    /// recorder at its exit (`FUNC@time=T,dump`).
+    pub fn dumps_at_exit(&self, addr: u64, duration: u64) -> bool {
+        self.has_dump
+            && self
+                .lookup(addr)
+                .0
+                .and_then(|a| a.dump_time.filter(|_| a.dump))
+                .is_some_and(|t| duration >= t)
+    }
+
     /// The `read=` counters of the function containing `addr` (`trigger::read` bits).
     pub fn read_of(&self, addr: u64) -> u8 {
         self.lookup(addr).0.map_or(0, |a| a.read)
@@ -307,6 +330,7 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
         .set(Filters {
             has_in: specs.iter().any(|s| s.actions.filter),
             has_caller: specs.iter().any(|s| s.actions.caller),
+            has_dump: specs.iter().any(|s| s.actions.dump),
             ranges,
             rules,
             depth: set.depth,
@@ -395,7 +419,9 @@ impl FilterState {
         if a.notrace {
             fl |= flags::OUT;
         }
-        if a.filter || a.depth.is_some() || a.time.is_some() || a.size.is_some() {
+        // A `dump` frame is looked up again at its entry and exit (its saved limits are the
+        // ones in force, so restoring them changes nothing).
+        if a.filter || a.depth.is_some() || a.time.is_some() || a.size.is_some() || a.dump {
             fl |= flags::LIMITS;
         }
         if a.trace_on {
@@ -502,6 +528,7 @@ mod tests {
             let a = parse_trigger(&format!("x@{actions}"), &mut Vec::new()).actions;
             f.has_in |= a.filter;
             f.has_caller |= a.caller;
+            f.has_dump |= a.dump;
             let rule = if actions.is_empty() {
                 NO_RULE
             } else {

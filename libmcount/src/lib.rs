@@ -28,7 +28,8 @@
 //! Module layers, each using only the ones before it (no cycles): `sys`, `log`, `frame_flags`,
 //! `rstack`, `clock`, [`cpu`] (register areas, thread pointer, trampoline addresses) at the
 //! bottom; `patch` (writes code; its `table` is where `entry` finds moved prologues, and
-//! `dlopen` calls it for new libraries); `filter`, `config`, `args`, `buffer`, `plt`; `thread`;
+//! `dlopen` calls it for new libraries); `filter`, `config`, `flight`, `args`, `buffer`, `plt`;
+//! `thread`;
 //! `dlopen`, `lifecycle`; `entry`, `crash`, `wrap`, `unwind`, `sdt`, `kept_pid`; [`arch`] (the
 //! trampolines, which call the handlers of `entry`, `unwind` and `dlopen`), `session` and
 //! `attach` at the top.
@@ -56,6 +57,7 @@ pub mod crash;
 pub mod dlopen;
 pub mod entry;
 pub mod filter;
+pub mod flight;
 pub mod frame_flags;
 pub mod kept_pid;
 pub mod late_args;

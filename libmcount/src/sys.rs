@@ -13,6 +13,7 @@ const SYS_WRITE: usize = 1;
 const SYS_CLOSE: usize = 3;
 const SYS_FSTAT: usize = 5;
 const SYS_POLL: usize = 7;
+const SYS_NANOSLEEP: usize = 35;
 const SYS_MMAP: usize = 9;
 const SYS_PWRITE64: usize = 18;
 const SYS_MUNMAP: usize = 11;
@@ -23,6 +24,7 @@ const SYS_FCHMOD: usize = 91;
 const SYS_GETEUID: usize = 107;
 const SYS_GETPPID: usize = 110;
 const SYS_GETTID: usize = 186;
+const SYS_FUTEX: usize = 202;
 const SYS_OPENAT: usize = 257;
 const SYS_UNLINKAT: usize = 263;
 const SYS_FALLOCATE: usize = 285;
@@ -311,6 +313,32 @@ pub fn readable(fd: i32) -> bool {
     r == 1 && p.revents & libc::POLLIN != 0
 }
 
+/// `nanosleep(ts, NULL)`: `Err(EINTR)` when a signal cut it short. Async-signal-safe.
+pub fn nanosleep(ts: &libc::timespec) -> SysResult<()> {
+    // SAFETY: `ts` is a valid timespec for the call; a null remainder is allowed.
+    check(unsafe { syscall6(SYS_NANOSLEEP, [ts as *const _ as usize, 0, 0, 0, 0, 0]) }).map(drop)
+}
+
+/// `futex(word, op, val, timeout)` on a word shared between processes (no `FUTEX_PRIVATE`):
+/// `FUTEX_WAIT` sleeps while `*word == val`, at most `timeout_ns`; `FUTEX_WAKE` wakes `val`
+/// waiters. The kernel only reads `word` (a bad address is `EFAULT`). Async-signal-safe.
+pub fn futex(word: *const u32, op: i32, val: u32, timeout_ns: u64) -> SysResult<usize> {
+    let ts = libc::timespec {
+        tv_sec: (timeout_ns / 1_000_000_000) as i64,
+        tv_nsec: (timeout_ns % 1_000_000_000) as i64,
+    };
+    let a = [
+        word as usize,
+        op as usize,
+        val as usize,
+        &raw const ts as usize,
+        0,
+        0,
+    ];
+    // SAFETY: `ts` is a valid timespec during the call; the kernel checks `word` itself.
+    check(unsafe { syscall6(SYS_FUTEX, a) })
+}
+
 /// `mmap(NULL, len, prot, flags, fd, off)`: a new mapping where the kernel chooses (never
 /// `MAP_FIXED`, so no existing memory is replaced).
 pub fn mmap(len: usize, prot: i32, flags: i32, fd: i32, off: u64) -> SysResult<*mut u8> {
@@ -460,6 +488,25 @@ mod tests {
         let (pid, tid) = unsafe { (libc::getpid(), libc::gettid()) };
         assert_eq!(getpid(), pid);
         assert_eq!(gettid(), tid);
+    }
+
+    #[test]
+    fn failing_calls_leave_errno_alone() {
+        // SAFETY: errno is this thread's.
+        let errno = || unsafe { *libc::__errno_location() };
+        // SAFETY: as above.
+        unsafe { *libc::__errno_location() = 0 };
+        let bad = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: -1,
+        };
+        assert_eq!(nanosleep(&bad), Err(libc::EINVAL));
+        assert_eq!(errno(), 0);
+        let short = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 1000,
+        };
+        assert_eq!(nanosleep(&short), Ok(()));
     }
 
     #[test]

@@ -547,6 +547,11 @@ impl ThreadState {
             }
         }
         filter::switch_after(frame.flags);
+        if frame.flags & flags::LIMITS != 0
+            && filter::get().is_some_and(|f| f.dumps_at_entry(frame.child_ip as u64))
+        {
+            crate::flight::request_dump();
+        }
     }
 
     /// The ENTRY record of `frame`, with its argument payload if there is one.
@@ -701,7 +706,13 @@ impl ThreadState {
             }
             let saved = match f.flags & flags::LIMITS {
                 0 => Saved::default(),
-                _ => self.saved_slot(i).copied().unwrap_or_default(),
+                _ => {
+                    let duration = now.saturating_sub(f.start);
+                    if filters.dumps_at_exit(f.child_ip as u64, duration) {
+                        crate::flight::request_dump();
+                    }
+                    self.saved_slot(i).copied().unwrap_or_default()
+                }
             };
             self.filt.pop(f.flags, &saved);
             self.rstack.truncate(i);

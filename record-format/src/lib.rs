@@ -39,6 +39,7 @@ pub mod elf;
 pub mod env;
 pub mod error;
 pub mod file;
+pub mod flight;
 pub mod info;
 pub mod kernel;
 pub mod libcall;

@@ -27,6 +27,9 @@
 //! A new exec image of the same thread (same tid) finds the ring of the old image, writes what
 //! it holds, replaces the file by a new ring and continues after the old one's records, so a
 //! tid's file stays in time order.
+//!
+//! Flight-recorder rings ([`flag::FLIGHT`], `record --flight-recorder`) keep only the newest
+//! records and are written when a dump is asked for: see [`crate::flight`].
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -82,11 +85,33 @@ pub struct RingHeader {
     /// Bytes per chunk (a multiple of the page size).
     pub chunk_size: u64,
     pub chunks: [Chunk; CHUNKS],
+    /// [`flag`] bits (accessed atomically).
+    pub flags: u32,
+    pub _pad2: u32,
+    /// Flight recorder: the stream position up to which records have been written to the data
+    /// file (set by the recorder only).
+    pub dumped: u64,
 }
 
 /// Byte offset of chunk `i`'s slot in the header.
 pub const fn chunk_slot(i: usize) -> usize {
     40 + i * 24
+}
+
+/// Byte offset of [`RingHeader::flags`].
+pub const FLAGS_OFF: usize = chunk_slot(CHUNKS);
+/// Byte offset of [`RingHeader::dumped`].
+pub const DUMPED_OFF: usize = FLAGS_OFF + 8;
+
+/// [`RingHeader::flags`] bits.
+pub mod flag {
+    /// A flight-recorder ring (`record --flight-recorder`, see [`crate::flight`]): `file_off`
+    /// is the chunk's position in the thread's unbounded stream of records, sealed chunks are
+    /// written only when a dump is asked for, and the thread drops them when it comes back.
+    pub const FLIGHT: u32 = 1;
+    /// The owning thread has ended (flight rings only): everything left is to be written and
+    /// the ring removed.
+    pub const ENDED: u32 = 2;
 }
 
 /// A piece of a ring that must go to the data file.
@@ -128,6 +153,9 @@ impl RingHeader {
             base: u64_at(24)?,
             chunk_size: u64_at(32)?,
             chunks,
+            flags: u32_at(FLAGS_OFF)?,
+            _pad2: 0,
+            dumped: u64_at(DUMPED_OFF)?,
         };
         (h.magic == MAGIC && h.chunk_size > 0 && h.chunk_size.is_multiple_of(16)).then_some(h)
     }
@@ -172,7 +200,8 @@ impl RingHeader {
                     }
                     _ => return None,
                 };
-                (len > 0 && len <= size && len.is_multiple_of(16)).then_some(Pending {
+                // Records are 16 bytes, with payloads padded to 8.
+                (len > 0 && len <= size && len.is_multiple_of(8)).then_some(Pending {
                     chunk: i,
                     file_off: c.file_off,
                     ring_off: HEADER_SIZE + i * size as usize,
@@ -281,6 +310,10 @@ pub fn salvage(prefix: &str, dir: &Path) -> std::io::Result<Salvaged> {
             continue;
         }
         let file = open_data(dir, tid)?;
+        if h.flags & flag::FLIGHT != 0 {
+            done.bytes += crate::flight::salvage_ring(&h, &bytes, &file)?;
+            continue;
+        }
         for p in pending {
             if let Some(data) = bytes.get(p.ring_off..p.ring_off + p.len) {
                 file.write_all_at(data, p.file_off)?;
@@ -299,6 +332,8 @@ struct Followed {
     ino: u64,
     map: memmap2::MmapRaw,
     data: std::fs::File,
+    /// A flight ring ([`flag::FLIGHT`]).
+    flight: bool,
 }
 
 impl Followed {
@@ -308,9 +343,17 @@ impl Followed {
         unsafe { AtomicU32::from_ptr(self.map.as_mut_ptr().add(chunk_slot(i)) as *mut u32) }
     }
 
-    /// Writes every sealed chunk; returns the bytes written.
+    fn live(&self) -> crate::flight::LiveRing<'_> {
+        crate::flight::LiveRing { map: &self.map }
+    }
+
+    /// Writes every sealed chunk; returns the bytes written. A flight ring's chunks wait for
+    /// a dump.
     fn pump(&self) -> std::io::Result<u64> {
         use std::os::unix::fs::FileExt;
+        if self.flight {
+            return Ok(0);
+        }
         let mut written = 0;
         for i in 0..CHUNKS {
             if self.state(i).load(Ordering::Acquire) != state::SEALED {
@@ -371,6 +414,10 @@ pub struct Pump {
     /// This pump follows the rings whose `tid % share.1 == share.0` (several pumps split the
     /// threads between them).
     share: (u32, u32),
+    /// Flight mode: the control page dumps are asked for through.
+    control: Option<crate::flight::Control>,
+    /// The last request acknowledged.
+    acked: u64,
 }
 
 impl Pump {
@@ -385,11 +432,15 @@ impl Pump {
             dir: dir.to_path_buf(),
             rings: Vec::new(),
             share: (index, count.max(1)),
+            control: crate::flight::Control::open(prefix),
+            acked: 0,
         }
     }
 
     /// Looks for new rings (and rings replaced by a new exec image) and drops rings that are
-    /// gone (their threads wrote everything and removed them).
+    /// gone (their threads wrote everything and removed them). A ring whose data file cannot
+    /// be opened is left for a later rescan, the others are followed; the first error is
+    /// returned.
     pub fn rescan(&mut self) -> std::io::Result<()> {
         use std::os::unix::fs::MetadataExt;
         let (index, count) = self.share;
@@ -399,6 +450,7 @@ impl Pump {
             files.iter().any(|(tid, _)| *tid == r.tid)
                 && std::fs::metadata(&r.path).is_ok_and(|m| m.ino() == r.ino)
         });
+        let mut first_err = None;
         for (tid, path) in files {
             if self.rings.iter().any(|r| r.tid == tid) {
                 continue;
@@ -409,182 +461,138 @@ impl Pump {
             let Ok(meta) = file.metadata() else { continue };
             let mut head = [0u8; HEADER_SIZE];
             // A ring whose header is not complete yet is picked up by a later rescan.
-            let complete = std::os::unix::fs::FileExt::read_exact_at(&file, &mut head, 0).is_ok()
-                && RingHeader::read(&head)
-                    .is_some_and(|h| h.tid == tid && meta.len() as usize == h.file_len());
-            if !complete {
+            let header = std::os::unix::fs::FileExt::read_exact_at(&file, &mut head, 0)
+                .ok()
+                .and_then(|()| RingHeader::read(&head))
+                .filter(|h| h.tid == tid && meta.len() as usize == h.file_len());
+            let Some(header) = header else {
                 continue;
-            }
+            };
             let Ok(map) = memmap2::MmapOptions::new().map_raw(&file) else {
                 continue;
+            };
+            let data = match open_data(&self.dir, tid) {
+                Ok(data) => data,
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                    continue;
+                }
             };
             self.rings.push(Followed {
                 tid,
                 ino: meta.ino(),
                 path,
                 map,
-                data: open_data(&self.dir, tid)?,
+                data,
+                flight: header.flags & flag::FLIGHT != 0,
             });
         }
-        Ok(())
+        first_err.map_or(Ok(()), Err)
     }
 
-    /// Writes every sealed chunk of the followed rings; returns the bytes written.
-    pub fn pump(&self) -> std::io::Result<u64> {
+    /// Writes every sealed chunk of the followed rings; returns the bytes written. In flight
+    /// mode, dumps every ring when one was asked for, and writes and removes the rings of
+    /// threads that ended.
+    pub fn pump(&mut self) -> std::io::Result<u64> {
         let mut written = 0;
         for r in &self.rings {
             written += r.pump()?;
         }
-        Ok(written)
+        if self.control.is_none() {
+            return Ok(written);
+        }
+        // An error (reported) does not stop the rest: in flight mode nothing else writes the
+        // records, and the requesters and ended threads wait for this pump.
+        let mut first_err = None;
+        match self.dump_asked() {
+            Ok(n) => written += n,
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+        let mut ended = Vec::new();
+        for (i, r) in self.rings.iter().enumerate() {
+            if r.flight && r.live().ended() {
+                let live = r.live();
+                // Removed even when the write fails: its records are lost (the error says so),
+                // its memory is freed.
+                match live.write(live.claim(), &r.data) {
+                    Ok(n) => written += n,
+                    Err(e) => {
+                        first_err.get_or_insert(e);
+                    }
+                }
+                ended.push(i);
+            }
+        }
+        for i in ended.into_iter().rev() {
+            use std::os::unix::fs::MetadataExt;
+            let r = self.rings.swap_remove(i);
+            // Only this ring: a new exec image that gave up waiting has its own at the path.
+            if std::fs::symlink_metadata(&r.path).is_ok_and(|m| m.ino() == r.ino) {
+                let _ = std::fs::remove_file(&r.path);
+            }
+        }
+        first_err.map_or(Ok(written), Err)
+    }
+
+    /// A dump of every flight ring, if one was asked for since the last: claims every ring's
+    /// records, tells the requesters, then writes them.
+    fn dump_asked(&mut self) -> std::io::Result<u64> {
+        let Some(control) = &self.control else {
+            return Ok(0);
+        };
+        let asked = control.requested();
+        if asked <= self.acked {
+            return Ok(0);
+        }
+        // Rings that appeared since the last scan have records to dump too. On an error the
+        // rings followed are still dumped, and the requesters told (they would wait in vain).
+        let rescanned = self.rescan();
+        let claims: Vec<_> = self
+            .rings
+            .iter()
+            .filter(|r| r.flight)
+            .map(|r| (r, r.live().claim()))
+            .collect();
+        if let Some(control) = &self.control {
+            control.acknowledge(asked);
+        }
+        self.acked = asked;
+        let mut written = 0;
+        let mut first_err = rescanned.err();
+        for (r, claim) in claims {
+            match r.live().write(claim, &r.data) {
+                Ok(n) => written += n,
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(written),
+        }
     }
 
     /// Rings followed now.
     pub fn followed(&self) -> usize {
         self.rings.len()
     }
+
+    /// Whether this pump records in flight mode (the control page was found).
+    pub fn is_flight(&self) -> bool {
+        self.control.is_some()
+    }
+
+    /// Waits `pause` before the next pass; in flight mode a dump request ends the wait at once.
+    pub fn idle(&self, pause: std::time::Duration) {
+        match &self.control {
+            Some(control) => control.wait_request(self.acked, pause),
+            None => std::thread::sleep(pause),
+        }
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A ring file image: `tid`, chunk size 4096, cursor/base and chunk slots as given, chunk
-    /// `i` filled with byte `i + 1`.
-    fn ring_bytes(tid: u32, cursor_in: Option<(usize, u64)>, chunks: &[(usize, Chunk)]) -> Vec<u8> {
-        let size = 4096usize;
-        let base = 0x10_0000u64;
-        let mut b = vec![0u8; HEADER_SIZE + CHUNKS * size];
-        b[0..8].copy_from_slice(&MAGIC);
-        b[8..12].copy_from_slice(&tid.to_ne_bytes());
-        let cursor = cursor_in.map_or(base, |(i, len)| base + (i * size) as u64 + len);
-        b[16..24].copy_from_slice(&cursor.to_ne_bytes());
-        b[24..32].copy_from_slice(&base.to_ne_bytes());
-        b[32..40].copy_from_slice(&(size as u64).to_ne_bytes());
-        for &(i, c) in chunks {
-            let o = chunk_slot(i);
-            b[o..o + 4].copy_from_slice(&c.state.to_ne_bytes());
-            b[o + 8..o + 16].copy_from_slice(&c.file_off.to_ne_bytes());
-            b[o + 16..o + 24].copy_from_slice(&c.len.to_ne_bytes());
-        }
-        for i in 0..CHUNKS {
-            let o = HEADER_SIZE + i * size;
-            b[o..o + size].fill(i as u8 + 1);
-        }
-        b
-    }
-
-    fn chunk(state: u32, file_off: u64, len: u64) -> Chunk {
-        Chunk {
-            state,
-            _pad: 0,
-            file_off,
-            len,
-        }
-    }
-
-    #[test]
-    fn layout_matches_the_parser() {
-        assert_eq!(std::mem::size_of::<RingHeader>(), chunk_slot(CHUNKS));
-        assert_eq!(std::mem::offset_of!(RingHeader, chunks), chunk_slot(0));
-        let b = ring_bytes(
-            42,
-            Some((3, 64)),
-            &[
-                (1, chunk(state::SEALED, 4096, 4096)),
-                (2, chunk(state::WRITING, 8192, 32)),
-                (3, chunk(state::FILLING, 8224, 0)),
-                (4, chunk(state::SEALED, 99, 8)), // not whole records: skipped
-            ],
-        );
-        let h = RingHeader::read(&b).unwrap();
-        assert_eq!(h.tid, 42);
-        assert_eq!(h.file_len(), b.len());
-        let p = h.pending();
-        assert_eq!(
-            p.iter()
-                .map(|p| (p.chunk, p.file_off, p.len))
-                .collect::<Vec<_>>(),
-            [(1, 4096, 4096), (2, 8192, 32), (3, 8224, 64)]
-        );
-        assert_eq!(p[0].ring_off, HEADER_SIZE + 4096);
-        assert_eq!(h.end(), 8224 + 64);
-        assert_eq!(RingHeader::read(&b[..20]), None);
-        let mut bad = b.clone();
-        bad[0] = b'x';
-        assert_eq!(RingHeader::read(&bad), None);
-    }
-
-    #[test]
-    fn salvage_writes_pending_chunks_at_their_offsets() {
-        let dir = tempfile::tempdir().unwrap();
-        let prefix = format!("utrace-test-{}", std::process::id());
-        create_ring_dir(&prefix).unwrap();
-        // tid 7: 32 bytes already in the file, one sealed chunk (32 bytes) and the filling
-        // one (16 bytes); tid 8: nothing pending.
-        std::fs::write(dir.path().join("7.dat"), [9u8; 32]).unwrap();
-        let ring = ring_bytes(
-            7,
-            Some((5, 16)),
-            &[
-                (4, chunk(state::SEALED, 32, 32)),
-                (5, chunk(state::FILLING, 64, 0)),
-            ],
-        );
-        std::fs::write(ring_path(&prefix, 7), &ring).unwrap();
-        std::fs::write(ring_path(&prefix, 8), ring_bytes(8, None, &[])).unwrap();
-
-        let done = salvage(&prefix, dir.path()).unwrap();
-        assert_eq!(
-            done,
-            Salvaged {
-                rings: 2,
-                bytes: 48
-            }
-        );
-        let data = std::fs::read(dir.path().join("7.dat")).unwrap();
-        assert_eq!(data.len(), 80);
-        assert!(data[..32].iter().all(|&b| b == 9));
-        assert!(data[32..64].iter().all(|&b| b == 5) && data[64..].iter().all(|&b| b == 6));
-        assert!(!dir.path().join("8.dat").exists());
-        assert!(!ring_path(&prefix, 7).exists() && !ring_path(&prefix, 8).exists());
-        // Idempotent: nothing left to do.
-        assert_eq!(salvage(&prefix, dir.path()).unwrap(), Salvaged::default());
-        remove_ring_dir(&prefix);
-        assert!(!ring_dir(&prefix).exists());
-    }
-
-    #[test]
-    fn pump_writes_sealed_chunks_and_frees_them() {
-        let dir = tempfile::tempdir().unwrap();
-        let prefix = format!("utrace-pump-{}", std::process::id());
-        create_ring_dir(&prefix).unwrap();
-        let path = ring_path(&prefix, 9);
-        let ring = ring_bytes(
-            9,
-            Some((2, 16)),
-            &[
-                (0, chunk(state::SEALED, 0, 4096)),
-                (1, chunk(state::SEALED, 4096, 48)),
-                (2, chunk(state::FILLING, 4144, 0)),
-            ],
-        );
-        std::fs::write(&path, &ring).unwrap();
-        let mut pump = Pump::new(&prefix, dir.path());
-        pump.rescan().unwrap();
-        assert_eq!(pump.followed(), 1);
-        assert_eq!(pump.pump().unwrap(), 4096 + 48);
-        assert_eq!(pump.pump().unwrap(), 0);
-        let data = std::fs::read(dir.path().join("9.dat")).unwrap();
-        assert_eq!(data.len(), 4144);
-        assert!(data[..4096].iter().all(|&b| b == 1) && data[4096..].iter().all(|&b| b == 2));
-        // Freed in the ring itself; the filling chunk is left to its thread (or the salvage).
-        let h = RingHeader::read(&std::fs::read(&path).unwrap()).unwrap();
-        assert_eq!(h.chunks[0].state, state::FREE);
-        assert_eq!(h.chunks[1].state, state::FREE);
-        assert_eq!(h.chunks[2].state, state::FILLING);
-        std::fs::remove_file(&path).unwrap();
-        pump.rescan().unwrap();
-        assert_eq!(pump.followed(), 0);
-        remove_ring_dir(&prefix);
-    }
-}
+pub(crate) mod tests;

@@ -28,6 +28,12 @@ pub struct Actions {
     pub backtrace: bool,
     pub finish: bool,
     pub recover: bool,
+    /// `dump` (flight recorder): write the newest records at FUNC's entry, or with `time=`,
+    /// at the exit of a call of FUNC that lasted at least that long ([`Actions::dump_time`]).
+    pub dump: bool,
+    /// `time=TIME` given with `dump`, in nanoseconds: the duration that makes a call dump
+    /// (then no time filter).
+    pub dump_time: Option<u64>,
     /// `read=...`: the counters read at entry and exit ([`read`] bits).
     pub read: u8,
     /// `color=NAME`: the ANSI code of the colour.
@@ -53,6 +59,8 @@ impl Actions {
         self.backtrace |= o.backtrace;
         self.finish |= o.finish;
         self.recover |= o.recover;
+        self.dump |= o.dump;
+        self.dump_time = o.dump_time.or(self.dump_time);
         self.read |= o.read;
         self.color = o.color.or(self.color);
     }
@@ -135,6 +143,7 @@ pub fn parse_trigger<'a>(spec: &'a str, notices: &mut Vec<String>) -> Trigger<'a
                 "backtrace" => a.backtrace = true,
                 "finish" => a.finish = true,
                 "recover" => a.recover = true,
+                "dump" => a.dump = true,
                 _ if is_other_word(&lw) => {}
                 _ => {
                     if module.is_none() {
@@ -145,6 +154,10 @@ pub fn parse_trigger<'a>(spec: &'a str, notices: &mut Vec<String>) -> Trigger<'a
                 }
             }
         }
+    }
+    // With `dump`, `time=` is the duration of a call that dumps, not a filter.
+    if a.dump {
+        a.dump_time = a.time.take();
     }
     Trigger {
         name,
@@ -187,6 +200,8 @@ pub enum SignalAction {
     TraceOn,
     TraceOff,
     Finish,
+    /// Flight recorder: write the newest records.
+    Dump,
 }
 
 /// The signals `--signal` can name (Linux x86_64 numbers), without their `SIG` prefix.
@@ -246,7 +261,7 @@ pub fn signal_number(name: &str) -> Option<i32> {
 }
 
 /// Parses one `--signal` value, `SIG@ACTION[,ACTION...]`: the signal's number and its actions
-/// (`trace_on`, `trace_off`, `finish`, spelled as in `-T`). The error is one line.
+/// (`trace_on`, `trace_off`, `finish`, `dump`, spelled as in `-T`). The error is one line.
 pub fn parse_signal_trigger(spec: &str) -> Result<(i32, Vec<SignalAction>), String> {
     let (sig, words) = spec
         .split_once('@')
@@ -259,9 +274,10 @@ pub fn parse_signal_trigger(spec: &str) -> Result<(i32, Vec<SignalAction>), Stri
             "traceon" => SignalAction::TraceOn,
             "traceoff" => SignalAction::TraceOff,
             "finish" => SignalAction::Finish,
+            "dump" => SignalAction::Dump,
             _ => {
                 return Err(format!(
-                    "unsupported signal trigger action: {w} (trace_on, trace_off or finish)"
+                    "unsupported signal trigger action: {w} (trace_on, trace_off, finish or dump)"
                 ))
             }
         });
@@ -293,6 +309,10 @@ mod tests {
             parse_signal_trigger("USR2@trace-off,Trace_On"),
             Ok((12, vec![SignalAction::TraceOff, SignalAction::TraceOn]))
         );
+        assert_eq!(
+            parse_signal_trigger("USR1@dump"),
+            Ok((10, vec![SignalAction::Dump]))
+        );
         assert!(parse_signal_trigger("SIGUSR1@depth=2").is_err());
         assert!(parse_signal_trigger("SIGUSR1").is_err());
         assert!(parse_signal_trigger("SIGFOO@finish").is_err());
@@ -313,6 +333,19 @@ mod tests {
         assert_eq!(a.time, Some(1000));
         assert_eq!(a.size, Some(30));
         assert_eq!(n, ["ignoring invalid color: pink"]);
+    }
+
+    #[test]
+    fn dump_takes_the_time_as_its_threshold() {
+        let mut n = Vec::new();
+        let a = parse_trigger("io_getevents@time=500us,dump", &mut n).actions;
+        assert!(a.dump);
+        assert_eq!((a.time, a.dump_time), (None, Some(500_000)));
+        let a = parse_trigger("marker@dump", &mut n).actions;
+        assert!(a.dump && a.dump_time.is_none());
+        let a = parse_trigger("f@time=1ms", &mut n).actions;
+        assert!(!a.dump && a.time == Some(1_000_000));
+        assert!(n.is_empty());
     }
 
     #[test]

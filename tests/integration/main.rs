@@ -16,6 +16,8 @@
 //! * `record_dwarf_args`: argument specs from DWARF (`-a`, `-A .`) on structs, classes, long
 //!   double and the rest, the `.dbg` file and the replays against uftrace;
 //! * `record_filters`: record-time filters and depth limits, applied while recording;
+//! * `record_flight`: the flight recorder (`--flight-recorder`): each way of dumping (signal,
+//!   trigger, time threshold, crash, exit) keeps the newest calls, complete, and drops the old;
 //! * `record_libcalls`: library calls through the PLT hooks, lazy and `-z now` builds;
 //! * `record_attach`: `record -p PID` and `live -p PID` on running `-O2` programs (one thread,
 //!   threads started before and while attached, twice in a row, signals arriving meanwhile)
@@ -99,6 +101,7 @@ mod record_autoargs;
 mod record_dwarf_args;
 mod record_events;
 mod record_filters;
+mod record_flight;
 mod record_libcalls;
 mod record_matrix;
 mod record_patch;

@@ -94,6 +94,7 @@ const PROGS: &[Prog] = &[
         replay: &[],
         reduce: EXACT,
     },
+    prog("flight", &["marker", "100"], EXACT),
     tasks("fork", FOLD),
     // Source locations (the library's too) and a record-time location filter.
     Prog {

@@ -188,7 +188,8 @@ pub struct FilterArgs {
     /// Only show the call paths leading to FUNC
     #[arg(short = 'C', long = "caller-filter", value_name = "FUNC")]
     pub caller: Vec<String>,
-    /// Act on FUNC: FUNC@depth=N,time=T,backtrace,trace_on,...
+    /// Act on FUNC: FUNC@depth=N,time=T,backtrace,trace_on,...; record --flight-recorder:
+    /// FUNC@dump (at its entry), FUNC@time=T,dump (after a call of at least T)
     #[arg(short = 'T', long, value_name = "FUNC@ACT")]
     pub trigger: Vec<String>,
     /// Show arguments of FUNC: FUNC@arg1,arg2/s,...
@@ -337,6 +338,11 @@ pub struct RecordArgs {
     /// Per-thread buffer size (default: 128K)
     #[arg(short = 'b', long, value_name = "SIZE")]
     pub buffer: Option<String>,
+    /// Flight recorder: keep only the newest SIZE of records per thread (e.g. 16M; at least 8
+    /// pages) in memory, and write them when asked (--signal SIG@dump, -T FUNC@dump,
+    /// -T FUNC@time=T,dump), when the program crashes, and at exit
+    #[arg(long, value_name = "SIZE")]
+    pub flight_recorder: Option<String>,
     /// Also trace kernel functions
     #[arg(short = 'k', long)]
     pub kernel: bool,
@@ -431,7 +437,7 @@ pub struct RecordArgs {
     /// Read symbols from DIR
     #[arg(long, value_name = "DIR")]
     pub with_syms: Option<String>,
-    /// Act when SIG arrives: SIG@trace_on, trace_off or finish
+    /// Act when SIG arrives: SIG@trace_on, trace_off, finish or dump (--flight-recorder)
     #[arg(long, value_name = "SIG@ACT")]
     pub signal: Vec<String>,
     /// live: keep the recorded data

@@ -324,6 +324,12 @@ pub fn record(
             record_format::ring::ring_dir(&rings).display()
         )
     })?;
+    if settings.flight.is_some() {
+        if let Err(e) = record_format::flight::create_control(&rings) {
+            record_format::ring::remove_ring_dir(&rings);
+            return Err(e).context("cannot set up the flight recorder");
+        }
+    }
     let temporary = matches!(target, Target::Existing(_));
     // --keep-pid: from here on this is the recorder, forked off the process that becomes the
     // program.

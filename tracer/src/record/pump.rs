@@ -3,7 +3,10 @@
 //! traced threads do not pay for the file system. Each polls: quickly while there is data,
 //! backing off to a millisecond when there is none, and looks for new rings every millisecond.
 //! With several threads (`--num-thread`) each follows the rings of its share of the traced
-//! threads (by thread id); `--rt-prio` runs them at a real-time (SCHED_FIFO) priority.
+//! threads (by thread id); `--rt-prio` runs them at a real-time (SCHED_FIFO) priority. In
+//! flight mode (`--flight-recorder`) one pump follows every ring: it writes nothing until a dump
+//! is asked for (a requester wakes it at once), then every ring's newest records, and the rings
+//! of threads that ended.
 
 use record_format::ring::Pump;
 use std::path::Path;
@@ -33,7 +36,9 @@ impl PumpThread {
         rt_prio: Option<i32>,
     ) -> std::io::Result<PumpThread> {
         let stop = Arc::new(AtomicBool::new(false));
-        let count = threads.max(1) as u32;
+        // Flight mode: one pump takes every ring's dump at once.
+        let flight = record_format::flight::Control::open(prefix).is_some();
+        let count = if flight { 1 } else { threads.max(1) as u32 };
         let mut handles = Vec::new();
         for index in 0..count {
             let mut pump = Pump::shared(prefix, dir, index, count);
@@ -46,18 +51,40 @@ impl PumpThread {
                     }
                     let mut pause = MIN_PAUSE;
                     let mut scanned = Instant::now() - RESCAN;
+                    let mut warned = false;
                     while !flag.load(Ordering::Relaxed) {
+                        let mut rescanned = Ok(());
                         if scanned.elapsed() >= RESCAN {
-                            pump.rescan()?;
+                            rescanned = pump.rescan();
                             scanned = Instant::now();
                         }
-                        pause = if pump.pump()? > 0 {
-                            MIN_PAUSE
-                        } else {
-                            (pause * 2).min(MAX_PAUSE)
+                        // A ring that cannot be followed does not stop the others' dumps.
+                        let pumped = match rescanned {
+                            Err(e) if !pump.is_flight() => Err(e),
+                            rescanned => pump.pump().and_then(|n| rescanned.map(|()| n)),
                         };
-                        // Parked, not asleep: `stop` unparks it at once.
-                        std::thread::park_timeout(pause);
+                        pause = match pumped {
+                            Ok(n) if n > 0 => MIN_PAUSE,
+                            Ok(_) => (pause * 2).min(MAX_PAUSE),
+                            // In flight mode nothing else writes the dumps: say it once and
+                            // go on (the next dump may succeed, requesters must be answered).
+                            Err(e) if pump.is_flight() => {
+                                if !warned {
+                                    crate::diag::warn(format!(
+                                        "flight recorder: cannot write a dump: {e}"
+                                    ));
+                                    warned = true;
+                                }
+                                MAX_PAUSE
+                            }
+                            Err(e) => return Err(e),
+                        };
+                        // Parked, not asleep: `stop` unparks it at once. In flight mode a
+                        // dump request ends the wait (a futex), and `stop` waits one pause.
+                        match pump.is_flight() {
+                            true => pump.idle(pause),
+                            false => std::thread::park_timeout(pause),
+                        }
                     }
                     Ok(())
                 });

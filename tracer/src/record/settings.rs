@@ -74,6 +74,8 @@ pub(super) struct Settings {
     pub(super) user_events: Vec<String>,
     /// The scheduling events, unless `--no-event` (`--no-sched` keeps task names and ends).
     pub(super) sched: Option<super::sched::Request>,
+    /// `--flight-recorder=SIZE`: bytes of records kept per thread.
+    pub(super) flight: Option<u64>,
 }
 
 /// `-P`/`-U` as the `UTRACE_PATCH` list (`+PATTERN` / `-PATTERN`, command-line order);
@@ -195,15 +197,7 @@ fn arg_settings(
 /// `-b SIZE`: decimal, `0x` hex or `0` octal with an optional k/m/g suffix; rounded up to a
 /// page multiple.
 fn parse_size(text: &str, notices: &mut Notices) -> Option<u64> {
-    let t = text.trim();
-    let (digits, mult) = match t.chars().last().map(|c| c.to_ascii_lowercase()) {
-        Some('k') => (&t[..t.len() - 1], 1u64 << 10),
-        Some('m') => (&t[..t.len() - 1], 1 << 20),
-        Some('g') => (&t[..t.len() - 1], 1 << 30),
-        _ => (t, 1),
-    };
-    let value = record_format::printfmt::int_literal(digits);
-    let Some(size) = value.and_then(|v| v.checked_mul(mult)).filter(|&v| v > 0) else {
+    let Some(size) = parse_bytes(text) else {
         notices.usage(format!("invalid size: {text}"));
         return None;
     };
@@ -212,6 +206,64 @@ fn parse_size(text: &str, notices: &mut Notices) -> Option<u64> {
         return Some(size.div_ceil(PAGE_SIZE) * PAGE_SIZE);
     }
     Some(size)
+}
+
+/// `--flight-recorder=SIZE` in bytes; checks that `dump` actions (`-T`, `--signal`) come
+/// with it and that it fits in memory.
+fn flight_size(inv: &Invocation) -> anyhow::Result<Option<u64>> {
+    let r = &inv.args.record;
+    let dump_trigger = inv
+        .args
+        .filter
+        .trigger
+        .iter()
+        .flat_map(|s| s.split(';'))
+        .any(|t| {
+            record_format::trigger::parse_trigger(t, &mut Vec::new())
+                .actions
+                .dump
+        });
+    let dump_signal = r.signal.iter().flat_map(|s| s.split(';')).any(|s| {
+        record_format::trigger::parse_signal_trigger(s)
+            .is_ok_and(|(_, a)| a.contains(&record_format::trigger::SignalAction::Dump))
+    });
+    let Some(text) = r.flight_recorder.as_deref() else {
+        if dump_trigger || dump_signal {
+            anyhow::bail!("the dump action needs --flight-recorder=SIZE");
+        }
+        return Ok(None);
+    };
+    if r.buffer.is_some() {
+        anyhow::bail!(
+            "--flight-recorder and --buffer cannot be used together (SIZE sets the buffers)"
+        );
+    }
+    let Some(size) = parse_bytes(text) else {
+        anyhow::bail!("invalid --flight-recorder size: {text} (e.g. 16M, 512k or bytes)");
+    };
+    // SAFETY: sysconf only reads system configuration.
+    let phys = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) }.max(0) as u64 * PAGE_SIZE;
+    if phys > 0 && size > phys / 2 {
+        anyhow::bail!(
+            "flight recorder size {text} is too large: each thread keeps that much, {} MB here (half the memory)",
+            (phys / 2) >> 20
+        );
+    }
+    Ok(Some(size))
+}
+
+/// A size as `-b` takes it (decimal, `0x` hex or `0` octal, optional k/m/g suffix); `None`
+/// when it is not one or is 0.
+fn parse_bytes(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let (digits, mult) = match t.chars().last().map(|c| c.to_ascii_lowercase()) {
+        Some('k') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('m') => (&t[..t.len() - 1], 1 << 20),
+        Some('g') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    let value = record_format::printfmt::int_literal(digits);
+    value.and_then(|v| v.checked_mul(mult)).filter(|&v| v > 0)
 }
 
 pub(super) fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Settings> {
@@ -226,6 +278,12 @@ pub(super) fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
     let mut vars: Vec<(String, OsString)> = Vec::new();
     let mut set = |name: &str, value: String| vars.push((name.to_string(), value.into()));
 
+    let flight = flight_size(inv)?;
+    if let Some(size) = flight {
+        // The ring of CHUNKS chunks holds SIZE: its chunks are the buffers.
+        let chunk = (size / record_format::ring::CHUNKS as u64).div_ceil(PAGE_SIZE) * PAGE_SIZE;
+        set(env::BUFFER, chunk.max(PAGE_SIZE).to_string());
+    }
     if let Some(size) = r.buffer.as_deref().and_then(|b| parse_size(b, notices)) {
         // Each thread maps a ring of `CHUNKS` buffers: one that memory cannot hold would
         // leave every thread unrecorded.
@@ -412,6 +470,7 @@ pub(super) fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
         clock: super::sched::clock_id(r.clock.as_deref()),
     });
     Ok(Settings {
+        flight,
         sched,
         threads,
         rt_prio,

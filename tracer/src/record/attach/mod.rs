@@ -81,6 +81,7 @@ fn refuse_options(inv: &Invocation) -> anyhow::Result<()> {
         (r.nop, "--nop"),
         (r.list_event, "--list-event"),
         (r.no_randomize_addr, "--no-randomize-addr"),
+        (r.flight_recorder.is_some(), "--flight-recorder"),
     ];
     match refused.into_iter().find(|(on, _)| *on) {
         Some((_, what)) => {
