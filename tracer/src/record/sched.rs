@@ -313,7 +313,11 @@ impl SchedSession {
             return Err(e);
         }
         let drained = state.rings.iter_mut().try_for_each(|r| r.drain().map(drop));
+        // Closed here, not when the thread next runs: a child started meanwhile (the pager of
+        // `live`) must not inherit live perf events.
+        let rings = std::mem::take(&mut state.rings);
         drop(state);
+        drop(rings);
         let one = 1u64.to_ne_bytes();
         // SAFETY: writes 8 bytes from a live array to the eventfd this session owns.
         unsafe { libc::write(self.shared.wake.as_raw_fd(), one.as_ptr().cast(), one.len()) };
@@ -353,7 +357,8 @@ fn drain_until(shared: &Shared) {
             revents: 0,
         });
         // Rings that hung up are left out (fd -1); the eventfd stays, so the wait ends at
-        // once when the session finishes. The descriptors stay open while `shared` lives.
+        // once when the session finishes. `finish` may close the ring descriptors while this
+        // waits: its eventfd write that follows ends the wait, and the thread then returns.
         // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, POLL_MS) };
         if n > 0 {
