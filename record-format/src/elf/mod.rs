@@ -38,8 +38,8 @@ pub fn parse(bytes: &[u8]) -> Option<Elf<'_>> {
 /// symbol table (`.symtab` and its strings, megabytes in a large program, which goblin reads
 /// whole): the headers, the section names, the interpreter, the dynamic section, `.dynsym` and
 /// its strings, and the dynamic relocations. For [`plt_slots`] and [`load`] at start-up; `None`
-/// when it is not an ELF file goblin can read. A file without a `.dynsym` section header is
-/// parsed whole.
+/// when it is not an ELF file goblin can read. A file without a `.dynsym` section header, or
+/// with its section counts in section 0 (0xff00 sections or more), is parsed whole.
 pub fn parse_dynamic(bytes: &[u8]) -> Option<Elf<'_>> {
     use goblin::container::{Container, Ctx, Endian};
     use goblin::elf::dynamic::{Dynamic, DT_RELA};
@@ -51,6 +51,10 @@ pub fn parse_dynamic(bytes: &[u8]) -> Option<Elf<'_>> {
     use goblin::strtab::Strtab;
 
     let header = Elf::parse_header(bytes).ok()?;
+    // 0xff00 sections or more (the counts live in section 0): the whole parse knows how.
+    if header.e_shnum == 0 || header.e_shstrndx == goblin::elf::section_header::SHN_XINDEX as u16 {
+        return parse(bytes);
+    }
     let container = match header.e_ident[EI_CLASS] {
         ELFCLASS64 => Container::Big,
         _ => Container::Little,
