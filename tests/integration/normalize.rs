@@ -105,6 +105,32 @@ pub fn by_task(output: &str, anchor: Anchor) -> String {
     out
 }
 
+/// `f() {` directly followed by its own `} /* f */` (same indentation) becomes the leaf line
+/// `f();`, in [`by_task`] output. uftrace (and utrace, which prints what it prints) shows a
+/// leaf only when no record of *another* task comes between the entry and the exit, so two
+/// recordings of a multi-threaded program differ there with the interleaving alone.
+pub fn fold_leaves(by_task: &str) -> String {
+    let lines: Vec<&str> = by_task.lines().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        if let (Some(open), Some(next)) = (line.strip_suffix(" {"), lines.get(i + 1)) {
+            let indent = &line[..line.len() - line.trim_start().len()];
+            let name = open.trim_start().split('(').next().unwrap_or("");
+            if *next == format!("{indent}}} /* {name} */") {
+                out.push_str(&format!("{open};\n"));
+                i += 2;
+                continue;
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+        i += 1;
+    }
+    out
+}
+
 /// Every line in order, including what follows empty lines (the remaining-functions block), with
 /// header lines dropped (their widths differ between uftrace 0.13 and 0.19) and fields left of
 /// ` | ` removed.
@@ -214,6 +240,15 @@ Usage: failed to set filter or trigger: nothing
 
 uftrace stopped tracing with remaining functions
 ";
+
+    #[test]
+    fn leaves_fold_only_over_their_own_exit() {
+        let text = "main() {\n  tiny() {\n  } /* tiny */\n  step() {\n    tiny();\n  } /* step */\n  a() {\n  } /* b */\n} /* main */\n";
+        assert_eq!(
+            fold_leaves(text),
+            "main() {\n  tiny();\n  step() {\n    tiny();\n  } /* step */\n  a() {\n  } /* b */\n} /* main */\n"
+        );
+    }
 
     #[test]
     fn by_task_groups_from_main_and_stops_at_empty_line() {

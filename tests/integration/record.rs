@@ -239,12 +239,14 @@ fn compare_recordings(prog_name: &str, mode: Mode, args: &[&str]) {
     rec.extend_from_slice(args);
     utrace_in(tmp.path(), &rec).assert_success();
 
-    let want = normalize::by_task(&util::uftrace_replay(&theirs, &[]).stdout, Anchor::Main);
+    // Two recordings: a leaf line depends on the other tasks' interleaving (`fold_leaves`).
+    let by_task = |out: &str| normalize::fold_leaves(&normalize::by_task(out, Anchor::Main));
+    let want = by_task(&util::uftrace_replay(&theirs, &[]).stdout);
     assert!(!want.is_empty(), "uftrace recorded nothing for {prog_name}");
     let by_uftrace = util::uftrace_replay(&ours, &[]);
     let by_utrace = util::utrace_replay(&ours, &[]);
     for (who, out) in [("uftrace", &by_uftrace), ("utrace", &by_utrace)] {
-        let got = normalize::by_task(&out.stdout, Anchor::Main);
+        let got = by_task(&out.stdout);
         assert!(
             want == got,
             "{prog_name}: `{who} replay` of utrace's data differs (- uftrace's data, + utrace's):\n{}\n{out}",
@@ -263,7 +265,7 @@ fn compare_recordings(prog_name: &str, mode: Mode, args: &[&str]) {
     live.extend_from_slice(args);
     let out = utrace_in(tmp.path(), &live);
     out.assert_success();
-    let got = normalize::by_task(&out.stdout, Anchor::Main);
+    let got = by_task(&out.stdout);
     assert!(
         want == got,
         "{prog_name}: `utrace live` differs:\n{}",
