@@ -105,23 +105,36 @@ pub fn by_task(output: &str, anchor: Anchor) -> String {
     out
 }
 
-/// `f() {` directly followed by its own `} /* f */` (same indentation) becomes the leaf line
-/// `f();`, in [`by_task`] output. uftrace (and utrace, which prints what it prints) shows a
-/// leaf only when no record of *another* task comes between the entry and the exit, so two
-/// recordings of a multi-threaded program differ there with the interleaving alone.
-pub fn fold_leaves(by_task: &str) -> String {
-    let lines: Vec<&str> = by_task.lines().collect();
+/// Folds `f() {` + `} /* f */` (same indentation, next line) into `f();` (with a return
+/// value, `} = V; /* f */` into `f() = V;`). uftrace (and utrace, which prints what it prints)
+/// shows a leaf only when no record of *another* task comes between the entry and the exit, so
+/// two recordings of a multi-threaded program differ there with the interleaving alone.
+pub fn fold_leaves(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
     let mut out = String::new();
     let mut i = 0;
     while i < lines.len() {
         let line = lines[i];
-        if let (Some(open), Some(next)) = (line.strip_suffix(" {"), lines.get(i + 1)) {
-            let indent = &line[..line.len() - line.trim_start().len()];
-            let name = open.trim_start().split('(').next().unwrap_or("");
-            if *next == format!("{indent}}} /* {name} */") {
-                out.push_str(&format!("{open};\n"));
-                i += 2;
-                continue;
+        let body = line.trim_start();
+        let indent = &line[..line.len() - body.len()];
+        if let (Some(name), Some(next)) = (body.strip_suffix(" {"), lines.get(i + 1)) {
+            // `f(args) {` closes with `} /* f */` or, with a return value, `} = V; /* f */`.
+            let func = name.split('(').next().unwrap_or(name);
+            if let Some(rest) = next
+                .strip_prefix(indent)
+                .and_then(|n| n.strip_prefix('}'))
+                .and_then(|n| n.strip_suffix(&format!(" /* {func} */")))
+            {
+                if rest.is_empty() {
+                    out.push_str(&format!("{indent}{name};\n"));
+                    i += 2;
+                    continue;
+                }
+                if let Some(value) = rest.strip_prefix(" = ").and_then(|v| v.strip_suffix(';')) {
+                    out.push_str(&format!("{indent}{name} = {value};\n"));
+                    i += 2;
+                    continue;
+                }
             }
         }
         out.push_str(line);
@@ -240,15 +253,6 @@ Usage: failed to set filter or trigger: nothing
 
 uftrace stopped tracing with remaining functions
 ";
-
-    #[test]
-    fn leaves_fold_only_over_their_own_exit() {
-        let text = "main() {\n  tiny() {\n  } /* tiny */\n  step() {\n    tiny();\n  } /* step */\n  a() {\n  } /* b */\n} /* main */\n";
-        assert_eq!(
-            fold_leaves(text),
-            "main() {\n  tiny();\n  step() {\n    tiny();\n  } /* step */\n  a() {\n  } /* b */\n} /* main */\n"
-        );
-    }
 
     #[test]
     fn by_task_groups_from_main_and_stops_at_empty_line() {

@@ -9,8 +9,9 @@
 //! column from the first line (`__monstartup();`, `__cxa_atexit();` included), what
 //! `uftrace replay` of uftrace's data prints.
 
+use crate::normalize::fold_leaves;
 use crate::normalize::{self, Anchor};
-use crate::record_matrix::{fold_leaves, MODES};
+use crate::record_matrix::MODES;
 use crate::util::{self, Mode};
 
 /// Program, arguments, and whether leaves are folded (several tasks running at once: see

@@ -149,49 +149,13 @@ pub fn normalized(output: &str, norm: Norm) -> String {
     let text = normalize::by_task(output, Anchor::Main);
     match norm {
         Norm::Exact => text,
-        Norm::FoldLeaves => fold_leaves(&text),
+        Norm::FoldLeaves => normalize::fold_leaves(&text),
         Norm::Entries => text
             .lines()
             .filter(|line| !line.trim_start().starts_with('}'))
             .map(|line| format!("{line}\n"))
             .collect(),
     }
-}
-
-/// Folds `f() {` + `} /* f */` (same indentation, next line) into `f();`.
-pub fn fold_leaves(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out = String::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i];
-        let body = line.trim_start();
-        let indent = &line[..line.len() - body.len()];
-        if let (Some(name), Some(next)) = (body.strip_suffix(" {"), lines.get(i + 1)) {
-            // `f(args) {` closes with `} /* f */` or, with a return value, `} = V; /* f */`.
-            let func = name.split('(').next().unwrap_or(name);
-            if let Some(rest) = next
-                .strip_prefix(indent)
-                .and_then(|n| n.strip_prefix('}'))
-                .and_then(|n| n.strip_suffix(&format!(" /* {func} */")))
-            {
-                if rest.is_empty() {
-                    out.push_str(&format!("{indent}{name};\n"));
-                    i += 2;
-                    continue;
-                }
-                if let Some(value) = rest.strip_prefix(" = ").and_then(|v| v.strip_suffix(';')) {
-                    out.push_str(&format!("{indent}{name} = {value};\n"));
-                    i += 2;
-                    continue;
-                }
-            }
-        }
-        out.push_str(line);
-        out.push('\n');
-        i += 1;
-    }
-    out
 }
 
 /// The trace of each task (lines grouped by the TID inside `[...]`, first-appearance order),
@@ -225,7 +189,7 @@ pub fn tasks_of(output: &str, norm: Norm) -> Vec<String> {
         .map(|(_, lines)| {
             let text = normalize::by_task(&lines, Anchor::Start);
             match norm {
-                Norm::FoldLeaves => fold_leaves(&text),
+                Norm::FoldLeaves => normalize::fold_leaves(&text),
                 _ => text,
             }
         })
@@ -546,11 +510,14 @@ mod self_test {
     fn fold_leaves_only_folds_direct_pairs() {
         let text = "main() {\n  a() {\n  } /* a */\n  b() {\n    c();\n  } /* b */\n} /* main */\n";
         assert_eq!(
-            fold_leaves(text),
+            normalize::fold_leaves(text),
             "main() {\n  a();\n  b() {\n    c();\n  } /* b */\n} /* main */\n"
         );
         let args = "  f(1, \"x\") {\n  } = 2; /* f */\n  g(&h) {\n  } /* g */\n";
-        assert_eq!(fold_leaves(args), "  f(1, \"x\") = 2;\n  g(&h);\n");
+        assert_eq!(
+            normalize::fold_leaves(args),
+            "  f(1, \"x\") = 2;\n  g(&h);\n"
+        );
     }
 
     #[test]

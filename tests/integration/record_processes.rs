@@ -7,8 +7,9 @@
 //! print, per task and by function column from the first line, what `uftrace replay` of
 //! uftrace's data prints.
 
+use crate::normalize::fold_leaves;
 use crate::normalize::{self, Anchor};
-use crate::record_matrix::{fold_leaves, MODES};
+use crate::record_matrix::MODES;
 use crate::util::{self, Mode};
 
 /// One scenario: program, its arguments, record options, replay options, and whether leaves
