@@ -41,9 +41,7 @@ pub fn parse(bytes: &[u8]) -> Option<Elf<'_>> {
 /// when it is not an ELF file goblin can read. A file without a `.dynsym` section header, or
 /// with its section counts in section 0 (0xff00 sections or more), is parsed whole.
 pub fn parse_dynamic(bytes: &[u8]) -> Option<Elf<'_>> {
-    use goblin::container::{Container, Ctx, Endian};
     use goblin::elf::dynamic::{Dynamic, DT_RELA};
-    use goblin::elf::header::{EI_CLASS, EI_DATA, ELFCLASS64, ELFDATA2LSB};
     use goblin::elf::program_header::{ProgramHeader, PT_INTERP};
     use goblin::elf::reloc::RelocSection;
     use goblin::elf::section_header::{SectionHeader, SHT_DYNSYM};
@@ -55,15 +53,7 @@ pub fn parse_dynamic(bytes: &[u8]) -> Option<Elf<'_>> {
     if header.e_shnum == 0 || header.e_shstrndx == goblin::elf::section_header::SHN_XINDEX as u16 {
         return parse(bytes);
     }
-    let container = match header.e_ident[EI_CLASS] {
-        ELFCLASS64 => Container::Big,
-        _ => Container::Little,
-    };
-    let endian = match header.e_ident[EI_DATA] {
-        ELFDATA2LSB => Endian::Little,
-        _ => Endian::Big,
-    };
-    let ctx = Ctx::new(container, endian);
+    let ctx = ctx_of(&header);
     let sections =
         SectionHeader::parse(bytes, header.e_shoff as usize, header.e_shnum as usize, ctx).ok()?;
     let Some(dynsym) = sections.iter().find(|s| s.sh_type == SHT_DYNSYM) else {
@@ -97,6 +87,21 @@ pub fn parse_dynamic(bytes: &[u8]) -> Option<Elf<'_>> {
         elf.pltrelocs = RelocSection::parse(bytes, info.jmprel, info.pltrelsz, rela, ctx).ok()?;
     }
     Some(elf)
+}
+
+/// How the file of `header` encodes its structures (word size and byte order).
+pub fn ctx_of(header: &goblin::elf::Header) -> goblin::container::Ctx {
+    use goblin::container::{Container, Ctx, Endian};
+    use goblin::elf::header::{EI_CLASS, EI_DATA, ELFCLASS64, ELFDATA2LSB};
+    let container = match header.e_ident[EI_CLASS] {
+        ELFCLASS64 => Container::Big,
+        _ => Container::Little,
+    };
+    let endian = match header.e_ident[EI_DATA] {
+        ELFDATA2LSB => Endian::Little,
+        _ => Endian::Big,
+    };
+    Ctx::new(container, endian)
 }
 
 /// The section called `name`, as `(address, size)`.

@@ -165,7 +165,7 @@ pub fn build_id_of(path: &Path) -> Option<String> {
 /// `bytes` parsed as far as its program headers: what the notes and segments need.
 fn headers_only(bytes: &[u8]) -> Option<Elf<'_>> {
     let header = Elf::parse_header(bytes).ok()?;
-    let ctx = ctx_of(&header);
+    let ctx = record_format::elf::ctx_of(&header);
     let phdrs = goblin::elf::ProgramHeader::parse(
         bytes,
         header.e_phoff as usize,
@@ -176,21 +176,6 @@ fn headers_only(bytes: &[u8]) -> Option<Elf<'_>> {
     let mut elf = Elf::lazy_parse(header).ok()?;
     elf.program_headers = phdrs;
     Some(elf)
-}
-
-/// How the file of `header` encodes its structures.
-fn ctx_of(header: &goblin::elf::Header) -> goblin::container::Ctx {
-    use goblin::container::{Container, Ctx, Endian};
-    use goblin::elf::header::{EI_CLASS, EI_DATA, ELFCLASS64, ELFDATA2LSB};
-    let container = match header.e_ident[EI_CLASS] {
-        ELFCLASS64 => Container::Big,
-        _ => Container::Little,
-    };
-    let endian = match header.e_ident[EI_DATA] {
-        ELFDATA2LSB => Endian::Little,
-        _ => Endian::Big,
-    };
-    Ctx::new(container, endian)
 }
 
 #[cfg(test)]
