@@ -505,15 +505,7 @@ impl DatWriter {
                     }
                 }
                 state::SEALED => {
-                    if st
-                        .compare_exchange(
-                            state::SEALED,
-                            state::WRITING,
-                            Ordering::Acquire,
-                            Ordering::Relaxed,
-                        )
-                        .is_ok()
-                    {
+                    if record_format::ring::take_sealed(st) {
                         let c = self.chunk(i);
                         // SAFETY: the chunk is WRITING by this thread; its slot and records
                         // are stable.

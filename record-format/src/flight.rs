@@ -342,17 +342,7 @@ impl LiveRing<'_> {
     /// Moves every sealed chunk not claimed yet to `WRITING`, marking it in `claimed`.
     fn claim_sealed(&self, claimed: &mut [bool; CHUNKS]) {
         for (i, c) in claimed.iter_mut().enumerate() {
-            if !*c
-                && self
-                    .state(i)
-                    .compare_exchange(
-                        state::SEALED,
-                        state::WRITING,
-                        Ordering::Acquire,
-                        Ordering::Relaxed,
-                    )
-                    .is_ok()
-            {
+            if !*c && crate::ring::take_sealed(self.state(i)) {
                 *c = true;
             }
         }

@@ -57,6 +57,19 @@ pub mod state {
     pub const WRITING: u32 = 3;
 }
 
+/// Takes a `SEALED` chunk for writing (its state word `state`: `SEALED → WRITING`); `false`
+/// when it is not sealed or another writer took it first.
+pub fn take_sealed(state: &AtomicU32) -> bool {
+    state
+        .compare_exchange(
+            state::SEALED,
+            state::WRITING,
+            Ordering::Acquire,
+            Ordering::Relaxed,
+        )
+        .is_ok()
+}
+
 /// One chunk's slot in the header.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -359,16 +372,7 @@ impl Followed {
             if self.state(i).load(Ordering::Acquire) != state::SEALED {
                 continue;
             }
-            if self
-                .state(i)
-                .compare_exchange(
-                    state::SEALED,
-                    state::WRITING,
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                )
-                .is_err()
-            {
+            if !take_sealed(self.state(i)) {
                 continue;
             }
             // The sealed chunk's slot and data are stable while it is WRITING.
