@@ -462,14 +462,30 @@ fn report_diff() {
     let expected = uftrace("report", &a, &["--diff", &b_arg]);
     let actual = utrace("report", &a, &["--diff", &b_arg]);
     assert!(actual.status.success(), "{actual}");
+    // Rows whose total-time differences are equal in size (`+0.019 us`, `-0.019 us`) are tied
+    // for the default `abs` sort, and the tools break ties differently: their order is not
+    // compared.
     let calls = |s: &str| -> Vec<String> {
-        s.lines()
+        let mut rows: Vec<(String, String)> = s
+            .lines()
             .filter(|l| !l.starts_with('#'))
             .map(|l| {
                 let w: Vec<&str> = l.split_whitespace().collect();
-                w[w.len().saturating_sub(2)..].join(" ")
+                let total = w.first().map_or("", |t| t.trim_start_matches(['+', '-']));
+                (total.to_string(), w[w.len().saturating_sub(2)..].join(" "))
             })
-            .collect()
+            .collect();
+        let mut start = 0;
+        while start < rows.len() {
+            let end = start
+                + rows[start..]
+                    .iter()
+                    .take_while(|r| r.0 == rows[start].0)
+                    .count();
+            rows[start..end].sort_by(|a, b| a.1.cmp(&b.1));
+            start = end;
+        }
+        rows.into_iter().map(|(_, row)| row).collect()
     };
     assert_eq!(calls(&expected.stdout), calls(&actual.stdout), "{actual}");
     // testprogs/fib.c makes 25 calls of fib for 7 and 9 for 5: the row says +16.
