@@ -10,6 +10,7 @@
 //! uftrace. Dumps taken while other threads write keep every thread's records whole, in order
 //! and written once; threads that end are written whole.
 
+use crate::normalize::{self, Anchor};
 use crate::util::{self, Mode};
 use std::path::Path;
 
@@ -59,6 +60,17 @@ fn replay(dir: &Path) -> Shown {
         let theirs = util::uftrace_replay(dir, &[]);
         theirs.assert_success();
         assert!(theirs.stdout.contains("_leaf("), "{theirs}");
+        // The same lines. LOST lines are left out: uftrace 0.13 hides some in the middle of
+        // the data by a rule not known yet (utrace hides only the one that opens the data).
+        let lines = |text: &str| -> String {
+            normalize::by_task(text, Anchor::Start)
+                .lines()
+                .filter(|l| !l.contains("/* LOST "))
+                .map(|l| format!("{l}\n"))
+                .collect()
+        };
+        let (want, got) = (lines(&theirs.stdout), lines(&out.stdout));
+        assert!(want == got, "{}", normalize::diff(&want, &got));
     }
     let args = |name: &str| -> Vec<u64> {
         out.stdout
@@ -128,9 +140,10 @@ fn assert_two_dumps(dir: &Path, point: &str) {
     let text = &shown.text;
     assert_newest(&shown.a, "phase A", text);
     assert_newest(&shown.b, "phase B", text);
+    // The LOST record that opens the data shows no line (as in uftrace 0.13).
     assert_eq!(
-        shown.lost, 2,
-        "one LOST line before each dump's records\n{text}"
+        shown.lost, 1,
+        "one LOST line before the second dump's records\n{text}"
     );
     // The newest calls before the dump point are complete and in order.
     let a_last = line_of(text, "a_last();").expect("a_last() shown");
@@ -212,7 +225,8 @@ fn flight_exit_keeps_only_the_newest_records() {
     // Phase A is far older than SIZE: all of it is gone.
     assert!(shown.a.is_empty(), "{}", shown.text);
     assert_newest(&shown.b, "phase B", &shown.text);
-    assert_eq!(shown.lost, 1);
+    // The one LOST record opens the data: no line.
+    assert_eq!(shown.lost, 0);
     assert!(shown.text.contains("} /* main */"));
     let bytes = dat_bytes(dir.path());
     assert!(bytes <= SIZE + 16 && bytes > SIZE / 2, "{bytes}");

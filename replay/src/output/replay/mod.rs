@@ -180,6 +180,9 @@ impl<'d, 'w> Engine<'d, 'w> {
             match step {
                 Step::Event { .. } if self.cfg.no_event => continue,
                 Step::Event { task, head } => self.event(task, &head)?,
+                // A task's data that opens with a LOST record (a flight recorder's dump)
+                // shows no line for it, as uftrace 0.13 does.
+                Step::Lost { first: true, .. } => {}
                 Step::Lost { task, head, .. } => self.lost(task, &head)?,
                 Step::Entry(e) => {
                     self.stamp(e.task, e.head.raw.time);
