@@ -362,7 +362,7 @@ impl Followed {
 
     /// Writes every sealed chunk; returns the bytes written. A flight ring's chunks wait for
     /// a dump.
-    fn pump(&self) -> std::io::Result<u64> {
+    fn pump(&self, observer: Option<&Observer>) -> std::io::Result<u64> {
         use std::os::unix::fs::FileExt;
         if self.flight {
             return Ok(0);
@@ -389,7 +389,11 @@ impl Followed {
                         let data =
                             unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(off), len) };
                         written += len as u64;
-                        self.data.write_all_at(data, c.file_off)
+                        let result = self.data.write_all_at(data, c.file_off);
+                        if let (Ok(()), Some(observe)) = (&result, observer) {
+                            observe(self.tid, c.file_off, data);
+                        }
+                        result
                     } else {
                         Ok(())
                     }
@@ -409,6 +413,11 @@ impl Followed {
     }
 }
 
+/// Told of every chunk a [`Pump`] wrote to a data file: the thread id, the chunk's offset in
+/// `<tid>.dat` and its bytes (`record --host` sends them on). Chunks of one thread may come
+/// out of order; flight dumps, the salvage and the threads' own writes are not told.
+pub type Observer = std::sync::Arc<dyn Fn(u32, u64, &[u8]) + Send + Sync>;
+
 /// The recorder's side of the rings: follows every ring of a prefix while the traced process
 /// tree runs and writes their sealed chunks to the data files.
 pub struct Pump {
@@ -422,6 +431,7 @@ pub struct Pump {
     control: Option<crate::flight::Control>,
     /// The last request acknowledged.
     acked: u64,
+    observer: Option<Observer>,
 }
 
 impl Pump {
@@ -438,7 +448,13 @@ impl Pump {
             share: (index, count.max(1)),
             control: crate::flight::Control::open(prefix),
             acked: 0,
+            observer: None,
         }
+    }
+
+    /// Tells `observer` of every chunk written from now on.
+    pub fn observe(&mut self, observer: Observer) {
+        self.observer = Some(observer);
     }
 
     /// Looks for new rings (and rings replaced by a new exec image) and drops rings that are
@@ -500,7 +516,7 @@ impl Pump {
     pub fn pump(&mut self) -> std::io::Result<u64> {
         let mut written = 0;
         for r in &self.rings {
-            written += r.pump()?;
+            written += r.pump(self.observer.as_ref())?;
         }
         if self.control.is_none() {
             return Ok(written);

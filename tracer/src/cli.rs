@@ -412,14 +412,14 @@ pub struct RecordArgs {
     /// Real-time (FIFO) priority of the recorder threads
     #[arg(long, value_name = "PRIO")]
     pub rt_prio: Option<String>,
-    /// Send the data to a `recv` server on HOST
-    #[arg(hide = true, long, value_name = "HOST")]
+    /// Send trace data to HOST (a `recv` server) instead of writing files
+    #[arg(long, value_name = "HOST")]
     pub host: Option<String>,
-    /// Network port (default: 8090)
-    #[arg(hide = true, long, value_name = "PORT")]
+    /// Port of --host and recv (default: 8090)
+    #[arg(long, value_name = "PORT")]
     pub port: Option<String>,
-    /// Command run by `recv` for each received data
-    #[arg(hide = true, long, value_name = "CMD")]
+    /// recv: run CMD in the receiving directory after each session
+    #[arg(long, value_name = "CMD")]
     pub run_cmd: Option<String>,
     /// Run SCRIPT on every function entry and exit (refused until scripts work: not listed)
     #[arg(hide = true, short = 'S', long, value_name = "SCRIPT")]

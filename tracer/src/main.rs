@@ -14,6 +14,7 @@ mod config;
 mod diag;
 mod error;
 mod invocation;
+mod net;
 mod notice;
 mod pager;
 mod record;

@@ -20,7 +20,8 @@ fn first(inv: &Invocation) -> Option<(&'static str, &'static str)> {
     let a = &inv.args;
     let r = &a.record;
     let records = matches!(inv.subcommand, Subcommand::Record | Subcommand::Live);
-    let checks: [(bool, &str, &str); 7] = [
+    let live = matches!(inv.subcommand, Subcommand::Live);
+    let checks: [(bool, &str, &str); 5] = [
         (
             r.estimate_return,
             "-e/--estimate-return",
@@ -33,16 +34,10 @@ fn first(inv: &Invocation) -> Option<(&'static str, &'static str)> {
             "the agent in the traced program",
         ),
         (
-            records && r.host.is_some(),
+            live && r.host.is_some(),
             "--host",
-            "sending the data to a `recv` server",
+            "with `live`, which replays the trace here (use `record --host`)",
         ),
-        (
-            records && r.port.is_some(),
-            "--port",
-            "sending the data to a `recv` server",
-        ),
-        (r.run_cmd.is_some(), "--run-cmd", "the `recv` server"),
         (
             a.common.format.as_deref().is_some_and(|f| f != "normal"),
             "--format=html",

@@ -51,9 +51,9 @@ fn banner_head() -> String {
     text.push_str(" utrace -- function (graph) tracer for userspace\n\n");
     text.push_str(" usage: utrace [COMMAND] [OPTION...] [<program>]\n\n");
     text.push_str(" COMMAND:\n");
-    // `recv` and `script` are refused until they work: not listed.
+    // `script` is refused until it works: not listed.
     for sub in Subcommand::ALL {
-        if matches!(sub, Subcommand::Recv | Subcommand::Script) {
+        if matches!(sub, Subcommand::Script) {
             continue;
         }
         let _ = writeln!(text, "   {:<16}{}", sub.name(), summary(sub));
@@ -141,7 +141,7 @@ mod tests {
         assert!(text.ends_with("\n\n"));
         for sub in Subcommand::ALL {
             let listed = text.contains(&format!("\n   {:<16}", sub.name()));
-            let works = !matches!(sub, Subcommand::Recv | Subcommand::Script);
+            let works = !matches!(sub, Subcommand::Script);
             assert_eq!(listed, works, "{}", sub.name());
         }
     }

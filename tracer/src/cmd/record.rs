@@ -18,6 +18,10 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     if inv.args.record.nop {
         return Ok(record::run_untraced(inv)?.report(notices));
     }
+    if let Some(host) = &inv.args.record.host {
+        let ended = crate::net::send::record_to_host(inv, notices, host)?;
+        return Ok(ended.report(notices));
+    }
     let dir = inv.args.data.record_dir();
     let ended = record::record(inv, notices, Target::Fresh(&dir))?;
     Ok(ended.report(notices))

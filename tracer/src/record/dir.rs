@@ -11,6 +11,34 @@ pub enum Target<'a> {
     Fresh(&'a Path),
     /// `live`: an empty directory that already exists (a private temporary one).
     Existing(&'a Path),
+    /// `record --host`: like `Existing`, a private staging directory; the pump also gives every
+    /// chunk it writes to the observer, which sends it on.
+    Staging(&'a Path, &'a ChunkObserver),
+}
+
+/// What the pump tells of the chunks it writes ([`record_format::ring::Observer`]).
+#[derive(Clone)]
+pub struct ChunkObserver(pub record_format::ring::Observer);
+
+impl std::fmt::Debug for ChunkObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ChunkObserver")
+    }
+}
+
+impl Target<'_> {
+    /// A private directory removed when the recording is cut short.
+    pub fn is_temporary(&self) -> bool {
+        !matches!(self, Target::Fresh(_))
+    }
+
+    /// The observer of the chunks written, if any.
+    pub fn observer(&self) -> Option<record_format::ring::Observer> {
+        match self {
+            Target::Staging(_, o) => Some(std::sync::Arc::clone(&o.0)),
+            _ => None,
+        }
+    }
 }
 
 /// Whether `path` is a directory `record` may replace or delete: empty, or holding one of the
@@ -58,7 +86,7 @@ pub fn open_target(target: Target<'_>) -> anyhow::Result<PathBuf> {
             prepare_dir(dir)?;
             dir
         }
-        Target::Existing(dir) => dir,
+        Target::Existing(dir) | Target::Staging(dir, _) => dir,
     };
     let dir = std::fs::canonicalize(dir)
         .with_context(|| format!("cannot find the data directory {}", dir.display()))?;

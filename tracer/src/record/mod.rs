@@ -42,7 +42,7 @@ use std::process::ExitCode;
 
 use dir::no_room_left;
 pub(crate) use dir::write_file;
-pub use dir::{open_target, Target};
+pub use dir::{open_target, prepare_dir, ChunkObserver, Target};
 pub use sdt::event_list;
 use settings::{runtime_env, settings, Settings, CONTRACT_VARS};
 
@@ -330,7 +330,7 @@ pub fn record(
             return Err(e).context("cannot set up the flight recorder");
         }
     }
-    let temporary = matches!(target, Target::Existing(_));
+    let temporary = target.is_temporary();
     // --keep-pid: from here on this is the recorder, forked off the process that becomes the
     // program.
     let kept = match inv.args.record.keep_pid {
@@ -374,6 +374,7 @@ pub fn record(
         rings: &rings,
         env,
         kept,
+        observer: target.observer(),
     };
     let recorded = run_recording(inv, &settings, &program, run, &mut guardian, notices);
     record_format::ring::remove_ring_dir(&rings);
@@ -447,13 +448,14 @@ fn run_recording(
         rings,
         env,
         kept,
+        observer,
     } = run;
     let argv = &inv.program;
     debug(format!(
         "creating {} thread(s) for recording",
         settings.threads
     ));
-    let pump = pump::PumpThread::start(rings, dir, settings.threads, settings.rt_prio)
+    let pump = pump::PumpThread::start(rings, dir, settings.threads, settings.rt_prio, observer)
         .with_context(|| "cannot start the recorder's writer thread".to_string())?;
     // After the writer thread: the tasks this process starts from now on are traced.
     let kernel = match settings.kernel {
@@ -547,6 +549,8 @@ struct Run<'a> {
     env: Vec<(String, OsString)>,
     /// `--keep-pid`: the program, waiting to start in the process utrace was started as.
     kept: Option<kept_pid::KeptPid>,
+    /// `record --host`: told of every chunk the pump writes.
+    observer: Option<record_format::ring::Observer>,
 }
 
 /// What [`run_recording`] did.

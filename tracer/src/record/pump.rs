@@ -28,12 +28,14 @@ pub struct PumpThread {
 
 impl PumpThread {
     /// Starts `threads` pumps of the rings of `prefix` into `dir`, at real-time priority
-    /// `rt_prio` when given (a warning when the system refuses it).
+    /// `rt_prio` when given (a warning when the system refuses it), telling `observer` of every
+    /// chunk written.
     pub fn start(
         prefix: &str,
         dir: &Path,
         threads: usize,
         rt_prio: Option<i32>,
+        observer: Option<record_format::ring::Observer>,
     ) -> std::io::Result<PumpThread> {
         let stop = Arc::new(AtomicBool::new(false));
         // Flight mode: one pump takes every ring's dump at once.
@@ -42,6 +44,9 @@ impl PumpThread {
         let mut handles = Vec::new();
         for index in 0..count {
             let mut pump = Pump::shared(prefix, dir, index, count);
+            if let Some(o) = &observer {
+                pump.observe(std::sync::Arc::clone(o));
+            }
             let flag = Arc::clone(&stop);
             let spawned = std::thread::Builder::new()
                 .name(format!("utrace-pump-{index}"))

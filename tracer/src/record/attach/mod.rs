@@ -293,7 +293,7 @@ fn trace(
 ) -> anyhow::Result<(bool, Option<anyhow::Error>)> {
     // Until the detach is done (the replay of `live -p` gets the default actions back).
     let _signals = super::launch::StopSignals::install(on_stop);
-    let pump = super::pump::PumpThread::start(rings, dir, settings.threads, settings.rt_prio)
+    let pump = super::pump::PumpThread::start(rings, dir, settings.threads, settings.rt_prio, None)
         .context("cannot start the recorder's writer thread")?;
     let attached = attach(pid, libmcount, attach_file, dlopen, dlerror);
     let exited = attached.map(|()| {

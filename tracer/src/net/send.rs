@@ -1,0 +1,197 @@
+//! `record --host HOST [--port N]`: the trace goes to a `recv` server instead of a local data
+//! directory, in uftrace 0.13's protocol ([`super::proto`]).
+//!
+//! The connection is made first: when the server cannot be reached, the command stops with one
+//! line before the program starts (uftrace starts the program first and leaves it waiting).
+//! The recorder then writes its data directory as always, into a private staging directory
+//! (libmcount writes `task.txt` and the session maps there itself, the finishing steps read
+//! it), while a [`stream`](super::stream) thread sends each thread's records as the pump
+//! writes them. Once the program has ended, the rest goes in uftrace's order: the remaining
+//! records, perf and kernel data, `task.txt`, the session maps, the other files (`.sym`,
+//! `.dbg`, `default.opts`, ...), `info` and the end message; the staging directory is then
+//! removed, so nothing is left locally. Should the connection fail on the way, the staging
+//! directory is kept and named in the error.
+
+use super::proto::{self, kind};
+use super::stream::{DataStream, Streamer};
+use anyhow::Context;
+use std::io::{BufWriter, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::Path;
+use std::time::Duration;
+
+/// Longest wait for a connection to one address.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest wait for a server to take more data.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Largest data payload sent in one message (a multiple of the record size).
+pub const DATA_CHUNK: usize = 1 << 20;
+
+/// A connection to a `recv` server.
+pub struct Connection {
+    out: BufWriter<TcpStream>,
+    /// `HOST:PORT`, for messages.
+    pub peer: String,
+}
+
+impl Connection {
+    /// Connects to `host` at `port` (a name, an IPv4 or an IPv6 address).
+    pub fn open(host: &str, port: u16) -> anyhow::Result<Connection> {
+        let peer = match host.contains(':') {
+            true => format!("[{host}]:{port}"),
+            false => format!("{host}:{port}"),
+        };
+        let addrs: Vec<_> = (host, port)
+            .to_socket_addrs()
+            .with_context(|| format!("cannot find host {host}"))?
+            .collect();
+        let mut last = None;
+        for addr in &addrs {
+            match TcpStream::connect_timeout(addr, CONNECT_TIMEOUT) {
+                Ok(stream) => {
+                    let _ = stream.set_nodelay(true);
+                    // A server that stops reading must not stall the recorder for ever.
+                    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+                    return Ok(Connection {
+                        out: BufWriter::with_capacity(1 << 16, stream),
+                        peer,
+                    });
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        match last {
+            Some(e) => Err(e).with_context(|| format!("cannot connect to {peer}")),
+            None => anyhow::bail!("cannot find host {host}"),
+        }
+    }
+
+    pub fn message(&mut self, kind: u16, prefix: &[u8], body: &[u8]) -> std::io::Result<()> {
+        proto::write_message(&mut self.out, kind, prefix, body)
+    }
+
+    /// Records of thread `tid`, in messages of at most [`DATA_CHUNK`] bytes.
+    pub fn data(&mut self, tid: u32, bytes: &[u8]) -> std::io::Result<()> {
+        for chunk in bytes.chunks(DATA_CHUNK) {
+            self.message(kind::DATA, &tid.to_be_bytes(), chunk)?;
+        }
+        Ok(())
+    }
+
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// Records `inv.program` and sends the trace to `host`; returns how the program ended.
+pub fn record_to_host(
+    inv: &crate::invocation::Invocation,
+    notices: &mut crate::notice::Notices,
+    host: &str,
+) -> anyhow::Result<crate::record::Termination> {
+    let port = proto::parse_port(inv.args.record.port.as_deref())?;
+    let mut conn = Connection::open(host, port)?;
+    let name = inv.args.data.record_dir();
+    let peer = conn.peer.clone();
+    let lost = |e: std::io::Error| anyhow::anyhow!("cannot send the trace to {peer}: {e}");
+    {
+        use std::os::unix::ffi::OsStrExt;
+        conn.message(kind::START, b"", name.as_os_str().as_bytes())
+            .map_err(lost)?;
+    }
+    let staging = tempfile::Builder::new()
+        .prefix("utrace-send-")
+        .tempdir()
+        .context("cannot create a staging directory")?;
+    let streamer = Streamer::new(conn);
+    let observer = crate::record::ChunkObserver(streamer.observer());
+    let target = crate::record::Target::Staging(staging.path(), &observer);
+    let recorded = crate::record::record(inv, notices, target);
+    drop(observer);
+    let ended = recorded?;
+    let sent = streamer.finish().and_then(|(mut conn, stream)| {
+        send_dir(&mut conn, staging.path(), &stream)?;
+        conn.flush()
+    });
+    if let Err(e) = sent {
+        let kept = staging.keep();
+        anyhow::bail!(
+            "cannot send the trace to {peer}: {e}; it is kept in {}",
+            kept.display()
+        );
+    }
+    Ok(ended)
+}
+
+/// Sends the finished data directory `dir`, except the records `stream` has sent already,
+/// then the end message.
+fn send_dir(conn: &mut Connection, dir: &Path, stream: &DataStream) -> std::io::Result<()> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    let numbered = |name: &str, prefix: &str| -> Option<u32> {
+        name.strip_prefix(prefix)?.strip_suffix(".dat")?.parse().ok()
+    };
+    // The threads' records, then perf and kernel data.
+    for name in &names {
+        if let Some(tid) = numbered(name, "") {
+            let bytes = read_from(&dir.join(name), stream.sent(tid))?;
+            // Whole records only (the files are, unless a disk filled up).
+            let whole = bytes.len() / record_format::raw::RECORD_SIZE
+                * record_format::raw::RECORD_SIZE;
+            conn.data(tid, &bytes[..whole])?;
+        }
+    }
+    for (prefix, kind) in [
+        ("perf-cpu", kind::PERF_DATA),
+        ("kernel-cpu", kind::KERNEL_DATA),
+    ] {
+        for name in &names {
+            if let Some(cpu) = numbered(name, prefix) {
+                let bytes = std::fs::read(dir.join(name))?;
+                for chunk in bytes.chunks(DATA_CHUNK) {
+                    conn.message(kind, &cpu.to_be_bytes(), chunk)?;
+                }
+            }
+        }
+    }
+    // The other files: task.txt and the session maps first, `info` last.
+    let rank = |name: &str| match name {
+        "task.txt" => 0,
+        n if n.starts_with("sid-") && n.ends_with(".map") => 1,
+        _ => 2,
+    };
+    let mut meta: Vec<&String> = names
+        .iter()
+        .filter(|n| {
+            numbered(n, "").is_none()
+                && numbered(n, "perf-cpu").is_none()
+                && numbered(n, "kernel-cpu").is_none()
+                && n.as_str() != "info"
+        })
+        .collect();
+    meta.sort_by_key(|n| rank(n));
+    for name in meta {
+        let bytes = std::fs::read(dir.join(name))?;
+        let len = u32::try_from(name.len()).map_err(std::io::Error::other)?;
+        let mut prefix = len.to_be_bytes().to_vec();
+        prefix.extend_from_slice(name.as_bytes());
+        conn.message(kind::METADATA, &prefix, &bytes)?;
+    }
+    let info = proto::info_to_wire(std::fs::read(dir.join("info"))?);
+    conn.message(kind::INFO, b"", &info)?;
+    conn.message(kind::END, b"", b"")
+}
+
+/// The bytes of `path` from offset `from` on.
+fn read_from(path: &Path, from: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Seek;
+    let mut f = std::fs::File::open(path)?;
+    f.seek(std::io::SeekFrom::Start(from))?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
