@@ -70,6 +70,9 @@
 //!   of each data file: every analysis command ends at once, stays small and names the file
 //!   (`bounded.rs` runs utrace with a time and an address-space limit and measures its peak RSS);
 //!   `fuzz_dirs` (ignored: minutes) sends many damaged directories through every command.
+//! * `recv`: `utrace recv` and `record --host` against uftrace 0.13 both ways (the received
+//!   directories replayed like local recordings), utrace to utrace over IPv4 and IPv6,
+//!   `--run-cmd`, senders that break off or send garbage, SIGTERM/SIGINT, and the errors.
 //! * `install`: `utrace` copied alone records with the libmcount.so built into it, written out
 //!   to a private cache directory (planted links and files replaced, `--libmcount-path` first).
 //!
@@ -108,6 +111,7 @@ mod record_patch;
 mod record_patch_real;
 mod record_processes;
 mod record_sched;
+mod recv;
 mod recorder_faults;
 mod replay_diff;
 mod replay_extern;

@@ -538,7 +538,6 @@ fn unsupported_options_are_refused() {
     for (opt, listed) in [
         (&["-e"][..], "--estimate-return"),
         (&["-g"], "--agent"),
-        (&["--host=localhost"], "--host"),
         (&["--format=html"], "--format"),
     ] {
         let mut args = vec!["record", "-d", "x.data"];

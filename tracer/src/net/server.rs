@@ -12,7 +12,7 @@
 //! The server runs until SIGINT or SIGTERM (as uftrace's), then exits with status 0; what a
 //! session received up to then stays on disk.
 
-use super::proto::{read_message, Message, ProtoError};
+use super::proto::{read_message, Message};
 use anyhow::Context;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -110,6 +110,8 @@ pub fn serve(opts: &Options) -> anyhow::Result<()> {
         }
         match listener.accept() {
             Ok((stream, peer)) => {
+                // 127.0.0.1 rather than ::ffff:127.0.0.1 in messages.
+                let peer = SocketAddr::new(peer.ip().to_canonical(), peer.port());
                 let shared = Arc::clone(&shared);
                 let spawned = std::thread::Builder::new()
                     .name("utrace-recv".to_string())
@@ -173,7 +175,14 @@ fn serve_connection(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
     let outcome = loop {
         let message = match read_message(&mut input) {
             Ok(Some(m)) => m,
-            Ok(None) => break Err(ProtoError::Truncated.into()),
+            // A connection closed before it said anything (a port probe) is no session.
+            Ok(None) if session.is_none() => {
+                debug(format!("{peer} closed the connection"));
+                return;
+            }
+            Ok(None) => break Err(anyhow::anyhow!(
+                "the connection was closed before the end of the session"
+            )),
             Err(e) => break Err(anyhow::Error::from(e)),
         };
         match apply(message, &mut session, shared) {
