@@ -347,6 +347,52 @@ impl Server {
     }
 }
 
+/// A server that goes away while the program runs: the program runs to its end all the same,
+/// and the recording is kept in the staging directory the error names.
+#[test]
+fn record_keeps_the_trace_when_the_server_goes_away() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Takes the start message, then closes.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        use std::io::Read;
+        let (mut s, _) = listener.accept().unwrap();
+        let mut head = [0u8; 8];
+        s.read_exact(&mut head).unwrap();
+        assert_eq!(head[..4], [0xfa, 0xce, 0, 101]);
+    });
+    let prog = util::testprog("fib", Mode::Pg);
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.current_dir(tmp.path())
+        .env("TMPDIR", tmp.path())
+        .args(["record", "--no-sched", "--host", "127.0.0.1", "--port"])
+        .arg(port.to_string())
+        .arg(&prog)
+        .arg("20");
+    let out = util::run(cmd);
+    server.join().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out}");
+    let kept = out
+        .stderr
+        .split("; it is kept in ")
+        .nth(1)
+        .map(|rest| PathBuf::from(rest.trim()))
+        .unwrap_or_else(|| panic!("no kept directory named:\n{out}"));
+    assert!(
+        out.stderr.contains(&format!("cannot send the trace to 127.0.0.1:{port}: ")),
+        "{out}"
+    );
+    assert!(kept.starts_with(tmp.path()), "{out}");
+    let report = util::run({
+        let mut c = Command::new(util::utrace_bin());
+        c.args(["report", "-d"]).arg(&kept);
+        c
+    });
+    // fib(20) makes 13529 calls of fib.
+    assert!(report.stdout.contains("13529  fib"), "{report}");
+}
+
 /// SIGTERM and SIGINT end the server with status 0, as uftrace's.
 #[test]
 fn recv_stops_on_sigterm_and_sigint() {
