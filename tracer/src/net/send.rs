@@ -24,6 +24,8 @@ use std::time::Duration;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest wait for a server to take more data.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest wait for the server to close the connection after the end message.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest data payload sent in one message (a multiple of the record size).
 pub const DATA_CHUNK: usize = 1 << 20;
 
@@ -78,8 +80,33 @@ impl Connection {
         Ok(())
     }
 
-    pub fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
+    /// Sends what is buffered, then waits for the server to close the connection, as a
+    /// receiver does after the end message: a server that went away before it read everything
+    /// resets the connection instead, and the trace did not arrive whole (writes into the
+    /// socket buffer succeed all the same).
+    pub fn close(mut self) -> std::io::Result<()> {
+        self.out.flush()?;
+        let stream = self.out.get_ref();
+        stream.shutdown(std::net::Shutdown::Write)?;
+        stream.set_read_timeout(Some(CLOSE_TIMEOUT))?;
+        let mut buf = [0u8; 256];
+        loop {
+            match (&*stream).read(&mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                // A server that keeps the connection open: nothing more to learn.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Ok(())
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 }
 
@@ -111,7 +138,7 @@ pub fn record_to_host(
     let ended = recorded?;
     let sent = streamer.finish().and_then(|(mut conn, stream)| {
         send_dir(&mut conn, staging.path(), &stream)?;
-        conn.flush()
+        conn.close()
     });
     if let Err(e) = sent {
         let kept = staging.keep();
