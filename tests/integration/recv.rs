@@ -40,7 +40,9 @@ fn listening(port: u16) -> bool {
         std::fs::read_to_string(table).is_ok_and(|text| {
             text.lines().skip(1).any(|line| {
                 let fields: Vec<&str> = line.split_whitespace().collect();
-                fields.len() > 3 && format!("{} ", fields[1]).ends_with(&wanted) && fields[3] == "0A"
+                fields.len() > 3
+                    && format!("{} ", fields[1]).ends_with(&wanted)
+                    && fields[3] == "0A"
             })
         })
     })
@@ -110,14 +112,29 @@ impl Server {
 }
 
 /// `TOOL record --no-event --no-sched --host HOST --port P -d NAME OPTS PROG`, in `cwd`.
-fn send(uftrace: bool, cwd: &Path, host: &str, port: u16, name: &str, opts: &[&str], prog: &Path) -> Output {
+fn send(
+    uftrace: bool,
+    cwd: &Path,
+    host: &str,
+    port: u16,
+    name: &str,
+    opts: &[&str],
+    prog: &Path,
+) -> Output {
     let bin = match uftrace {
         true => util::uftrace_bin(),
         false => util::utrace_bin(),
     };
     let mut cmd = Command::new(bin);
     cmd.current_dir(cwd)
-        .args(["record", "--no-event", "--no-sched", "--host", host, "--port"])
+        .args([
+            "record",
+            "--no-event",
+            "--no-sched",
+            "--host",
+            host,
+            "--port",
+        ])
         .arg(port.to_string())
         .args(["-d", name])
         .args(opts)
@@ -213,10 +230,19 @@ fn recv_from_utrace_matches_a_local_recording() {
     let prog = util::testprog("fib", Mode::Pg);
     let opts = ["-A", "fib@arg1", "-R", "fib@retval"];
     let local = tmp.path().join("fib.local");
-    util::record_with(false, &local, &prog, &[], &[&["--no-sched"][..], &opts].concat())
-        .assert_success();
+    util::record_with(
+        false,
+        &local,
+        &prog,
+        &[],
+        &[&["--no-sched"][..], &opts].concat(),
+    )
+    .assert_success();
     let want = util::utrace_replay(&local, &[]).stdout;
-    assert!(want.contains("fib(5) {") && want.contains("} = 5; /* fib */"), "{want}");
+    assert!(
+        want.contains("fib(5) {") && want.contains("} = 5; /* fib */"),
+        "{want}"
+    );
     let mut hosts = vec!["127.0.0.1"];
     if TcpListener::bind("[::1]:0").is_ok() {
         hosts.push("::1");
@@ -246,9 +272,22 @@ fn recv_from_utrace_matches_a_local_recording() {
 #[test]
 fn recv_runs_the_command_after_each_session() {
     let tmp = tempfile::tempdir().unwrap();
-    let server = Server::start(false, &tmp.path().join("recv"), &["--run-cmd", "touch ran one"]);
+    let server = Server::start(
+        false,
+        &tmp.path().join("recv"),
+        &["--run-cmd", "touch ran one"],
+    );
     let prog = util::testprog("abc", Mode::Pg);
-    send(false, tmp.path(), "127.0.0.1", server.port, "abc", &[], &prog).assert_success();
+    send(
+        false,
+        tmp.path(),
+        "127.0.0.1",
+        server.port,
+        "abc",
+        &[],
+        &prog,
+    )
+    .assert_success();
     server.wait_for("abc");
     let start = Instant::now();
     while !server.root.join("one").exists() && start.elapsed() < Duration::from_secs(10) {
@@ -291,7 +330,10 @@ fn recv_survives_senders_that_break_off() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_str().unwrap().to_string();
         let bytes = std::fs::read(&path).unwrap();
-        if let Some(tid) = name.strip_suffix(".dat").and_then(|t| t.parse::<u32>().ok()) {
+        if let Some(tid) = name
+            .strip_suffix(".dat")
+            .and_then(|t| t.parse::<u32>().ok())
+        {
             dat = Some((tid, bytes));
         } else if name == "info" {
             // The header's numbers travel big-endian.
@@ -315,7 +357,15 @@ fn recv_survives_senders_that_break_off() {
     drop(s);
 
     // The server goes on: a whole session after the broken ones.
-    let out = send(false, tmp.path(), "127.0.0.1", server.port, "after", &[], &prog);
+    let out = send(
+        false,
+        tmp.path(),
+        "127.0.0.1",
+        server.port,
+        "after",
+        &[],
+        &prog,
+    );
     out.assert_success();
     let after = server.wait_for("after");
     assert!(util::utrace_replay(&after, &[]).stdout.contains("main()"));
@@ -380,7 +430,8 @@ fn record_keeps_the_trace_when_the_server_goes_away() {
         .map(|rest| PathBuf::from(rest.trim()))
         .unwrap_or_else(|| panic!("no kept directory named:\n{out}"));
     assert!(
-        out.stderr.contains(&format!("cannot send the trace to 127.0.0.1:{port}: ")),
+        out.stderr
+            .contains(&format!("cannot send the trace to 127.0.0.1:{port}: ")),
         "{out}"
     );
     assert!(kept.starts_with(tmp.path()), "{out}");
@@ -447,7 +498,10 @@ fn recv_and_host_errors() {
     for (args, text) in cases {
         let out = utrace(args);
         assert_eq!(out.status.code(), Some(1), "{out}");
-        assert!(out.stderr.contains(text) && out.stderr.lines().count() == 2, "{out}");
+        assert!(
+            out.stderr.contains(text) && out.stderr.lines().count() == 2,
+            "{out}"
+        );
         assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "{out}");
     }
     let server = Server::start(false, &tmp.path().join("recv"), &[]);

@@ -247,7 +247,11 @@ mod tests {
         assert_eq!(&start[..8], [0xfa, 0xce, 0, 101, 0, 0, 0, 12]);
         let mut stream = start.clone();
         stream.extend(encoded(kind::DATA, &7u32.to_be_bytes(), &[1; 16]));
-        stream.extend(encoded(kind::METADATA, &8u32.to_be_bytes(), b"task.txtSESS\n"));
+        stream.extend(encoded(
+            kind::METADATA,
+            &8u32.to_be_bytes(),
+            b"task.txtSESS\n",
+        ));
         stream.extend(encoded(kind::PERF_DATA, &1u32.to_be_bytes(), b"p"));
         stream.extend(encoded(kind::END, b"", b""));
         let mut input = &stream[..];
@@ -301,7 +305,9 @@ mod tests {
         // The header of an `info` file, then as uftrace 0.13 sends it.
         let mut file = b"Ftrace!\0".to_vec();
         file.extend([4, 0, 0, 0, 40, 0, 1, 2]);
-        file.extend([0x6b, 7, 0, 0, 0, 0, 0, 0, 0xff, 0x3f, 0, 0, 0, 0, 0, 0, 0, 4]);
+        file.extend([
+            0x6b, 7, 0, 0, 0, 0, 0, 0, 0xff, 0x3f, 0, 0, 0, 0, 0, 0, 0, 4,
+        ]);
         file.extend([0; 6]);
         file.extend(b"exename:/x\n");
         let wire = info_to_wire(file.clone());

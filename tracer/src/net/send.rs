@@ -160,15 +160,18 @@ fn send_dir(conn: &mut Connection, dir: &Path, stream: &DataStream) -> std::io::
         .collect();
     names.sort();
     let numbered = |name: &str, prefix: &str| -> Option<u32> {
-        name.strip_prefix(prefix)?.strip_suffix(".dat")?.parse().ok()
+        name.strip_prefix(prefix)?
+            .strip_suffix(".dat")?
+            .parse()
+            .ok()
     };
     // The threads' records, then perf and kernel data.
     for name in &names {
         if let Some(tid) = numbered(name, "") {
             let bytes = read_from(&dir.join(name), stream.sent(tid))?;
             // Whole records only (the files are, unless a disk filled up).
-            let whole = bytes.len() / record_format::raw::RECORD_SIZE
-                * record_format::raw::RECORD_SIZE;
+            let whole =
+                bytes.len() / record_format::raw::RECORD_SIZE * record_format::raw::RECORD_SIZE;
             conn.data(tid, &bytes[..whole])?;
         }
     }

@@ -161,9 +161,8 @@ impl Signals {
             return Err(std::io::Error::last_os_error()).context("cannot wait for signals");
         }
         // SAFETY: signalfd returned a new descriptor that nothing else owns.
-        Ok(Signals {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-        })
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Signals { fd })
     }
 }
 
@@ -180,9 +179,11 @@ fn serve_connection(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
                 debug(format!("{peer} closed the connection"));
                 return;
             }
-            Ok(None) => break Err(anyhow::anyhow!(
-                "the connection was closed before the end of the session"
-            )),
+            Ok(None) => {
+                break Err(anyhow::anyhow!(
+                    "the connection was closed before the end of the session"
+                ))
+            }
             Err(e) => break Err(anyhow::Error::from(e)),
         };
         match apply(message, &mut session, shared) {
@@ -191,10 +192,7 @@ fn serve_connection(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
             Err(e) => break Err(e),
         }
     };
-    let name = session
-        .as_ref()
-        .map(|s| s.name.clone())
-        .unwrap_or_default();
+    let name = session.as_ref().map(|s| s.name.clone()).unwrap_or_default();
     if let Some(s) = session {
         shared
             .active
@@ -414,9 +412,7 @@ mod tests {
             bytes: bytes.to_vec(),
         };
         assert!(apply(data(b"x"), &mut s, &shared).is_err());
-        let start = Message::Start {
-            dir: b"d".to_vec(),
-        };
+        let start = Message::Start { dir: b"d".to_vec() };
         assert!(!apply(start.clone(), &mut s, &shared).unwrap());
         assert!(apply(start, &mut s, &shared).is_err());
         apply(data(b"ab"), &mut s, &shared).unwrap();
@@ -433,9 +429,7 @@ mod tests {
         assert!(!tmp.path().join("escape").exists());
         // The same name again while the first is active is refused.
         let mut other = None;
-        let start = Message::Start {
-            dir: b"d".to_vec(),
-        };
+        let start = Message::Start { dir: b"d".to_vec() };
         assert!(apply(start, &mut other, &shared).is_err());
     }
 }
