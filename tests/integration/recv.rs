@@ -397,6 +397,37 @@ impl Server {
     }
 }
 
+/// A sender that stalls half-way holds no one up: two other sessions, sent at the same time,
+/// arrive whole meanwhile.
+#[test]
+fn recv_serves_senders_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = Server::start(false, &tmp.path().join("recv"), &[]);
+    let mut stalled = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    stalled.write_all(&message(101, b"", b"stalled")).unwrap();
+    stalled
+        .write_all(&message(102, &1u32.to_be_bytes(), &[0; 16])[..12])
+        .unwrap();
+    let prog = util::testprog("thread", Mode::Pg);
+    let senders: Vec<_> = ["one", "two"]
+        .into_iter()
+        .map(|name| {
+            let (cwd, port, prog) = (tmp.path().to_path_buf(), server.port, prog.clone());
+            std::thread::spawn(move || send(false, &cwd, "127.0.0.1", port, name, &[], &prog))
+        })
+        .collect();
+    for sender in senders {
+        sender.join().unwrap().assert_success();
+    }
+    for name in ["one", "two"] {
+        let dir = server.wait_for(name);
+        let replay = util::utrace_replay(&dir, &[]);
+        assert_eq!(normalize::tids(&replay.stdout).len(), 3, "{replay}");
+    }
+    assert!(server.root.join("stalled/default.opts").is_file());
+    drop(stalled);
+}
+
 /// A server that goes away while the program runs: the program runs to its end all the same,
 /// and the recording is kept in the staging directory the error names.
 #[test]
@@ -442,6 +473,64 @@ fn record_keeps_the_trace_when_the_server_goes_away() {
     });
     // fib(20) makes 13529 calls of fib.
     assert!(report.stdout.contains("13529  fib"), "{report}");
+}
+
+/// Records go out while the program runs, not only at its end: a program that would run for
+/// minutes is stopped with SIGINT (as Ctrl-C) once the first records have arrived, and the
+/// session is then completed (metadata, `info`, end), with status 0 as for a local recording.
+#[test]
+fn record_host_streams_while_the_program_runs() {
+    use std::io::Read;
+    use std::sync::mpsc;
+    let tmp = tempfile::tempdir().unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (first_data, got_data) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut kinds = Vec::new();
+        loop {
+            let mut head = [0u8; 8];
+            if s.read_exact(&mut head).is_err() {
+                break;
+            }
+            let kind = u16::from_be_bytes([head[2], head[3]]);
+            let len = u32::from_be_bytes([head[4], head[5], head[6], head[7]]);
+            std::io::copy(&mut (&mut s).take(u64::from(len)), &mut std::io::sink()).unwrap();
+            if kind == 102 && !kinds.contains(&102) {
+                let _ = first_data.send(());
+            }
+            kinds.push(kind);
+            if kind == 107 {
+                break;
+            }
+        }
+        kinds
+    });
+    let prog = util::testprog("fib", Mode::Pg);
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.current_dir(tmp.path())
+        .args(["record", "--no-sched", "--host", "127.0.0.1", "--port"])
+        .arg(port.to_string())
+        .arg(&prog)
+        .arg("45")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut sender = ChildGuard::new(cmd.spawn().unwrap());
+    got_data
+        .recv_timeout(Duration::from_secs(20))
+        .expect("no records while the program runs");
+    let pid = sender.child_mut().id() as libc::pid_t;
+    // SAFETY: `pid` is our own child, still running (the guard reaps it).
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let kinds = reader.join().unwrap();
+    let status = sender.child_mut().wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(kinds.first(), Some(&101), "{kinds:?}");
+    assert_eq!(kinds[kinds.len() - 2..], [105, 107], "{kinds:?}");
+    assert!(kinds.contains(&106), "{kinds:?}");
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
 
 /// SIGTERM and SIGINT end the server with status 0, as uftrace's.
