@@ -38,6 +38,8 @@ pub const HEADER_SIZE: usize = 8;
 pub const DEFAULT_PORT: u16 = 8090;
 /// Longest payload a receiver accepts (a `.sym` file of a large program is tens of MB).
 pub const MAX_PAYLOAD: u32 = 1 << 30;
+/// Most bytes of a payload reserved before they arrive.
+const PREALLOCATED: usize = 4 << 20;
 /// Longest directory name in a start message.
 pub const MAX_DIR_NAME: usize = 4096;
 
@@ -131,7 +133,8 @@ pub fn read_message(input: &mut impl Read) -> Result<Option<Message>, ProtoError
     if len > max {
         return Err(ProtoError::TooLong { kind, len });
     }
-    let mut payload = Vec::new();
+    // Room for what a sender usually sends at once; more grows as it arrives.
+    let mut payload = Vec::with_capacity((len as usize).min(PREALLOCATED));
     let got = input.take(u64::from(len)).read_to_end(&mut payload)?;
     if got != len as usize {
         return Err(ProtoError::Truncated);

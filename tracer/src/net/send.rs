@@ -15,6 +15,7 @@
 use super::proto::{self, kind};
 use super::stream::{DataStream, Streamer};
 use anyhow::Context;
+use record_format::raw::RECORD_SIZE;
 use std::io::{BufWriter, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::Path;
@@ -165,14 +166,18 @@ fn send_dir(conn: &mut Connection, dir: &Path, stream: &DataStream) -> std::io::
             .parse()
             .ok()
     };
-    // The threads' records, then perf and kernel data.
+    // The threads' records, then perf and kernel data, a piece at a time.
+    let mut buf = vec![0u8; DATA_CHUNK];
     for name in &names {
         if let Some(tid) = numbered(name, "") {
-            let bytes = read_from(&dir.join(name), stream.sent(tid))?;
             // Whole records only (the files are, unless a disk filled up).
-            let whole =
-                bytes.len() / record_format::raw::RECORD_SIZE * record_format::raw::RECORD_SIZE;
-            conn.data(tid, &bytes[..whole])?;
+            send_pieces(
+                &dir.join(name),
+                stream.sent(tid),
+                RECORD_SIZE,
+                &mut buf,
+                |piece| conn.message(kind::DATA, &tid.to_be_bytes(), piece),
+            )?;
         }
     }
     for (prefix, kind) in [
@@ -181,10 +186,9 @@ fn send_dir(conn: &mut Connection, dir: &Path, stream: &DataStream) -> std::io::
     ] {
         for name in &names {
             if let Some(cpu) = numbered(name, prefix) {
-                let bytes = std::fs::read(dir.join(name))?;
-                for chunk in bytes.chunks(DATA_CHUNK) {
-                    conn.message(kind, &cpu.to_be_bytes(), chunk)?;
-                }
+                send_pieces(&dir.join(name), 0, 1, &mut buf, |piece| {
+                    conn.message(kind, &cpu.to_be_bytes(), piece)
+                })?;
             }
         }
     }
@@ -216,12 +220,26 @@ fn send_dir(conn: &mut Connection, dir: &Path, stream: &DataStream) -> std::io::
     conn.message(kind::END, b"", b"")
 }
 
-/// The bytes of `path` from offset `from` on.
-fn read_from(path: &Path, from: u64) -> std::io::Result<Vec<u8>> {
+/// Reads `path` from offset `from` to its end in pieces of at most `buf.len()` bytes, each a
+/// multiple of `unit`, and gives them to `send` (a tail shorter than `unit` is left out).
+fn send_pieces(
+    path: &Path,
+    from: u64,
+    unit: usize,
+    buf: &mut [u8],
+    mut send: impl FnMut(&[u8]) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     use std::io::Seek;
     let mut f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len();
     f.seek(std::io::SeekFrom::Start(from))?;
-    let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes)?;
-    Ok(bytes)
+    let mut left = len.saturating_sub(from) / unit as u64 * unit as u64;
+    let max = buf.len() / unit * unit;
+    while left > 0 {
+        let n = max.min(usize::try_from(left).unwrap_or(max));
+        f.read_exact(&mut buf[..n])?;
+        send(&buf[..n])?;
+        left -= n as u64;
+    }
+    Ok(())
 }
