@@ -594,6 +594,20 @@ fn recv_and_host_errors() {
         assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "{out}");
     }
     let server = Server::start(false, &tmp.path().join("recv"), &[]);
+    // A program that cannot be recorded: refused before the server hears of it.
+    let port = server.port.to_string();
+    let out = utrace(&[
+        "record",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        &port,
+        "/bin/true",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out}");
+    assert!(out.stderr.contains("Can't find 'mcount' symbol"), "{out}");
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(std::fs::read_dir(&server.root).unwrap().count(), 0);
     let out = utrace(&["recv", "-d", "other", "--port", &server.port.to_string()]);
     assert_eq!(out.status.code(), Some(1), "{out}");
     assert!(out.stderr.contains("cannot listen on port"), "{out}");

@@ -40,6 +40,11 @@ pub struct Connection {
 impl Connection {
     /// Connects to `host` at `port` (a name, an IPv4 or an IPv6 address).
     pub fn open(host: &str, port: u16) -> anyhow::Result<Connection> {
+        // `[::1]` as well as `::1`.
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
         let peer = match host.contains(':') {
             true => format!("[{host}]:{port}"),
             false => format!("{host}:{port}"),
@@ -118,6 +123,13 @@ pub fn record_to_host(
     host: &str,
 ) -> anyhow::Result<crate::record::Termination> {
     let port = proto::parse_port(inv.args.record.port.as_deref())?;
+    // A program that cannot be recorded is refused before the server hears of it (`record`
+    // checks it again).
+    if let (None, Some(program)) = (&inv.args.record.pid, inv.program.first()) {
+        let r = &inv.args.record;
+        let patching = !r.patch.is_empty() || !r.unpatch.is_empty();
+        crate::record::program::check_program(program, r.force, patching)?;
+    }
     let mut conn = Connection::open(host, port)?;
     let name = inv.args.data.record_dir();
     let peer = conn.peer.clone();

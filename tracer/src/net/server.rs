@@ -169,6 +169,7 @@ impl Signals {
 /// Serves one sender until its end message, its disconnection or an error (one warning).
 fn serve_connection(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
     debug(format!("connection from {peer}"));
+    keep_alive(&stream);
     let mut input = std::io::BufReader::with_capacity(1 << 16, stream);
     let mut session: Option<Session> = None;
     let outcome = loop {
@@ -211,6 +212,32 @@ fn serve_connection(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
         Err(e) => crate::diag::warn(format!(
             "{name} from {peer} is incomplete: {e:#} (what was received is kept)"
         )),
+    }
+}
+
+/// Has the kernel probe an idle connection, so that a sender whose machine went away without
+/// closing it is noticed within about two minutes (its session's name is then free again).
+/// A sender may be silent for long while its program runs, so there is no read timeout.
+fn keep_alive(stream: &TcpStream) {
+    let fd = stream.as_raw_fd();
+    for (level, name, value) in [
+        (libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, 60),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 10),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 6),
+    ] {
+        let value: libc::c_int = value;
+        // SAFETY: `fd` is the open socket of `stream`; the option value is a c_int of the
+        // size given.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                name,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
     }
 }
 
