@@ -12,7 +12,9 @@
 //! `.sym` files and `info`. With `-E`, [`sdt`] writes `events.txt` before the program starts;
 //! with `--keep-pid`, [`kept_pid`] forks the recorder off this process, which becomes the
 //! program, and the recorder waits for it through a pidfd instead of `waitpid`. With `-p PID`,
-//! [`attach`] traces a process that is already running instead of launching one.
+//! [`attach`] traces a process that is already running instead of launching one. With
+//! `--host`, `net::send` records into a private staging directory ([`Target::Staging`]) and
+//! the pump also hands every chunk it writes to an observer that sends it to the server.
 
 mod attach;
 pub use attach::check_pid_options;
