@@ -150,8 +150,20 @@ pub fn record_to_host(
     drop(observer);
     let ended = recorded?;
     let sent = streamer.finish().and_then(|(mut conn, stream)| {
+        let started = std::time::Instant::now();
         send_dir(&mut conn, staging.path(), &stream)?;
-        conn.close()
+        let sent = started.elapsed();
+        conn.close()?;
+        crate::diag::debug(
+            "uftrace",
+            1,
+            format!(
+                "sent the rest in {:.1} ms, the server closed {:.1} ms later",
+                sent.as_secs_f64() * 1e3,
+                (started.elapsed() - sent).as_secs_f64() * 1e3
+            ),
+        );
+        Ok(())
     });
     if let Err(e) = sent {
         let kept = staging.keep();
