@@ -391,7 +391,11 @@ impl Followed {
                         written += len as u64;
                         let result = self.data.write_all_at(data, c.file_off);
                         if let (Ok(()), Some(observe)) = (&result, observer) {
-                            observe(self.tid, c.file_off, data);
+                            observe(Written::Chunk {
+                                tid: self.tid,
+                                off: c.file_off,
+                                bytes: data,
+                            });
                         }
                         result
                     } else {
@@ -413,10 +417,20 @@ impl Followed {
     }
 }
 
-/// Told of every chunk a [`Pump`] wrote to a data file: the thread id, the chunk's offset in
-/// `<tid>.dat` and its bytes (`record --host` sends them on). Chunks of one thread may come
-/// out of order; flight dumps, the salvage and the threads' own writes are not told.
-pub type Observer = std::sync::Arc<dyn Fn(u32, u64, &[u8]) + Send + Sync>;
+/// What a [`Pump`] tells its [`Observer`].
+#[derive(Debug, Clone, Copy)]
+pub enum Written<'a> {
+    /// A chunk written to `<tid>.dat` at `off`. Chunks of one thread may come out of order;
+    /// flight dumps, the salvage and the threads' own writes (when their ring was full) are
+    /// not told.
+    Chunk { tid: u32, off: u64, bytes: &'a [u8] },
+    /// The pump that follows the threads whose `tid % count == index` finished a pass over
+    /// their rings: a chunk sealed before the pass began has been told of by its end.
+    Pass { index: u32, count: u32 },
+}
+
+/// Told of what a [`Pump`] writes (`record --host` sends it on).
+pub type Observer = std::sync::Arc<dyn Fn(Written<'_>) + Send + Sync>;
 
 /// The recorder's side of the rings: follows every ring of a prefix while the traced process
 /// tree runs and writes their sealed chunks to the data files.
@@ -517,6 +531,10 @@ impl Pump {
         let mut written = 0;
         for r in &self.rings {
             written += r.pump(self.observer.as_ref())?;
+        }
+        if let Some(observe) = &self.observer {
+            let (index, count) = self.share;
+            observe(Written::Pass { index, count });
         }
         if self.control.is_none() {
             return Ok(written);

@@ -143,7 +143,7 @@ pub fn record_to_host(
         .prefix("utrace-send-")
         .tempdir()
         .context("cannot create a staging directory")?;
-    let streamer = Streamer::new(conn);
+    let streamer = Streamer::new(conn, staging.path());
     let observer = crate::record::ChunkObserver(streamer.observer());
     let target = crate::record::Target::Staging(staging.path(), &observer);
     let recorded = crate::record::record(inv, notices, target);

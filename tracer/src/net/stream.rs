@@ -1,13 +1,18 @@
 //! `record --host` while the program runs: the pump tells of each chunk it writes to the
 //! staging directory ([`record_format::ring::Observer`]), and the chunks of each thread are
 //! sent as data messages in file order, as soon as the ones before them have been. A chunk
-//! that comes early waits (within [`MAX_WAITING`] bytes in all); records the pump does not
-//! tell of (flight dumps, the salvage, a thread's own writes) leave a gap that only the final
-//! pass fills, from the staging file at [`DataStream::sent`]. A send error stops the streaming
-//! and is reported at the end; the recording itself goes on.
+//! that comes early waits (within [`MAX_WAITING`] bytes in all). What comes before it was
+//! either sealed in the ring and is told of within the pump's next whole pass, or written by
+//! the traced thread itself (its ring was full: the pump fell behind), which the pump never
+//! tells of: a gap still open two passes after it was seen is read from the staging file.
+//! Flight dumps and the salvage are sent by the final pass, from the staging file at
+//! [`DataStream::sent`]. A send error stops the streaming and is reported at the end; the
+//! recording itself goes on.
 
 use super::send::Connection;
+use record_format::ring::Written;
 use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// Most bytes of early chunks held; past it a thread's streaming stops until the end.
@@ -20,8 +25,11 @@ struct ThreadStream {
     sent: u64,
     /// Early chunks by offset.
     waiting: BTreeMap<u64, Vec<u8>>,
-    /// Gave up (too much waiting): the final pass sends the rest.
+    /// Gave up (too much waiting, or the staging file could not be read): the final pass
+    /// sends the rest.
     stopped: bool,
+    /// Passes of this thread's pump completed when the last early chunk came.
+    early_at: u64,
 }
 
 /// What was sent while the program ran.
@@ -29,6 +37,8 @@ struct ThreadStream {
 pub struct DataStream {
     threads: HashMap<u32, ThreadStream>,
     waiting_bytes: usize,
+    /// Passes completed by each pump (pumps split the threads by `tid % pumps.len()`).
+    passes: Vec<u64>,
 }
 
 impl DataStream {
@@ -44,6 +54,10 @@ impl DataStream {
             return Vec::new();
         }
         if off > t.sent {
+            t.early_at = match self.passes.len() {
+                0 => 0,
+                n => self.passes[tid as usize % n],
+            };
             if self.waiting_bytes + bytes.len() > MAX_WAITING {
                 t.stopped = true;
                 self.waiting_bytes -= t.waiting.values().map(Vec::len).sum::<usize>();
@@ -63,10 +77,58 @@ impl DataStream {
         }
         ready
     }
+
+    /// A pass of pump `index` of `count` ended: the gaps of its threads still open two passes
+    /// after their last early chunk came were written by the threads themselves, and are read
+    /// from `dir`. Returns the runs ready to send, by thread.
+    fn pass(&mut self, index: u32, count: u32, dir: &Path) -> Vec<(u32, Vec<u8>)> {
+        if self.passes.len() != count as usize {
+            self.passes = vec![0; count as usize];
+        }
+        let Some(done) = self.passes.get_mut(index as usize) else {
+            return Vec::new();
+        };
+        *done += 1;
+        let done = *done;
+        let mut ready = Vec::new();
+        for (&tid, t) in self.threads.iter_mut() {
+            if t.waiting.is_empty() || tid % count != index || done < t.early_at + 2 {
+                continue;
+            }
+            let path = dir.join(format!("{tid}.dat"));
+            while let Some((off, bytes)) = t.waiting.pop_first() {
+                self.waiting_bytes -= bytes.len();
+                if off > t.sent {
+                    match read_at(&path, t.sent, off - t.sent) {
+                        Ok(gap) => ready.push((tid, gap)),
+                        Err(_) => {
+                            t.stopped = true;
+                            self.waiting_bytes -= t.waiting.values().map(Vec::len).sum::<usize>();
+                            t.waiting.clear();
+                            break;
+                        }
+                    }
+                }
+                t.sent = off + bytes.len() as u64;
+                ready.push((tid, bytes));
+            }
+        }
+        ready
+    }
+}
+
+/// `len` bytes of `path` at `off`.
+fn read_at(path: &Path, off: u64, len: u64) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let mut bytes = vec![0u8; usize::try_from(len).map_err(std::io::Error::other)?];
+    std::fs::File::open(path)?.read_exact_at(&mut bytes, off)?;
+    Ok(bytes)
 }
 
 struct State {
     conn: Connection,
+    /// The staging directory.
+    dir: PathBuf,
     stream: DataStream,
     error: Option<std::io::Error>,
 }
@@ -77,10 +139,12 @@ pub struct Streamer {
 }
 
 impl Streamer {
-    pub fn new(conn: Connection) -> Streamer {
+    /// Streams what the pump writes into `dir` over `conn`.
+    pub fn new(conn: Connection, dir: &Path) -> Streamer {
         Streamer {
             state: Arc::new(Mutex::new(Some(State {
                 conn,
+                dir: dir.to_path_buf(),
                 stream: DataStream::default(),
                 error: None,
             }))),
@@ -90,13 +154,22 @@ impl Streamer {
     /// The observer to give the pump.
     pub fn observer(&self) -> record_format::ring::Observer {
         let state = Arc::clone(&self.state);
-        Arc::new(move |tid: u32, off: u64, bytes: &[u8]| {
+        Arc::new(move |written: Written<'_>| {
             let mut guard = state.lock().unwrap_or_else(|e| e.into_inner());
             let Some(s) = guard.as_mut() else { return };
             if s.error.is_some() {
                 return;
             }
-            for run in s.stream.take(tid, off, bytes) {
+            let ready = match written {
+                Written::Chunk { tid, off, bytes } => s
+                    .stream
+                    .take(tid, off, bytes)
+                    .into_iter()
+                    .map(|run| (tid, run))
+                    .collect(),
+                Written::Pass { index, count } => s.stream.pass(index, count, &s.dir),
+            };
+            for (tid, run) in ready {
                 if let Err(e) = s.conn.data(tid, &run) {
                     s.error = Some(e);
                     return;
@@ -140,6 +213,27 @@ mod tests {
         // Another thread, and a chunk from before what was sent.
         assert_eq!(s.sent(2), 0);
         assert!(s.take(1, 0, b"aa").is_empty());
+    }
+
+    #[test]
+    fn gaps_the_pump_does_not_fill_are_read_from_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("4.dat"), b"aabbccdd").unwrap();
+        let mut s = DataStream::default();
+        assert!(s.pass(0, 2, dir.path()).is_empty());
+        assert_eq!(s.take(4, 0, b"aa"), [b"aa".to_vec()]);
+        // `bb` was written by the thread; `cc` comes early during pump 0's second pass.
+        assert!(s.take(4, 4, b"cc").is_empty());
+        // Pump 1's passes do not count for thread 4, nor does the pass under way.
+        assert!(s.pass(1, 2, dir.path()).is_empty());
+        assert!(s.pass(0, 2, dir.path()).is_empty());
+        assert_eq!(
+            s.pass(0, 2, dir.path()),
+            [(4, b"bb".to_vec()), (4, b"cc".to_vec())]
+        );
+        assert_eq!(s.sent(4), 6);
+        assert_eq!(s.waiting_bytes, 0);
+        assert_eq!(s.take(4, 6, b"dd"), [b"dd".to_vec()]);
     }
 
     #[test]
