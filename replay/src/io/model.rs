@@ -1,0 +1,505 @@
+//! The request model: I/O events of the traced tasks, in time order, linked into requests.
+//!
+//! A block request starts when a traced task queues, inserts or issues it (`block_bio_queue`,
+//! `block_rq_insert`, `block_rq_issue` in its context; the recorder rewrites the task of the
+//! later records of the same device and sector, see `record/kernel/convert.rs`). It is
+//! linked to
+//! - the system call of the task open at that moment (its entry is the request's first
+//!   point) and the user functions open under it;
+//! - for io_uring, the `io_uring_submit_req` of the same task in the same system call not yet
+//!   linked (the submission's `req` and `user_data`), and through `req` to its
+//!   `io_uring_complete`;
+//! - its device completion by device and sector (whatever CPU and context it ran in);
+//! - the call that reaped it: for libaio, the `io_getevents` (or `io_pgetevents`) that
+//!   returned it: completions of one aio context are taken in completion order, as many per
+//!   call as it returned (the kernel's completion ring is FIFO); for io_uring, the system call
+//!   in which the CQE was posted (`io_uring_complete`), at its return (the CQE is read from
+//!   shared memory without a system call: the return is the earliest the program can see it);
+//!   for a synchronous call (`pwrite`, `fsync`...), the return of the call that issued it,
+//!   when the request completed before it.
+//!
+//! Requests of one libaio iocb are not told apart from each other: iocbs live in user memory,
+//! which tracepoints do not show (the iocb array's address and count are recorded).
+
+use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
+
+/// The user functions open at a point, outermost first, and the innermost library call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserPath {
+    /// Names of the open user functions, outermost first.
+    pub frames: Vec<String>,
+    /// Index in `frames` of the submitting function: the innermost that is not a library
+    /// call (PLT); `None` when every frame is one.
+    pub function: Option<usize>,
+}
+
+impl UserPath {
+    /// The submitting user function's name (`-` when unknown).
+    pub fn function(&self) -> &str {
+        self.function
+            .and_then(|i| self.frames.get(i))
+            .map_or("-", String::as_str)
+    }
+}
+
+/// What an event says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum What {
+    /// A system call begins (`name` without its `__x64_sys_` prefix) under the user functions
+    /// of `path`.
+    SyscallEnter { name: String, path: Rc<UserPath> },
+    /// The task's system call returns.
+    SyscallExit,
+    /// `block_bio_queue`, `block_rq_insert`, `block_rq_issue`, `block_rq_complete`.
+    Block { stage: Stage, rq: BlockRq },
+    /// `io_uring_submit_req`.
+    UringSubmit { req: u64, user_data: u64, opcode: u8 },
+    /// `io_uring_queue_async_work`: the request goes to a worker thread.
+    UringAsync { req: u64 },
+    /// `io_uring_complete`: the CQE is posted.
+    UringComplete { req: u64, res: i64 },
+    /// `sys_enter_io_submit`: `nr` iocbs at user address `iocbs` for aio context `ctx`.
+    AioSubmit { ctx: u64, nr: u64, iocbs: u64 },
+    /// `sys_enter_io_getevents` / `io_pgetevents` of aio context `ctx`.
+    AioGetEvents { ctx: u64 },
+    /// `sys_exit_io_getevents` / `io_pgetevents`: `ret` events reaped (negative: an error).
+    AioGotEvents { ret: i64 },
+}
+
+/// The block layer stages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Stage {
+    BioQueue,
+    Insert,
+    Issue,
+    Complete,
+}
+
+/// What a block record says of a request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BlockRq {
+    pub dev: u32,
+    pub sector: u64,
+    pub nr_sector: u32,
+    /// Bytes (`bytes` field; `nr_sector` × 512 when the record has none).
+    pub bytes: u64,
+    pub rwbs: String,
+    /// Completion error (0 when none).
+    pub error: i32,
+}
+
+/// One I/O event of a traced task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    pub time: u64,
+    /// The task it is about (for rewritten block records, the task that started the request).
+    pub tid: u32,
+    pub what: What,
+}
+
+/// The interface the request went through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Via {
+    /// Issued inside `io_submit` (libaio).
+    Aio,
+    /// Issued for an io_uring submission.
+    Uring,
+    /// Issued inside another system call, which waits for it (or leaves it to writeback).
+    Sync,
+}
+
+/// The points of a request's path, in the order they happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Layer {
+    /// The system call that submitted it begins.
+    Syscall,
+    /// io_uring takes the SQE (`io_uring_submit_req`).
+    Sqe,
+    /// A bio of it is queued (`block_bio_queue`).
+    Bio,
+    /// It enters the I/O scheduler (`block_rq_insert`).
+    Insert,
+    /// It goes to the device driver (`block_rq_issue`).
+    Issue,
+    /// The device completed it (`block_rq_complete`).
+    Complete,
+    /// io_uring posts its CQE (`io_uring_complete`).
+    Cqe,
+    /// The call that reaped it returns.
+    Reap,
+}
+
+impl Layer {
+    pub fn name(self) -> &'static str {
+        match self {
+            Layer::Syscall => "syscall",
+            Layer::Sqe => "sqe",
+            Layer::Bio => "bio",
+            Layer::Insert => "insert",
+            Layer::Issue => "issue",
+            Layer::Complete => "complete",
+            Layer::Cqe => "cqe",
+            Layer::Reap => "reap",
+        }
+    }
+}
+
+/// One point of a request's path: the task it happened in (or is about), when, and which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Point {
+    pub tid: u32,
+    pub time: u64,
+    pub layer: Layer,
+}
+
+/// The call that reaped a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reaper {
+    pub tid: u32,
+    /// When it returned.
+    pub time: u64,
+    /// The system call.
+    pub call: String,
+    pub path: Rc<UserPath>,
+}
+
+/// One block request and what it is linked to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// The task that started it.
+    pub tid: u32,
+    pub rq: BlockRq,
+    pub via: Via,
+    /// The system call that submitted it and the user functions under which it was made.
+    pub syscall: Option<String>,
+    pub path: Rc<UserPath>,
+    /// io_uring: the submission's `user_data` and the CQE's result.
+    pub user_data: Option<u64>,
+    pub cqe_res: Option<i64>,
+    /// aio: the context and the iocb array of the `io_submit`.
+    pub aio: Option<(u64, u64)>,
+    pub reaper: Option<Reaper>,
+    /// The path's points, in time order.
+    pub points: Vec<Point>,
+}
+
+impl Request {
+    /// The time of the first point of `layer`.
+    pub fn at(&self, layer: Layer) -> Option<u64> {
+        self.points.iter().find(|p| p.layer == layer).map(|p| p.time)
+    }
+
+    /// Read, write, flush, discard or other, from `rwbs`.
+    pub fn kind(&self) -> &'static str {
+        let r = self.rq.rwbs.as_str();
+        if r.contains('R') {
+            "read"
+        } else if r.contains('W') {
+            "write"
+        } else if r.contains('D') {
+            "discard"
+        } else if r.contains('F') {
+            "flush"
+        } else {
+            "other"
+        }
+    }
+
+    /// Latency per layer, in ns: in the submitting call (its entry to the request's
+    /// insertion, or issue when it was not inserted), queued in the block layer (insertion to
+    /// issue), on the device (issue to completion), waiting to be reaped (completion to the
+    /// reaping call's return). A layer whose ends were not both seen is `None`; the layers
+    /// seen are consecutive differences of the same points, so they sum to [`total`].
+    ///
+    /// [`total`]: Request::total
+    pub fn layers(&self) -> [Option<u64>; 4] {
+        let sys = self.at(Layer::Syscall);
+        let ins = self.at(Layer::Insert);
+        let iss = self.at(Layer::Issue);
+        let com = self.at(Layer::Complete);
+        let reap = self.at(Layer::Reap);
+        let span = |a: Option<u64>, b: Option<u64>| Some(b?.saturating_sub(a?));
+        let queued = span(ins, iss).or(iss.map(|_| 0));
+        [span(sys, ins.or(iss)), queued, span(iss, com), span(com, reap)]
+    }
+
+    /// From the first of the layers' points seen to the last.
+    pub fn total(&self) -> u64 {
+        self.layers().iter().flatten().sum()
+    }
+}
+
+/// A task's open system call.
+#[derive(Debug)]
+struct Open {
+    name: String,
+    start: u64,
+    path: Rc<UserPath>,
+    /// aio: the context of its io_submit / io_getevents.
+    aio_ctx: Option<(u64, u64)>,
+    /// Requests it issued or whose CQE it posted, reaped at its return when complete.
+    waiting: Vec<usize>,
+    /// io_uring submissions made in it not yet linked to a request.
+    sqes: VecDeque<Sqe>,
+}
+
+/// An io_uring submission not yet linked to a block request.
+#[derive(Debug, Clone)]
+struct Sqe {
+    req: u64,
+    user_data: u64,
+    time: u64,
+    tid: u32,
+    /// The system call and user functions it was made in: (name, entry time, path).
+    call: (String, u64, Rc<UserPath>),
+}
+
+/// Links the events, given in time order, into requests.
+#[derive(Debug, Default)]
+pub struct Linker {
+    requests: Vec<Request>,
+    open: HashMap<u32, Open>,
+    /// In flight: (dev, sector) → request.
+    flight: HashMap<(u32, u64), usize>,
+    /// io_uring `req` → its requests.
+    uring: HashMap<u64, Vec<usize>>,
+    /// io_uring submissions handed to a worker thread (`io_uring_queue_async_work`), in
+    /// order: a worker's block request, issued outside any system call, is the oldest's.
+    punted: VecDeque<Sqe>,
+    /// aio context → completed requests not reaped yet, in completion order.
+    aio_done: HashMap<u64, VecDeque<usize>>,
+}
+
+impl Linker {
+    pub fn new() -> Linker {
+        Linker::default()
+    }
+
+    /// Takes the next event (events must come in time order).
+    pub fn push(&mut self, ev: Event) {
+        let (time, tid) = (ev.time, ev.tid);
+        match ev.what {
+            What::SyscallEnter { name, path } => {
+                self.open.insert(
+                    tid,
+                    Open {
+                        name,
+                        start: time,
+                        path,
+                        aio_ctx: None,
+                        waiting: Vec::new(),
+                        sqes: VecDeque::new(),
+                    },
+                );
+            }
+            What::SyscallExit => self.syscall_exit(time, tid),
+            What::Block { stage, rq } => self.block(time, tid, stage, rq),
+            What::UringSubmit { req, user_data, .. } => {
+                if let Some(o) = self.open.get_mut(&tid) {
+                    let call = (o.name.clone(), o.start, o.path.clone());
+                    o.sqes.push_back(Sqe {
+                        req,
+                        user_data,
+                        time,
+                        tid,
+                        call,
+                    });
+                }
+            }
+            What::UringAsync { req } => {
+                let Some(o) = self.open.get_mut(&tid) else {
+                    return;
+                };
+                if let Some(at) = o.sqes.iter().position(|s| s.req == req) {
+                    self.punted.extend(o.sqes.remove(at));
+                }
+            }
+            What::UringComplete { req, res } => self.uring_complete(time, tid, req, res),
+            What::AioSubmit { ctx, iocbs, .. } => {
+                if let Some(o) = self.open.get_mut(&tid) {
+                    o.aio_ctx = Some((ctx, iocbs));
+                }
+            }
+            What::AioGetEvents { ctx } => {
+                if let Some(o) = self.open.get_mut(&tid) {
+                    o.aio_ctx = Some((ctx, 0));
+                }
+            }
+            What::AioGotEvents { ret } => self.aio_reaped(time, tid, ret),
+        }
+    }
+
+    fn block(&mut self, time: u64, tid: u32, stage: Stage, rq: BlockRq) {
+        let key = (rq.dev, rq.sector);
+        let layer = match stage {
+            Stage::BioQueue => Layer::Bio,
+            Stage::Insert => Layer::Insert,
+            Stage::Issue => Layer::Issue,
+            Stage::Complete => Layer::Complete,
+        };
+        let point = Point { tid, time, layer };
+        if let Some(&i) = self.flight.get(&key) {
+            let r = &mut self.requests[i];
+            if stage == Stage::Complete {
+                self.flight.remove(&key);
+                r.rq.error = rq.error;
+                r.points.push(point);
+                self.completed(time, i);
+            } else if !r.points.iter().any(|p| p.layer == layer) {
+                // A bio's request: the request's size and flags are the ones that count.
+                if stage != Stage::BioQueue {
+                    r.rq = BlockRq { error: 0, ..rq };
+                }
+                r.points.push(point);
+            }
+            return;
+        }
+        if stage == Stage::Complete {
+            return;
+        }
+        let i = self.requests.len();
+        let mut r = Request {
+            tid,
+            rq,
+            via: Via::Sync,
+            syscall: None,
+            path: Rc::default(),
+            user_data: None,
+            cqe_res: None,
+            aio: None,
+            reaper: None,
+            points: Vec::new(),
+        };
+        let mut sqe = None;
+        match self.open.get_mut(&tid).filter(|o| o.start <= time) {
+            Some(o) => {
+                r.points.push(Point {
+                    tid,
+                    time: o.start,
+                    layer: Layer::Syscall,
+                });
+                r.syscall = Some(o.name.clone());
+                r.path = o.path.clone();
+                if o.name == "io_submit" {
+                    r.via = Via::Aio;
+                    r.aio = o.aio_ctx;
+                } else if let Some(s) = o.sqes.pop_front() {
+                    sqe = Some(s);
+                } else if o.name != "io_uring_enter" {
+                    o.waiting.push(i);
+                }
+            }
+            // Outside a system call: an io_uring worker running a punted submission.
+            None => sqe = self.punted.pop_front(),
+        }
+        if let Some(s) = sqe {
+            r.via = Via::Uring;
+            r.user_data = Some(s.user_data);
+            let (name, start, path) = s.call;
+            if r.syscall.is_none() {
+                r.points.push(Point {
+                    tid: s.tid,
+                    time: start,
+                    layer: Layer::Syscall,
+                });
+                r.syscall = Some(name);
+                r.path = path;
+            }
+            r.points.push(Point {
+                tid: s.tid,
+                time: s.time,
+                layer: Layer::Sqe,
+            });
+            self.uring.entry(s.req).or_default().push(i);
+        }
+        r.points.push(point);
+        self.flight.insert(key, i);
+        self.requests.push(r);
+    }
+
+    /// Request `i` completed on the device at `time`.
+    fn completed(&mut self, _time: u64, i: usize) {
+        if let (Via::Aio, Some((ctx, _))) = (self.requests[i].via, self.requests[i].aio) {
+            self.aio_done.entry(ctx).or_default().push_back(i);
+        }
+    }
+
+    fn uring_complete(&mut self, time: u64, tid: u32, req: u64, res: i64) {
+        let Some(list) = self.uring.remove(&req) else {
+            return;
+        };
+        let open = self.open.get_mut(&tid);
+        for &i in &list {
+            let r = &mut self.requests[i];
+            r.cqe_res = Some(res);
+            r.points.push(Point {
+                tid,
+                time,
+                layer: Layer::Cqe,
+            });
+        }
+        match open {
+            Some(o) => o.waiting.extend(list),
+            // Posted outside a system call (task work on the way back to user space): the
+            // program can see it at once.
+            None => {
+                for i in list {
+                    self.reap(i, tid, time, "task_work", Rc::default());
+                }
+            }
+        }
+    }
+
+    fn aio_reaped(&mut self, time: u64, tid: u32, ret: i64) {
+        let Some(o) = self.open.get(&tid) else {
+            return;
+        };
+        let Some((ctx, _)) = o.aio_ctx else {
+            return;
+        };
+        let (name, path) = (o.name.clone(), o.path.clone());
+        let Some(done) = self.aio_done.get_mut(&ctx) else {
+            return;
+        };
+        let n = usize::try_from(ret).unwrap_or(0).min(done.len());
+        let taken: Vec<usize> = done.drain(..n).collect();
+        for i in taken {
+            self.reap(i, tid, time, &name, path.clone());
+        }
+    }
+
+    fn syscall_exit(&mut self, time: u64, tid: u32) {
+        let Some(o) = self.open.remove(&tid) else {
+            return;
+        };
+        for i in o.waiting {
+            if self.requests[i].at(Layer::Complete).is_some() {
+                self.reap(i, tid, time, &o.name, o.path.clone());
+            }
+        }
+    }
+
+    fn reap(&mut self, i: usize, tid: u32, time: u64, call: &str, path: Rc<UserPath>) {
+        let r = &mut self.requests[i];
+        if r.reaper.is_some() {
+            return;
+        }
+        r.points.push(Point {
+            tid,
+            time,
+            layer: Layer::Reap,
+        });
+        r.reaper = Some(Reaper {
+            tid,
+            time,
+            call: call.to_string(),
+            path,
+        });
+    }
+
+    /// The requests, in the order they started.
+    pub fn finish(self) -> Vec<Request> {
+        self.requests
+    }
+}
