@@ -260,6 +260,9 @@ struct Sqe {
 pub struct Linker {
     requests: Vec<Request>,
     open: HashMap<u32, Open>,
+    /// Each task's last aio call that returned, and when: `sys_exit_io_getevents` comes
+    /// after the return of the system call (the raw exit is seen first).
+    returned: HashMap<u32, (Open, u64)>,
     /// In flight: (dev, sector) → request.
     flight: HashMap<(u32, u64), usize>,
     /// io_uring `req` → its requests.
@@ -452,13 +455,18 @@ impl Linker {
     }
 
     fn aio_reaped(&mut self, time: u64, tid: u32, ret: i64) {
-        let Some(o) = self.open.get(&tid) else {
-            return;
+        let (o, time) = match self.open.get(&tid) {
+            Some(o) => (o, time),
+            None => match self.returned.get(&tid) {
+                Some((o, at)) => (o, *at),
+                None => return,
+            },
         };
         let Some((ctx, _)) = o.aio_ctx else {
             return;
         };
         let (name, path) = (o.name.clone(), o.path.clone());
+        self.returned.remove(&tid);
         let Some(done) = self.aio_done.get_mut(&ctx) else {
             return;
         };
@@ -470,13 +478,18 @@ impl Linker {
     }
 
     fn syscall_exit(&mut self, time: u64, tid: u32) {
-        let Some(o) = self.open.remove(&tid) else {
+        let Some(mut o) = self.open.remove(&tid) else {
             return;
         };
-        for i in o.waiting {
+        for i in std::mem::take(&mut o.waiting) {
             if self.requests[i].at(Layer::Complete).is_some() {
                 self.reap(i, tid, time, &o.name, o.path.clone());
             }
+        }
+        if o.aio_ctx.is_some() {
+            self.returned.insert(tid, (o, time));
+        } else {
+            self.returned.remove(&tid);
         }
     }
 

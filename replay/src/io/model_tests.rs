@@ -86,8 +86,10 @@ fn aio_reads_are_reaped_in_completion_order_by_the_calls_that_returned_them() {
         block(300, A, Stage::Complete, 800, "RS"),
         enter(400, A, "io_getevents", &reap),
         ev(401, A, What::AioGetEvents { ctx: 7 }),
-        ev(402, A, What::AioGotEvents { ret: 1 }),
-        exit(403, A),
+        // As recorded: the typed exit event comes after the raw exit; the call's return
+        // is the reap time.
+        exit(402, A),
+        ev(403, A, What::AioGotEvents { ret: 1 }),
     ]);
     assert_eq!(reqs.len(), 2);
     let (r0, r1) = (&reqs[0], &reqs[1]);
