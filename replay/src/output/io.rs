@@ -39,7 +39,7 @@ use std::io::Write;
 const LAYERS: [&str; 4] = ["call", "queue", "device", "reap"];
 
 /// How many of the slowest requests are listed.
-pub const WORST: usize = 10;
+pub const WORST: usize = 20;
 
 /// A group of requests: kind, device, interface, submitting function.
 type Key = (&'static str, u32, Via, String);
@@ -240,7 +240,9 @@ fn worst(reqs: &[Request], out: &mut dyn Write) -> std::io::Result<()> {
             path += p.layer.name();
             match last {
                 None => path += " 0",
-                Some(t) => path += &format!(" +{}", duration(p.time.saturating_sub(t))),
+                // Points come in time order; a negative step would be a linking error.
+                Some(t) if p.time >= t => path += &format!(" +{}", duration(p.time - t)),
+                Some(t) => path += &format!(" -{}", duration(t - p.time)),
             }
             last = Some(p.time);
         }
