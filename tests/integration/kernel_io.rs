@@ -275,3 +275,19 @@ fn sync_writes_are_waited_for_in_their_call() {
         assert!(reqs.iter().any(|r| r.kind == "flush"), "{reqs:#?}");
     }
 }
+
+/// Without kernel data (no -k), `report --io` says there is nothing to report and succeeds.
+#[test]
+fn report_io_without_kernel_data_says_so() {
+    let exe = util::testprog("abc", Mode::Pg);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.args(["record", "--no-event", "-d"]).arg(&dir).arg(&exe);
+    util::run(cmd).assert_success();
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.args(["report", "--io", "--no-pager", "-d"]).arg(&dir);
+    let out = util::run(cmd);
+    out.assert_success();
+    assert!(out.stdout.starts_with("# no I/O requests: "), "{out}");
+}

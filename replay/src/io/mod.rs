@@ -15,7 +15,9 @@ pub mod model;
 #[cfg(test)]
 mod model_tests;
 
-pub use model::{BlockRq, Event, Layer, Linker, Point, Reaper, Request, Stage, UserPath, Via, What};
+pub use model::{
+    BlockRq, Event, Layer, Linker, Point, Reaper, Request, Stage, UserPath, Via, What,
+};
 
 use crate::config::Config;
 use crate::walk::core::{Core, Step};
@@ -77,9 +79,15 @@ fn syscall_name<'n>(module: &str, name: &'n str) -> Option<&'n str> {
     if module != "[kernel]" {
         return None;
     }
-    ["__x64_sys_", "__ia32_sys_", "__se_sys_", "__do_sys_", "sys_"]
-        .iter()
-        .find_map(|p| name.strip_prefix(p))
+    [
+        "__x64_sys_",
+        "__ia32_sys_",
+        "__se_sys_",
+        "__do_sys_",
+        "sys_",
+    ]
+    .iter()
+    .find_map(|p| name.strip_prefix(p))
 }
 
 /// The user functions open in `task` now (kernel frames left out).
@@ -151,9 +159,9 @@ pub fn decode(format: &EventFormat, p: &[u8]) -> Option<What> {
             nr: v("nr").unwrap_or(0),
             iocbs: v("iocbpp").unwrap_or(0),
         },
-        ("syscalls", "sys_enter_io_getevents" | "sys_enter_io_pgetevents") => What::AioGetEvents {
-            ctx: v("ctx_id")?,
-        },
+        ("syscalls", "sys_enter_io_getevents" | "sys_enter_io_pgetevents") => {
+            What::AioGetEvents { ctx: v("ctx_id")? }
+        }
         ("syscalls", "sys_exit_io_getevents" | "sys_exit_io_pgetevents") => What::AioGotEvents {
             ret: v("ret")? as i64,
         },

@@ -54,7 +54,11 @@ pub enum What {
     /// `block_bio_queue`, `block_rq_insert`, `block_rq_issue`, `block_rq_complete`.
     Block { stage: Stage, rq: BlockRq },
     /// `io_uring_submit_req`.
-    UringSubmit { req: u64, user_data: u64, opcode: u8 },
+    UringSubmit {
+        req: u64,
+        user_data: u64,
+        opcode: u8,
+    },
     /// `io_uring_queue_async_work`: the request goes to a worker thread.
     UringAsync { req: u64 },
     /// `io_uring_complete`: the CQE is posted.
@@ -187,7 +191,10 @@ pub struct Request {
 impl Request {
     /// The time of the first point of `layer`.
     pub fn at(&self, layer: Layer) -> Option<u64> {
-        self.points.iter().find(|p| p.layer == layer).map(|p| p.time)
+        self.points
+            .iter()
+            .find(|p| p.layer == layer)
+            .map(|p| p.time)
     }
 
     /// Read, write, flush, discard or other, from `rwbs`.
@@ -221,7 +228,12 @@ impl Request {
         let reap = self.at(Layer::Reap);
         let span = |a: Option<u64>, b: Option<u64>| Some(b?.saturating_sub(a?));
         let queued = span(ins, iss).or(iss.map(|_| 0));
-        [span(sys, ins.or(iss)), queued, span(iss, com), span(com, reap)]
+        [
+            span(sys, ins.or(iss)),
+            queued,
+            span(iss, com),
+            span(com, reap),
+        ]
     }
 
     /// From the first of the layers' points seen to the last.
