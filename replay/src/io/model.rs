@@ -21,7 +21,7 @@
 //! Requests of one libaio iocb are not told apart from each other: iocbs live in user memory,
 //! which tracepoints do not show (the iocb array's address and count are recorded).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::rc::Rc;
 
 /// The user functions open at a point, outermost first, and the innermost library call.
@@ -275,8 +275,9 @@ pub struct Linker {
     /// Each task's last aio call that returned, and when: `sys_exit_io_getevents` comes
     /// after the return of the system call (the raw exit is seen first).
     returned: HashMap<u32, (Open, u64)>,
-    /// In flight: (dev, sector) → request.
-    flight: HashMap<(u32, u64), usize>,
+    /// In flight: (dev, sector) → request (ordered: a completion also ends the bios merged
+    /// into its request, at sectors inside its range).
+    flight: BTreeMap<(u32, u64), usize>,
     /// io_uring `req` → its requests.
     uring: HashMap<u64, Vec<usize>>,
     /// io_uring submissions handed to a worker thread (`io_uring_queue_async_work`), in
@@ -361,6 +362,17 @@ impl Linker {
                 r.rq.error = rq.error;
                 r.points.push(point);
                 self.completed(time, i);
+                // Bios merged into this request (never a request of their own) end with it.
+                let end = rq.sector.saturating_add(u64::from(rq.nr_sector.max(1)));
+                let merged: Vec<(u32, u64)> = self
+                    .flight
+                    .range((rq.dev, rq.sector)..(rq.dev, end))
+                    .filter(|(_, &j)| self.requests[j].at(Layer::Issue).is_none())
+                    .map(|(k, _)| *k)
+                    .collect();
+                for k in merged {
+                    self.flight.remove(&k);
+                }
             } else if !r.points.iter().any(|p| p.layer == layer) {
                 // A bio's request: the request's size and flags are the ones that count.
                 if stage != Stage::BioQueue {
@@ -523,8 +535,10 @@ impl Linker {
         });
     }
 
-    /// The requests, in the order they started.
+    /// The requests, in the order they started: those that reached the I/O scheduler or the
+    /// driver (a bio merged into another request is part of that one).
     pub fn finish(self) -> Vec<Request> {
-        self.requests
+        let started = |r: &Request| r.at(Layer::Insert).is_some() || r.at(Layer::Issue).is_some();
+        self.requests.into_iter().filter(started).collect()
     }
 }

@@ -40,7 +40,7 @@ fn block(time: u64, tid: u32, stage: Stage, sector: u64, rwbs: &str) -> Event {
     let rq = BlockRq {
         dev: 254 << 20,
         sector,
-        nr_sector: 1,
+        nr_sector: 8,
         bytes: 512,
         rwbs: rwbs.to_string(),
         error: 0,
@@ -184,6 +184,9 @@ fn sync_writes_are_reaped_by_their_call_and_writeback_after_it_is_not() {
         block(112, A, Stage::Issue, 64, "WS"),
         // Another request of the call that completes only after it returned.
         block(113, A, Stage::Issue, 72, "W"),
+        // A bio merged into the request at 64 (sector 65): no request of its own, and gone
+        // with that request's completion (64 + 8 sectors).
+        block(114, A, Stage::BioQueue, 65, "WS"),
         block(150, A, Stage::Complete, 64, "WS"),
         exit(160, A),
         block(170, A, Stage::Complete, 72, "W"),
@@ -192,8 +195,12 @@ fn sync_writes_are_reaped_by_their_call_and_writeback_after_it_is_not() {
         // A flush outside any call is its own request, without a call or a reaper.
         block(190, A, Stage::Issue, 0, "FF"),
         block(195, A, Stage::Complete, 0, "FF"),
+        // A later request at sector 65 is a new one.
+        block(200, A, Stage::Issue, 65, "W"),
+        block(210, A, Stage::Complete, 65, "W"),
     ]);
-    assert_eq!(reqs.len(), 3);
+    assert_eq!(reqs.len(), 4, "{reqs:#?}");
+    assert_eq!(layers(&reqs[3]), [Layer::Issue, Layer::Complete]);
     let (a, b, f) = (&reqs[0], &reqs[1], &reqs[2]);
     assert_eq!((a.via, a.kind(), a.rq.sector), (Via::Sync, "write", 64));
     assert_eq!(a.reaper.as_ref().map(|r| r.time), Some(160));

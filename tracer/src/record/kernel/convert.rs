@@ -9,7 +9,7 @@
 
 use anyhow::{bail, Context};
 use record_format::kernel::{EventFormat, KernelHeader, Lost, Page};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -284,7 +284,7 @@ impl<'a> Converter<'a> {
         };
         let mut merge = Merge::open(&spools, page_size).map_err(unspooled)?;
         // Requests in flight: (dev, sector) → (the traced task they are kept for, its CPU).
-        let mut owners: HashMap<(u64, u64), (u32, usize)> = HashMap::new();
+        let mut owners: BTreeMap<(u64, u64), (u32, usize)> = BTreeMap::new();
         let mut rewritten = Vec::new();
         while let Some((time, i, p)) = merge.next().map_err(unspooled)? {
             if let Some(cpu) = i.checked_sub(main.len()) {
@@ -327,7 +327,7 @@ impl Block<'_> {
         &self,
         p: &[u8],
         cpu: usize,
-        owners: &mut HashMap<(u64, u64), (u32, usize)>,
+        owners: &mut BTreeMap<(u64, u64), (u32, usize)>,
         traced: impl Fn(u32) -> bool,
     ) -> Option<(usize, u32, bool)> {
         let ty = self.issue.value("common_type", p).unwrap_or(0) as u16;
@@ -342,6 +342,14 @@ impl Block<'_> {
         );
         if fmt.id == self.complete.id {
             let (pid, cpu) = owners.remove(&key)?;
+            // Bios merged into this request (queued at sectors inside it) end with it.
+            let end = key
+                .1
+                .saturating_add(fmt.value("nr_sector", p).unwrap_or(0).max(1));
+            let merged: Vec<_> = owners.range(key..(key.0, end)).map(|(k, _)| *k).collect();
+            for k in merged {
+                owners.remove(&k);
+            }
             return Some((cpu, pid, true));
         }
         if let Some(&(owner, owner_cpu)) = owners.get(&key) {

@@ -321,10 +321,12 @@ fn block_requests_follow_the_task_that_inserted_them() {
         complete: find("block_rq_complete"),
         queued: [None, Some(&insert)],
     };
-    let mut owners = HashMap::new();
+    let mut owners = std::collections::BTreeMap::new();
     let traced = |pid: u32| pid == A;
     let mut owner = |p: Vec<u8>, cpu| b.owner(&p, cpu, &mut owners, traced);
     assert_eq!(owner(block(POKE + 1, A, 100), 1), Some((1, A, false)));
+    // A bio merged into it (the format has no nr_sector: a request of one sector here).
+    assert_eq!(owner(block(POKE + 1, A, 100), 1), Some((1, A, true)));
     assert_eq!(owner(block(ISSUE, C, 100), 0), Some((1, A, true)));
     assert_eq!(owner(block(ISSUE, C, 300), 0), None);
     assert_eq!(owner(block(COMPLETE, 0, 100), 0), Some((1, A, true)));
