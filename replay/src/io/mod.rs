@@ -74,6 +74,15 @@ pub fn requests(dir: &TraceDir, cfg: &Config) -> Result<(Vec<Request>, Vec<Strin
     Ok((linker.finish(), warnings))
 }
 
+/// The path of each I/O request of `dir`, for flows between tracks (Perfetto): one list per
+/// request, in the order the requests started, of its points (task, time, layer) in time
+/// order. The index of a request in the answer is a stable flow id within one data
+/// directory.
+pub fn flows(dir: &TraceDir, cfg: &Config) -> Result<Vec<Vec<Point>>> {
+    let (reqs, _) = requests(dir, cfg)?;
+    Ok(reqs.into_iter().map(|r| r.points).collect())
+}
+
 /// The system call a kernel function is the body of (`__x64_sys_io_submit` → `io_submit`).
 fn syscall_name<'n>(module: &str, name: &'n str) -> Option<&'n str> {
     if module != "[kernel]" {

@@ -222,3 +222,42 @@ fn sync_writes_are_reaped_by_their_call_and_writeback_after_it_is_not() {
     assert_eq!((f.kind(), f.syscall.as_deref()), ("flush", None));
     assert_eq!(f.layers(), [None, Some(0), Some(5), None]);
 }
+
+/// What `io::flows` hands a flow output: a request's points in time order, each in the task
+/// where it happened (the submitter, then the worker that issued the punted SQE).
+#[test]
+fn points_are_in_time_order_with_their_tasks() {
+    let sub = path(&["main"], Some(0));
+    let reqs = link(vec![
+        enter(100, A, "io_uring_enter", &sub),
+        ev(
+            101,
+            A,
+            What::UringSubmit {
+                req: 0xc,
+                user_data: 9,
+                opcode: 22,
+            },
+        ),
+        ev(102, A, What::UringAsync { req: 0xc }),
+        exit(103, A),
+        block(150, WORKER, Stage::Issue, 40, "R"),
+        block(160, A, Stage::Complete, 40, "R"),
+        ev(170, A, What::UringComplete { req: 0xc, res: 0 }),
+    ]);
+    let p = &reqs[0].points;
+    let got: Vec<(u32, u64, Layer)> = p.iter().map(|p| (p.tid, p.time, p.layer)).collect();
+    assert_eq!(
+        got,
+        [
+            (A, 100, Layer::Syscall),
+            (A, 101, Layer::Sqe),
+            (WORKER, 150, Layer::Issue),
+            (A, 160, Layer::Complete),
+            (A, 170, Layer::Cqe),
+            // Posted outside a system call: seen at once.
+            (A, 170, Layer::Reap),
+        ]
+    );
+    assert_eq!(reqs[0].reaper.as_ref().unwrap().call, "task_work");
+}
