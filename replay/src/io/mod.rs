@@ -7,17 +7,17 @@
 //! ```
 //!
 //! [`requests`] walks the data directory once and links the events into [`Request`]s (see
-//! [`model`] for the rules). Each request carries its path as [`Point`]s (task, time, layer)
+//! [`model`] for the rules, [`request`] for the data). Each request carries its path as [`Point`]s (task, time, layer)
 //! in time order: [`Request::points`] is what a flow-drawing output (Perfetto flows) needs.
 
 pub mod model;
+pub mod request;
 
 #[cfg(test)]
 mod model_tests;
 
-pub use model::{
-    BlockRq, Event, Layer, Linker, Point, Reaper, Request, Stage, UserPath, Via, What,
-};
+pub use model::Linker;
+pub use request::{BlockRq, Event, Layer, Point, Reaper, Request, Stage, UserPath, Via, What};
 
 use crate::config::Config;
 use crate::walk::core::{Core, Step};

@@ -3,7 +3,8 @@
 //! block requests, a punted request issued by a worker, CQEs posted in io_uring_enter), a
 //! synchronous write waited for in its call and writeback that outlives it.
 
-use super::model::*;
+use super::model::Linker;
+use super::request::*;
 use std::rc::Rc;
 
 const A: u32 = 100;
