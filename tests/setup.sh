@@ -14,6 +14,9 @@ done
 # <sys/sdt.h> for the testprogs with user SDT probes (-E).
 [[ -e /usr/include/x86_64-linux-gnu/sys/sdt.h || -e /usr/include/sys/sdt.h ]] ||
 	missing+=(systemtap-sdt-dev)
+# libaio and liburing for the I/O testprogs (aio_read.c, uring_read.c; tests/integration/kernel_io.rs).
+[[ -e /usr/include/libaio.h ]] || missing+=(libaio-dev)
+[[ -e /usr/include/liburing.h ]] || missing+=(liburing-dev)
 ((${#missing[@]})) || exit 0
 
 if ! command -v apt-get >/dev/null; then

@@ -37,6 +37,7 @@
 pub mod callstack;
 pub mod config;
 pub mod filter;
+pub mod io;
 pub mod merge;
 pub mod modules;
 pub mod output;

@@ -354,6 +354,12 @@ impl<'d> Merge<'d> {
         &self.event_names
     }
 
+    /// Kernel event `i` (a [`Head::kernel_event`]): its format and its record.
+    pub fn kernel_event(&self, i: u32) -> Option<(&record_format::kernel::EventFormat, &[u8])> {
+        let e = self.kernel_events.events.get(i as usize)?;
+        Some((self.kernel_events.formats.get(e.format)?, &e.payload))
+    }
+
     /// The comment text of event record `h` of task `ti`: a kernel tracepoint rendered from
     /// its print format (`block:block_rq_issue (254,0 WS 4096 ...)`), or a user event;
     /// `None` for an unknown event.

@@ -80,6 +80,7 @@ fn system_calls_nest_under_their_functions() {
         return;
     }
     let exe = util::testprog("ksys", Mode::Pg);
+    let _tracefs = util::tracefs_lock();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
     let scratch = tmp.path().join("scratch");
@@ -305,6 +306,7 @@ fn report_counts_kernel_calls_that_never_return() {
         return;
     }
     let exe = util::testprog("abc", Mode::Pg);
+    let _tracefs = util::tracefs_lock();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
     let mut cmd = Command::new(util::utrace_bin());

@@ -61,6 +61,8 @@
 //! * `tui`: `utrace tui` driven in tmux (open, fold, search, report, info, quit);
 //! * `kernel_replay`, `kernel_record`: kernel data (`-k`) in the analysis commands (crafted
 //!   pages, against uftrace) and recorded from this kernel's system call events;
+//! * `kernel_io`: `record -k` + `report --io` on the libaio, io_uring and O_SYNC testprogs
+//!   (requests linked from submission to reaping, at the sectors FIEMAP gives);
 //! * `analysis_histogram`: `report --histogram` on crafted data with known durations.
 //! * `srcline`: `--srcline` (the `.dbg` files, replay, report, graph, chrome) and `-L` at
 //!   record and replay time against uftrace (testprogs/srcline.c and its library);
@@ -91,6 +93,7 @@ mod fixtures;
 mod fuzz_dirs;
 mod graph_sched;
 mod install;
+mod kernel_io;
 mod kernel_record;
 mod kernel_replay;
 mod normalize;

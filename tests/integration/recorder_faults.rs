@@ -358,6 +358,7 @@ fn sigkill_of_a_kernel_recording_restores_tracefs() {
         return;
     }
     let prog = util::testprog("spin", Mode::Pg);
+    let _tracefs = util::tracefs_lock();
     let tmp = tempfile::tempdir().unwrap();
     let mut utrace = spawn_utrace(
         tmp.path(),

@@ -277,7 +277,10 @@ fn every_testprog_runs_on_both_paths() {
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         let is_source = matches!(path.extension().and_then(|e| e.to_str()), Some("c" | "cc"));
         // Programs built without -pg (dynamic patching, attach) have their own tests.
-        let elsewhere = crate::record_patch::covers(&name) || crate::record_attach::covers(&name);
+        // The I/O programs need libaio / liburing and root: kernel_io.rs runs them.
+        let elsewhere = crate::record_patch::covers(&name)
+            || crate::record_attach::covers(&name)
+            || crate::kernel_io::covers(&name);
         if is_source
             && !name.ends_with("_lib")
             && !elsewhere

@@ -312,6 +312,9 @@ pub struct AnalysisArgs {
     /// Log2 histogram of FUNC's durations (report)
     #[arg(long, value_name = "FUNC")]
     pub histogram: Option<String>,
+    /// I/O requests of a -k trace: latency per layer by kind, device and function (report)
+    #[arg(long)]
+    pub io: bool,
     /// Dump as Chrome trace-event JSON
     #[arg(long)]
     pub chrome: bool,

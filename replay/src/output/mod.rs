@@ -11,6 +11,7 @@ pub mod graph;
 pub mod graphviz;
 pub mod histogram;
 pub mod info;
+pub mod io;
 pub mod mermaid;
 pub mod replay;
 pub mod report;

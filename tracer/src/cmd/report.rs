@@ -1,5 +1,5 @@
-//! `utrace report`: per-function statistics (cli.md §5), `--task`, `--diff` and
-//! `--histogram FUNC`.
+//! `utrace report`: per-function statistics (cli.md §5), `--task`, `--diff`,
+//! `--histogram FUNC` and `--io` (I/O requests of a `-k` trace, [`replay::output::io`]).
 
 use crate::config;
 use crate::error::UsageExit;
@@ -35,6 +35,17 @@ pub fn show(dir: &TraceDir, inv: &Invocation, notices: &mut Notices) -> anyhow::
         let mut out = Output::start(!inv.args.common.no_pager);
         let warnings = replay::output::histogram::histogram(dir, &cfg, func, out.writer())
             .with_context(|| format!("cannot read {}", dir.path.display()))?;
+        out.finish()?;
+        warn_all(&warnings);
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    if args.io {
+        notices.flush();
+        let (requests, warnings) = replay::io::requests(dir, &cfg)
+            .with_context(|| format!("cannot read {}", dir.path.display()))?;
+        let mut out = Output::start(!inv.args.common.no_pager);
+        replay::output::io::report(&requests, out.writer())?;
         out.finish()?;
         warn_all(&warnings);
         return Ok(ExitCode::SUCCESS);

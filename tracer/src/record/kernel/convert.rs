@@ -9,13 +9,13 @@
 
 use anyhow::{bail, Context};
 use record_format::kernel::{EventFormat, KernelHeader, Lost, Page};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::graph::{Functions, Grapher, PidSet, Step};
 use super::spool::{each_event, each_page, Merge};
-use super::tracefs::{format_path, BLOCK_COMPLETE, BLOCK_ISSUE};
+use super::tracefs::{format_path, BLOCK_BIO_QUEUE, BLOCK_COMPLETE, BLOCK_INSERT, BLOCK_ISSUE};
 use super::{Mode, Session, Stats};
 
 impl Session {
@@ -143,8 +143,8 @@ struct Converter<'a> {
     switch: Option<&'a EventFormat>,
     /// The events kept as they are in the traced tasks' context.
     kept: Vec<&'a EventFormat>,
-    /// The block events, when both are kept (block requests are paired).
-    block: Option<(&'a EventFormat, &'a EventFormat)>,
+    /// The block events, when issue and completion are kept (block requests are paired).
+    block: Option<Block<'a>>,
     addr_of: HashMap<&'a str, u64>,
     /// This process, whose own events are left out.
     me: u32,
@@ -181,7 +181,9 @@ impl<'a> Converter<'a> {
             .iter()
             .filter(|f| {
                 let name = format!("{}:{}", f.system, f.name);
-                kept.contains(&name) && name != BLOCK_ISSUE && name != BLOCK_COMPLETE
+                kept.contains(&name)
+                    && ![BLOCK_ISSUE, BLOCK_COMPLETE, BLOCK_INSERT, BLOCK_BIO_QUEUE]
+                        .contains(&name.as_str())
             })
             .collect();
         let switch = find("sched", "sched_switch");
@@ -198,7 +200,13 @@ impl<'a> Converter<'a> {
             exit,
             switch,
             kept,
-            block: block(BLOCK_ISSUE).zip(block(BLOCK_COMPLETE)),
+            block: block(BLOCK_ISSUE)
+                .zip(block(BLOCK_COMPLETE))
+                .map(|(issue, complete)| Block {
+                    issue,
+                    complete,
+                    queued: [block(BLOCK_BIO_QUEUE), block(BLOCK_INSERT)],
+                }),
             addr_of: kernel_functions(kallsyms),
         })
     }
@@ -260,9 +268,9 @@ impl<'a> Converter<'a> {
 
     /// Second pass: the events of all buffers in time order (at equal times, the main
     /// buffer's first, then by CPU), each turned into the steps it makes, given to `graph`
-    /// (which keeps those of the traced tasks). Block requests that traced tasks issued are
-    /// kept: the issue
-    /// and, paired by device and sector, the completion, rewritten as the issuer's.
+    /// (which keeps those of the traced tasks). Block requests that traced tasks queued,
+    /// inserted or issued are kept ([`Block::owner`]): those records and, paired by device
+    /// and sector, the later ones of other contexts, rewritten as the task's.
     fn convert(
         &self,
         main: &[PathBuf],
@@ -275,38 +283,21 @@ impl<'a> Converter<'a> {
             None => main.to_vec(),
         };
         let mut merge = Merge::open(&spools, page_size).map_err(unspooled)?;
-        // Requests in flight: (dev, sector) → (issuer, its CPU).
-        let mut issued: HashMap<(u64, u64), (u32, usize)> = HashMap::new();
+        // Requests in flight: (dev, sector) → (the traced task they are kept for, its CPU).
+        let mut owners: BTreeMap<(u64, u64), (u32, usize)> = BTreeMap::new();
         let mut rewritten = Vec::new();
         while let Some((time, i, p)) = merge.next().map_err(unspooled)? {
             if let Some(cpu) = i.checked_sub(main.len()) {
-                let Some((issue, complete)) = self.block else {
+                let Some(block) = &self.block else {
                     continue;
                 };
-                let ty = issue.value("common_type", p).unwrap_or(0) as u16;
-                let fmt = if ty == issue.id { issue } else { complete };
-                let key = (
-                    fmt.value("dev", p).unwrap_or(0),
-                    fmt.value("sector", p).unwrap_or(0),
-                );
-                if ty == issue.id {
-                    let pid = issue.value("common_pid", p).unwrap_or(0) as u32;
-                    if graph.traces(pid) {
-                        issued.insert(key, (pid, cpu));
-                        graph.step(time, cpu, pid, Step::Event, p)?;
-                    }
-                } else if ty == complete.id {
-                    if let Some((pid, cpu)) = issued.remove(&key) {
-                        rewritten.clear();
-                        rewritten.extend_from_slice(p);
-                        if let Some(f) = complete.field("common_pid") {
-                            if let Some(b) = rewritten.get_mut(f.offset..f.offset.saturating_add(4))
-                            {
-                                b.copy_from_slice(&pid.to_le_bytes());
-                            }
-                        }
-                        graph.step(time, cpu, pid, Step::Event, &rewritten)?;
-                    }
+                let owner = block.owner(p, cpu, &mut owners, |pid| graph.traces(pid));
+                if let Some((cpu, pid, rewrite)) = owner {
+                    let p = match rewrite {
+                        true => rewrite_pid(block.issue, p, pid, &mut rewritten),
+                        false => p,
+                    };
+                    graph.step(time, cpu, pid, Step::Event, p)?;
                 }
                 continue;
             }
@@ -316,6 +307,72 @@ impl<'a> Converter<'a> {
         }
         Ok(())
     }
+}
+
+/// The block instance's events.
+struct Block<'a> {
+    issue: &'a EventFormat,
+    complete: &'a EventFormat,
+    /// `block_bio_queue` and `block_rq_insert`, when recorded.
+    queued: [Option<&'a EventFormat>; 2],
+}
+
+impl Block<'_> {
+    /// Whether block record `p` (of the instance's CPU `cpu`) is kept, and as whose: a
+    /// traced task's when it was queued, inserted or issued in its context, or when it pairs
+    /// by device and sector with such a record (an issue from another context, the
+    /// completion). `owners` holds the requests in flight. The answer is the CPU and task it
+    /// is kept for, and whether its `common_pid` must be rewritten to that task.
+    fn owner(
+        &self,
+        p: &[u8],
+        cpu: usize,
+        owners: &mut BTreeMap<(u64, u64), (u32, usize)>,
+        traced: impl Fn(u32) -> bool,
+    ) -> Option<(usize, u32, bool)> {
+        let ty = self.issue.value("common_type", p).unwrap_or(0) as u16;
+        let fmt = [Some(self.issue), Some(self.complete)]
+            .into_iter()
+            .chain(self.queued)
+            .flatten()
+            .find(|f| f.id == ty)?;
+        let key = (
+            fmt.value("dev", p).unwrap_or(0),
+            fmt.value("sector", p).unwrap_or(0),
+        );
+        if fmt.id == self.complete.id {
+            let (pid, cpu) = owners.remove(&key)?;
+            // Bios merged into this request (queued at sectors inside it) end with it.
+            let end = key
+                .1
+                .saturating_add(fmt.value("nr_sector", p).unwrap_or(0).max(1));
+            let merged: Vec<_> = owners.range(key..(key.0, end)).map(|(k, _)| *k).collect();
+            for k in merged {
+                owners.remove(&k);
+            }
+            return Some((cpu, pid, true));
+        }
+        if let Some(&(owner, owner_cpu)) = owners.get(&key) {
+            return Some((owner_cpu, owner, true));
+        }
+        let pid = fmt.value("common_pid", p).unwrap_or(0) as u32;
+        traced(pid).then(|| {
+            owners.insert(key, (pid, cpu));
+            (cpu, pid, false)
+        })
+    }
+}
+
+/// Block record `p` with its task rewritten to `pid`, in `out`.
+fn rewrite_pid<'b>(format: &EventFormat, p: &[u8], pid: u32, out: &'b mut Vec<u8>) -> &'b [u8] {
+    out.clear();
+    out.extend_from_slice(p);
+    if let Some(f) = format.field("common_pid") {
+        if let Some(b) = out.get_mut(f.offset..f.offset.saturating_add(4)) {
+            b.copy_from_slice(&pid.to_le_bytes());
+        }
+    }
+    out
 }
 
 impl Session {

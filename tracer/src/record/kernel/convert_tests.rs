@@ -306,3 +306,31 @@ fn failed_conversion_leaves_no_kernel_file() {
     made.sort();
     assert_eq!(made, ["kernel-cpu0.dat", "kernel-cpu1.dat"]);
 }
+
+/// A request inserted by a traced task and issued by a kworker (an unplug from another
+/// context) is kept as the task's, and so is its completion; another task's is not.
+#[test]
+fn block_requests_follow_the_task_that_inserted_them() {
+    let f = formats();
+    let fields = "\tfield:dev_t dev;\toffset:8;\tsize:4;\tsigned:0;\n\
+        \tfield:sector_t sector;\toffset:16;\tsize:8;\tsigned:0;\n";
+    let insert = format("block", "block_rq_insert", POKE + 1, fields);
+    let find = |name: &str| f.iter().find(|f| f.name == name).unwrap();
+    let b = super::Block {
+        issue: find("block_rq_issue"),
+        complete: find("block_rq_complete"),
+        queued: [None, Some(&insert)],
+    };
+    let mut owners = std::collections::BTreeMap::new();
+    let traced = |pid: u32| pid == A;
+    let mut owner = |p: Vec<u8>, cpu| b.owner(&p, cpu, &mut owners, traced);
+    assert_eq!(owner(block(POKE + 1, A, 100), 1), Some((1, A, false)));
+    // A bio merged into it (the format has no nr_sector: a request of one sector here).
+    assert_eq!(owner(block(POKE + 1, A, 100), 1), Some((1, A, true)));
+    assert_eq!(owner(block(ISSUE, C, 100), 0), Some((1, A, true)));
+    assert_eq!(owner(block(ISSUE, C, 300), 0), None);
+    assert_eq!(owner(block(COMPLETE, 0, 100), 0), Some((1, A, true)));
+    assert_eq!(owner(block(COMPLETE, 0, 100), 0), None);
+    assert_eq!(owner(block(COMPLETE, 0, 300), 0), None);
+    assert!(owners.is_empty());
+}

@@ -53,8 +53,22 @@ pub(super) const EVENTS: &[&str] = &[
     "sched:sched_switch",
 ];
 
-/// Recorded in event mode when the kernel has them, and kept as events of the task.
-pub(super) const TASK_EVENTS: &[&str] = &["exceptions:page_fault_user"];
+/// Recorded in event mode when the kernel has them, and kept as events of the task: page
+/// faults, and what identifies an I/O request in the task's context (replay's `io` model):
+/// the io_uring submissions, punts to its workers and completions (ring, request, user_data),
+/// and the libaio system calls with their arguments (the context, the iocb array, the number
+/// of events reaped).
+pub(super) const TASK_EVENTS: &[&str] = &[
+    "exceptions:page_fault_user",
+    "io_uring:io_uring_submit_req",
+    "io_uring:io_uring_queue_async_work",
+    "io_uring:io_uring_complete",
+    "syscalls:sys_enter_io_submit",
+    "syscalls:sys_enter_io_getevents",
+    "syscalls:sys_exit_io_getevents",
+    "syscalls:sys_enter_io_pgetevents",
+    "syscalls:sys_exit_io_pgetevents",
+];
 
 /// Block requests (event mode): recorded in a tracefs instance of their own without a pid
 /// filter, as completions run in whatever task the interrupt hit; a request issued by a
@@ -62,6 +76,12 @@ pub(super) const TASK_EVENTS: &[&str] = &["exceptions:page_fault_user"];
 /// events of that task.
 pub(super) const BLOCK_ISSUE: &str = "block:block_rq_issue";
 pub(super) const BLOCK_COMPLETE: &str = "block:block_rq_complete";
+/// Also recorded in the block instance when the kernel has them: a bio queued by a traced
+/// task, and a request put into the I/O scheduler (before its issue; a request issued
+/// directly has none). A request whose bio or insertion was the traced task's is kept as
+/// that task's even when it is issued from another context (a kworker unplugging).
+pub(super) const BLOCK_BIO_QUEUE: &str = "block:block_bio_queue";
+pub(super) const BLOCK_INSERT: &str = "block:block_rq_insert";
 
 /// Where tracefs is mounted, mounting it when it is not.
 pub(super) fn root() -> anyhow::Result<PathBuf> {
@@ -316,11 +336,22 @@ impl Session {
             }
             Ok(())
         })();
+        let mut events = vec![BLOCK_ISSUE.to_string(), BLOCK_COMPLETE.to_string()];
+        if ok.is_ok() {
+            for ev in [BLOCK_BIO_QUEUE, BLOCK_INSERT] {
+                let Ok(text) = read_file(&self.root, &format_path(ev)) else {
+                    continue;
+                };
+                if append_file(&path, "set_event", ev).is_ok() {
+                    formats.push((format_path(ev), text));
+                    events.push(ev.to_string());
+                }
+            }
+        }
         match ok {
             Ok(()) => {
                 self.formats.extend(formats);
-                self.kept
-                    .extend([BLOCK_ISSUE.to_string(), BLOCK_COMPLETE.to_string()]);
+                self.kept.extend(events);
             }
             Err(_) => self.remove_instance(),
         }

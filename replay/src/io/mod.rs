@@ -1,0 +1,179 @@
+//! I/O requests followed through every layer (`report --io`), from what `record -k` kept.
+//!
+//! ```text
+//! TraceDir ──▶ walk::core::Core (time order, per-task stacks) ──▶ events() ──▶ model::Linker ──▶ Vec<Request>
+//!              kernel syscall frames → SyscallEnter/Exit (+ the user functions open)
+//!              kernel events: block_*, io_uring_*, sys_*_io_*getevents/io_submit → What
+//! ```
+//!
+//! [`requests`] walks the data directory once and links the events into [`Request`]s (see
+//! [`model`] for the rules, [`request`] for the data). Each request carries its path as [`Point`]s (task, time, layer)
+//! in time order: [`Request::points`] is what a flow-drawing output (Perfetto flows) needs.
+
+pub mod model;
+pub mod request;
+
+#[cfg(test)]
+mod model_tests;
+
+pub use model::Linker;
+pub use request::{BlockRq, Event, Layer, Point, Reaper, Request, Stage, UserPath, Via, What};
+
+use crate::config::Config;
+use crate::walk::core::{Core, Step};
+use crate::walk::policy::Policy;
+use crate::Result;
+use record_format::kernel::EventFormat;
+use record_format::TraceDir;
+use std::rc::Rc;
+
+/// The I/O requests of `dir`, in the order they started, and the warnings of the walk. Only
+/// the tasks `cfg` selects (`--tid`) are looked at; function filters do not apply.
+pub fn requests(dir: &TraceDir, cfg: &Config) -> Result<(Vec<Request>, Vec<String>)> {
+    let mut core = Core::new(dir, cfg, Policy::TASK_REPORT);
+    let mut linker = Linker::new();
+    while let Some(step) = core.next_step() {
+        let (task, head, enter) = match step {
+            Step::Entry(e) => (e.task, e.head, Some(true)),
+            Step::Exit(x) => (x.task, x.head, Some(false)),
+            Step::Event { task, head } => (task, head, None),
+            _ => continue,
+        };
+        let tid = core.merge.tid(task);
+        let time = head.raw.time;
+        let what = match enter {
+            Some(enter) => {
+                let info = core.merge.sym.func(head.func);
+                let Some(name) = syscall_name(&info.module, &info.name) else {
+                    continue;
+                };
+                match enter {
+                    true => What::SyscallEnter {
+                        name: name.to_string(),
+                        path: Rc::new(user_path(&core, task)),
+                    },
+                    false => What::SyscallExit,
+                }
+            }
+            None => {
+                let Some(i) = head.kernel_event else {
+                    continue;
+                };
+                let Some((format, p)) = core.merge.kernel_event(i) else {
+                    continue;
+                };
+                let Some(what) = decode(format, p) else {
+                    continue;
+                };
+                what
+            }
+        };
+        linker.push(Event { time, tid, what });
+    }
+    let warnings = std::mem::take(&mut core.merge.warnings);
+    Ok((linker.finish(), warnings))
+}
+
+/// The path of each I/O request of `dir`, for flows between tracks (Perfetto): one list per
+/// request, in the order the requests started, of its points (task, time, layer) in time
+/// order. The index of a request in the answer is a stable flow id within one data
+/// directory.
+pub fn flows(dir: &TraceDir, cfg: &Config) -> Result<Vec<Vec<Point>>> {
+    let (reqs, _) = requests(dir, cfg)?;
+    Ok(reqs.into_iter().map(|r| r.points).collect())
+}
+
+/// The system call a kernel function is the body of (`__x64_sys_io_submit` → `io_submit`).
+fn syscall_name<'n>(module: &str, name: &'n str) -> Option<&'n str> {
+    if module != "[kernel]" {
+        return None;
+    }
+    [
+        "__x64_sys_",
+        "__ia32_sys_",
+        "__se_sys_",
+        "__do_sys_",
+        "sys_",
+    ]
+    .iter()
+    .find_map(|p| name.strip_prefix(p))
+}
+
+/// The user functions open in `task` now (kernel frames left out).
+fn user_path(core: &Core<'_>, task: usize) -> UserPath {
+    let mut path = UserPath::default();
+    for frame in core.tasks[task].stack.open() {
+        let Some(id) = frame.func else {
+            continue;
+        };
+        let info = core.merge.sym.func(id);
+        if info.module == "[kernel]" {
+            continue;
+        }
+        if !info.is_plt {
+            path.function = Some(path.frames.len());
+        }
+        path.frames.push(info.name.clone());
+    }
+    path
+}
+
+/// The fixed-size string field `name` of record `p` (up to its NUL).
+fn text(format: &EventFormat, name: &str, p: &[u8]) -> String {
+    let Some(f) = format.field(name) else {
+        return String::new();
+    };
+    let bytes = p.get(f.offset..f.offset + f.size).unwrap_or(&[]);
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+/// What kernel record `p` (of `format`) says for the request model; `None` for other events.
+pub fn decode(format: &EventFormat, p: &[u8]) -> Option<What> {
+    let v = |name: &str| format.value(name, p);
+    let stage = match (format.system.as_str(), format.name.as_str()) {
+        ("block", "block_bio_queue") => Some(Stage::BioQueue),
+        ("block", "block_rq_insert") => Some(Stage::Insert),
+        ("block", "block_rq_issue") => Some(Stage::Issue),
+        ("block", "block_rq_complete") => Some(Stage::Complete),
+        _ => None,
+    };
+    if let Some(stage) = stage {
+        let nr_sector = v("nr_sector").unwrap_or(0) as u32;
+        return Some(What::Block {
+            stage,
+            rq: BlockRq {
+                dev: v("dev")? as u32,
+                sector: v("sector")?,
+                nr_sector,
+                bytes: v("bytes").unwrap_or(u64::from(nr_sector) * 512),
+                rwbs: text(format, "rwbs", p),
+                error: v("error").unwrap_or(0) as i32,
+            },
+        });
+    }
+    Some(match (format.system.as_str(), format.name.as_str()) {
+        ("io_uring", "io_uring_submit_req") => What::UringSubmit {
+            req: v("req")?,
+            user_data: v("user_data")?,
+            opcode: v("opcode").unwrap_or(0) as u8,
+        },
+        ("io_uring", "io_uring_queue_async_work") => What::UringAsync { req: v("req")? },
+        ("io_uring", "io_uring_complete") => What::UringComplete {
+            req: v("req")?,
+            res: v("res").unwrap_or(0) as i64,
+        },
+        ("syscalls", "sys_enter_io_submit") => What::AioSubmit {
+            ctx: v("ctx_id")?,
+            nr: v("nr").unwrap_or(0),
+            iocbs: v("iocbpp").unwrap_or(0),
+        },
+        ("syscalls", "sys_enter_io_getevents" | "sys_enter_io_pgetevents") => {
+            What::AioGetEvents { ctx: v("ctx_id")? }
+        }
+        ("syscalls", "sys_exit_io_getevents" | "sys_exit_io_pgetevents") => What::AioGotEvents {
+            ret: v("ret")? as i64,
+        },
+        _ => return None,
+    })
+}

@@ -1,0 +1,328 @@
+//! The request model: I/O events of the traced tasks, in time order, linked into requests.
+//!
+//! A block request starts when a traced task queues, inserts or issues it (`block_bio_queue`,
+//! `block_rq_insert`, `block_rq_issue` in its context; the recorder rewrites the task of the
+//! later records of the same device and sector, see `record/kernel/convert.rs`). It is
+//! linked to
+//! - the system call of the task open at that moment (its entry is the request's first
+//!   point) and the user functions open under it;
+//! - for io_uring, the `io_uring_submit_req` of the same task in the same system call not yet
+//!   linked (the submission's `req` and `user_data`), and through `req` to its
+//!   `io_uring_complete`;
+//! - its device completion by device and sector (whatever CPU and context it ran in);
+//! - the call that reaped it: for libaio, the `io_getevents` (or `io_pgetevents`) that
+//!   returned it: completions of one aio context are taken in completion order, as many per
+//!   call as it returned (the kernel's completion ring is FIFO); for io_uring, the system call
+//!   in which the CQE was posted (`io_uring_complete`), at its return (the CQE is read from
+//!   shared memory without a system call: the return is the earliest the program can see it);
+//!   for a synchronous call (`pwrite`, `fsync`...), the return of the call that issued it,
+//!   when the request completed before it.
+//!
+//! Requests of one libaio iocb are not told apart from each other: iocbs live in user memory,
+//! which tracepoints do not show (the iocb array's address and count are recorded).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::rc::Rc;
+
+use super::request::*;
+
+/// A task's open system call.
+#[derive(Debug)]
+struct Open {
+    name: String,
+    start: u64,
+    path: Rc<UserPath>,
+    /// aio: the context of its io_submit / io_getevents.
+    aio_ctx: Option<(u64, u64)>,
+    /// Requests it issued or whose CQE it posted, reaped at its return when complete.
+    waiting: Vec<usize>,
+    /// io_uring submissions made in it not yet linked to a request.
+    sqes: VecDeque<Sqe>,
+}
+
+/// An io_uring submission not yet linked to a block request.
+#[derive(Debug, Clone)]
+struct Sqe {
+    req: u64,
+    user_data: u64,
+    time: u64,
+    tid: u32,
+    /// The system call and user functions it was made in: (name, entry time, path).
+    call: (String, u64, Rc<UserPath>),
+}
+
+/// Links the events, given in time order, into requests.
+#[derive(Debug, Default)]
+pub struct Linker {
+    requests: Vec<Request>,
+    open: HashMap<u32, Open>,
+    /// Each task's last aio call that returned, and when: `sys_exit_io_getevents` comes
+    /// after the return of the system call (the raw exit is seen first).
+    returned: HashMap<u32, (Open, u64)>,
+    /// In flight: (dev, sector) → request (ordered: a completion also ends the bios merged
+    /// into its request, at sectors inside its range).
+    flight: BTreeMap<(u32, u64), usize>,
+    /// io_uring `req` → its requests.
+    uring: HashMap<u64, Vec<usize>>,
+    /// io_uring submissions handed to a worker thread (`io_uring_queue_async_work`), in
+    /// order: a worker's block request, issued outside any system call, is the oldest's.
+    punted: VecDeque<Sqe>,
+    /// aio context → completed requests not reaped yet, in completion order.
+    aio_done: HashMap<u64, VecDeque<usize>>,
+}
+
+impl Linker {
+    pub fn new() -> Linker {
+        Linker::default()
+    }
+
+    /// Takes the next event (events must come in time order).
+    pub fn push(&mut self, ev: Event) {
+        let (time, tid) = (ev.time, ev.tid);
+        match ev.what {
+            What::SyscallEnter { name, path } => {
+                self.open.insert(
+                    tid,
+                    Open {
+                        name,
+                        start: time,
+                        path,
+                        aio_ctx: None,
+                        waiting: Vec::new(),
+                        sqes: VecDeque::new(),
+                    },
+                );
+            }
+            What::SyscallExit => self.syscall_exit(time, tid),
+            What::Block { stage, rq } => self.block(time, tid, stage, rq),
+            What::UringSubmit { req, user_data, .. } => {
+                if let Some(o) = self.open.get_mut(&tid) {
+                    let call = (o.name.clone(), o.start, o.path.clone());
+                    o.sqes.push_back(Sqe {
+                        req,
+                        user_data,
+                        time,
+                        tid,
+                        call,
+                    });
+                }
+            }
+            What::UringAsync { req } => {
+                let Some(o) = self.open.get_mut(&tid) else {
+                    return;
+                };
+                if let Some(at) = o.sqes.iter().position(|s| s.req == req) {
+                    self.punted.extend(o.sqes.remove(at));
+                }
+            }
+            What::UringComplete { req, res } => self.uring_complete(time, tid, req, res),
+            What::AioSubmit { ctx, iocbs, .. } => {
+                if let Some(o) = self.open.get_mut(&tid) {
+                    o.aio_ctx = Some((ctx, iocbs));
+                }
+            }
+            What::AioGetEvents { ctx } => {
+                if let Some(o) = self.open.get_mut(&tid) {
+                    o.aio_ctx = Some((ctx, 0));
+                }
+            }
+            What::AioGotEvents { ret } => self.aio_reaped(time, tid, ret),
+        }
+    }
+
+    fn block(&mut self, time: u64, tid: u32, stage: Stage, rq: BlockRq) {
+        let key = (rq.dev, rq.sector);
+        let layer = match stage {
+            Stage::BioQueue => Layer::Bio,
+            Stage::Insert => Layer::Insert,
+            Stage::Issue => Layer::Issue,
+            Stage::Complete => Layer::Complete,
+        };
+        let point = Point { tid, time, layer };
+        if let Some(&i) = self.flight.get(&key) {
+            let r = &mut self.requests[i];
+            if stage == Stage::Complete {
+                self.flight.remove(&key);
+                r.rq.error = rq.error;
+                r.points.push(point);
+                self.completed(time, i);
+                // Bios merged into this request (never a request of their own) end with it.
+                let end = rq.sector.saturating_add(u64::from(rq.nr_sector.max(1)));
+                let merged: Vec<(u32, u64)> = self
+                    .flight
+                    .range((rq.dev, rq.sector)..(rq.dev, end))
+                    .filter(|(_, &j)| self.requests[j].at(Layer::Issue).is_none())
+                    .map(|(k, _)| *k)
+                    .collect();
+                for k in merged {
+                    self.flight.remove(&k);
+                }
+            } else if !r.points.iter().any(|p| p.layer == layer) {
+                // A bio's request: the request's size and flags are the ones that count.
+                if stage != Stage::BioQueue {
+                    r.rq = BlockRq { error: 0, ..rq };
+                }
+                r.points.push(point);
+            }
+            return;
+        }
+        if stage == Stage::Complete {
+            return;
+        }
+        let i = self.requests.len();
+        let mut r = Request {
+            tid,
+            rq,
+            via: Via::Sync,
+            syscall: None,
+            path: Rc::default(),
+            user_data: None,
+            cqe_res: None,
+            aio: None,
+            reaper: None,
+            points: Vec::new(),
+        };
+        let mut sqe = None;
+        match self.open.get_mut(&tid).filter(|o| o.start <= time) {
+            Some(o) => {
+                r.points.push(Point {
+                    tid,
+                    time: o.start,
+                    layer: Layer::Syscall,
+                });
+                r.syscall = Some(o.name.clone());
+                r.path = o.path.clone();
+                if o.name == "io_submit" {
+                    r.via = Via::Aio;
+                    r.aio = o.aio_ctx;
+                } else if let Some(s) = o.sqes.pop_front() {
+                    sqe = Some(s);
+                } else if o.name != "io_uring_enter" {
+                    o.waiting.push(i);
+                }
+            }
+            // Outside a system call: an io_uring worker running a punted submission.
+            None => sqe = self.punted.pop_front(),
+        }
+        if let Some(s) = sqe {
+            r.via = Via::Uring;
+            r.user_data = Some(s.user_data);
+            let (name, start, path) = s.call;
+            if r.syscall.is_none() {
+                r.points.push(Point {
+                    tid: s.tid,
+                    time: start,
+                    layer: Layer::Syscall,
+                });
+                r.syscall = Some(name);
+                r.path = path;
+            }
+            r.points.push(Point {
+                tid: s.tid,
+                time: s.time,
+                layer: Layer::Sqe,
+            });
+            self.uring.entry(s.req).or_default().push(i);
+        }
+        r.points.push(point);
+        self.flight.insert(key, i);
+        self.requests.push(r);
+    }
+
+    /// Request `i` completed on the device at `time`.
+    fn completed(&mut self, _time: u64, i: usize) {
+        if let (Via::Aio, Some((ctx, _))) = (self.requests[i].via, self.requests[i].aio) {
+            self.aio_done.entry(ctx).or_default().push_back(i);
+        }
+    }
+
+    fn uring_complete(&mut self, time: u64, tid: u32, req: u64, res: i64) {
+        let Some(list) = self.uring.remove(&req) else {
+            return;
+        };
+        let open = self.open.get_mut(&tid);
+        for &i in &list {
+            let r = &mut self.requests[i];
+            r.cqe_res = Some(res);
+            r.points.push(Point {
+                tid,
+                time,
+                layer: Layer::Cqe,
+            });
+        }
+        match open {
+            Some(o) => o.waiting.extend(list),
+            // Posted outside a system call (task work on the way back to user space): the
+            // program can see it at once.
+            None => {
+                for i in list {
+                    self.reap(i, tid, time, "task_work", Rc::default());
+                }
+            }
+        }
+    }
+
+    fn aio_reaped(&mut self, time: u64, tid: u32, ret: i64) {
+        let (o, time) = match self.open.get(&tid) {
+            Some(o) => (o, time),
+            None => match self.returned.get(&tid) {
+                Some((o, at)) => (o, *at),
+                None => return,
+            },
+        };
+        let Some((ctx, _)) = o.aio_ctx else {
+            return;
+        };
+        let (name, path) = (o.name.clone(), o.path.clone());
+        self.returned.remove(&tid);
+        let Some(done) = self.aio_done.get_mut(&ctx) else {
+            return;
+        };
+        let n = usize::try_from(ret).unwrap_or(0).min(done.len());
+        let taken: Vec<usize> = done.drain(..n).collect();
+        for i in taken {
+            self.reap(i, tid, time, &name, path.clone());
+        }
+    }
+
+    fn syscall_exit(&mut self, time: u64, tid: u32) {
+        let Some(mut o) = self.open.remove(&tid) else {
+            return;
+        };
+        for i in std::mem::take(&mut o.waiting) {
+            if self.requests[i].at(Layer::Complete).is_some() {
+                self.reap(i, tid, time, &o.name, o.path.clone());
+            }
+        }
+        if o.aio_ctx.is_some() {
+            self.returned.insert(tid, (o, time));
+        } else {
+            self.returned.remove(&tid);
+        }
+    }
+
+    fn reap(&mut self, i: usize, tid: u32, time: u64, call: &str, path: Rc<UserPath>) {
+        let r = &mut self.requests[i];
+        if r.reaper.is_some() {
+            return;
+        }
+        r.points.push(Point {
+            tid,
+            time,
+            layer: Layer::Reap,
+        });
+        r.reaper = Some(Reaper {
+            tid,
+            time,
+            call: call.to_string(),
+            path,
+        });
+    }
+
+    /// The requests, in the order they started: those that reached the I/O scheduler or the
+    /// driver (a bio merged into another request is part of that one).
+    pub fn finish(self) -> Vec<Request> {
+        let started = |r: &Request| r.at(Layer::Insert).is_some() || r.at(Layer::Issue).is_some();
+        self.requests.into_iter().filter(started).collect()
+    }
+}

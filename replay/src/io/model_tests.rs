@@ -1,0 +1,264 @@
+//! The request model's linking, on crafted event streams: libaio (two reads in one
+//! io_submit, reaped one per io_getevents in completion order), io_uring (SQEs matched to
+//! block requests, a punted request issued by a worker, CQEs posted in io_uring_enter), a
+//! synchronous write waited for in its call and writeback that outlives it.
+
+use super::model::Linker;
+use super::request::*;
+use std::rc::Rc;
+
+const A: u32 = 100;
+const WORKER: u32 = 101;
+
+fn path(frames: &[&str], function: Option<usize>) -> Rc<UserPath> {
+    Rc::new(UserPath {
+        frames: frames.iter().map(|s| s.to_string()).collect(),
+        function,
+    })
+}
+
+fn enter(time: u64, tid: u32, name: &str, p: &Rc<UserPath>) -> Event {
+    let what = What::SyscallEnter {
+        name: name.to_string(),
+        path: p.clone(),
+    };
+    Event { time, tid, what }
+}
+
+fn exit(time: u64, tid: u32) -> Event {
+    Event {
+        time,
+        tid,
+        what: What::SyscallExit,
+    }
+}
+
+fn ev(time: u64, tid: u32, what: What) -> Event {
+    Event { time, tid, what }
+}
+
+fn block(time: u64, tid: u32, stage: Stage, sector: u64, rwbs: &str) -> Event {
+    let rq = BlockRq {
+        dev: 254 << 20,
+        sector,
+        nr_sector: 8,
+        bytes: 512,
+        rwbs: rwbs.to_string(),
+        error: 0,
+    };
+    ev(time, tid, What::Block { stage, rq })
+}
+
+fn link(events: Vec<Event>) -> Vec<Request> {
+    let mut l = Linker::new();
+    for e in events {
+        l.push(e);
+    }
+    l.finish()
+}
+
+fn layers(r: &Request) -> Vec<Layer> {
+    r.points.iter().map(|p| p.layer).collect()
+}
+
+#[test]
+fn aio_reads_are_reaped_in_completion_order_by_the_calls_that_returned_them() {
+    let sub = path(&["main", "submit_reads", "io_submit"], Some(1));
+    let reap = path(&["main", "reap_reads", "io_getevents"], Some(1));
+    let aio = |ctx| What::AioSubmit {
+        ctx,
+        nr: 2,
+        iocbs: 0x7ff0,
+    };
+    let reqs = link(vec![
+        enter(100, A, "io_submit", &sub),
+        ev(101, A, aio(7)),
+        block(110, A, Stage::Insert, 800, "RS"),
+        block(120, A, Stage::Insert, 808, "RS"),
+        block(130, A, Stage::Issue, 800, "RS"),
+        block(131, A, Stage::Issue, 808, "RS"),
+        exit(140, A),
+        enter(150, A, "io_getevents", &reap),
+        ev(151, A, What::AioGetEvents { ctx: 7 }),
+        // The second read completes first (another CPU, rewritten as A's).
+        block(200, A, Stage::Complete, 808, "RS"),
+        ev(210, A, What::AioGotEvents { ret: 1 }),
+        exit(211, A),
+        block(300, A, Stage::Complete, 800, "RS"),
+        enter(400, A, "io_getevents", &reap),
+        ev(401, A, What::AioGetEvents { ctx: 7 }),
+        // As recorded: the typed exit event comes after the raw exit; the call's return
+        // is the reap time.
+        exit(402, A),
+        ev(403, A, What::AioGotEvents { ret: 1 }),
+    ]);
+    assert_eq!(reqs.len(), 2);
+    let (r0, r1) = (&reqs[0], &reqs[1]);
+    assert_eq!((r0.rq.sector, r1.rq.sector), (800, 808));
+    for r in &reqs {
+        assert_eq!(r.via, Via::Aio);
+        assert_eq!(r.kind(), "read");
+        assert_eq!(r.syscall.as_deref(), Some("io_submit"));
+        assert_eq!(r.path.function(), "submit_reads");
+        assert_eq!(r.aio, Some((7, 0x7ff0)));
+        assert_eq!(r.reaper.as_ref().unwrap().call, "io_getevents");
+        assert_eq!(
+            layers(r),
+            [
+                Layer::Syscall,
+                Layer::Insert,
+                Layer::Issue,
+                Layer::Complete,
+                Layer::Reap
+            ]
+        );
+        assert_eq!(r.reaper.as_ref().unwrap().path.function(), "reap_reads");
+    }
+    // 808 completed first: the first io_getevents returned it.
+    assert_eq!(r1.reaper.as_ref().unwrap().time, 210);
+    assert_eq!(r0.reaper.as_ref().unwrap().time, 402);
+    assert_eq!(r0.layers(), [Some(10), Some(20), Some(170), Some(102)]);
+    assert_eq!(r1.layers(), [Some(20), Some(11), Some(69), Some(10)]);
+    assert_eq!(r0.total(), 402 - 100);
+}
+
+#[test]
+fn uring_sqes_link_to_their_requests_and_cqes_are_reaped_at_the_call_return() {
+    let sub = path(&["main", "submit_reads", "io_uring_submit"], Some(1));
+    let wait = path(&["main", "reap_reads", "io_uring_wait_cqe"], Some(1));
+    let submit = |req, user_data| What::UringSubmit {
+        req,
+        user_data,
+        opcode: 22,
+    };
+    let reqs = link(vec![
+        enter(100, A, "io_uring_enter", &sub),
+        ev(101, A, submit(0xa, 1)),
+        block(102, A, Stage::Issue, 800, "RS"),
+        ev(103, A, submit(0xb, 2)),
+        ev(104, A, What::UringAsync { req: 0xb }),
+        exit(105, A),
+        // The punted read is issued by an io-wq worker, outside any system call.
+        block(150, WORKER, Stage::Issue, 808, "RS"),
+        enter(160, A, "io_uring_enter", &wait),
+        block(170, A, Stage::Complete, 800, "RS"),
+        block(171, A, Stage::Complete, 808, "RS"),
+        ev(180, A, What::UringComplete { req: 0xa, res: 512 }),
+        ev(181, A, What::UringComplete { req: 0xb, res: 512 }),
+        exit(190, A),
+    ]);
+    assert_eq!(reqs.len(), 2);
+    for (r, ud) in reqs.iter().zip([1, 2]) {
+        assert_eq!(r.via, Via::Uring);
+        assert_eq!(r.user_data, Some(ud));
+        assert_eq!(r.cqe_res, Some(512));
+        assert_eq!(r.path.function(), "submit_reads");
+        let reaper = r.reaper.as_ref().unwrap();
+        assert_eq!((reaper.time, reaper.call.as_str()), (190, "io_uring_enter"));
+        assert_eq!(reaper.path.function(), "reap_reads");
+        assert!(r.points.windows(2).all(|w| w[0].time <= w[1].time));
+    }
+    assert_eq!(reqs[1].tid, WORKER);
+    assert_eq!(
+        layers(&reqs[1]),
+        [
+            Layer::Syscall,
+            Layer::Sqe,
+            Layer::Issue,
+            Layer::Complete,
+            Layer::Cqe,
+            Layer::Reap
+        ]
+    );
+    // No insertion: nothing queued; the call's part runs to the issue.
+    assert_eq!(reqs[0].layers(), [Some(2), Some(0), Some(68), Some(20)]);
+    assert_eq!(reqs[1].total(), 190 - 100);
+}
+
+#[test]
+fn sync_writes_are_reaped_by_their_call_and_writeback_after_it_is_not() {
+    let w = path(&["main", "write_block", "pwrite64"], Some(1));
+    let reqs = link(vec![
+        enter(100, A, "pwrite64", &w),
+        block(110, A, Stage::BioQueue, 64, "WS"),
+        block(111, A, Stage::Insert, 64, "WS"),
+        block(112, A, Stage::Issue, 64, "WS"),
+        // Another request of the call that completes only after it returned.
+        block(113, A, Stage::Issue, 72, "W"),
+        // A bio merged into the request at 64 (sector 65): no request of its own, and gone
+        // with that request's completion (64 + 8 sectors).
+        block(114, A, Stage::BioQueue, 65, "WS"),
+        block(150, A, Stage::Complete, 64, "WS"),
+        exit(160, A),
+        block(170, A, Stage::Complete, 72, "W"),
+        // A completion of a request never started by a traced task is ignored.
+        block(180, A, Stage::Complete, 999, "W"),
+        // A flush outside any call is its own request, without a call or a reaper.
+        block(190, A, Stage::Issue, 0, "FF"),
+        block(195, A, Stage::Complete, 0, "FF"),
+        // A later request at sector 65 is a new one.
+        block(200, A, Stage::Issue, 65, "W"),
+        block(210, A, Stage::Complete, 65, "W"),
+    ]);
+    assert_eq!(reqs.len(), 4, "{reqs:#?}");
+    assert_eq!(layers(&reqs[3]), [Layer::Issue, Layer::Complete]);
+    let (a, b, f) = (&reqs[0], &reqs[1], &reqs[2]);
+    assert_eq!((a.via, a.kind(), a.rq.sector), (Via::Sync, "write", 64));
+    assert_eq!(a.reaper.as_ref().map(|r| r.time), Some(160));
+    assert_eq!(
+        layers(a),
+        [
+            Layer::Syscall,
+            Layer::Bio,
+            Layer::Insert,
+            Layer::Issue,
+            Layer::Complete,
+            Layer::Reap
+        ]
+    );
+    assert_eq!(a.layers(), [Some(11), Some(1), Some(38), Some(10)]);
+    assert!(b.reaper.is_none());
+    assert_eq!(b.layers(), [Some(13), Some(0), Some(57), None]);
+    assert_eq!(b.total(), 70);
+    assert_eq!((f.kind(), f.syscall.as_deref()), ("flush", None));
+    assert_eq!(f.layers(), [None, Some(0), Some(5), None]);
+}
+
+/// What `io::flows` hands a flow output: a request's points in time order, each in the task
+/// where it happened (the submitter, then the worker that issued the punted SQE).
+#[test]
+fn points_are_in_time_order_with_their_tasks() {
+    let sub = path(&["main"], Some(0));
+    let reqs = link(vec![
+        enter(100, A, "io_uring_enter", &sub),
+        ev(
+            101,
+            A,
+            What::UringSubmit {
+                req: 0xc,
+                user_data: 9,
+                opcode: 22,
+            },
+        ),
+        ev(102, A, What::UringAsync { req: 0xc }),
+        exit(103, A),
+        block(150, WORKER, Stage::Issue, 40, "R"),
+        block(160, A, Stage::Complete, 40, "R"),
+        ev(170, A, What::UringComplete { req: 0xc, res: 0 }),
+    ]);
+    let p = &reqs[0].points;
+    let got: Vec<(u32, u64, Layer)> = p.iter().map(|p| (p.tid, p.time, p.layer)).collect();
+    assert_eq!(
+        got,
+        [
+            (A, 100, Layer::Syscall),
+            (A, 101, Layer::Sqe),
+            (WORKER, 150, Layer::Issue),
+            (A, 160, Layer::Complete),
+            (A, 170, Layer::Cqe),
+            // Posted outside a system call: seen at once.
+            (A, 170, Layer::Reap),
+        ]
+    );
+    assert_eq!(reqs[0].reaper.as_ref().unwrap().call, "task_work");
+}

@@ -1,0 +1,293 @@
+//! `record -k` + `report --io` on the I/O testprogs, on this machine's kernel (event mode, or
+//! function_graph where the kernel has it): the two 512-byte O_DIRECT reads of
+//! testprogs/aio_read linked to their io_submit and to the io_getevents that reaped them,
+//! those of testprogs/uring_read to their SQEs (user_data 1 and 2) and to the io_uring_enter
+//! that posted their CQEs, testprogs/sync_write's O_SYNC writes waited for in pwrite64; each
+//! read at the sector FIEMAP gives for its file offset; every request's layers in time order
+//! and summing to its total. Needs root, tracefs with block events, and a directory on a
+//! block device: skipped (with a message) without.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::util::{self, Mode};
+
+const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// The I/O testprogs: they need libaio / liburing (tests/setup.sh installs them) and are
+/// covered here rather than by the record matrix or the slow-path comparison.
+pub fn covers(name: &str) -> bool {
+    ["aio_read", "uring_read", "sync_write"].contains(&name)
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Whether the kernel's block (and `extra`) events can be recorded here.
+fn possible(extra: &str) -> bool {
+    if !is_root() {
+        return false;
+    }
+    if !Path::new(TRACEFS).join("trace").exists() {
+        let _ = Command::new("mount")
+            .args(["-t", "tracefs", "nodev", TRACEFS])
+            .status();
+    }
+    let events = Path::new(TRACEFS).join("events");
+    events.join("block/block_rq_issue/format").exists() && events.join(extra).exists()
+}
+
+/// `major,minor` of a directory's filesystem when it is a block device's.
+fn block_device(dir: &Path) -> Option<(u64, u64)> {
+    let dev = std::fs::metadata(dir).ok()?.dev();
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    Path::new(&format!("/sys/dev/block/{major}:{minor}"))
+        .exists()
+        .then_some((major, minor))
+}
+
+/// A scratch directory on a block-backed filesystem (O_DIRECT and block requests need one;
+/// /tmp is often a tmpfs): the first of /var/tmp, /tmp and the build directory that is.
+fn block_dir() -> Option<tempfile::TempDir> {
+    let target = util::utrace_bin().parent().map(Path::to_path_buf);
+    [PathBuf::from("/var/tmp"), PathBuf::from("/tmp")]
+        .into_iter()
+        .chain(target)
+        .find(|d| block_device(d).is_some())
+        .and_then(|d| tempfile::tempdir_in(d).ok())
+}
+
+/// One request of the `# worst requests` list.
+#[derive(Debug)]
+struct Req {
+    total_us: f64,
+    kind: String,
+    dev: String,
+    sector: u64,
+    bytes: u64,
+    submitted: String,
+    /// (layer, microseconds since the previous point; 0 for the first).
+    path: Vec<(String, f64)>,
+    reaped: Option<String>,
+}
+
+fn micros(num: &str, unit: &str) -> f64 {
+    let v: f64 = num.parse().unwrap_or_else(|_| panic!("not a time: {num}"));
+    match unit {
+        "us" => v,
+        "ms" => v * 1e3,
+        "s" => v * 1e6,
+        _ => panic!("unit {unit}"),
+    }
+}
+
+/// The requests of `report --io`'s worst list (all of them when at most 10).
+fn parse(report: &str) -> Vec<Req> {
+    let mut out: Vec<Req> = Vec::new();
+    let list = report
+        .split("# worst requests (by total)\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no worst list:\n{report}"));
+    for line in list.lines() {
+        let t = line.trim_start();
+        if let Some(rest) = t.strip_prefix("submitted: ") {
+            out.last_mut().unwrap().submitted = rest.to_string();
+        } else if let Some(rest) = t.strip_prefix("path: ") {
+            let mut path = Vec::new();
+            for step in rest.split(" > ") {
+                let w: Vec<&str> = step.split_whitespace().collect();
+                let us = match w.as_slice() {
+                    [_, "0"] => 0.0,
+                    [_, d, unit] => {
+                        assert!(d.starts_with('+'), "a step back in time: {line}");
+                        micros(&d[1..], unit)
+                    }
+                    _ => panic!("bad path step {step:?} in {line}"),
+                };
+                path.push((w[0].to_string(), us));
+            }
+            out.last_mut().unwrap().path = path;
+        } else if let Some(rest) = t.strip_prefix("reaped by ") {
+            out.last_mut().unwrap().reaped = Some(rest.to_string());
+        } else if t.starts_with("not reaped") {
+        } else if let Some((_, rest)) = t.split_once(". ") {
+            // `1. 117.384 us  read 254,0 sector 240282736 + 1 (512 bytes, RS) tid 21894`
+            let w: Vec<&str> = rest.split_whitespace().collect();
+            out.push(Req {
+                total_us: micros(w[0], w[1]),
+                kind: w[2].to_string(),
+                dev: w[3].to_string(),
+                sector: w[5].parse().unwrap(),
+                bytes: w[8].trim_start_matches('(').parse().unwrap(),
+                submitted: String::new(),
+                path: Vec::new(),
+                reaped: None,
+            });
+        }
+    }
+    out
+}
+
+/// Records `prog` (linked with `libs`) with -k on a file of a block-backed directory; its
+/// stdout and the requests of `report --io`, checked for what holds for every request.
+fn record(prog: &str, libs: &[&str]) -> Option<(String, Vec<Req>)> {
+    let Some(scratch) = block_dir() else {
+        eprintln!("kernel_io skipped: no directory on a block device");
+        return None;
+    };
+    let exe = util::testprog_with(prog, Mode::Pg, libs);
+    let _tracefs = util::tracefs_lock();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.args(["record", "--no-event", "-k", "-d"])
+        .arg(&dir)
+        .arg(&exe)
+        .arg(scratch.path().join(format!("{prog}.dat")));
+    let recorded = util::run(cmd);
+    recorded.assert_success();
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.args(["report", "--io", "--no-pager", "-d"]).arg(&dir);
+    let report = util::run(cmd);
+    report.assert_success();
+    let reqs = parse(&report.stdout);
+    for r in &reqs {
+        let sum: f64 = r.path.iter().map(|p| p.1).sum();
+        // Each time is printed to 3 decimals of its unit (ns for us, us for ms).
+        let slack = 0.001 * (r.path.len() as f64 + 1.0) + 0.001 * (sum + r.total_us);
+        if r.path.first().is_some_and(|p| p.0 == "syscall") && r.reaped.is_some() {
+            assert!((sum - r.total_us).abs() <= slack, "{r:?}\n{report}");
+        }
+    }
+    Some((recorded.stdout, reqs))
+}
+
+/// The two 512-byte reads: at the sectors of file offsets 0 and 4096 (FIEMAP's extent, plus
+/// the partition's start), each submitted by `submit_call` under submit_reads and reaped by
+/// `reap_call` under reap_reads.
+fn check_reads(stdout: &str, reqs: &[Req], submit_call: &str, reap_call: &str) {
+    let mut reads: Vec<&Req> = reqs
+        .iter()
+        .filter(|r| r.kind == "read" && r.submitted.contains("submit_reads"))
+        .collect();
+    reads.sort_by_key(|r| r.sector);
+    assert_eq!(reads.len(), 2, "{reqs:#?}");
+    assert_eq!(reads[1].sector - reads[0].sector, 8, "{reqs:#?}");
+    if let Some(extent) = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("extent: ")?.trim().parse::<u64>().ok())
+    {
+        let (major, minor) = reads[0].dev.split_once(',').unwrap();
+        let start = std::fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/start"))
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        assert_eq!(reads[0].sector, extent / 512 + start, "{reqs:#?}");
+    }
+    for r in reads {
+        assert_eq!(r.bytes, 512);
+        assert!(r.submitted.contains(&format!("[{submit_call}]")), "{r:?}");
+        let reaped = r.reaped.as_deref().unwrap_or_else(|| panic!("{r:?}"));
+        assert!(reaped.starts_with(&format!("{reap_call} in ")), "{r:?}");
+        assert!(reaped.contains("reap_reads"), "{r:?}");
+        let layers: Vec<&str> = r.path.iter().map(|p| p.0.as_str()).collect();
+        for l in ["syscall", "issue", "complete", "reap"] {
+            assert!(layers.contains(&l), "{r:?}");
+        }
+    }
+}
+
+#[test]
+fn aio_reads_link_io_submit_to_their_io_getevents() {
+    if !possible("syscalls/sys_exit_io_getevents/format") {
+        eprintln!("kernel_io skipped: needs root and tracefs with block and syscalls events");
+        return;
+    }
+    let Some((stdout, reqs)) = record("aio_read", &["-laio"]) else {
+        return;
+    };
+    assert!(stdout.contains("reads: 2"), "{stdout}");
+    check_reads(&stdout, &reqs, "io_submit", "io_getevents");
+    assert!(reqs
+        .iter()
+        .filter(|r| r.kind == "read")
+        .all(|r| r.submitted.contains("aio ctx 0x")));
+}
+
+#[test]
+fn uring_reads_link_their_sqes_to_the_cqes() {
+    if !possible("io_uring/io_uring_complete/format") {
+        eprintln!("kernel_io skipped: needs root and tracefs with block and io_uring events");
+        return;
+    }
+    let Some((stdout, reqs)) = record("uring_read", &["-luring"]) else {
+        return;
+    };
+    assert!(stdout.contains("reads: 2"), "{stdout}");
+    check_reads(&stdout, &reqs, "io_uring_enter", "io_uring_enter");
+    let mut user_data: Vec<&str> = reqs
+        .iter()
+        .filter(|r| r.kind == "read")
+        .map(|r| {
+            assert!(r.submitted.contains(" res 512"), "{r:?}");
+            let path: Vec<&str> = r.path.iter().map(|p| p.0.as_str()).collect();
+            assert!(path.contains(&"sqe") && path.contains(&"cqe"), "{r:?}");
+            r.submitted.split("user_data ").nth(1).unwrap_or("")
+        })
+        .collect();
+    user_data.sort_unstable();
+    assert_eq!(user_data, ["0x1 res 512", "0x2 res 512"]);
+}
+
+#[test]
+fn sync_writes_are_waited_for_in_their_call() {
+    if !possible("block/block_rq_complete/format") {
+        eprintln!("kernel_io skipped: needs root and tracefs with block events");
+        return;
+    }
+    let Some((stdout, reqs)) = record("sync_write", &[]) else {
+        return;
+    };
+    assert!(stdout.contains("sync_write: ok"), "{stdout}");
+    // Both blocks' data went to the device inside pwrite64 (O_SYNC), which waited for them.
+    let writes: Vec<&Req> = reqs
+        .iter()
+        .filter(|r| r.kind == "write" && r.submitted.contains("write_block"))
+        .collect();
+    let data = writes.iter().filter(|r| r.bytes >= 4096).count();
+    assert!(data >= 2, "{reqs:#?}");
+    for r in writes {
+        assert!(r.submitted.contains("[pwrite64]"), "{r:?}");
+        let reaped = r.reaped.as_deref().unwrap_or_else(|| panic!("{r:?}"));
+        assert!(reaped.starts_with("pwrite64 in "), "{r:?}");
+    }
+    // A device with a volatile write cache is flushed for it.
+    let dev = reqs[0].dev.replace(',', ":");
+    let cache = std::fs::read_to_string(format!("/sys/dev/block/{dev}/queue/write_cache"))
+        .unwrap_or_default();
+    if cache.trim() == "write back" {
+        assert!(reqs.iter().any(|r| r.kind == "flush"), "{reqs:#?}");
+    }
+}
+
+/// Without kernel data (no -k), `report --io` says there is nothing to report and succeeds.
+#[test]
+fn report_io_without_kernel_data_says_so() {
+    let exe = util::testprog("abc", Mode::Pg);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.args(["record", "--no-event", "-d"]).arg(&dir).arg(&exe);
+    util::run(cmd).assert_success();
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.args(["report", "--io", "--no-pager", "-d"]).arg(&dir);
+    let out = util::run(cmd);
+    out.assert_success();
+    assert!(out.stdout.starts_with("# no I/O requests: "), "{out}");
+}
