@@ -12,6 +12,7 @@ pub mod graphviz;
 pub mod histogram;
 pub mod info;
 pub mod mermaid;
+pub mod perfetto;
 pub mod replay;
 pub mod report;
 pub mod task_graph;

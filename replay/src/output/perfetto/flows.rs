@@ -1,0 +1,183 @@
+//! Flows of `dump --perfetto`: the arrows Perfetto draws from one slice or instant to the
+//! next one carrying the same flow id (`TrackEvent.flow_ids`), a chain ended by
+//! `terminating_flow_ids`.
+//!
+//! The writer asks a [`FlowHook`] about every slice it begins and every instant it writes, as
+//! the walk reaches them: the hook names the flow ids to attach ([`FlowIds`]). Since the
+//! output is streamed, a hook must derive ids from what it has seen so far (a request's key,
+//! a counter handed over through a queue), never from what comes later. A module that links
+//! the records of one I/O request (submission, device issue, completion, reaping) is such a
+//! hook; [`Spawns`], the one shipped, links each call that creates a thread or a process to
+//! the first slice of the task it created. [`Hooks`] chains several.
+
+use record_format::task::TaskLine;
+use record_format::TraceDir;
+use std::collections::{HashMap, VecDeque};
+
+/// Where a flow can attach: the slice a shown entry begins, or an instant (an event).
+#[derive(Debug, Clone, Copy)]
+pub enum Anchor<'a> {
+    Slice {
+        task: usize,
+        tid: u32,
+        time: u64,
+        /// The function's name.
+        name: &'a str,
+        /// A kernel function (`-k`).
+        kernel: bool,
+    },
+    Instant {
+        task: usize,
+        tid: u32,
+        time: u64,
+        /// The event's text as replay shows it, `name (fields)`.
+        text: &'a str,
+        /// A kernel tracepoint (`-k`).
+        kernel: bool,
+    },
+}
+
+impl Anchor<'_> {
+    pub fn task(&self) -> usize {
+        match *self {
+            Anchor::Slice { task, .. } | Anchor::Instant { task, .. } => task,
+        }
+    }
+}
+
+/// The flow ids a hook attaches to one anchor.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct FlowIds {
+    /// Flows that go on from here (begun here, or passing through).
+    pub flows: Vec<u64>,
+    /// Flows that end here.
+    pub terminating: Vec<u64>,
+}
+
+impl FlowIds {
+    /// Attaches flow `id`: it begins here, or goes on from here if an earlier anchor has it.
+    pub fn flow(&mut self, id: u64) {
+        self.flows.push(id);
+    }
+
+    /// Ends flow `id` here (after this, the id may be used for a new flow).
+    pub fn terminate(&mut self, id: u64) {
+        self.terminating.push(id);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.flows.is_empty() && self.terminating.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.flows.clear();
+        self.terminating.clear();
+    }
+}
+
+/// Names the flows of each slice and instant, in time order.
+pub trait FlowHook {
+    fn flows(&mut self, at: &Anchor<'_>, ids: &mut FlowIds);
+}
+
+/// No flows.
+#[derive(Debug, Default)]
+pub struct NoFlows;
+
+impl FlowHook for NoFlows {
+    fn flows(&mut self, _: &Anchor<'_>, _: &mut FlowIds) {}
+}
+
+/// Several hooks, each asked in turn.
+#[derive(Default)]
+pub struct Hooks<'h>(pub Vec<&'h mut dyn FlowHook>);
+
+impl FlowHook for Hooks<'_> {
+    fn flows(&mut self, at: &Anchor<'_>, ids: &mut FlowIds) {
+        for h in &mut self.0 {
+            h.flows(at, ids);
+        }
+    }
+}
+
+/// The user-level calls that create a task.
+const SPAWN_CALLS: [&str; 7] = [
+    "pthread_create",
+    "fork",
+    "vfork",
+    "clone",
+    "clone3",
+    "posix_spawn",
+    "posix_spawnp",
+];
+
+/// Flows from each call that creates a thread or process to the first slice of the task it
+/// created: a thread is created by its process, a process (a `FORK` line of task.txt) by its
+/// parent. The creations of a process are matched with its new tasks in order (ids
+/// `base + n`); memory: the creations not matched yet.
+#[derive(Debug)]
+pub struct Spawns {
+    /// Per task: the process that created it (`None` for the first task, or unknown).
+    creator: Vec<Option<u32>>,
+    /// Per task: its process.
+    pid: Vec<u32>,
+    /// Per task: a slice of it was seen.
+    seen: Vec<bool>,
+    /// Per creating process: the flows of its creations not matched yet, oldest first.
+    pending: HashMap<u32, VecDeque<u64>>,
+    next: u64,
+}
+
+impl Spawns {
+    /// Flow ids start at `base` (kept apart from other hooks' ids).
+    pub fn new(dir: &TraceDir, base: u64) -> Spawns {
+        let mut pid = Vec::with_capacity(dir.data.len());
+        let mut creator = Vec::with_capacity(dir.data.len());
+        for d in &dir.data {
+            let p = crate::walk::timed::task_pid(dir, d.tid);
+            pid.push(p);
+            let forked = dir.tasks.iter().find_map(|t| match t {
+                TaskLine::Fork { pid: c, ppid, .. } if *c == d.tid => Some(*ppid),
+                _ => None,
+            });
+            creator.push(if p != d.tid { Some(p) } else { forked });
+        }
+        Spawns {
+            seen: vec![false; pid.len()],
+            creator,
+            pid,
+            pending: HashMap::new(),
+            next: base,
+        }
+    }
+}
+
+impl FlowHook for Spawns {
+    fn flows(&mut self, at: &Anchor<'_>, ids: &mut FlowIds) {
+        let Anchor::Slice {
+            task, name, kernel, ..
+        } = *at
+        else {
+            return;
+        };
+        if task >= self.seen.len() {
+            return;
+        }
+        if !self.seen[task] {
+            self.seen[task] = true;
+            let queue = self.creator[task].and_then(|c| self.pending.get_mut(&c));
+            if let Some(id) = queue.and_then(|q| q.pop_front()) {
+                ids.terminate(id);
+            }
+        }
+        if !kernel && SPAWN_CALLS.contains(&name) {
+            let id = self.next;
+            self.next += 1;
+            self.pending
+                .entry(self.pid[task])
+                .or_default()
+                .push_back(id);
+            ids.flow(id);
+        }
+    }
+}

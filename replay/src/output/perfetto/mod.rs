@@ -1,0 +1,513 @@
+//! `dump --perfetto`: Perfetto's native protobuf trace (a `Trace`, whose packets are written
+//! one by one as its field 1, so the output is a stream), for the Perfetto UI and its trace
+//! processor at any trace size.
+//!
+//! ```text
+//! timed::Walk ── Call (entry/exit) ──▶ TrackEvent SLICE_BEGIN / SLICE_END on the task's track
+//!             ── EventCall ─────────▶ TrackEvent INSTANT
+//! perf-cpu*.dat ── states::Switches ─▶ GenericKernelTaskStateEvent (thread state strip)
+//! FlowHook ── FlowIds ──────────────▶ flow_ids / terminating_flow_ids of slices and instants
+//! ```
+//!
+//! Layout of the output:
+//! * sequence 1: a `TrackDescriptor` per process and one per task (its thread), then the
+//!   thread states, with their own timestamps;
+//! * one packet sequence per task (`trusted_packet_sequence_id` = 2 + task index), whose
+//!   first packet clears the incremental state and sets the sequence's default track (the
+//!   task's), so its events carry no track id. Function and event names, annotation names and
+//!   source locations are interned per sequence (`InternedData`) the first time the sequence
+//!   uses them: a function's name iid is its id + 1.
+//! * timestamps are the recorded ones, in nanoseconds;
+//! * arguments and return values are debug annotations `args` and `retval` of the slice
+//!   (the return value given with the slice's end, which the trace processor adds to the
+//!   slice), an event's fields the annotation `fields` of its instant; a function's source
+//!   location (`file:line` of the recording's debug info) is the slice's interned
+//!   `SourceLocation`;
+//! * kernel functions and tracepoints (`-k`) are in the same tracks, with category `kernel`.
+//!
+//! Memory is per task (its sequence's interned ids as bit sets, its open slice count) and per
+//! function name met, never per record: the packets are encoded into one reused buffer.
+
+pub mod flows;
+pub mod proto;
+pub mod states;
+
+use super::dump::{write_notices, DumpOptions};
+use crate::config::Config;
+use crate::walk::timed::{Call, EventCall, Sink, Walk};
+use crate::Result;
+use flows::{Anchor, FlowHook, FlowIds, Spawns};
+use prost::encoding::{encode_key, WireType};
+use prost::Message;
+use proto::*;
+use record_format::TraceDir;
+use states::{Switch, Switches};
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+/// The sequence of the descriptors and thread states.
+const SEQ_GLOBAL: u32 = 1;
+/// Track uuids: a task's thread track, a process's track.
+const THREAD_UUID: u64 = 1 << 32;
+const PROCESS_UUID: u64 = 2 << 32;
+/// Interned debug annotation names and categories, the same in every sequence.
+const ANN_ARGS: u64 = 1;
+const ANN_RETVAL: u64 = 2;
+const ANN_FIELDS: u64 = 3;
+const CAT_KERNEL: u64 = 1;
+/// Event names are interned after the function names: iid EVENT_IID + n.
+const EVENT_IID: u64 = 1 << 40;
+/// Encoded packets are written out once the buffer holds this much.
+const FLUSH_AT: usize = 1 << 20;
+/// Flow ids of the shipped [`Spawns`] hook start here.
+const SPAWN_FLOW_BASE: u64 = 1;
+
+/// A set of small ids.
+#[derive(Debug, Default)]
+struct Bits(Vec<u64>);
+
+impl Bits {
+    /// Adds `i`; whether it was new.
+    fn insert(&mut self, i: u64) -> bool {
+        let (w, b) = ((i / 64) as usize, i % 64);
+        if self.0.len() <= w {
+            self.0.resize(w + 1, 0);
+        }
+        let new = self.0[w] & (1 << b) == 0;
+        self.0[w] |= 1 << b;
+        new
+    }
+}
+
+/// One task's packet sequence.
+#[derive(Debug, Default)]
+struct Seq {
+    started: bool,
+    /// Function ids whose name (and location) this sequence interned.
+    names: Bits,
+    /// Event names interned (iid - EVENT_IID).
+    events: Bits,
+    /// Slices begun and not ended.
+    open: u32,
+}
+
+struct Writer<'w, 'h> {
+    out: &'w mut dyn Write,
+    buf: Vec<u8>,
+    /// The packet being built, its track event and interned data (kept for their buffers).
+    pkt: TracePacket,
+    ev: TrackEvent,
+    interned: InternedData,
+    /// An annotation not in use (kept for its string buffer).
+    spare: Option<DebugAnnotation>,
+    seqs: Vec<Seq>,
+    /// Per task: its name and tid (thread states carry them).
+    tasks: Vec<(String, u32)>,
+    event_iids: HashMap<String, u64>,
+    flows: &'h mut dyn FlowHook,
+    ids: FlowIds,
+    switches: Option<Switches>,
+    lost: u64,
+}
+
+impl Writer<'_, '_> {
+    /// Appends the packet to the output as one `Trace.packet` field.
+    fn emit(&mut self) -> io::Result<()> {
+        encode_key(TRACE_PACKET_FIELD, WireType::LengthDelimited, &mut self.buf);
+        // A Vec grows as needed: encoding into it cannot run out of room.
+        let _ = self.pkt.encode_length_delimited(&mut self.buf);
+        if self.buf.len() >= FLUSH_AT {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// A packet of sequence 1 with `data` set by `set`.
+    fn global(&mut self, time: Option<u64>, set: impl FnOnce(&mut TracePacket)) -> io::Result<()> {
+        let mut p = TracePacket {
+            timestamp: time,
+            trusted_packet_sequence_id: Some(SEQ_GLOBAL),
+            ..Default::default()
+        };
+        set(&mut p);
+        std::mem::swap(&mut self.pkt, &mut p);
+        let r = self.emit();
+        std::mem::swap(&mut self.pkt, &mut p);
+        r
+    }
+
+    /// The process and thread tracks.
+    fn descriptors(&mut self, tasks: &[crate::walk::timed::TaskInfo]) -> io::Result<()> {
+        let mut pids: Vec<(u32, &str)> = Vec::new();
+        for t in tasks {
+            if !pids.iter().any(|p| p.0 == t.pid) {
+                let main = tasks.iter().find(|m| m.tid == t.pid).unwrap_or(t);
+                pids.push((t.pid, &main.comm));
+            }
+        }
+        for (pid, comm) in pids {
+            self.global(None, |p| {
+                p.track_descriptor = Some(TrackDescriptor {
+                    uuid: Some(PROCESS_UUID + u64::from(pid)),
+                    process: Some(ProcessDescriptor {
+                        pid: Some(pid as i32),
+                        process_name: Some(comm.to_string()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                })
+            })?;
+        }
+        for (i, t) in tasks.iter().enumerate() {
+            self.global(None, |p| {
+                p.track_descriptor = Some(TrackDescriptor {
+                    uuid: Some(THREAD_UUID + i as u64),
+                    parent_uuid: Some(PROCESS_UUID + u64::from(t.pid)),
+                    thread: Some(ThreadDescriptor {
+                        pid: Some(t.pid as i32),
+                        tid: Some(t.tid as i32),
+                        thread_name: Some(t.comm.clone()),
+                    }),
+                    ..Default::default()
+                })
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Writes the thread states up to `time`.
+    fn states_until(&mut self, time: u64) -> io::Result<()> {
+        while let Some(s) = self.switches.as_mut().and_then(|w| w.next_until(time)) {
+            self.state(s)?;
+        }
+        Ok(())
+    }
+
+    fn state(&mut self, s: Switch) -> io::Result<()> {
+        let (comm, tid) = self.tasks.get(s.task).cloned().unwrap_or_default();
+        self.global(Some(s.time), |p| {
+            p.generic_kernel_task_state_event = Some(GenericKernelTaskStateEvent {
+                cpu: Some(s.cpu as i32),
+                comm: Some(comm),
+                tid: Some(i64::from(tid)),
+                state: Some(s.state),
+            })
+        })
+    }
+
+    /// Starts the packet of an event of task `task` at `time` on the task's sequence; the
+    /// sequence's first packet clears its state and sets its track.
+    fn begin(&mut self, task: usize, time: u64) {
+        let p = &mut self.pkt;
+        p.timestamp = Some(time);
+        p.trusted_packet_sequence_id = Some(2 + task as u32);
+        let seq = &mut self.seqs[task];
+        if seq.started {
+            p.sequence_flags = Some(SEQ_NEEDS_INCREMENTAL_STATE);
+            p.first_packet_on_sequence = None;
+            p.trace_packet_defaults = None;
+            return;
+        }
+        seq.started = true;
+        p.sequence_flags = Some(SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE);
+        p.first_packet_on_sequence = Some(true);
+        p.trace_packet_defaults = Some(TracePacketDefaults {
+            track_event_defaults: Some(TrackEventDefaults {
+                track_uuid: Some(THREAD_UUID + task as u64),
+            }),
+        });
+        let i = &mut self.interned;
+        for (iid, name) in [
+            (ANN_ARGS, "args"),
+            (ANN_RETVAL, "retval"),
+            (ANN_FIELDS, "fields"),
+        ] {
+            i.debug_annotation_names.push(interned_name(iid, name));
+        }
+        i.event_categories.push(interned_name(CAT_KERNEL, "kernel"));
+    }
+
+    /// Sets annotation `iid` of the event to `value`, or none.
+    fn annotate(&mut self, iid: u64, value: Option<&str>) {
+        let anns = &mut self.ev.debug_annotations;
+        match value {
+            Some(v) => {
+                let mut a = anns.pop().or_else(|| self.spare.take()).unwrap_or_default();
+                a.name_iid = Some(iid);
+                let s = a.string_value.get_or_insert_with(String::new);
+                s.clear();
+                s.push_str(v);
+                anns.push(a);
+            }
+            None => {
+                if let Some(a) = anns.pop() {
+                    self.spare = Some(a);
+                }
+            }
+        }
+    }
+
+    /// Writes the packet begun with [`Writer::begin`] with the event and flows set.
+    fn finish(&mut self) -> io::Result<()> {
+        self.ev.flow_ids.clear();
+        self.ev.flow_ids.extend_from_slice(&self.ids.flows);
+        self.ev.terminating_flow_ids.clear();
+        self.ev
+            .terminating_flow_ids
+            .extend_from_slice(&self.ids.terminating);
+        let i = &self.interned;
+        if !(i.event_names.is_empty()
+            && i.debug_annotation_names.is_empty()
+            && i.source_locations.is_empty()
+            && i.event_categories.is_empty())
+        {
+            self.pkt.interned_data = Some(std::mem::take(&mut self.interned));
+        }
+        self.pkt.track_event = Some(std::mem::take(&mut self.ev));
+        let r = self.emit();
+        self.ev = self.pkt.track_event.take().unwrap_or_default();
+        if let Some(mut i) = self.pkt.interned_data.take() {
+            i.event_names.clear();
+            i.debug_annotation_names.clear();
+            i.source_locations.clear();
+            i.event_categories.clear();
+            self.interned = i;
+        }
+        r
+    }
+
+    /// The iid of event name `name` (interned in every sequence that uses it).
+    fn event_iid(&mut self, name: &str) -> u64 {
+        if let Some(&iid) = self.event_iids.get(name) {
+            return iid;
+        }
+        let iid = EVENT_IID + self.event_iids.len() as u64;
+        self.event_iids.insert(name.to_string(), iid);
+        iid
+    }
+}
+
+fn interned_name(iid: u64, name: &str) -> InternedName {
+    InternedName {
+        iid: Some(iid),
+        name: Some(name.to_string()),
+    }
+}
+
+/// `file:line` as a source location of `func`.
+fn source_location(iid: u64, func: &str, loc: &str) -> SourceLocation {
+    let (file, line) = match loc.rsplit_once(':') {
+        Some((f, l)) if l.parse::<u32>().is_ok() => (f, l.parse().ok()),
+        _ => (loc, None),
+    };
+    SourceLocation {
+        iid: Some(iid),
+        file_name: Some(file.to_string()),
+        function_name: Some(func.to_string()),
+        line_number: line,
+    }
+}
+
+/// An event's text as its name and fields: `name (fields)`.
+fn split_event(text: &str) -> (&str, Option<&str>) {
+    match text.find(" (") {
+        Some(i) if text.ends_with(')') => (&text[..i], Some(&text[i + 2..text.len() - 1])),
+        _ => (text, None),
+    }
+}
+
+impl Sink for Writer<'_, '_> {
+    fn wants_args(&self) -> bool {
+        true
+    }
+
+    fn wants_events(&self) -> bool {
+        true
+    }
+
+    fn call(&mut self, c: &Call<'_>) -> io::Result<()> {
+        self.states_until(c.time)?;
+        let task = c.task;
+        if task >= self.seqs.len() {
+            return Ok(());
+        }
+        self.ids.clear();
+        if c.exit {
+            // An exit whose entry was not written (a fork child's first return) ends nothing.
+            if self.seqs[task].open == 0 {
+                return Ok(());
+            }
+            self.seqs[task].open -= 1;
+            self.begin(task, c.time);
+            let ev = &mut self.ev;
+            ev.r#type = Some(TYPE_SLICE_END);
+            ev.name_iid = None;
+            ev.category_iids.clear();
+            ev.source_location_iid = None;
+            self.annotate(ANN_RETVAL, c.args);
+            return self.finish();
+        }
+        self.seqs[task].open += 1;
+        self.begin(task, c.time);
+        let iid = match c.func {
+            Some(f) => {
+                let iid = u64::from(f) + 1;
+                if self.seqs[task].names.insert(iid) {
+                    self.interned.event_names.push(interned_name(iid, c.name));
+                    if let Some(loc) = c.srcline {
+                        let l = source_location(iid, c.name, loc);
+                        self.interned.source_locations.push(l);
+                    }
+                }
+                iid
+            }
+            None => self.event_name(task, c.name),
+        };
+        let kernel = c.module == "[kernel]";
+        let ev = &mut self.ev;
+        ev.r#type = Some(TYPE_SLICE_BEGIN);
+        ev.name_iid = Some(iid);
+        ev.source_location_iid = c.srcline.map(|_| iid);
+        ev.category_iids.clear();
+        if kernel {
+            ev.category_iids.push(CAT_KERNEL);
+        }
+        self.annotate(ANN_ARGS, c.args);
+        let at = Anchor::Slice {
+            task,
+            tid: c.tid,
+            time: c.time,
+            name: c.name,
+            kernel,
+        };
+        self.flows.flows(&at, &mut self.ids);
+        self.finish()
+    }
+
+    fn event(&mut self, e: &EventCall<'_>) -> io::Result<()> {
+        self.states_until(e.time)?;
+        let task = e.task;
+        if task >= self.seqs.len() {
+            return Ok(());
+        }
+        self.ids.clear();
+        self.begin(task, e.time);
+        let (name, fields) = split_event(e.text);
+        let iid = self.event_name(task, name);
+        let ev = &mut self.ev;
+        ev.r#type = Some(TYPE_INSTANT);
+        ev.name_iid = Some(iid);
+        ev.source_location_iid = None;
+        ev.category_iids.clear();
+        if e.kernel {
+            ev.category_iids.push(CAT_KERNEL);
+        }
+        self.annotate(ANN_FIELDS, fields);
+        let at = Anchor::Instant {
+            task,
+            tid: e.tid,
+            time: e.time,
+            text: e.text,
+            kernel: e.kernel,
+        };
+        self.flows.flows(&at, &mut self.ids);
+        self.finish()
+    }
+
+    fn lost(&mut self) {
+        self.lost += 1;
+    }
+}
+
+impl Writer<'_, '_> {
+    /// The iid of event name `name`, interned in `task`'s sequence if it was not yet.
+    fn event_name(&mut self, task: usize, name: &str) -> u64 {
+        let iid = self.event_iid(name);
+        if self.seqs[task].events.insert(iid - EVENT_IID) {
+            self.interned.event_names.push(interned_name(iid, name));
+        }
+        iid
+    }
+}
+
+/// Writes the Perfetto trace of `dir`, with the flows of the shipped hooks (a thread or
+/// process creation to the created task's first slice); returns the warnings.
+pub fn dump(
+    dir: &TraceDir,
+    cfg: &Config,
+    opts: &DumpOptions,
+    out: &mut dyn Write,
+    warn: &mut dyn FnMut(&str),
+) -> Result<Vec<String>> {
+    let mut spawns = Spawns::new(dir, SPAWN_FLOW_BASE);
+    dump_with_flows(dir, cfg, opts, out, warn, &mut spawns)
+}
+
+/// [`dump`] with the flows `flows` names.
+pub fn dump_with_flows(
+    dir: &TraceDir,
+    cfg: &Config,
+    opts: &DumpOptions,
+    out: &mut dyn Write,
+    warn: &mut dyn FnMut(&str),
+    flows: &mut dyn FlowHook,
+) -> Result<Vec<String>> {
+    // Source locations whenever the recording has them.
+    let cfg = Config {
+        srcline: true,
+        ..cfg.clone()
+    };
+    let walk = Walk::with_sched(dir, &cfg, opts.no_args, false);
+    // The output is binary: the notices go with the warnings.
+    let mut notices = Vec::new();
+    write_notices(&mut notices, &walk.notices)?;
+    for line in String::from_utf8_lossy(&notices).lines() {
+        warn(line);
+    }
+    let tasks: Vec<(String, u32)> = walk
+        .tasks()
+        .iter()
+        .map(|t| (t.comm.clone(), t.tid))
+        .collect();
+    let show_states = !(cfg.no_sched || cfg.no_event);
+    let switches = show_states.then(|| {
+        let allowed = tasks
+            .iter()
+            .map(|(_, tid)| cfg.tids.is_empty() || cfg.tids.contains(tid))
+            .collect();
+        Switches::new(dir, allowed)
+    });
+    let mut w = Writer {
+        out,
+        buf: Vec::with_capacity(FLUSH_AT + 4096),
+        pkt: TracePacket::default(),
+        ev: TrackEvent::default(),
+        interned: InternedData::default(),
+        spare: None,
+        seqs: (0..tasks.len()).map(|_| Seq::default()).collect(),
+        tasks,
+        event_iids: HashMap::new(),
+        flows,
+        ids: FlowIds::default(),
+        switches,
+        lost: 0,
+    };
+    w.descriptors(walk.tasks())?;
+    let warnings = walk.run(&mut w)?;
+    w.states_until(u64::MAX)?;
+    w.flush()?;
+    if w.lost > 0 {
+        warn(&format!(
+            "Some of function trace records are lost. ({} times shown)",
+            w.lost
+        ));
+    }
+    Ok(warnings)
+}
