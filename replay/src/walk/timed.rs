@@ -52,6 +52,11 @@ pub trait Sink {
     fn wants_args(&self) -> bool {
         false
     }
+    /// Whether [`Call::srcline`] should be looked up for an entry of `func` (with
+    /// `--srcline`); a sink that keeps the locations it saw says no the second time.
+    fn wants_srcline(&mut self, _func: FuncId) -> bool {
+        true
+    }
     fn call(&mut self, call: &Call<'_>) -> io::Result<()>;
     /// A LOST record.
     fn lost(&mut self) {}
@@ -223,7 +228,7 @@ impl<'d> Walk<'d> {
                 name: &self.core.merge.sym.func(head.func).name,
                 module: &self.core.merge.sym.func(head.func).module,
                 args: has_args.then_some(args.as_str()),
-                srcline: match exit || !self.srcline {
+                srcline: match exit || !self.srcline || !sink.wants_srcline(head.func) {
                     true => None,
                     false => self.core.merge.sym.srcline(head.func).map(|l| l.text()),
                 },

@@ -53,7 +53,10 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     };
     notices.flush();
     if format == DumpFormat::Perfetto && std::io::stdout().is_terminal() {
-        anyhow::bail!("--perfetto writes a binary trace: redirect the output to a file or a pipe");
+        crate::diag::line(
+            "utrace: dump --perfetto writes a binary trace: redirect standard output to a file or a pipe",
+        );
+        return Ok(ExitCode::from(1));
     }
 
     let mut out = Output::start(!common.no_pager && format != DumpFormat::Perfetto);

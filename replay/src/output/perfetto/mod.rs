@@ -57,8 +57,8 @@ const ANN_FIELDS: u64 = 3;
 const CAT_KERNEL: u64 = 1;
 /// Event names are interned after the function names: iid EVENT_IID + n.
 const EVENT_IID: u64 = 1 << 40;
-/// Encoded packets are written out once the buffer holds this much.
-const FLUSH_AT: usize = 1 << 20;
+/// Size of the buffer the packets are encoded into (written out when full).
+const BUFFER: usize = 1 << 20;
 /// Flow ids of the shipped [`Spawns`] hook start here.
 const SPAWN_FLOW_BASE: u64 = 1;
 
@@ -91,12 +91,51 @@ struct Seq {
     open: u32,
 }
 
-struct Writer<'w, 'h> {
+/// The encoded packets not written yet: one buffer, encoded into in place.
+struct Packets<'w> {
     out: &'w mut dyn Write,
     buf: Vec<u8>,
-    /// The packet being built, its track event and interned data (kept for their buffers).
+    /// End of the packets in `buf`.
+    len: usize,
+}
+
+impl Packets<'_> {
+    /// Appends `pkt` as one `Trace.packet` field; writes the buffer out when it is full.
+    fn put(&mut self, pkt: &TracePacket) -> io::Result<()> {
+        loop {
+            let mut room = &mut self.buf[self.len..];
+            let before = room.len();
+            // The key takes one byte; the packet's length, what encode_length_delimited checks.
+            if before > 0 {
+                encode_key(TRACE_PACKET_FIELD, WireType::LengthDelimited, &mut room);
+                if pkt.encode_length_delimited(&mut room).is_ok() {
+                    self.len += before - room.len();
+                    return Ok(());
+                }
+            }
+            if self.len > 0 {
+                self.flush()?;
+            } else {
+                // A packet larger than the buffer (a long argument text).
+                let need = pkt.encoded_len() + 16;
+                self.buf.resize(need.max(self.buf.len() * 2), 0);
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.write_all(&self.buf[..self.len])?;
+        self.len = 0;
+        Ok(())
+    }
+}
+
+struct Writer<'w, 'h> {
+    out: Packets<'w>,
+    /// The packet of the track events, whose `track_event` is always set (kept for the
+    /// buffers of its fields).
     pkt: TracePacket,
-    ev: TrackEvent,
+    /// The interned data of the packet being built.
     interned: InternedData,
     /// An annotation not in use (kept for its string buffer).
     spare: Option<DebugAnnotation>,
@@ -104,6 +143,8 @@ struct Writer<'w, 'h> {
     /// Per task: its name and tid (thread states carry them).
     tasks: Vec<(String, u32)>,
     event_iids: HashMap<String, u64>,
+    /// Per function: its source location once looked up (`Some(None)`: it has none).
+    locs: Vec<Option<Option<SourceLocation>>>,
     flows: &'h mut dyn FlowHook,
     ids: FlowIds,
     switches: Option<Switches>,
@@ -111,22 +152,9 @@ struct Writer<'w, 'h> {
 }
 
 impl Writer<'_, '_> {
-    /// Appends the packet to the output as one `Trace.packet` field.
-    fn emit(&mut self) -> io::Result<()> {
-        encode_key(TRACE_PACKET_FIELD, WireType::LengthDelimited, &mut self.buf);
-        // A Vec grows as needed: encoding into it cannot run out of room.
-        let _ = self.pkt.encode_length_delimited(&mut self.buf);
-        if self.buf.len() >= FLUSH_AT {
-            self.out.write_all(&self.buf)?;
-            self.buf.clear();
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.out.write_all(&self.buf)?;
-        self.buf.clear();
-        Ok(())
+    /// The track event being built.
+    fn ev(&mut self) -> &mut TrackEvent {
+        self.pkt.track_event.get_or_insert_with(TrackEvent::default)
     }
 
     /// A packet of sequence 1 with `data` set by `set`.
@@ -137,10 +165,7 @@ impl Writer<'_, '_> {
             ..Default::default()
         };
         set(&mut p);
-        std::mem::swap(&mut self.pkt, &mut p);
-        let r = self.emit();
-        std::mem::swap(&mut self.pkt, &mut p);
-        r
+        self.out.put(&p)
     }
 
     /// The process and thread tracks.
@@ -236,10 +261,15 @@ impl Writer<'_, '_> {
 
     /// Sets annotation `iid` of the event to `value`, or none.
     fn annotate(&mut self, iid: u64, value: Option<&str>) {
-        let anns = &mut self.ev.debug_annotations;
+        let spare = &mut self.spare;
+        let anns = &mut self
+            .pkt
+            .track_event
+            .get_or_insert_with(TrackEvent::default)
+            .debug_annotations;
         match value {
             Some(v) => {
-                let mut a = anns.pop().or_else(|| self.spare.take()).unwrap_or_default();
+                let mut a = anns.pop().or_else(|| spare.take()).unwrap_or_default();
                 a.name_iid = Some(iid);
                 let s = a.string_value.get_or_insert_with(String::new);
                 s.clear();
@@ -248,7 +278,7 @@ impl Writer<'_, '_> {
             }
             None => {
                 if let Some(a) = anns.pop() {
-                    self.spare = Some(a);
+                    *spare = Some(a);
                 }
             }
         }
@@ -256,23 +286,22 @@ impl Writer<'_, '_> {
 
     /// Writes the packet begun with [`Writer::begin`] with the event and flows set.
     fn finish(&mut self) -> io::Result<()> {
-        self.ev.flow_ids.clear();
-        self.ev.flow_ids.extend_from_slice(&self.ids.flows);
-        self.ev.terminating_flow_ids.clear();
-        self.ev
-            .terminating_flow_ids
+        let ev = self.pkt.track_event.get_or_insert_with(TrackEvent::default);
+        ev.flow_ids.clear();
+        ev.flow_ids.extend_from_slice(&self.ids.flows);
+        ev.terminating_flow_ids.clear();
+        ev.terminating_flow_ids
             .extend_from_slice(&self.ids.terminating);
         let i = &self.interned;
-        if !(i.event_names.is_empty()
+        let interned = !(i.event_names.is_empty()
             && i.debug_annotation_names.is_empty()
             && i.source_locations.is_empty()
-            && i.event_categories.is_empty())
-        {
-            self.pkt.interned_data = Some(std::mem::take(&mut self.interned));
+            && i.event_categories.is_empty());
+        if !interned {
+            return self.out.put(&self.pkt);
         }
-        self.pkt.track_event = Some(std::mem::take(&mut self.ev));
-        let r = self.emit();
-        self.ev = self.pkt.track_event.take().unwrap_or_default();
+        self.pkt.interned_data = Some(std::mem::take(&mut self.interned));
+        let r = self.out.put(&self.pkt);
         if let Some(mut i) = self.pkt.interned_data.take() {
             i.event_names.clear();
             i.debug_annotation_names.clear();
@@ -332,6 +361,10 @@ impl Sink for Writer<'_, '_> {
         true
     }
 
+    fn wants_srcline(&mut self, func: crate::symbols::FuncId) -> bool {
+        self.locs.get(func as usize).is_none_or(|l| l.is_none())
+    }
+
     fn call(&mut self, c: &Call<'_>) -> io::Result<()> {
         self.states_until(c.time)?;
         let task = c.task;
@@ -346,7 +379,7 @@ impl Sink for Writer<'_, '_> {
             }
             self.seqs[task].open -= 1;
             self.begin(task, c.time);
-            let ev = &mut self.ev;
+            let ev = self.ev();
             ev.r#type = Some(TYPE_SLICE_END);
             ev.name_iid = None;
             ev.category_iids.clear();
@@ -359,22 +392,30 @@ impl Sink for Writer<'_, '_> {
         let iid = match c.func {
             Some(f) => {
                 let iid = u64::from(f) + 1;
+                let fi = f as usize;
+                if self.locs.len() <= fi {
+                    self.locs.resize(fi + 1, None);
+                }
+                if self.locs[fi].is_none() {
+                    let loc = c.srcline.map(|l| source_location(iid, c.name, l));
+                    self.locs[fi] = Some(loc);
+                }
                 if self.seqs[task].names.insert(iid) {
                     self.interned.event_names.push(interned_name(iid, c.name));
-                    if let Some(loc) = c.srcline {
-                        let l = source_location(iid, c.name, loc);
-                        self.interned.source_locations.push(l);
+                    if let Some(Some(l)) = &self.locs[fi] {
+                        self.interned.source_locations.push(l.clone());
                     }
                 }
-                iid
+                (iid, matches!(self.locs[fi], Some(Some(_))))
             }
-            None => self.event_name(task, c.name),
+            None => (self.event_name(task, c.name), false),
         };
+        let (iid, located) = iid;
         let kernel = c.module == "[kernel]";
-        let ev = &mut self.ev;
+        let ev = self.ev();
         ev.r#type = Some(TYPE_SLICE_BEGIN);
         ev.name_iid = Some(iid);
-        ev.source_location_iid = c.srcline.map(|_| iid);
+        ev.source_location_iid = located.then_some(iid);
         ev.category_iids.clear();
         if kernel {
             ev.category_iids.push(CAT_KERNEL);
@@ -401,7 +442,7 @@ impl Sink for Writer<'_, '_> {
         self.begin(task, e.time);
         let (name, fields) = split_event(e.text);
         let iid = self.event_name(task, name);
-        let ev = &mut self.ev;
+        let ev = self.ev();
         ev.r#type = Some(TYPE_INSTANT);
         ev.name_iid = Some(iid);
         ev.source_location_iid = None;
@@ -485,15 +526,21 @@ pub fn dump_with_flows(
         Switches::new(dir, allowed)
     });
     let mut w = Writer {
-        out,
-        buf: Vec::with_capacity(FLUSH_AT + 4096),
-        pkt: TracePacket::default(),
-        ev: TrackEvent::default(),
+        out: Packets {
+            out,
+            buf: vec![0; BUFFER],
+            len: 0,
+        },
+        pkt: TracePacket {
+            track_event: Some(TrackEvent::default()),
+            ..Default::default()
+        },
         interned: InternedData::default(),
         spare: None,
         seqs: (0..tasks.len()).map(|_| Seq::default()).collect(),
         tasks,
         event_iids: HashMap::new(),
+        locs: Vec::new(),
         flows,
         ids: FlowIds::default(),
         switches,
@@ -502,7 +549,7 @@ pub fn dump_with_flows(
     w.descriptors(walk.tasks())?;
     let warnings = walk.run(&mut w)?;
     w.states_until(u64::MAX)?;
-    w.flush()?;
+    w.out.flush()?;
     if w.lost > 0 {
         warn(&format!(
             "Some of function trace records are lost. ({} times shown)",
