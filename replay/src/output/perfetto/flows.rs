@@ -10,6 +10,7 @@
 //! hook; [`Spawns`], the one shipped, links each call that creates a thread or a process to
 //! the first slice of the task it created. [`Hooks`] chains several.
 
+use crate::symbols::FuncId;
 use record_format::task::TaskLine;
 use record_format::TraceDir;
 use std::collections::{HashMap, VecDeque};
@@ -21,6 +22,8 @@ pub enum Anchor<'a> {
         task: usize,
         tid: u32,
         time: u64,
+        /// The function (`None` for a slice that is not a function's).
+        func: Option<FuncId>,
         /// The function's name.
         name: &'a str,
         /// A kernel function (`-k`).
@@ -126,6 +129,8 @@ pub struct Spawns {
     /// Per creating process: the flows of its creations not matched yet, oldest first.
     pending: HashMap<u32, VecDeque<u64>>,
     next: u64,
+    /// Per function: whether it is one of [`SPAWN_CALLS`], once known.
+    spawn: Vec<Option<bool>>,
 }
 
 impl Spawns {
@@ -148,6 +153,7 @@ impl Spawns {
             pid,
             pending: HashMap::new(),
             next: base,
+            spawn: Vec::new(),
         }
     }
 }
@@ -155,7 +161,11 @@ impl Spawns {
 impl FlowHook for Spawns {
     fn flows(&mut self, at: &Anchor<'_>, ids: &mut FlowIds) {
         let Anchor::Slice {
-            task, name, kernel, ..
+            task,
+            func,
+            name,
+            kernel,
+            ..
         } = *at
         else {
             return;
@@ -170,7 +180,17 @@ impl FlowHook for Spawns {
                 ids.terminate(id);
             }
         }
-        if !kernel && SPAWN_CALLS.contains(&name) {
+        let spawn = match func {
+            Some(f) => {
+                let f = f as usize;
+                if self.spawn.len() <= f {
+                    self.spawn.resize(f + 1, None);
+                }
+                *self.spawn[f].get_or_insert_with(|| !kernel && SPAWN_CALLS.contains(&name))
+            }
+            None => !kernel && SPAWN_CALLS.contains(&name),
+        };
+        if spawn {
             let id = self.next;
             self.next += 1;
             self.pending

@@ -37,7 +37,8 @@ use crate::config::Config;
 use crate::walk::timed::{Call, EventCall, Sink, Walk};
 use crate::Result;
 use flows::{Anchor, FlowHook, FlowIds, Spawns};
-use prost::encoding::{encode_key, WireType};
+use prost::bytes::BufMut;
+use prost::encoding::{encode_key, encode_varint, encoded_len_varint, uint32, uint64, WireType};
 use prost::Message;
 use proto::*;
 use record_format::TraceDir;
@@ -123,6 +124,29 @@ impl Packets<'_> {
         }
     }
 
+    /// Appends the packet of sequence `seq` at `time` whose other fields are the encoded
+    /// `body` (the fast path of the track events that differ only in time: `body` was
+    /// encoded by prost once per function).
+    fn put_parts(&mut self, seq: u32, time: u64, body: &[u8]) -> io::Result<()> {
+        let len = uint32::encoded_len(10, &seq) + body.len() + uint64::encoded_len(8, &time);
+        let need = 1 + encoded_len_varint(len as u64) + len;
+        if self.buf.len() - self.len < need {
+            self.flush()?;
+            if self.buf.len() < need {
+                self.buf.resize(need, 0);
+            }
+        }
+        let mut room = &mut self.buf[self.len..];
+        let before = room.len();
+        encode_key(TRACE_PACKET_FIELD, WireType::LengthDelimited, &mut room);
+        encode_varint(len as u64, &mut room);
+        uint32::encode(10, &seq, &mut room);
+        room.put_slice(body);
+        uint64::encode(8, &time, &mut room);
+        self.len += before - room.len();
+        Ok(())
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         self.out.write_all(&self.buf[..self.len])?;
         self.len = 0;
@@ -145,6 +169,10 @@ struct Writer<'w, 'h> {
     event_iids: HashMap<String, u64>,
     /// Per function: its source location once looked up (`Some(None)`: it has none).
     locs: Vec<Option<Option<SourceLocation>>>,
+    /// Per function: the fields of its slice begin but the time and sequence, encoded (empty
+    /// until needed); the same for every slice end.
+    begins: Vec<Vec<u8>>,
+    end: Vec<u8>,
     flows: &'h mut dyn FlowHook,
     ids: FlowIds,
     switches: Option<Switches>,
@@ -292,12 +320,7 @@ impl Writer<'_, '_> {
         ev.terminating_flow_ids.clear();
         ev.terminating_flow_ids
             .extend_from_slice(&self.ids.terminating);
-        let i = &self.interned;
-        let interned = !(i.event_names.is_empty()
-            && i.debug_annotation_names.is_empty()
-            && i.source_locations.is_empty()
-            && i.event_categories.is_empty());
-        if !interned {
+        if interned_empty(&self.interned) {
             return self.out.put(&self.pkt);
         }
         self.pkt.interned_data = Some(std::mem::take(&mut self.interned));
@@ -323,11 +346,26 @@ impl Writer<'_, '_> {
     }
 }
 
+/// The fields of a track event packet but its time and sequence: the flags and the event.
+fn template(ev: &TrackEvent) -> Vec<u8> {
+    let mut t = Vec::new();
+    uint32::encode(13, &SEQ_NEEDS_INCREMENTAL_STATE, &mut t);
+    prost::encoding::message::encode(11, ev, &mut t);
+    t
+}
+
 fn interned_name(iid: u64, name: &str) -> InternedName {
     InternedName {
         iid: Some(iid),
         name: Some(name.to_string()),
     }
+}
+
+fn interned_empty(i: &InternedData) -> bool {
+    i.event_names.is_empty()
+        && i.debug_annotation_names.is_empty()
+        && i.source_locations.is_empty()
+        && i.event_categories.is_empty()
 }
 
 /// `file:line` as a source location of `func`.
@@ -378,6 +416,9 @@ impl Sink for Writer<'_, '_> {
                 return Ok(());
             }
             self.seqs[task].open -= 1;
+            if c.args.is_none() && self.seqs[task].started {
+                return self.out.put_parts(2 + task as u32, c.time, &self.end);
+            }
             self.begin(task, c.time);
             let ev = self.ev();
             ev.r#type = Some(TYPE_SLICE_END);
@@ -388,7 +429,7 @@ impl Sink for Writer<'_, '_> {
             return self.finish();
         }
         self.seqs[task].open += 1;
-        self.begin(task, c.time);
+        let started = self.seqs[task].started;
         let iid = match c.func {
             Some(f) => {
                 let iid = u64::from(f) + 1;
@@ -412,6 +453,36 @@ impl Sink for Writer<'_, '_> {
         };
         let (iid, located) = iid;
         let kernel = c.module == "[kernel]";
+        let at = Anchor::Slice {
+            task,
+            tid: c.tid,
+            time: c.time,
+            func: c.func,
+            name: c.name,
+            kernel,
+        };
+        self.flows.flows(&at, &mut self.ids);
+        if let Some(f) = c.func.filter(|_| {
+            started && c.args.is_none() && self.ids.is_empty() && interned_empty(&self.interned)
+        }) {
+            let fi = f as usize;
+            if self.begins.len() <= fi {
+                self.begins.resize(fi + 1, Vec::new());
+            }
+            if self.begins[fi].is_empty() {
+                self.begins[fi] = template(&TrackEvent {
+                    r#type: Some(TYPE_SLICE_BEGIN),
+                    name_iid: Some(iid),
+                    source_location_iid: located.then_some(iid),
+                    category_iids: if kernel { vec![CAT_KERNEL] } else { Vec::new() },
+                    ..Default::default()
+                });
+            }
+            return self
+                .out
+                .put_parts(2 + task as u32, c.time, &self.begins[fi]);
+        }
+        self.begin(task, c.time);
         let ev = self.ev();
         ev.r#type = Some(TYPE_SLICE_BEGIN);
         ev.name_iid = Some(iid);
@@ -421,14 +492,6 @@ impl Sink for Writer<'_, '_> {
             ev.category_iids.push(CAT_KERNEL);
         }
         self.annotate(ANN_ARGS, c.args);
-        let at = Anchor::Slice {
-            task,
-            tid: c.tid,
-            time: c.time,
-            name: c.name,
-            kernel,
-        };
-        self.flows.flows(&at, &mut self.ids);
         self.finish()
     }
 
@@ -541,6 +604,11 @@ pub fn dump_with_flows(
         tasks,
         event_iids: HashMap::new(),
         locs: Vec::new(),
+        begins: Vec::new(),
+        end: template(&TrackEvent {
+            r#type: Some(TYPE_SLICE_END),
+            ..Default::default()
+        }),
         flows,
         ids: FlowIds::default(),
         switches,
