@@ -147,6 +147,11 @@ impl Spawns {
             });
             creator.push(if p != d.tid { Some(p) } else { forked });
         }
+        Spawns::with_tasks(pid, creator, base)
+    }
+
+    /// Per task: its process and the process that created it.
+    fn with_tasks(pid: Vec<u32>, creator: Vec<Option<u32>>, base: u64) -> Spawns {
         Spawns {
             seen: vec![false; pid.len()],
             creator,
@@ -199,5 +204,85 @@ impl FlowHook for Spawns {
                 .push_back(id);
             ids.flow(id);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slice(task: usize, func: FuncId, name: &str, kernel: bool) -> Anchor<'_> {
+        Anchor::Slice {
+            task,
+            tid: 0,
+            time: 0,
+            func: Some(func),
+            name,
+            kernel,
+        }
+    }
+
+    fn flows_of(s: &mut Spawns, at: Anchor<'_>) -> FlowIds {
+        let mut ids = FlowIds::default();
+        s.flows(&at, &mut ids);
+        ids
+    }
+
+    #[test]
+    fn creations_link_to_the_created_tasks_in_order() {
+        // Task 0: process 10; tasks 1 and 2: its threads; task 3: a child process of 10.
+        let mut s = Spawns::with_tasks(
+            vec![10, 10, 10, 13],
+            vec![None, Some(10), Some(10), Some(10)],
+            100,
+        );
+        assert!(flows_of(&mut s, slice(0, 1, "main", false)).is_empty());
+        assert_eq!(
+            flows_of(&mut s, slice(0, 2, "pthread_create", false)).flows,
+            [100]
+        );
+        // A kernel clone inside it creates nothing more.
+        assert!(flows_of(&mut s, slice(0, 3, "clone", true)).is_empty());
+        assert_eq!(
+            flows_of(&mut s, slice(0, 2, "pthread_create", false)).flows,
+            [101]
+        );
+        assert_eq!(flows_of(&mut s, slice(0, 4, "fork", false)).flows, [102]);
+        let first = flows_of(&mut s, slice(2, 5, "worker", false));
+        assert_eq!(first.terminating, [100]);
+        // Only the first slice of a task ends a flow.
+        assert!(flows_of(&mut s, slice(2, 5, "worker", false)).is_empty());
+        assert_eq!(
+            flows_of(&mut s, slice(1, 5, "worker", false)).terminating,
+            [101]
+        );
+        assert_eq!(
+            flows_of(&mut s, slice(3, 6, "child", false)).terminating,
+            [102]
+        );
+        // Instants carry none.
+        let instant = Anchor::Instant {
+            task: 0,
+            tid: 0,
+            time: 0,
+            text: "fork",
+            kernel: false,
+        };
+        assert!(flows_of(&mut s, instant).is_empty());
+    }
+
+    #[test]
+    fn hooks_are_all_asked() {
+        struct Fixed(u64);
+        impl FlowHook for Fixed {
+            fn flows(&mut self, _: &Anchor<'_>, ids: &mut FlowIds) {
+                ids.flow(self.0);
+            }
+        }
+        let (mut a, mut b, mut none) = (Fixed(1), Fixed(2), NoFlows);
+        let mut hooks = Hooks(vec![&mut a, &mut b, &mut none]);
+        let mut ids = FlowIds::default();
+        hooks.flows(&slice(0, 0, "f", false), &mut ids);
+        assert_eq!(ids.flows, [1, 2]);
     }
 }

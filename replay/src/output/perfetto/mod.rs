@@ -29,6 +29,7 @@
 //! function name met, never per record: the packets are encoded into one reused buffer.
 
 pub mod flows;
+mod packets;
 pub mod proto;
 pub mod states;
 
@@ -37,9 +38,7 @@ use crate::config::Config;
 use crate::walk::timed::{Call, EventCall, Sink, Walk};
 use crate::Result;
 use flows::{Anchor, FlowHook, FlowIds, Spawns};
-use prost::bytes::BufMut;
-use prost::encoding::{encode_key, encode_varint, encoded_len_varint, uint32, uint64, WireType};
-use prost::Message;
+use packets::{template, Packets};
 use proto::*;
 use record_format::TraceDir;
 use states::{Switch, Switches};
@@ -58,8 +57,6 @@ const ANN_FIELDS: u64 = 3;
 const CAT_KERNEL: u64 = 1;
 /// Event names are interned after the function names: iid EVENT_IID + n.
 const EVENT_IID: u64 = 1 << 40;
-/// Size of the buffer the packets are encoded into (written out when full).
-const BUFFER: usize = 1 << 20;
 /// Flow ids of the shipped [`Spawns`] hook start here.
 const SPAWN_FLOW_BASE: u64 = 1;
 
@@ -90,68 +87,6 @@ struct Seq {
     events: Bits,
     /// Slices begun and not ended.
     open: u32,
-}
-
-/// The encoded packets not written yet: one buffer, encoded into in place.
-struct Packets<'w> {
-    out: &'w mut dyn Write,
-    buf: Vec<u8>,
-    /// End of the packets in `buf`.
-    len: usize,
-}
-
-impl Packets<'_> {
-    /// Appends `pkt` as one `Trace.packet` field; writes the buffer out when it is full.
-    fn put(&mut self, pkt: &TracePacket) -> io::Result<()> {
-        loop {
-            let mut room = &mut self.buf[self.len..];
-            let before = room.len();
-            // The key takes one byte; the packet's length, what encode_length_delimited checks.
-            if before > 0 {
-                encode_key(TRACE_PACKET_FIELD, WireType::LengthDelimited, &mut room);
-                if pkt.encode_length_delimited(&mut room).is_ok() {
-                    self.len += before - room.len();
-                    return Ok(());
-                }
-            }
-            if self.len > 0 {
-                self.flush()?;
-            } else {
-                // A packet larger than the buffer (a long argument text).
-                let need = pkt.encoded_len() + 16;
-                self.buf.resize(need.max(self.buf.len() * 2), 0);
-            }
-        }
-    }
-
-    /// Appends the packet of sequence `seq` at `time` whose other fields are the encoded
-    /// `body` (the fast path of the track events that differ only in time: `body` was
-    /// encoded by prost once per function).
-    fn put_parts(&mut self, seq: u32, time: u64, body: &[u8]) -> io::Result<()> {
-        let len = uint32::encoded_len(10, &seq) + body.len() + uint64::encoded_len(8, &time);
-        let need = 1 + encoded_len_varint(len as u64) + len;
-        if self.buf.len() - self.len < need {
-            self.flush()?;
-            if self.buf.len() < need {
-                self.buf.resize(need, 0);
-            }
-        }
-        let mut room = &mut self.buf[self.len..];
-        let before = room.len();
-        encode_key(TRACE_PACKET_FIELD, WireType::LengthDelimited, &mut room);
-        encode_varint(len as u64, &mut room);
-        uint32::encode(10, &seq, &mut room);
-        room.put_slice(body);
-        uint64::encode(8, &time, &mut room);
-        self.len += before - room.len();
-        Ok(())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.out.write_all(&self.buf[..self.len])?;
-        self.len = 0;
-        Ok(())
-    }
 }
 
 struct Writer<'w, 'h> {
@@ -236,6 +171,7 @@ impl Writer<'_, '_> {
     }
 
     /// Writes the thread states up to `time`.
+    #[inline]
     fn states_until(&mut self, time: u64) -> io::Result<()> {
         while let Some(s) = self.switches.as_mut().and_then(|w| w.next_until(time)) {
             self.state(s)?;
@@ -344,14 +280,6 @@ impl Writer<'_, '_> {
         self.event_iids.insert(name.to_string(), iid);
         iid
     }
-}
-
-/// The fields of a track event packet but its time and sequence: the flags and the event.
-fn template(ev: &TrackEvent) -> Vec<u8> {
-    let mut t = Vec::new();
-    uint32::encode(13, &SEQ_NEEDS_INCREMENTAL_STATE, &mut t);
-    prost::encoding::message::encode(11, ev, &mut t);
-    t
 }
 
 fn interned_name(iid: u64, name: &str) -> InternedName {
@@ -591,7 +519,7 @@ pub fn dump_with_flows(
     let mut w = Writer {
         out: Packets {
             out,
-            buf: vec![0; BUFFER],
+            buf: vec![0; packets::BUFFER],
             len: 0,
         },
         pkt: TracePacket {

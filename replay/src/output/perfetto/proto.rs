@@ -25,6 +25,13 @@ pub const TASK_STATE_INTERRUPTIBLE_SLEEP: i32 = 4;
 /// `Trace.packet`: the output is a stream of this field, one length-delimited packet each.
 pub const TRACE_PACKET_FIELD: u32 = 1;
 
+/// The whole trace; written packet by packet, never built.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Trace {
+    #[prost(message, repeated, tag = "1")]
+    pub packet: Vec<TracePacket>,
+}
+
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct TracePacket {
     #[prost(uint64, optional, tag = "8")]
