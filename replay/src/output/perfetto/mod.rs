@@ -38,7 +38,7 @@ use crate::config::Config;
 use crate::walk::timed::{Call, EventCall, Sink, Walk};
 use crate::Result;
 use flows::{Anchor, FlowHook, FlowIds, Spawns};
-use packets::{template, Packets};
+use packets::{seq_field, template, Packets};
 use proto::*;
 use record_format::TraceDir;
 use states::{Switch, Switches};
@@ -81,6 +81,8 @@ impl Bits {
 #[derive(Debug, Default)]
 struct Seq {
     started: bool,
+    /// Its `trusted_packet_sequence_id` field, encoded.
+    field: Vec<u8>,
     /// Function ids whose name (and location) this sequence interned.
     names: Bits,
     /// Event names interned (iid - EVENT_IID).
@@ -111,6 +113,8 @@ struct Writer<'w, 'h> {
     flows: &'h mut dyn FlowHook,
     ids: FlowIds,
     switches: Option<Switches>,
+    /// The time of the next switch (`u64::MAX`: none).
+    next_switch: u64,
     lost: u64,
 }
 
@@ -173,9 +177,13 @@ impl Writer<'_, '_> {
     /// Writes the thread states up to `time`.
     #[inline]
     fn states_until(&mut self, time: u64) -> io::Result<()> {
+        if time < self.next_switch {
+            return Ok(());
+        }
         while let Some(s) = self.switches.as_mut().and_then(|w| w.next_until(time)) {
             self.state(s)?;
         }
+        self.next_switch = self.switches.as_ref().map_or(u64::MAX, Switches::next_time);
         Ok(())
     }
 
@@ -345,7 +353,9 @@ impl Sink for Writer<'_, '_> {
             }
             self.seqs[task].open -= 1;
             if c.args.is_none() && self.seqs[task].started {
-                return self.out.put_parts(2 + task as u32, c.time, &self.end);
+                return self
+                    .out
+                    .put_parts(&self.seqs[task].field, c.time, &self.end);
             }
             self.begin(task, c.time);
             let ev = self.ev();
@@ -408,7 +418,7 @@ impl Sink for Writer<'_, '_> {
             }
             return self
                 .out
-                .put_parts(2 + task as u32, c.time, &self.begins[fi]);
+                .put_parts(&self.seqs[task].field, c.time, &self.begins[fi]);
         }
         self.begin(task, c.time);
         let ev = self.ev();
@@ -528,7 +538,12 @@ pub fn dump_with_flows(
         },
         interned: InternedData::default(),
         spare: None,
-        seqs: (0..tasks.len()).map(|_| Seq::default()).collect(),
+        seqs: (0..tasks.len())
+            .map(|i| Seq {
+                field: seq_field(2 + i as u32),
+                ..Seq::default()
+            })
+            .collect(),
         tasks,
         event_iids: HashMap::new(),
         locs: Vec::new(),
@@ -539,6 +554,7 @@ pub fn dump_with_flows(
         }),
         flows,
         ids: FlowIds::default(),
+        next_switch: switches.as_ref().map_or(u64::MAX, Switches::next_time),
         switches,
         lost: 0,
     };

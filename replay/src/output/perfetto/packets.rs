@@ -7,7 +7,7 @@
 
 use super::proto::{TracePacket, TrackEvent, SEQ_NEEDS_INCREMENTAL_STATE, TRACE_PACKET_FIELD};
 use prost::bytes::BufMut;
-use prost::encoding::{encode_key, encode_varint, encoded_len_varint, uint32, uint64, WireType};
+use prost::encoding::{encode_key, encode_varint, encoded_len_varint, uint32, WireType};
 use prost::Message;
 use std::io::{self, Write};
 
@@ -46,11 +46,12 @@ impl Packets<'_> {
         }
     }
 
-    /// Appends the packet of sequence `seq` at `time` whose other fields are the encoded
-    /// `body` (the fast path of the track events that differ only in time: `body` was
-    /// encoded by prost once per function).
-    pub fn put_parts(&mut self, seq: u32, time: u64, body: &[u8]) -> io::Result<()> {
-        let len = uint32::encoded_len(10, &seq) + body.len() + uint64::encoded_len(8, &time);
+    /// Appends the packet whose fields are the encoded `seq` (its `trusted_packet_sequence_id`,
+    /// see [`seq_field`]), `body` and `time` (the fast path of the track events that differ
+    /// only in time: `body` was encoded by prost once per function).
+    #[inline]
+    pub fn put_parts(&mut self, seq: &[u8], time: u64, body: &[u8]) -> io::Result<()> {
+        let len = seq.len() + body.len() + 1 + encoded_len_varint(time);
         let need = 1 + encoded_len_varint(len as u64) + len;
         if self.buf.len() - self.len < need {
             self.flush()?;
@@ -62,9 +63,10 @@ impl Packets<'_> {
         let before = room.len();
         encode_key(TRACE_PACKET_FIELD, WireType::LengthDelimited, &mut room);
         encode_varint(len as u64, &mut room);
-        uint32::encode(10, &seq, &mut room);
+        room.put_slice(seq);
         room.put_slice(body);
-        uint64::encode(8, &time, &mut room);
+        encode_key(TIMESTAMP_FIELD, WireType::Varint, &mut room);
+        encode_varint(time, &mut room);
         self.len += before - room.len();
         Ok(())
     }
@@ -74,6 +76,16 @@ impl Packets<'_> {
         self.len = 0;
         Ok(())
     }
+}
+
+/// `TracePacket.timestamp`.
+const TIMESTAMP_FIELD: u32 = 8;
+
+/// The encoded `trusted_packet_sequence_id` field of sequence `seq`.
+pub(super) fn seq_field(seq: u32) -> Vec<u8> {
+    let mut f = Vec::new();
+    uint32::encode(10, &seq, &mut f);
+    f
 }
 
 /// The fields of a track event packet but its time and sequence: the flags and the event.
@@ -117,7 +129,8 @@ mod tests {
             len: 0,
         };
         p.put(&whole).unwrap();
-        p.put_parts(7, 123_456_789_012_345, &template(&ev)).unwrap();
+        p.put_parts(&seq_field(7), 123_456_789_012_345, &template(&ev))
+            .unwrap();
         p.flush().unwrap();
         let got = decode(&out);
         assert_eq!(got, vec![whole.clone(), whole]);

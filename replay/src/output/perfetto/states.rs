@@ -102,6 +102,11 @@ impl Switches {
         None
     }
 
+    /// The time of the next switch, `u64::MAX` after the last.
+    pub fn next_time(&self) -> u64 {
+        self.first.map_or(u64::MAX, |f| f.0)
+    }
+
     /// The earliest switch at or before `upto`, taken.
     #[inline]
     pub fn next_until(&mut self, upto: u64) -> Option<Switch> {
