@@ -5,7 +5,7 @@
 //! ```text
 //! timed::Walk ── Call (entry/exit) ──▶ TrackEvent SLICE_BEGIN / SLICE_END on the task's track
 //!             ── EventCall ─────────▶ TrackEvent INSTANT
-//! perf-cpu*.dat ── states::Switches ─▶ GenericKernelTaskStateEvent (thread state strip)
+//! perf-cpu*.dat ── tracks::Switches ─▶ GenericKernelTaskStateEvent (thread state strip)
 //! FlowHook ── FlowIds ──────────────▶ flow_ids / terminating_flow_ids of slices and instants
 //! ```
 //!
@@ -29,27 +29,24 @@
 //! function name met, never per record: the packets are encoded into one reused buffer.
 
 pub mod flows;
+mod interning;
 mod packets;
 pub mod proto;
-pub mod states;
+pub mod tracks;
 
 use super::dump::{write_notices, DumpOptions};
 use crate::config::Config;
 use crate::walk::timed::{Call, EventCall, Sink, Walk};
 use crate::Result;
 use flows::{Anchor, FlowHook, FlowIds, Spawns};
+use interning::{interned_empty, interned_name, source_location, split_event, Bits};
 use packets::{seq_field, template, Packets};
 use proto::*;
 use record_format::TraceDir;
-use states::{Switch, Switches};
 use std::collections::HashMap;
 use std::io::{self, Write};
+use tracks::{Switch, Switches, THREAD_UUID};
 
-/// The sequence of the descriptors and thread states.
-const SEQ_GLOBAL: u32 = 1;
-/// Track uuids: a task's thread track, a process's track.
-const THREAD_UUID: u64 = 1 << 32;
-const PROCESS_UUID: u64 = 2 << 32;
 /// Interned debug annotation names and categories, the same in every sequence.
 const ANN_ARGS: u64 = 1;
 const ANN_RETVAL: u64 = 2;
@@ -59,23 +56,6 @@ const CAT_KERNEL: u64 = 1;
 const EVENT_IID: u64 = 1 << 40;
 /// Flow ids of the shipped [`Spawns`] hook start here.
 const SPAWN_FLOW_BASE: u64 = 1;
-
-/// A set of small ids.
-#[derive(Debug, Default)]
-struct Bits(Vec<u64>);
-
-impl Bits {
-    /// Adds `i`; whether it was new.
-    fn insert(&mut self, i: u64) -> bool {
-        let (w, b) = ((i / 64) as usize, i % 64);
-        if self.0.len() <= w {
-            self.0.resize(w + 1, 0);
-        }
-        let new = self.0[w] & (1 << b) == 0;
-        self.0[w] |= 1 << b;
-        new
-    }
-}
 
 /// One task's packet sequence.
 #[derive(Debug, Default)]
@@ -124,56 +104,6 @@ impl Writer<'_, '_> {
         self.pkt.track_event.get_or_insert_with(TrackEvent::default)
     }
 
-    /// A packet of sequence 1 with `data` set by `set`.
-    fn global(&mut self, time: Option<u64>, set: impl FnOnce(&mut TracePacket)) -> io::Result<()> {
-        let mut p = TracePacket {
-            timestamp: time,
-            trusted_packet_sequence_id: Some(SEQ_GLOBAL),
-            ..Default::default()
-        };
-        set(&mut p);
-        self.out.put(&p)
-    }
-
-    /// The process and thread tracks.
-    fn descriptors(&mut self, tasks: &[crate::walk::timed::TaskInfo]) -> io::Result<()> {
-        let mut pids: Vec<(u32, &str)> = Vec::new();
-        for t in tasks {
-            if !pids.iter().any(|p| p.0 == t.pid) {
-                let main = tasks.iter().find(|m| m.tid == t.pid).unwrap_or(t);
-                pids.push((t.pid, &main.comm));
-            }
-        }
-        for (pid, comm) in pids {
-            self.global(None, |p| {
-                p.track_descriptor = Some(TrackDescriptor {
-                    uuid: Some(PROCESS_UUID + u64::from(pid)),
-                    process: Some(ProcessDescriptor {
-                        pid: Some(pid as i32),
-                        process_name: Some(comm.to_string()),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                })
-            })?;
-        }
-        for (i, t) in tasks.iter().enumerate() {
-            self.global(None, |p| {
-                p.track_descriptor = Some(TrackDescriptor {
-                    uuid: Some(THREAD_UUID + i as u64),
-                    parent_uuid: Some(PROCESS_UUID + u64::from(t.pid)),
-                    thread: Some(ThreadDescriptor {
-                        pid: Some(t.pid as i32),
-                        tid: Some(t.tid as i32),
-                        thread_name: Some(t.comm.clone()),
-                    }),
-                    ..Default::default()
-                })
-            })?;
-        }
-        Ok(())
-    }
-
     /// Writes the thread states up to `time`.
     #[inline]
     fn states_until(&mut self, time: u64) -> io::Result<()> {
@@ -189,14 +119,7 @@ impl Writer<'_, '_> {
 
     fn state(&mut self, s: Switch) -> io::Result<()> {
         let (comm, tid) = self.tasks.get(s.task).cloned().unwrap_or_default();
-        self.global(Some(s.time), |p| {
-            p.generic_kernel_task_state_event = Some(GenericKernelTaskStateEvent {
-                cpu: Some(s.cpu as i32),
-                comm: Some(comm),
-                tid: Some(i64::from(tid)),
-                state: Some(s.state),
-            })
-        })
+        tracks::state(&mut self.out, &s, comm, tid)
     }
 
     /// Starts the packet of an event of task `task` at `time` on the task's sequence; the
@@ -287,42 +210,6 @@ impl Writer<'_, '_> {
         let iid = EVENT_IID + self.event_iids.len() as u64;
         self.event_iids.insert(name.to_string(), iid);
         iid
-    }
-}
-
-fn interned_name(iid: u64, name: &str) -> InternedName {
-    InternedName {
-        iid: Some(iid),
-        name: Some(name.to_string()),
-    }
-}
-
-fn interned_empty(i: &InternedData) -> bool {
-    i.event_names.is_empty()
-        && i.debug_annotation_names.is_empty()
-        && i.source_locations.is_empty()
-        && i.event_categories.is_empty()
-}
-
-/// `file:line` as a source location of `func`.
-fn source_location(iid: u64, func: &str, loc: &str) -> SourceLocation {
-    let (file, line) = match loc.rsplit_once(':') {
-        Some((f, l)) if l.parse::<u32>().is_ok() => (f, l.parse().ok()),
-        _ => (loc, None),
-    };
-    SourceLocation {
-        iid: Some(iid),
-        file_name: Some(file.to_string()),
-        function_name: Some(func.to_string()),
-        line_number: line,
-    }
-}
-
-/// An event's text as its name and fields: `name (fields)`.
-fn split_event(text: &str) -> (&str, Option<&str>) {
-    match text.find(" (") {
-        Some(i) if text.ends_with(')') => (&text[..i], Some(&text[i + 2..text.len() - 1])),
-        _ => (text, None),
     }
 }
 
@@ -558,7 +445,7 @@ pub fn dump_with_flows(
         switches,
         lost: 0,
     };
-    w.descriptors(walk.tasks())?;
+    tracks::descriptors(&mut w.out, walk.tasks())?;
     let warnings = walk.run(&mut w)?;
     w.states_until(u64::MAX)?;
     w.out.flush()?;

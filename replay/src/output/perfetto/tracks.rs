@@ -1,5 +1,7 @@
-//! Thread states of `dump --perfetto`: the context switches of `perf-cpu*.dat`, read file by
-//! file as the output reaches their time, become `GenericKernelTaskStateEvent`s.
+//! Sequence 1 of `dump --perfetto`: the tracks (a `TrackDescriptor` per process and per task,
+//! whose thread track the task's own sequence writes its events to) and the thread states:
+//! the context switches of `perf-cpu*.dat`, read file by file as the output reaches their
+//! time, become `GenericKernelTaskStateEvent`s.
 //!
 //! Perfetto's trace processor turns these into its `thread_state` table (and `sched` slices
 //! on the CPU), which its UI draws as the state strip of each thread track: Running (on CPU
@@ -10,10 +12,20 @@
 //! Each file's records come in time order; the files are merged as they are read (one
 //! decoded head per CPU), so memory does not grow with the trace.
 
+use super::packets::Packets;
+use super::proto::*;
 use crate::perf::{self, Events, PerfEvent};
+use crate::walk::timed::TaskInfo;
 use record_format::file::Mapped;
 use record_format::TraceDir;
 use std::collections::HashMap;
+use std::io;
+
+/// The sequence of the descriptors and thread states.
+const SEQ_GLOBAL: u32 = 1;
+/// Track uuids: a task's thread track (+ its index), a process's track (+ its pid).
+pub(super) const THREAD_UUID: u64 = 1 << 32;
+const PROCESS_UUID: u64 = 2 << 32;
 
 /// One context switch of a traced task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +82,6 @@ impl Switches {
     }
 
     fn state(e: &PerfEvent) -> Option<i32> {
-        use super::proto::*;
         match e.id {
             perf::SCHED_IN => Some(TASK_STATE_RUNNING),
             perf::SCHED_OUT_PREEMPT => Some(TASK_STATE_RUNNABLE),
@@ -119,4 +130,70 @@ impl Switches {
         self.first = self.earliest();
         s
     }
+}
+
+/// A packet of sequence 1 with `data` set by `set`.
+fn global(
+    out: &mut Packets<'_>,
+    time: Option<u64>,
+    set: impl FnOnce(&mut TracePacket),
+) -> io::Result<()> {
+    let mut p = TracePacket {
+        timestamp: time,
+        trusted_packet_sequence_id: Some(SEQ_GLOBAL),
+        ..Default::default()
+    };
+    set(&mut p);
+    out.put(&p)
+}
+
+/// The process and thread tracks.
+pub(super) fn descriptors(out: &mut Packets<'_>, tasks: &[TaskInfo]) -> io::Result<()> {
+    let mut pids: Vec<(u32, &str)> = Vec::new();
+    for t in tasks {
+        if !pids.iter().any(|p| p.0 == t.pid) {
+            let main = tasks.iter().find(|m| m.tid == t.pid).unwrap_or(t);
+            pids.push((t.pid, &main.comm));
+        }
+    }
+    for (pid, comm) in pids {
+        global(out, None, |p| {
+            p.track_descriptor = Some(TrackDescriptor {
+                uuid: Some(PROCESS_UUID + u64::from(pid)),
+                process: Some(ProcessDescriptor {
+                    pid: Some(pid as i32),
+                    process_name: Some(comm.to_string()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })
+        })?;
+    }
+    for (i, t) in tasks.iter().enumerate() {
+        global(out, None, |p| {
+            p.track_descriptor = Some(TrackDescriptor {
+                uuid: Some(THREAD_UUID + i as u64),
+                parent_uuid: Some(PROCESS_UUID + u64::from(t.pid)),
+                thread: Some(ThreadDescriptor {
+                    pid: Some(t.pid as i32),
+                    tid: Some(t.tid as i32),
+                    thread_name: Some(t.comm.clone()),
+                }),
+                ..Default::default()
+            })
+        })?;
+    }
+    Ok(())
+}
+
+/// The thread state of switch `s` of task `tid` named `comm`.
+pub(super) fn state(out: &mut Packets<'_>, s: &Switch, comm: String, tid: u32) -> io::Result<()> {
+    global(out, Some(s.time), |p| {
+        p.generic_kernel_task_state_event = Some(GenericKernelTaskStateEvent {
+            cpu: Some(s.cpu as i32),
+            comm: Some(comm),
+            tid: Some(i64::from(tid)),
+            state: Some(s.state),
+        })
+    })
 }
