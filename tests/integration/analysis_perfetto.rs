@@ -13,7 +13,10 @@
 //! * refused on a terminal, with a one-line error.
 //!
 //! Without the Python package the tests print a line and pass, unless
-//! `UTRACE_REQUIRE_UFTRACE=1` (CI), where that is a failure.
+//! `UTRACE_REQUIRE_UFTRACE=1` (CI), where that is a failure. The trace processor itself
+//! (`trace_processor_shell`) is not in the package: its Python API downloads the prebuilt
+//! binary from Perfetto's own storage at run time, which this machine and CI cannot reach, so
+//! the decoder reproduces the rules it applies instead.
 
 use std::collections::HashMap;
 use std::path::Path;
