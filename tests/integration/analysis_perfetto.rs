@@ -116,6 +116,14 @@ for n, p in enumerate(trace.packet):
         s = stack.pop()
         s["dur"] = p.timestamp - s["ts"]
         s["retval"] = anns.get("retval")
+        here = [tid, s["name"], s["ts"]]
+        for f in te.flow_ids:
+            if f in flows_open:
+                flows.append([flows_open[f], here])
+            flows_open[f] = here
+        for f in te.terminating_flow_ids:
+            if f in flows_open:
+                flows.append([flows_open.pop(f), here])
     else:
         errors.append(f"packet {n}: unexpected event type {te.type}")
 for tid, st in stacks.items():

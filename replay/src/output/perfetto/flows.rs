@@ -2,8 +2,10 @@
 //! next one carrying the same flow id (`TrackEvent.flow_ids`), a chain ended by
 //! `terminating_flow_ids`.
 //!
-//! The writer asks a [`FlowHook`] about every slice it begins and every instant it writes, as
-//! the walk reaches them: the hook names the flow ids to attach ([`FlowIds`]). Since the
+//! The writer asks a [`FlowHook`] about every slice it begins or ends and every instant it
+//! writes, as the walk reaches them: the hook names the flow ids to attach ([`FlowIds`]); ids
+//! given at a slice's end attach to that slice (a call that reaps a completion is known by its
+//! return value). Since the
 //! output is streamed, a hook must derive ids from what it has seen so far (a request's key,
 //! a counter handed over through a queue), never from what comes later. A module that links
 //! the records of one I/O request (submission, device issue, completion, reaping) is such a
@@ -15,7 +17,8 @@ use record_format::task::TaskLine;
 use record_format::TraceDir;
 use std::collections::{HashMap, VecDeque};
 
-/// Where a flow can attach: the slice a shown entry begins, or an instant (an event).
+/// Where a flow can attach: the slice a shown entry begins or an exit ends, or an instant (an
+/// event).
 #[derive(Debug, Clone, Copy)]
 pub enum Anchor<'a> {
     Slice {
@@ -26,7 +29,20 @@ pub enum Anchor<'a> {
         func: Option<FuncId>,
         /// The function's name.
         name: &'a str,
+        /// Its arguments as replay shows them, `(1, "a")` (recorded with `-A`).
+        args: Option<&'a str>,
         /// A kernel function (`-k`).
+        kernel: bool,
+    },
+    /// The end of a slice begun at an earlier [`Anchor::Slice`] of the same task.
+    SliceEnd {
+        task: usize,
+        tid: u32,
+        time: u64,
+        func: Option<FuncId>,
+        name: &'a str,
+        /// Its return value as replay shows it (recorded with `-R`).
+        retval: Option<&'a str>,
         kernel: bool,
     },
     Instant {
@@ -43,7 +59,9 @@ pub enum Anchor<'a> {
 impl Anchor<'_> {
     pub fn task(&self) -> usize {
         match *self {
-            Anchor::Slice { task, .. } | Anchor::Instant { task, .. } => task,
+            Anchor::Slice { task, .. }
+            | Anchor::SliceEnd { task, .. }
+            | Anchor::Instant { task, .. } => task,
         }
     }
 }
@@ -218,6 +236,7 @@ mod tests {
             time: 0,
             func: Some(func),
             name,
+            args: None,
             kernel,
         }
     }
@@ -260,7 +279,17 @@ mod tests {
             flows_of(&mut s, slice(3, 6, "child", false)).terminating,
             [102]
         );
-        // Instants carry none.
+        // Ends and instants carry none.
+        let end = Anchor::SliceEnd {
+            task: 0,
+            tid: 0,
+            time: 0,
+            func: Some(4),
+            name: "fork",
+            retval: Some("13"),
+            kernel: false,
+        };
+        assert!(flows_of(&mut s, end).is_empty());
         let instant = Anchor::Instant {
             task: 0,
             tid: 0,

@@ -239,7 +239,17 @@ impl Sink for Writer<'_, '_> {
                 return Ok(());
             }
             self.seqs[task].open -= 1;
-            if c.args.is_none() && self.seqs[task].started {
+            let at = Anchor::SliceEnd {
+                task,
+                tid: c.tid,
+                time: c.time,
+                func: c.func,
+                name: c.name,
+                retval: c.args,
+                kernel: c.module == "[kernel]",
+            };
+            self.flows.flows(&at, &mut self.ids);
+            if c.args.is_none() && self.ids.is_empty() && self.seqs[task].started {
                 return self
                     .out
                     .put_parts(&self.seqs[task].field, c.time, &self.end);
@@ -284,6 +294,7 @@ impl Sink for Writer<'_, '_> {
             time: c.time,
             func: c.func,
             name: c.name,
+            args: c.args,
             kernel,
         };
         self.flows.flows(&at, &mut self.ids);
@@ -456,4 +467,59 @@ pub fn dump_with_flows(
         ));
     }
     Ok(warnings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+
+    /// A hook of the kind an I/O request linker is: a flow begun at one slice, ended at the
+    /// end of another.
+    struct MainToAtoi;
+
+    impl FlowHook for MainToAtoi {
+        fn flows(&mut self, at: &Anchor<'_>, ids: &mut FlowIds) {
+            match *at {
+                Anchor::Slice { name: "main", .. } => ids.flow(77),
+                Anchor::SliceEnd { name: "atoi", .. } => ids.terminate(77),
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn a_hook_flows_reach_begins_and_ends() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/fib-args");
+        let dir = TraceDir::open(&path).unwrap();
+        let mut out = Vec::new();
+        let opts = DumpOptions::default();
+        dump_with_flows(
+            &dir,
+            &Config::default(),
+            &opts,
+            &mut out,
+            &mut |_| {},
+            &mut MainToAtoi,
+        )
+        .unwrap();
+        let trace = Trace::decode(out.as_slice()).unwrap();
+        let events: Vec<&TrackEvent> = trace
+            .packet
+            .iter()
+            .filter_map(|p| p.track_event.as_ref())
+            .collect();
+        let begun: Vec<_> = events.iter().filter(|e| e.flow_ids == [77]).collect();
+        let ended: Vec<_> = events
+            .iter()
+            .filter(|e| e.terminating_flow_ids == [77])
+            .collect();
+        assert_eq!((begun.len(), ended.len()), (1, 1));
+        assert_eq!(begun[0].r#type, Some(TYPE_SLICE_BEGIN));
+        assert_eq!(ended[0].r#type, Some(TYPE_SLICE_END));
+        // Every begin has its end.
+        let count = |t| events.iter().filter(|e| e.r#type == Some(t)).count();
+        assert_eq!(count(TYPE_SLICE_BEGIN), count(TYPE_SLICE_END));
+    }
 }
