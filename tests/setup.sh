@@ -7,6 +7,22 @@
 # peak memory of utrace in the bounded tests.
 set -euo pipefail
 
+# The protobuf definitions of Perfetto's trace (PyPI package `perfetto`) decode the output of
+# `dump --perfetto` in tests/integration/analysis_perfetto.rs. Debian's python3 refuses pip
+# outside a venv (PEP 668) unless told.
+if command -v python3 >/dev/null &&
+	! python3 -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2' 2>/dev/null; then
+	echo "== installing the perfetto Python package (pip)"
+	if ! python3 -m pip --version >/dev/null 2>&1 && command -v apt-get >/dev/null; then
+		sudo=()
+		((EUID == 0)) || sudo=(sudo)
+		"${sudo[@]}" apt-get update -qq
+		"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-pip </dev/null >/dev/null
+	fi
+	python3 -m pip install -q perfetto 2>/dev/null ||
+		python3 -m pip install -q --break-system-packages perfetto
+fi
+
 missing=()
 for pkg_cmd in gcc:gcc g++:g++ uftrace:uftrace tmux:tmux time:/usr/bin/time; do
 	command -v "${pkg_cmd#*:}" >/dev/null || missing+=("${pkg_cmd%%:*}")

@@ -9,8 +9,8 @@
 //!              symbols, payload  triggers, -D, LOST resync,         Event     Visitor (report, graph,
 //!  perf-cpu*.dat ─────────────▶  exec/setjmp/longjmp, unfinished)   Lost      tui, histogram, task
 //!                                 one Policy per uftrace reader     Sched     graph), timed → Sink
-//!                                                                             (chrome, flame, dot,
-//!                                                                              mermaid)
+//!                                                                             (chrome, perfetto,
+//!                                                                              flame, dot, mermaid)
 //! ```
 //!
 //! - [`record_format::TraceDir`] maps the data directory; [`symbols`] resolves addresses through
@@ -95,6 +95,7 @@ pub fn dump(
     let warnings = match opts.format {
         DumpFormat::Raw => output::dump_raw::dump(dir, cfg, opts, out)?,
         DumpFormat::Chrome => output::chrome::dump(dir, cfg, opts, out, warn)?,
+        DumpFormat::Perfetto => output::perfetto::dump(dir, cfg, opts, out, warn)?,
         DumpFormat::FlameGraph => output::flame::dump(dir, cfg, opts, out)?,
         DumpFormat::Graphviz => output::graphviz::dump(dir, cfg, opts, out)?,
         DumpFormat::Mermaid => output::mermaid::dump(dir, cfg, opts, out)?,

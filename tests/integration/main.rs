@@ -85,6 +85,7 @@ mod analysis_dump;
 mod analysis_dump_formats;
 mod analysis_golden;
 mod analysis_histogram;
+mod analysis_perfetto;
 mod bad_input;
 mod bounded;
 mod crafted;

@@ -318,6 +318,9 @@ pub struct AnalysisArgs {
     /// Dump as Chrome trace-event JSON
     #[arg(long)]
     pub chrome: bool,
+    /// Dump as a Perfetto protobuf trace, to a file or pipe (utrace only)
+    #[arg(long)]
+    pub perfetto: bool,
     /// Dump as folded stacks for flame graphs
     #[arg(long)]
     pub flame_graph: bool,

@@ -13,6 +13,8 @@ pub enum DumpFormat {
     #[default]
     Raw,
     Chrome,
+    /// Perfetto's protobuf trace.
+    Perfetto,
     FlameGraph,
     Graphviz,
     Mermaid,

@@ -13,6 +13,7 @@ pub mod histogram;
 pub mod info;
 pub mod io;
 pub mod mermaid;
+pub mod perfetto;
 pub mod replay;
 pub mod report;
 pub mod task_graph;

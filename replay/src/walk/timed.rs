@@ -1,11 +1,13 @@
-//! The dump formats' consumer of the walk: `dump`'s `--chrome`, `--flame-graph`,
-//! `--graphviz` and `--mermaid` are its [`Sink`]s.
+//! The dump formats' consumer of the walk: `dump`'s `--chrome`, `--perfetto`,
+//! `--flame-graph`, `--graphviz` and `--mermaid` are its [`Sink`]s.
 //!
 //! It reads the trace through [`Core`] with [`Policy::DUMP`] (uftrace's dump reader: fix-ups
 //! applied to hidden entries too, exec forgetting the filters, a setjmp level per task,
 //! unfinished calls closed at the task's last record) and hands every shown entry and exit
 //! to a [`Sink`], with its rendered arguments when the sink wants them, and the context
-//! switches the core merges in from `perf-cpu*.dat` as `linux:schedule` calls. Calls still
+//! switches the core merges in from `perf-cpu*.dat` as `linux:schedule` calls (unless the
+//! sink reads them itself, [`Walk::with_sched`]), and the event records replay would show
+//! to the sinks that want them. Calls still
 //! open at the end of the data are closed innermost first, task by task, as uftrace does.
 
 use super::core::{Core, Step};
@@ -31,6 +33,9 @@ pub struct Call<'a> {
     /// The function (`None` for `linux:schedule`).
     pub func: Option<FuncId>,
     pub name: &'a str,
+    /// The function's module (basename; `[kernel]` for a kernel function, empty for
+    /// `linux:schedule`).
+    pub module: &'a str,
     /// Rendered arguments (`(1, "a")`) or return value; `None` when none was recorded (or
     /// the sink does not want them).
     pub args: Option<&'a str>,
@@ -47,9 +52,35 @@ pub trait Sink {
     fn wants_args(&self) -> bool {
         false
     }
+    /// Whether [`Call::srcline`] should be looked up for an entry of `func` (with
+    /// `--srcline`); a sink that keeps the locations it saw says no the second time.
+    fn wants_srcline(&mut self, _func: FuncId) -> bool {
+        true
+    }
     fn call(&mut self, call: &Call<'_>) -> io::Result<()>;
     /// A LOST record.
     fn lost(&mut self) {}
+    /// Whether event records are handed to [`Sink::event`] (rendered as text).
+    fn wants_events(&self) -> bool {
+        false
+    }
+    /// An event record shown where replay shows it (user SDT and counter events, kernel
+    /// tracepoints): `text` is replay's comment text, `name (fields)`.
+    fn event(&mut self, _ev: &EventCall<'_>) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One shown event record.
+#[derive(Debug)]
+pub struct EventCall<'a> {
+    pub task: usize,
+    pub tid: u32,
+    pub pid: u32,
+    pub time: u64,
+    pub text: &'a str,
+    /// A kernel tracepoint (`-k`), not a user or perf event.
+    pub kernel: bool,
 }
 
 /// What the walk knows about the tasks, for headers.
@@ -110,13 +141,27 @@ pub struct Walk<'d> {
     no_args: bool,
     /// `--srcline`: entries carry their source location.
     srcline: bool,
+    /// `--no-event`.
+    no_event: bool,
+    /// `--no-sched`: context switches among the events are left out.
+    no_sched: bool,
     /// `Usage:` notices of the filters and argument specs.
     pub notices: Vec<String>,
 }
 
 impl<'d> Walk<'d> {
     pub fn new(dir: &'d TraceDir, cfg: &'d Config, no_args: bool) -> Walk<'d> {
-        let mut core = Core::new(dir, cfg, Policy::DUMP);
+        Walk::with_sched(dir, cfg, no_args, true)
+    }
+
+    /// [`Walk::new`], with the `perf-cpu*.dat` context switches merged in as `linux:schedule`
+    /// calls only when `sched` (a sink that reads them itself passes `false`).
+    pub fn with_sched(dir: &'d TraceDir, cfg: &'d Config, no_args: bool, sched: bool) -> Walk<'d> {
+        let policy = Policy {
+            sched,
+            ..Policy::DUMP
+        };
+        let mut core = Core::new(dir, cfg, policy);
         Walk {
             notices: std::mem::take(&mut core.notices),
             core,
@@ -124,6 +169,8 @@ impl<'d> Walk<'d> {
             show_sched: !(cfg.no_event || cfg.no_sched),
             no_args,
             srcline: cfg.srcline,
+            no_event: cfg.no_event,
+            no_sched: cfg.no_sched,
         }
     }
 
@@ -153,11 +200,18 @@ impl<'d> Walk<'d> {
                             exit: s.exit,
                             func: None,
                             name: "linux:schedule",
+                            module: "",
                             args: None,
                             srcline: None,
                             total: s.total,
                             child: 0,
                         })?;
+                    }
+                    continue;
+                }
+                Step::Event { task, head } => {
+                    if sink.wants_events() && !self.no_event {
+                        self.event(sink, task, &head)?;
                     }
                     continue;
                 }
@@ -172,8 +226,9 @@ impl<'d> Walk<'d> {
                 exit,
                 func: Some(head.func),
                 name: &self.core.merge.sym.func(head.func).name,
+                module: &self.core.merge.sym.func(head.func).module,
                 args: has_args.then_some(args.as_str()),
-                srcline: match exit || !self.srcline {
+                srcline: match exit || !self.srcline || !sink.wants_srcline(head.func) {
                     true => None,
                     false => self.core.merge.sym.srcline(head.func).map(|l| l.text()),
                 },
@@ -184,6 +239,34 @@ impl<'d> Walk<'d> {
         }
         self.close_remaining(sink)?;
         Ok(std::mem::take(&mut self.core.merge.warnings))
+    }
+
+    /// Hands event record `h` of task `ti` to `sink` when replay would show it: tracing on,
+    /// inside the calls the filters show.
+    fn event(&mut self, sink: &mut dyn Sink, ti: usize, h: &Head) -> io::Result<()> {
+        let s = &mut self.core.tasks[ti].stack;
+        let i = s.open_calls();
+        if !self.core.enabled
+            || s.hidden(i)
+            || s.inside_notrace()
+            || (self.core.merge.filters.has_filter && !s.inside_filter())
+        {
+            return Ok(());
+        }
+        let Some(text) = self.core.merge.event_text(ti, h) else {
+            return Ok(());
+        };
+        if self.no_sched && text.starts_with("linux:sched") {
+            return Ok(());
+        }
+        sink.event(&EventCall {
+            task: ti,
+            tid: self.tasks[ti].tid,
+            pid: self.tasks[ti].pid,
+            time: h.raw.time,
+            text: &text,
+            kernel: h.kernel_event.is_some(),
+        })
     }
 
     /// Closes the calls still open at the end, innermost first, task by task.
@@ -201,6 +284,7 @@ impl<'d> Walk<'d> {
                     exit: true,
                     func: Some(func),
                     name: &merge.sym.func(func).name,
+                    module: &merge.sym.func(func).module,
                     args: None,
                     srcline: None,
                     total: u.closed.total,

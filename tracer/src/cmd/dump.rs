@@ -1,4 +1,5 @@
-//! `utrace dump`: the raw records, or the trace as Chrome trace-event JSON, folded stacks for
+//! `utrace dump`: the raw records, or the trace as Chrome trace-event JSON, a Perfetto
+//! protobuf trace (refused on a terminal), folded stacks for
 //! flame graphs (`--svg`: the flame graph itself), a graphviz or a mermaid call graph
 //! (cli.md §8).
 
@@ -10,6 +11,7 @@ use crate::timefmt;
 use crate::usage;
 use anyhow::Context;
 use replay::{DumpFormat, DumpOptions};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> {
@@ -20,6 +22,8 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     let a = &inv.args.analysis;
     let format = if a.chrome {
         DumpFormat::Chrome
+    } else if a.perfetto {
+        DumpFormat::Perfetto
     } else if a.flame_graph {
         DumpFormat::FlameGraph
     } else if a.graphviz {
@@ -48,8 +52,14 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
         recorded_time: recorded_time(&dir.path.join("info")),
     };
     notices.flush();
+    if format == DumpFormat::Perfetto && std::io::stdout().is_terminal() {
+        crate::diag::line(
+            "utrace: dump --perfetto writes a binary trace: redirect standard output to a file or a pipe",
+        );
+        return Ok(ExitCode::from(1));
+    }
 
-    let mut out = Output::start(!common.no_pager);
+    let mut out = Output::start(!common.no_pager && format != DumpFormat::Perfetto);
     let mut warn = |msg: &str| {
         crate::diag::warn(msg);
     };
