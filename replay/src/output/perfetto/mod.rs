@@ -30,6 +30,7 @@
 
 pub mod flows;
 mod interning;
+pub mod io_flows;
 mod packets;
 pub mod proto;
 pub mod tracks;
@@ -38,7 +39,8 @@ use super::dump::{write_notices, DumpOptions};
 use crate::config::Config;
 use crate::walk::timed::{Call, EventCall, Sink, Walk};
 use crate::Result;
-use flows::{Anchor, FlowHook, FlowIds, Spawns};
+use flows::{Anchor, FlowHook, FlowIds, Hooks, Spawns};
+use io_flows::IoFlows;
 use interning::{interned_empty, interned_name, source_location, split_event, Bits};
 use packets::{seq_field, template, Packets};
 use proto::*;
@@ -56,6 +58,8 @@ const CAT_KERNEL: u64 = 1;
 const EVENT_IID: u64 = 1 << 40;
 /// Flow ids of the shipped [`Spawns`] hook start here.
 const SPAWN_FLOW_BASE: u64 = 1;
+/// Flow ids of the I/O requests ([`IoFlows`]) start here.
+const IO_FLOW_BASE: u64 = 1 << 48;
 
 /// One task's packet sequence.
 #[derive(Debug, Default)]
@@ -378,7 +382,9 @@ impl Writer<'_, '_> {
 }
 
 /// Writes the Perfetto trace of `dir`, with the flows of the shipped hooks (a thread or
-/// process creation to the created task's first slice); returns the warnings.
+/// process creation to the created task's first slice; each I/O request of a `-k` trace from
+/// its submission through the block layer and the device to its reaping); returns the
+/// warnings.
 pub fn dump(
     dir: &TraceDir,
     cfg: &Config,
@@ -387,7 +393,9 @@ pub fn dump(
     warn: &mut dyn FnMut(&str),
 ) -> Result<Vec<String>> {
     let mut spawns = Spawns::new(dir, SPAWN_FLOW_BASE);
-    dump_with_flows(dir, cfg, opts, out, warn, &mut spawns)
+    let mut io = IoFlows::new(dir, cfg, IO_FLOW_BASE)?;
+    let mut hooks = Hooks(vec![&mut spawns, &mut io]);
+    dump_with_flows(dir, cfg, opts, out, warn, &mut hooks)
 }
 
 /// [`dump`] with the flows `flows` names.
