@@ -17,6 +17,7 @@ mod invocation;
 mod notice;
 mod pager;
 mod record;
+mod script;
 mod timefmt;
 mod tui;
 mod unsupported;

@@ -18,7 +18,13 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     if inv.args.record.nop {
         return Ok(record::run_untraced(inv)?.report(notices));
     }
+    // `-S`: the script is loaded first (an error stops before the program runs) and run over
+    // the records once they are written.
+    let (mut script, rec_inv) = super::script::for_record(inv, notices)?;
     let dir = inv.args.data.record_dir();
-    let ended = record::record(inv, notices, Target::Fresh(&dir))?;
+    let ended = record::record(&rec_inv, notices, Target::Fresh(&dir))?;
+    if let Some(script) = &mut script {
+        super::script::after_record(inv, &dir, notices, script)?;
+    }
     Ok(ended.report(notices))
 }
