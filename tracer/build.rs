@@ -48,6 +48,7 @@ const LIBRARIES: [(&str, &str, &str); 2] = [
 fn main() {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let mut to_build = Vec::new();
+    println!("cargo:rerun-if-env-changed=PYO3_PYTHON");
     for (package, file, var) in LIBRARIES {
         println!("cargo:rerun-if-env-changed={var}");
         match env::var_os(var).filter(|v| !v.is_empty()) {
@@ -133,6 +134,11 @@ fn main() {
     );
     if env::var_os(&strip).is_none() {
         cmd.env(strip, "debuginfo");
+    }
+    // The Python engine links the system's libpython (Debian's), whatever `python3` comes
+    // first in PATH, unless PYO3_PYTHON says otherwise.
+    if env::var_os("PYO3_PYTHON").is_none() && Path::new("/usr/bin/python3").exists() {
+        cmd.env("PYO3_PYTHON", "/usr/bin/python3");
     }
     // RUSTC, CARGO_ENCODED_RUSTFLAGS (the outer build's flags for this target), the
     // CARGO_PROFILE_* variables, RUSTC_WRAPPER and the jobserver pass through as they are.

@@ -70,6 +70,8 @@
 //!   of each data file: every analysis command ends at once, stays small and names the file
 //!   (`bounded.rs` runs utrace with a time and an address-space limit and measures its peak RSS);
 //!   `fuzz_dirs` (ignored: minutes) sends many damaged directories through every command.
+//! * `script`: `script -S` (Python and Lua), `record -S`, `live -S`, `script --record` against
+//!   uftrace's script engines on the same data; script errors; no libpython in `utrace`.
 //! * `install`: `utrace` copied alone records with the libmcount.so built into it, written out
 //!   to a private cache directory (planted links and files replaced, `--libmcount-path` first).
 //!
@@ -114,6 +116,7 @@ mod replay_extern;
 mod replay_sched;
 mod replay_select;
 mod report_conformance;
+mod script;
 mod slow_path;
 mod special_files;
 mod srcline;
