@@ -4,7 +4,7 @@
 //! signed integer (as uftrace pushes them), and an entry's `duration` is 0.
 
 use super::{Ctx, Engine, Kind, LoadError, ScriptError, Value};
-use mlua::{Function, Lua, Table};
+use mlua::{ffi, Function, Lua, Table};
 
 pub struct LuaEngine {
     lua: Lua,
@@ -14,14 +14,6 @@ pub struct LuaEngine {
 
 fn script_error(e: mlua::Error) -> ScriptError {
     ScriptError(e.to_string())
-}
-
-fn number(v: &Value, lua: &Lua) -> mlua::Result<mlua::Value> {
-    Ok(match v {
-        Value::Int(i) => mlua::Value::Number(*i as i64 as f64),
-        Value::Float(f) => mlua::Value::Number(*f),
-        Value::Str(s) => mlua::Value::String(lua.create_string(s)?),
-    })
 }
 
 impl LuaEngine {
@@ -46,48 +38,112 @@ impl LuaEngine {
         drop(globals);
         Ok(LuaEngine { lua, funcs })
     }
+}
 
-    fn context(&self, ctx: &Ctx<'_>) -> mlua::Result<Table> {
-        let lua = &self.lua;
-        let t = lua.create_table_with_capacity(0, 8)?;
+/// Pushes a new table with the fields of `ctx` (a table per record, as uftrace makes; built
+/// through Lua's C API: through mlua's `Table::raw_set` it cost more than the rest of the
+/// walk).
+///
+/// # Safety
+/// `state` is a live Lua state in protected mode with room for 3 more values. It pushes the
+/// table, and above it one value (or an array table and one value) at a time, each popped by
+/// lua_setfield/lua_rawseti: it leaves exactly the table.
+unsafe fn push_context(state: *mut ffi::lua_State, ctx: &Ctx<'_>) {
+    // SAFETY: the caller's promise; the field names are NUL-terminated literals.
+    unsafe {
+        ffi::lua_createtable(state, 0, 8);
         if ctx.kind == Kind::Begin {
-            t.raw_set("record", ctx.record)?;
-            t.raw_set("version", ctx.name)?;
-            let cmds = lua.create_table()?;
-            for (i, v) in ctx.values.unwrap_or_default().iter().enumerate() {
-                cmds.raw_set(i + 1, number(v, lua)?)?;
-            }
-            t.raw_set("cmds", cmds)?;
-            return Ok(t);
+            ffi::lua_pushboolean(state, i32::from(ctx.record));
+            ffi::lua_setfield(state, -2, c"record".as_ptr());
+            push_str(state, ctx.name);
+            ffi::lua_setfield(state, -2, c"version".as_ptr());
+            push_list(state, ctx.values.unwrap_or_default());
+            ffi::lua_setfield(state, -2, c"cmds".as_ptr());
+            return;
         }
-        t.raw_set("tid", ctx.tid as f64)?;
-        t.raw_set("depth", ctx.depth as f64)?;
-        t.raw_set("timestamp", ctx.timestamp as f64)?;
-        t.raw_set("duration", ctx.duration as f64)?;
-        t.raw_set("address", ctx.address as f64)?;
-        t.raw_set("name", ctx.name)?;
-        if let Some(values) = ctx.values {
-            match ctx.kind {
-                Kind::Exit => {
-                    if let Some(v) = values.first() {
-                        t.raw_set("retval", number(v, lua)?)?;
-                    }
-                }
-                Kind::Event => {
-                    if let Some(v) = values.first() {
-                        t.raw_set("args", number(v, lua)?)?;
-                    }
-                }
-                _ => {
-                    let args = lua.create_table_with_capacity(values.len(), 0)?;
-                    for (i, v) in values.iter().enumerate() {
-                        args.raw_set(i + 1, number(v, lua)?)?;
-                    }
-                    t.raw_set("args", args)?;
-                }
-            }
+        let numbers = [
+            (c"tid", ctx.tid as f64),
+            (c"depth", ctx.depth as f64),
+            (c"timestamp", ctx.timestamp as f64),
+            (c"duration", ctx.duration as f64),
+            (c"address", ctx.address as f64),
+        ];
+        for (key, v) in numbers {
+            ffi::lua_pushnumber(state, v);
+            ffi::lua_setfield(state, -2, key.as_ptr());
         }
-        Ok(t)
+        push_str(state, ctx.name);
+        ffi::lua_setfield(state, -2, c"name".as_ptr());
+        let Some(values) = ctx.values else { return };
+        match (ctx.kind, values.first()) {
+            (Kind::Exit, Some(v)) => {
+                push_value(state, v);
+                ffi::lua_setfield(state, -2, c"retval".as_ptr());
+            }
+            (Kind::Event, Some(v)) => {
+                push_value(state, v);
+                ffi::lua_setfield(state, -2, c"args".as_ptr());
+            }
+            (Kind::Entry, _) => {
+                push_list(state, values);
+                ffi::lua_setfield(state, -2, c"args".as_ptr());
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The message handler of a script call: the error and the stack traceback where it was
+/// raised, as `lua` prints them.
+unsafe extern "C-unwind" fn traceback(state: *mut ffi::lua_State) -> std::ffi::c_int {
+    // SAFETY: called by lua_pcall with the error value at index 1; the message pointer stays
+    // valid while that value is on the stack; luaL_traceback pushes one string.
+    unsafe {
+        let mut msg = ffi::lua_tolstring(state, 1, std::ptr::null_mut());
+        if msg.is_null() {
+            msg = c"(error object is not a string)".as_ptr();
+        }
+        ffi::luaL_traceback(state, state, msg, 1);
+    }
+    1
+}
+
+/// Pushes `s` as a Lua string.
+///
+/// # Safety
+/// `state` is a live Lua state with room for one more value, in protected mode.
+unsafe fn push_str(state: *mut ffi::lua_State, s: &str) {
+    // SAFETY: the caller's promise; the pointer and length describe `s`.
+    unsafe { ffi::lua_pushlstring(state, s.as_ptr().cast(), s.len()) };
+}
+
+/// Pushes `v` as uftrace does: integers are their 64 bits as a signed number.
+///
+/// # Safety
+/// As [`push_str`].
+unsafe fn push_value(state: *mut ffi::lua_State, v: &Value) {
+    // SAFETY: the caller's promise.
+    unsafe {
+        match v {
+            Value::Int(i) => ffi::lua_pushnumber(state, *i as i64 as f64),
+            Value::Float(f) => ffi::lua_pushnumber(state, *f),
+            Value::Str(s) => push_str(state, s),
+        }
+    }
+}
+
+/// Pushes a new array table of `values`.
+///
+/// # Safety
+/// `state` is a live Lua state with room for two more values, in protected mode.
+unsafe fn push_list(state: *mut ffi::lua_State, values: &[Value]) {
+    // SAFETY: the caller's promise: the table, then one value at a time (popped by rawseti).
+    unsafe {
+        ffi::lua_createtable(state, values.len() as i32, 0);
+        for (i, v) in values.iter().enumerate() {
+            push_value(state, v);
+            ffi::lua_rawseti(state, -2, i as i64 + 1);
+        }
     }
 }
 
@@ -102,19 +158,42 @@ impl Engine for LuaEngine {
     }
 
     fn call(&mut self, ctx: &Ctx<'_>) -> Result<(), ScriptError> {
-        if ctx.kind == Kind::End {
-            let ended = match &self.funcs[ctx.kind as usize] {
-                Some(f) => f.call::<()>(()).map_err(script_error),
-                None => Ok(()),
-            };
-            flush_c_stdio();
-            return ended;
-        }
         let Some(f) = &self.funcs[ctx.kind as usize] else {
+            if ctx.kind == Kind::End {
+                flush_c_stdio();
+            }
             return Ok(());
         };
-        let t = self.context(ctx).map_err(script_error)?;
-        f.call::<()>(t).map_err(script_error)
+        let with_ctx = ctx.kind != Kind::End;
+        // SAFETY: exec_raw runs the closure in protected mode with the function `f` pushed
+        // and room for 3 values: the handler is pushed and moved under `f` (2 values), the
+        // context table pushed above (3); lua_pcall pops `f` and its argument and leaves the
+        // message or nothing; the handler is removed, leaving one result (nil or the
+        // message), which exec_raw returns.
+        let failed = unsafe {
+            self.lua.exec_raw::<Option<String>>(f, |state| {
+                ffi::lua_pushcfunction(state, traceback);
+                ffi::lua_insert(state, -2);
+                let nargs = if with_ctx {
+                    push_context(state, ctx);
+                    1
+                } else {
+                    0
+                };
+                if ffi::lua_pcall(state, nargs, 0, -2 - nargs) == 0 {
+                    ffi::lua_pushnil(state);
+                }
+                ffi::lua_remove(state, -2);
+            })
+        };
+        if ctx.kind == Kind::End {
+            flush_c_stdio();
+        }
+        match failed {
+            Ok(None) => Ok(()),
+            Ok(Some(msg)) => Err(ScriptError(msg)),
+            Err(e) => Err(script_error(e)),
+        }
     }
 }
 

@@ -135,8 +135,7 @@ pub fn run(dir: &TraceDir, cfg: &Config, script: &mut Script, no_args: bool) -> 
             continue;
         }
         let func = head.func;
-        let name = core.merge.sym.func(func).name.clone();
-        if !select.wants(func as usize, &name) {
+        if !select.wants(func as usize, &core.merge.sym.func(func).name) {
             continue;
         }
         // The calls below that the filters hide do not count.
@@ -162,7 +161,7 @@ pub fn run(dir: &TraceDir, cfg: &Config, script: &mut Script, no_args: bool) -> 
             timestamp: head.raw.time,
             duration,
             address: head.raw.addr,
-            name: &name,
+            name: &core.merge.sym.func(func).name,
             values: recorded.is_some().then_some(&values[..]),
             record: false,
         };
