@@ -241,6 +241,12 @@ fn script_filters_funcs_and_events_match_uftrace() {
             failures.extend(compare(&ours, file, opts, &[]));
         }
     }
+    // Every field of the events too.
+    let dump_py = script(tmp.path(), "dump.py", DUMP_PY);
+    let dump_lua = script(tmp.path(), "dump.lua", DUMP_LUA);
+    for file in [&dump_py, &dump_lua] {
+        failures.extend(compare(&ours, file, &[], &[]));
+    }
     for file in [&funcs_py, &funcs_lua] {
         failures.extend(compare(&ours, file, &[], &[]));
         failures.extend(compare(&ours, file, &["--match", "glob"], &[]));

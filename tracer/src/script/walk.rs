@@ -101,6 +101,9 @@ pub fn run(dir: &TraceDir, cfg: &Config, script: &mut Script, no_args: bool) -> 
         && cfg.caller.is_empty()
         && cfg.triggers.is_empty()
         && cfg.depth.is_none()
+        && cfg.size_filter.is_none()
+        && cfg.loc_filters.is_empty()
+        && !cfg.start_disabled
         && !cfg.no_libcall;
     let mut values = Vec::new();
     while let Some(step) = core.next_step() {
