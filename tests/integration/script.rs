@@ -235,6 +235,11 @@ fn script_filters_funcs_and_events_match_uftrace() {
         &["-t", "2us"],
         &["--no-libcall"],
         &["-F", "c", "-F", "a"],
+        &["-C", "getpid"],
+        &["-T", "b@depth=1"],
+        &["--disable", "-T", "b@trace_on"],
+        // A pattern matching nothing: uftrace's `Usage:` line after the script's output.
+        &["-F", "nosuch"],
     ];
     for opts in filters {
         for file in [&py, &lua] {

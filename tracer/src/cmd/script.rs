@@ -115,11 +115,11 @@ fn run_over(
     record: bool,
 ) -> anyhow::Result<()> {
     let inv = inv.with_default_opts(dir.default_opts.as_deref(), notices)?;
-    let cfg = config::analysis_config(&inv, notices)?;
+    let mut cfg = config::analysis_config(&inv, notices)?;
+    // `--disable` (`--trace=off`): nothing runs the script before a trace_on trigger.
+    cfg.start_disabled = inv.args.filter.disable || inv.args.filter.trace.as_deref() == Some("off");
     notices.flush();
-    script.begin(record, cmds)?;
-    script::walk::run(dir, &cfg, script, inv.args.replay.no_args)?;
-    script.end()?;
+    script::walk::run(dir, &cfg, script, inv.args.replay.no_args, (record, cmds))?;
     let _ = std::io::stdout().flush();
     Ok(())
 }

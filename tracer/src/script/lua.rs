@@ -3,7 +3,7 @@
 //! context fields; numbers are Lua numbers, so an integer value is its 64 bits read as a
 //! signed integer (as uftrace pushes them), and an entry's `duration` is 0.
 
-use super::{Ctx, Engine, Kind, LoadError, ScriptError, Value};
+use super::{flush_c_stdio, Ctx, Engine, Kind, LoadError, ScriptError, Value};
 use mlua::{ffi, Function, Lua, Table};
 
 pub struct LuaEngine {
@@ -209,13 +209,6 @@ impl Engine for LuaEngine {
             Err(e) => Err(script_error(e)),
         }
     }
-}
-
-/// Lua's `print` writes through C's stdout buffer: flushed at the end of the script, so
-/// that its output comes before what utrace prints next.
-fn flush_c_stdio() {
-    // SAFETY: fflush(NULL) flushes every C stream; no stream is being closed meanwhile.
-    unsafe { libc::fflush(std::ptr::null_mut()) };
 }
 
 impl Drop for LuaEngine {

@@ -189,6 +189,22 @@ impl Script {
     }
 }
 
+/// Prints `line` through C's stdout buffer (where Lua's `print` writes too), unflushed.
+fn print_c_stdout(line: &str) {
+    let Ok(line) = std::ffi::CString::new(line) else {
+        return;
+    };
+    // SAFETY: puts takes a NUL-terminated string, which `line` is for the call.
+    unsafe { libc::puts(line.as_ptr()) };
+}
+
+/// Flushes C's stdout buffer (Lua's `print`, [`print_c_stdout`]) at the end of a script, so
+/// that its output comes before what utrace prints next.
+fn flush_c_stdio() {
+    // SAFETY: fflush(NULL) flushes every C stream; no stream is being closed meanwhile.
+    unsafe { libc::fflush(std::ptr::null_mut()) };
+}
+
 /// Why a script could not be loaded.
 #[derive(Debug)]
 pub enum LoadError {

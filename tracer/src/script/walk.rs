@@ -87,14 +87,24 @@ impl Selection {
     }
 }
 
-/// Calls `script` for every shown record of `dir`, in time order. `no_args` leaves the
-/// arguments and return values out. `uftrace_begin` and `uftrace_end` are the caller's.
-pub fn run(dir: &TraceDir, cfg: &Config, script: &mut Script, no_args: bool) -> anyhow::Result<()> {
+/// Runs `script` over `dir`: `uftrace_begin` (`record`, `cmds`), every shown record in time
+/// order, `uftrace_end`. `no_args` leaves the arguments and return values out.
+pub fn run(
+    dir: &TraceDir,
+    cfg: &Config,
+    script: &mut Script,
+    no_args: bool,
+    (record, cmds): (bool, &[String]),
+) -> anyhow::Result<()> {
     let mut select = Selection::new(script.funcs(), cfg);
     let mut core = Core::new(dir, cfg, Policy::REPLAY);
+    // The `Usage:` complaints about the filters, before the script runs, through C's stdout
+    // as uftrace prints them (so that they come where uftrace's do: before a Lua script's
+    // lines, which share that buffer, and after a Python script's, flushed at its end).
     for n in core.notices.drain(..) {
-        crate::diag::warn(&n);
+        super::print_c_stdout(&format!("Usage: {n}"));
     }
+    script.begin(record, cmds)?;
     let plain = cfg.filters.is_empty()
         && cfg.notrace.is_empty()
         && cfg.hide.is_empty()
@@ -170,7 +180,9 @@ pub fn run(dir: &TraceDir, cfg: &Config, script: &mut Script, no_args: bool) -> 
         };
         script.call(&ctx)?;
     }
-    Ok(())
+    let ended = script.end();
+    super::flush_c_stdio();
+    ended
 }
 
 #[cfg(test)]
