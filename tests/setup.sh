@@ -4,7 +4,7 @@
 # test, systemtap-sdt-dev has <sys/sdt.h> for the SDT probes of testprogs/sdt.c. Quick to
 # re-run: a package is installed only when its command (or header) is missing. Called by
 # the README's test command (and so by .ci/run); as root or with sudo. GNU time measures the
-# peak memory of utrace in the bounded tests.
+# peak memory of utrace in the bounded tests. libpython3 and LuaJIT: the script engines.
 set -euo pipefail
 
 # The protobuf definitions of Perfetto's trace (PyPI package `perfetto`) decode the output of
@@ -33,6 +33,11 @@ done
 # libaio and liburing for the I/O testprogs (aio_read.c, uring_read.c; tests/integration/kernel_io.rs).
 [[ -e /usr/include/libaio.h ]] || missing+=(libaio-dev)
 [[ -e /usr/include/liburing.h ]] || missing+=(liburing-dev)
+# `script -S`: utrace's Python engine links libpython3 (building it needs its headers), and
+# uftrace's script engines open libpython3 and libluajit-5.1.so at run time.
+[[ -x /usr/bin/python3-config ]] && compgen -G "/usr/lib/*/libpython3*.so" >/dev/null ||
+	missing+=(python3-dev libpython3-dev)
+[[ -e /usr/lib/x86_64-linux-gnu/libluajit-5.1.so ]] || missing+=(libluajit-5.1-dev)
 ((${#missing[@]})) || exit 0
 
 if ! command -v apt-get >/dev/null; then

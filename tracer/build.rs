@@ -1,19 +1,22 @@
-//! Builds libmcount.so and puts it in `OUT_DIR` for `utrace` to embed (`record::embedded`).
+//! Builds libmcount.so and the Python script engine (libutrace_python.so, `script-python`)
+//! and puts them in `OUT_DIR` for `utrace` to embed (`record::embedded`, `script::python`).
 //!
-//! The runtime is a cdylib of this workspace, which cargo gives no way to depend on from a
+//! Both are cdylibs of this workspace; the runtime is a cdylib of this workspace, which cargo gives no way to depend on from a
 //! binary on stable (artifact dependencies are unstable), and reusing the `libmcount.so` of
 //! the outer cargo invocation is not sound: nothing orders the two units, and `cargo install
 //! --path tracer` does not build libmcount at all. So this script runs a nested
-//! `cargo build -p libmcount` of the same workspace (its root `Cargo.toml` holds the profile
+//! `cargo build -p libmcount -p script-python` of the same workspace (its root `Cargo.toml` holds the profile
 //! settings the library is built with) with the same cargo, rustc, flags and profile, in a
 //! target directory of its own under `OUT_DIR`: a nested cargo on the outer target directory
 //! would wait forever for the outer build's lock. The nested cargo shares the outer one's
 //! jobserver (`CARGO_MAKEFLAGS`), so `-j` still bounds the whole build, and it only rebuilds
-//! what changed; this script reruns only when libmcount's or record-format's sources, the
+//! what changed; this script reruns only when the libraries' (or record-format's, script-abi's) sources, the
 //! manifests, the lock file or the profile variables change.
 //!
-//! `UTRACE_EMBED_LIBMCOUNT=/path/to/libmcount.so` embeds that file instead (a packager's
-//! prebuilt runtime, or a build that must not run cargo twice).
+//! `UTRACE_EMBED_LIBMCOUNT=/path/to/libmcount.so` and
+//! `UTRACE_EMBED_PYTHON=/path/to/libutrace_python.so` embed those files instead (a packager's
+//! prebuilt libraries, or a build that must not run cargo twice): with both set, no nested
+//! build runs.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -32,14 +35,32 @@ const PROFILE_KEYS: [&str; 9] = [
     "INCREMENTAL",
 ];
 
+/// The libraries embedded: (package, file built, variable naming a prebuilt one).
+const LIBRARIES: [(&str, &str, &str); 2] = [
+    ("libmcount", "libmcount.so", "UTRACE_EMBED_LIBMCOUNT"),
+    (
+        "script-python",
+        "libutrace_python.so",
+        "UTRACE_EMBED_PYTHON",
+    ),
+];
+
 fn main() {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let embedded = out_dir.join("libmcount.so");
-    println!("cargo:rerun-if-env-changed=UTRACE_EMBED_LIBMCOUNT");
-    if let Some(prebuilt) = env::var_os("UTRACE_EMBED_LIBMCOUNT").filter(|v| !v.is_empty()) {
-        let prebuilt = PathBuf::from(prebuilt);
-        println!("cargo:rerun-if-changed={}", prebuilt.display());
-        copy(&prebuilt, &embedded);
+    let mut to_build = Vec::new();
+    println!("cargo:rerun-if-env-changed=PYO3_PYTHON");
+    for (package, file, var) in LIBRARIES {
+        println!("cargo:rerun-if-env-changed={var}");
+        match env::var_os(var).filter(|v| !v.is_empty()) {
+            Some(prebuilt) => {
+                let prebuilt = PathBuf::from(prebuilt);
+                println!("cargo:rerun-if-changed={}", prebuilt.display());
+                copy(&prebuilt, &out_dir.join(file));
+            }
+            None => to_build.push((package, file)),
+        }
+    }
+    if to_build.is_empty() {
         return;
     }
 
@@ -51,7 +72,7 @@ fn main() {
     if !root.join("libmcount/Cargo.toml").is_file() {
         panic!(
             "utrace embeds libmcount.so, built from {}: the workspace is not there (set \
-             UTRACE_EMBED_LIBMCOUNT=/path/to/libmcount.so to embed a prebuilt one)",
+             UTRACE_EMBED_LIBMCOUNT and UTRACE_EMBED_PYTHON to embed prebuilt libraries)",
             root.join("libmcount").display()
         );
     }
@@ -62,6 +83,10 @@ fn main() {
         "libmcount/src",
         "record-format/Cargo.toml",
         "record-format/src",
+        "script-python/Cargo.toml",
+        "script-python/src",
+        "script-abi/Cargo.toml",
+        "script-abi/src",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(path).display());
     }
@@ -83,7 +108,8 @@ fn main() {
     cmd.arg("build")
         .arg("--manifest-path")
         .arg(root.join("Cargo.toml"))
-        .args(["-p", "libmcount", "--lib"])
+        .args(to_build.iter().flat_map(|(p, _)| ["-p", p]))
+        .arg("--lib")
         .arg("--target-dir")
         .arg(&nested_dir);
     if release {
@@ -109,29 +135,35 @@ fn main() {
     if env::var_os(&strip).is_none() {
         cmd.env(strip, "debuginfo");
     }
+    // The Python engine links the system's libpython (Debian's), whatever `python3` comes
+    // first in PATH, unless PYO3_PYTHON says otherwise.
+    if env::var_os("PYO3_PYTHON").is_none() && Path::new("/usr/bin/python3").exists() {
+        cmd.env("PYO3_PYTHON", "/usr/bin/python3");
+    }
     // RUSTC, CARGO_ENCODED_RUSTFLAGS (the outer build's flags for this target), the
     // CARGO_PROFILE_* variables, RUSTC_WRAPPER and the jobserver pass through as they are.
     // Its stdout would be read as build script directives.
     cmd.stdout(std::io::stderr());
     let status = cmd
         .status()
-        .unwrap_or_else(|e| panic!("cannot run cargo to build libmcount: {e}"));
-    assert!(status.success(), "building libmcount for embedding failed");
+        .unwrap_or_else(|e| panic!("cannot run cargo to build the embedded libraries: {e}"));
+    assert!(status.success(), "building the embedded libraries failed");
 
     let mut built = nested_dir;
     if target != host {
         built.push(&target);
     }
     built.push(if release { "release" } else { "debug" });
-    built.push("libmcount.so");
-    copy(&built, &embedded);
+    for (_, file) in to_build {
+        copy(&built.join(file), &out_dir.join(file));
+    }
 }
 
 /// Copies `from` to `to` unless `to` already holds the same bytes (so that an unchanged
 /// library does not make rustc embed it again).
 fn copy(from: &Path, to: &Path) {
-    let bytes = std::fs::read(from)
-        .unwrap_or_else(|e| panic!("cannot read libmcount at {}: {e}", from.display()));
+    let bytes =
+        std::fs::read(from).unwrap_or_else(|e| panic!("cannot read {}: {e}", from.display()));
     if std::fs::read(to).ok().as_deref() != Some(&bytes[..]) {
         std::fs::write(to, &bytes).unwrap_or_else(|e| panic!("cannot write {}: {e}", to.display()));
     }

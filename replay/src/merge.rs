@@ -11,7 +11,7 @@ use crate::payload::args::push_recorded;
 use crate::specs::Specs;
 use crate::symbols::{FuncId, Symbolizer};
 use gate::Gate;
-use record_format::argspec::{decode_payload, payload_len, ArgItem};
+use record_format::argspec::{decode_payload, payload_len, ArgItem, ArgValue};
 use record_format::dat::{event_payload_len, read_header, BadRecord};
 use record_format::dir::{GraphRecord, KernelRecords};
 use record_format::raw::RECORD_SIZE;
@@ -348,6 +348,31 @@ impl<'d> Merge<'d> {
         };
         push_recorded(out, &spec, ret, &values, &mut lookup);
         true
+    }
+
+    /// The values recorded in the payload of `h` (the arguments of an entry, the return
+    /// value of an exit), a record of task `ti`, with the items of `func`'s spec they were
+    /// recorded by; `None` when none were recorded or the payload does not decode.
+    pub fn arg_values(
+        &mut self,
+        ti: usize,
+        func: FuncId,
+        h: &Head,
+        ret: bool,
+    ) -> Option<(Vec<ArgItem>, Vec<ArgValue>)> {
+        if !h.raw.more {
+            return None;
+        }
+        let f = self.sym.func(func).clone();
+        let spec = self.specs.get(func, &f);
+        let items: Vec<ArgItem> = if ret {
+            spec.ret.iter().cloned().collect()
+        } else {
+            spec.args.clone()
+        };
+        let refs: Vec<&ArgItem> = items.iter().collect();
+        let values = decode_payload(&refs, self.payload(ti, h.payload))?;
+        Some((items, values))
     }
 
     pub fn event_names(&self) -> &HashMap<u64, String> {

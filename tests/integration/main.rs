@@ -75,6 +75,8 @@
 //! * `recv`: `utrace recv` and `record --host` against uftrace 0.13 both ways (the received
 //!   directories replayed like local recordings), utrace to utrace over IPv4 and IPv6,
 //!   `--run-cmd`, senders that break off or send garbage, SIGTERM/SIGINT, and the errors.
+//! * `script`: `script -S` (Python and Lua), `record -S`, `live -S`, `script --record` against
+//!   uftrace's script engines on the same data; script errors; no libpython in `utrace`.
 //! * `install`: `utrace` copied alone records with the libmcount.so built into it, written out
 //!   to a private cache directory (planted links and files replaced, `--libmcount-path` first).
 //!
@@ -122,6 +124,7 @@ mod replay_extern;
 mod replay_sched;
 mod replay_select;
 mod report_conformance;
+mod script;
 mod slow_path;
 mod special_files;
 mod srcline;

@@ -427,8 +427,8 @@ pub struct RecordArgs {
     /// recv: run CMD in the receiving directory after each session
     #[arg(long, value_name = "CMD")]
     pub run_cmd: Option<String>,
-    /// Run SCRIPT on every function entry and exit (refused until scripts work: not listed)
-    #[arg(hide = true, short = 'S', long, value_name = "SCRIPT")]
+    /// Run a Python or Lua SCRIPT on every function entry and exit
+    #[arg(short = 'S', long, value_name = "SCRIPT")]
     pub script: Option<String>,
     /// Start an agent in the traced program
     #[arg(hide = true, short = 'g', long)]

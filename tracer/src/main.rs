@@ -18,6 +18,7 @@ mod net;
 mod notice;
 mod pager;
 mod record;
+mod script;
 mod timefmt;
 mod tui;
 mod unsupported;

@@ -9,8 +9,8 @@ use std::fmt::Write as _;
 /// suite skips tests whose feature word (`dwarf`, `perf`, `luajit`, `python`) is missing, so
 /// only add a word here once the feature works: `dwarf` (`-A .` with DWARF types,
 /// `--srcline`), `perf` and `sched` (scheduler events recorded from perf events), `tui`
-/// (`utrace tui`). Not yet: `dynamic` (`-P`), `python3` and `luajit` (scripts).
-pub const FEATURES: &[&str] = &["dwarf", "perf", "sched", "tui"];
+/// (`utrace tui`), `python3` and `luajit` (`script -S`). Not yet: `dynamic` (`-P`).
+pub const FEATURES: &[&str] = &["dwarf", "python3", "luajit", "perf", "sched", "tui"];
 
 /// Column where option descriptions start in `--help` (0-based).
 const HELP_COLUMN: usize = 29;
@@ -51,11 +51,7 @@ fn banner_head() -> String {
     text.push_str(" utrace -- function (graph) tracer for userspace\n\n");
     text.push_str(" usage: utrace [COMMAND] [OPTION...] [<program>]\n\n");
     text.push_str(" COMMAND:\n");
-    // `script` is refused until it works: not listed.
     for sub in Subcommand::ALL {
-        if matches!(sub, Subcommand::Script) {
-            continue;
-        }
         let _ = writeln!(text, "   {:<16}{}", sub.name(), summary(sub));
     }
     text
@@ -130,7 +126,15 @@ mod tests {
             .collect();
         assert_eq!(
             words,
-            [std::env::consts::ARCH, "dwarf", "perf", "sched", "tui"]
+            [
+                std::env::consts::ARCH,
+                "dwarf",
+                "python3",
+                "luajit",
+                "perf",
+                "sched",
+                "tui"
+            ]
         );
     }
 
@@ -141,8 +145,7 @@ mod tests {
         assert!(text.ends_with("\n\n"));
         for sub in Subcommand::ALL {
             let listed = text.contains(&format!("\n   {:<16}", sub.name()));
-            let works = !matches!(sub, Subcommand::Script);
-            assert_eq!(listed, works, "{}", sub.name());
+            assert!(listed, "{}", sub.name());
         }
     }
 

@@ -21,11 +21,13 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     if inv.args.record.nop {
         return Ok(record::run_untraced(inv)?.report(notices));
     }
+    // `-S`: loaded before the program runs, run over the records before the replay.
+    let (mut script, rec_inv) = super::script::for_record(inv, notices)?;
     // Removed with its contents when this function returns, also on errors.
     let mut temp = None;
     let dir = if inv.args.record.record {
         let dir = inv.args.data.record_dir();
-        record::record(inv, notices, Target::Fresh(&dir)).map(|t| (t, dir))
+        record::record(&rec_inv, notices, Target::Fresh(&dir)).map(|t| (t, dir))
     } else {
         let tmp = tempfile::Builder::new()
             .prefix("utrace-live-")
@@ -38,9 +40,12 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
             .context("cannot create a temporary data directory")?;
         let dir = tmp.path().to_path_buf();
         temp = Some(tmp);
-        record::record(inv, notices, Target::Existing(&dir)).map(|t| (t, dir))
+        record::record(&rec_inv, notices, Target::Existing(&dir)).map(|t| (t, dir))
     };
     let (ended, dir) = dir?;
+    if let Some(script) = &mut script {
+        super::script::after_record(inv, &dir, notices, script)?;
+    }
     let status = ended.report(notices);
     let data = super::open_data_at(&dir)?;
     let mut replay_inv = replay_invocation(inv);
@@ -75,7 +80,7 @@ pub fn list_events(inv: &Invocation) -> anyhow::Result<ExitCode> {
 /// §10): libmcount applies `-F`, `-N`, `-H`, `-C`, `-Z`, `-D` and `--trace=off` while
 /// recording. `-t` and `-T` stay: applying them again to the data they shaped changes nothing,
 /// and the replay-only trigger actions (`backtrace`, `color=`) need the replay.
-fn replay_invocation(inv: &Invocation) -> Invocation {
+pub fn replay_invocation(inv: &Invocation) -> Invocation {
     let mut inv = inv.clone();
     let f = &mut inv.args.filter;
     f.filter.clear();

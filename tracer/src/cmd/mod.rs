@@ -110,8 +110,3 @@ pub fn missing_program(notices: &mut Notices) -> ExitCode {
     let _ = std::io::stdout().write_all(usage::banner().as_bytes());
     ExitCode::from(1)
 }
-
-/// The error of a subcommand that does not exist yet.
-pub fn not_implemented(sub: Subcommand) -> anyhow::Error {
-    anyhow::anyhow!("'{}' is not implemented yet", sub.name())
-}

@@ -19,10 +19,19 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
         return Ok(record::run_untraced(inv)?.report(notices));
     }
     if let Some(host) = &inv.args.record.host {
+        if inv.args.record.script.is_some() {
+            anyhow::bail!("-S/--script cannot be used with --host: run `utrace script -S` on the received data");
+        }
         let ended = crate::net::send::record_to_host(inv, notices, host)?;
         return Ok(ended.report(notices));
     }
+    // `-S`: the script is loaded first (an error stops before the program runs) and run over
+    // the records once they are written.
+    let (mut script, rec_inv) = super::script::for_record(inv, notices)?;
     let dir = inv.args.data.record_dir();
-    let ended = record::record(inv, notices, Target::Fresh(&dir))?;
+    let ended = record::record(&rec_inv, notices, Target::Fresh(&dir))?;
+    if let Some(script) = &mut script {
+        super::script::after_record(inv, &dir, notices, script)?;
+    }
     Ok(ended.report(notices))
 }

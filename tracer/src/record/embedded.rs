@@ -1,5 +1,6 @@
 //! The libmcount.so built into `utrace` (tracer/build.rs), written out on first use so that
-//! the `utrace` binary alone is a working tracer (`cargo install --path tracer`).
+//! the `utrace` binary alone is a working tracer (`cargo install --path tracer`). The Python
+//! script engine (`script::python`) is written out the same way, by [`install_library`].
 //!
 //! The copy goes to a per-user cache directory, the first of these that is usable:
 //! `$XDG_CACHE_HOME/utrace`, `$HOME/.cache/utrace`, for root `/var/cache/utrace`, and last a
@@ -104,6 +105,12 @@ fn candidates(
 /// Writes the embedded libmcount.so out (or finds the copy written before) and returns its
 /// path.
 pub fn install() -> anyhow::Result<PathBuf> {
+    install_library("libmcount", LIBMCOUNT_SO)
+}
+
+/// Writes the embedded library `bytes` out as `<stem>-<hash>.so` (or finds the copy written
+/// before) and returns its path.
+pub fn install_library(stem: &str, bytes: &[u8]) -> anyhow::Result<PathBuf> {
     let dirs = candidates(
         euid(),
         std::env::var_os("XDG_CACHE_HOME"),
@@ -113,7 +120,7 @@ pub fn install() -> anyhow::Result<PathBuf> {
     let mut errors = Vec::new();
     for c in &dirs {
         let installed = if c.base.is_dir() {
-            install_in(&c.dir, c.mode, LIBMCOUNT_SO)
+            install_in(&c.dir, c.mode, stem, bytes)
         } else {
             Err(err(format!("{} is not a directory", c.base.display())))
         };
@@ -123,7 +130,7 @@ pub fn install() -> anyhow::Result<PathBuf> {
         }
     }
     bail!(
-        "utrace could not write out its libmcount.so: {}",
+        "utrace could not write out its {stem}.so: {}",
         errors.join("; ")
     )
 }
@@ -234,9 +241,9 @@ fn holds(path: &Path, bytes: &[u8]) -> bool {
 }
 
 /// Installs `bytes` in the cache directory `dir`; returns the file's path.
-fn install_in(dir: &Path, mode: u32, bytes: &[u8]) -> std::io::Result<PathBuf> {
+fn install_in(dir: &Path, mode: u32, stem: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
     let dir = make_dir(dir, mode)?;
-    let name = format!("libmcount-{:016x}.so", fnv1a64(bytes));
+    let name = format!("{stem}-{:016x}.so", fnv1a64(bytes));
     let path = dir.join(&name);
     if holds(&path, bytes) {
         return Ok(path);
@@ -310,13 +317,13 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("cache/utrace");
         let bytes = b"not really a library";
-        let path = install_in(&dir, 0o700, bytes).unwrap();
+        let path = install_in(&dir, 0o700, "libmcount", bytes).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), bytes);
         let mode = |p: &Path| std::fs::symlink_metadata(p).unwrap().mode() & 0o7777;
         assert_eq!(mode(&dir), 0o700);
         assert_eq!(mode(&path), FILE_MODE);
         let ino = std::fs::metadata(&path).unwrap().ino();
-        assert_eq!(install_in(&dir, 0o700, bytes).unwrap(), path);
+        assert_eq!(install_in(&dir, 0o700, "libmcount", bytes).unwrap(), path);
         assert_eq!(std::fs::metadata(&path).unwrap().ino(), ino, "reused");
 
         // A link to a file that holds the same bytes is replaced, its target untouched.
@@ -324,16 +331,16 @@ mod tests {
         std::fs::write(&victim, bytes).unwrap();
         std::fs::remove_file(&path).unwrap();
         std::os::unix::fs::symlink(&victim, &path).unwrap();
-        assert_eq!(install_in(&dir, 0o700, bytes).unwrap(), path);
+        assert_eq!(install_in(&dir, 0o700, "libmcount", bytes).unwrap(), path);
         assert!(std::fs::symlink_metadata(&path).unwrap().is_file());
         assert_eq!(std::fs::read(&victim).unwrap(), bytes);
 
         // Changed content, another name, or a writable mode: replaced.
         std::fs::write(&path, b"changed").unwrap();
-        install_in(&dir, 0o700, bytes).unwrap();
+        install_in(&dir, 0o700, "libmcount", bytes).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), bytes);
         std::fs::hard_link(&path, tmp.path().join("second")).unwrap();
-        install_in(&dir, 0o700, bytes).unwrap();
+        install_in(&dir, 0o700, "libmcount", bytes).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().nlink(), 1);
         let leftovers = std::fs::read_dir(&dir).unwrap().count();
         assert_eq!(leftovers, 1, "no temporary file is left");
@@ -347,18 +354,18 @@ mod tests {
         std::fs::create_dir(&real).unwrap();
         let link = tmp.path().join("link");
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        let e = install_in(&link, 0o700, b"x").unwrap_err();
+        let e = install_in(&link, 0o700, "libmcount", b"x").unwrap_err();
         assert_eq!(e.to_string(), "not a directory");
         assert_eq!(std::fs::read_dir(&real).unwrap().count(), 0);
         // A directory above it is writable by others.
         let open = tmp.path().join("open");
         std::fs::create_dir(&open).unwrap();
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
-        let e = install_in(&open.join("a/utrace"), 0o700, b"x").unwrap_err();
+        let e = install_in(&open.join("a/utrace"), 0o700, "libmcount", b"x").unwrap_err();
         assert!(e.to_string().ends_with("is writable by other users"), "{e}");
         assert!(!open.join("a").exists(), "nothing is created under it");
         // A path LD_PRELOAD would split.
-        let e = install_in(&tmp.path().join("a b"), 0o700, b"x").unwrap_err();
+        let e = install_in(&tmp.path().join("a b"), 0o700, "libmcount", b"x").unwrap_err();
         assert_eq!(e.to_string(), "the path cannot be put in LD_PRELOAD");
     }
 }

@@ -20,7 +20,7 @@ mod attach;
 pub use attach::check_pid_options;
 mod dir;
 pub mod dwarf;
-mod embedded;
+pub mod embedded;
 pub mod finish;
 mod guard;
 mod kept_pid;

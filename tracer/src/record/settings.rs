@@ -269,12 +269,6 @@ fn parse_bytes(text: &str) -> Option<u64> {
 pub(super) fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Settings> {
     let f = &inv.args.filter;
     let r = &inv.args.record;
-    if let Some(script) = &r.script {
-        if let Err(e) = std::fs::File::open(script) {
-            anyhow::bail!("cannot open script file: {script}: {e}");
-        }
-        anyhow::bail!("running a script while recording (-S) is not supported yet: {script}");
-    }
     let mut vars: Vec<(String, OsString)> = Vec::new();
     let mut set = |name: &str, value: String| vars.push((name.to_string(), value.into()));
 
