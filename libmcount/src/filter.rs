@@ -25,8 +25,7 @@ use record_format::demangle::{demangle, Demangle};
 use record_format::maps::MapEntry;
 use record_format::pattern::{MatchType, NameMatcher};
 use record_format::trigger::{parse_trigger, Actions};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
 
 /// The filters set the `NORECORD` … `FINISH` bits of the table.
 use crate::frame_flags as flags;
@@ -45,7 +44,7 @@ struct Range {
 const NO_RULE: u32 = u32::MAX;
 
 /// The session's filters.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Filters {
     /// Sorted, non-overlapping function ranges.
     ranges: Vec<Range>,
@@ -63,9 +62,20 @@ pub struct Filters {
     pub size: u32,
     /// Any `dump` trigger (flight recorder).
     pub has_dump: bool,
+    /// The agent may replace these filters (`-g`): threads then keep [`INHERIT`] in their
+    /// depth and time limits where the global ones are in force, and read them from the
+    /// filters current at each decision.
+    pub live: bool,
 }
 
-static FILTERS: OnceLock<Filters> = OnceLock::new();
+/// A thread's depth or time limit that is the global one of the current [`Filters`] (`-g`).
+pub const INHERIT: u32 = u32::MAX - 1;
+/// [`INHERIT`] for time limits.
+pub const INHERIT_TIME: u64 = u64::MAX;
+
+/// The session's filters: null, or a `Box` leaked by [`install`] and never freed (a hook may
+/// still read one that the agent has replaced). Stored with Release, loaded with Acquire.
+static FILTERS: AtomicPtr<Filters> = AtomicPtr::new(core::ptr::null_mut());
 
 /// `-t` in nanoseconds when it is the only record-time filter (no triggers, `-Z`,
 /// `--trace=off` or signal triggers), else 0. Then the sessions stay on the trampolines' fast
@@ -83,7 +93,42 @@ pub fn time_only() -> bool {
 /// The session's filters, if any are active.
 #[inline]
 pub fn get() -> Option<&'static Filters> {
-    FILTERS.get()
+    // Acquire pairs with the Release store of `install`: the table is complete.
+    let p = FILTERS.load(Ordering::Acquire);
+    // SAFETY: non-null values are leaked boxes, never freed (see `FILTERS`).
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+/// Makes `f` the filters hooks read. With `replace`, whatever was there is replaced (the
+/// agent; the old table is leaked: hooks may still be reading it); without, only the first
+/// call of the process installs (an attached process can see several sessions). Returns
+/// whether `f` was installed.
+pub fn install(f: Filters, replace: bool) -> bool {
+    let p = Box::into_raw(Box::new(f));
+    if replace {
+        FILTERS.store(p, Ordering::Release);
+        return true;
+    }
+    let fresh = FILTERS
+        .compare_exchange(
+            core::ptr::null_mut(),
+            p,
+            Ordering::Release,
+            Ordering::Relaxed,
+        )
+        .is_ok();
+    if !fresh {
+        // SAFETY: `p` came from `Box::into_raw` above and was published nowhere.
+        drop(unsafe { Box::from_raw(p) });
+    }
+    fresh
+}
+
+/// Turns recording on or off for the whole process (the agent's `--trace=on|off`); a
+/// `finish` stays finished.
+pub fn set_tracing(on: bool) {
+    let (from, to) = if on { (OFF, ON) } else { (ON, OFF) };
+    let _ = TRACING.compare_exchange(from, to, Ordering::Relaxed, Ordering::Relaxed);
 }
 
 /// Process-wide recording switch (`trace_on`/`trace_off`, `--trace=off`, `finish`).
@@ -117,6 +162,16 @@ pub fn switch_after(fl: u16) {
 }
 
 impl Filters {
+    /// The depth limit a thread keeps where the global one is in force.
+    #[inline]
+    fn global_depth(&self) -> u32 {
+        if self.live {
+            INHERIT
+        } else {
+            self.depth
+        }
+    }
+
     /// Whether the entry of the function at `addr` dumps the flight recorder (`FUNC@dump`).
     /// Its frame carries `LIMITS`, which leads here.
     pub fn dumps_at_entry(&self, addr: u64) -> bool {
@@ -165,18 +220,20 @@ struct Spec {
 
 /// Parses the recorder's `;`-separated trigger list (`UTRACE_TRIGGER`).
 fn parse_specs(list: &str, ty: MatchType) -> Vec<Spec> {
-    let mut ignored = Vec::new();
     list.split(';')
         .filter(|s| !s.is_empty())
-        .map(|s| {
-            let t = parse_trigger(s, &mut ignored);
-            Spec {
-                matcher: NameMatcher::new(t.name, ty),
-                module: t.module.map(str::to_string),
-                actions: t.actions,
-            }
-        })
+        .map(|s| parse_spec(s, ty))
         .collect()
+}
+
+/// One `PATTERN@ACTIONS` item.
+fn parse_spec(item: &str, ty: MatchType) -> Spec {
+    let t = parse_trigger(item, &mut Vec::new());
+    Spec {
+        matcher: NameMatcher::new(t.name, ty),
+        module: t.module.map(str::to_string),
+        actions: t.actions,
+    }
 }
 
 pub(crate) fn basename(path: &str) -> &str {
@@ -215,6 +272,8 @@ pub struct Settings<'a> {
     pub start_off: bool,
     /// `--signal` triggers are installed (their actions are taken on the slow path).
     pub signals: bool,
+    /// `-g`: the agent may replace the filters (see [`Filters::live`]).
+    pub live: bool,
 }
 
 impl Settings<'_> {
@@ -225,6 +284,7 @@ impl Settings<'_> {
             || self.size > 0
             || self.start_off
             || self.signals
+            || self.live
     }
 }
 
@@ -240,6 +300,36 @@ fn size32(size: u64) -> u32 {
 /// name), which patterns without a module or with `@PLT` name too.
 pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
     let specs = parse_specs(set.triggers, set.match_type);
+    let filters = build(modules, plt, &specs, set);
+    if set.start_off {
+        TRACING.store(OFF, Ordering::Relaxed);
+    }
+    let time_only = set.triggers.is_empty()
+        && set.size == 0
+        && !set.start_off
+        && !set.signals
+        && !set.live;
+    // The filters of the process's first session stay (an attached process can see several).
+    let fresh = install(filters, false);
+    if fresh && time_only {
+        FAST_THRESHOLD.store(set.threshold, Ordering::Relaxed);
+    }
+}
+
+/// The filters of the agent's `items` (each `PATTERN@ACTIONS` with its match type) and the
+/// global limits of `set` (whose `triggers` are not read), for [`install`] (agent thread).
+pub fn build_items(
+    modules: &[MapEntry],
+    plt: &[(usize, &str)],
+    items: &[(MatchType, String)],
+    set: &Settings,
+) -> Filters {
+    let specs: Vec<Spec> = items.iter().map(|(ty, s)| parse_spec(s, *ty)).collect();
+    build(modules, plt, &specs, set)
+}
+
+/// The table of `specs` over the session's functions, with the limits of `set`.
+fn build(modules: &[MapEntry], plt: &[(usize, &str)], specs: &[Spec], set: &Settings) -> Filters {
     let mut ranges = Vec::new();
     let mut rules: Vec<Actions> = Vec::new();
     let mut rule_of = |merged: Option<Actions>| match merged {
@@ -321,25 +411,16 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
         ranges.sort_by_key(|r| r.start);
         ranges.dedup_by_key(|r| r.start);
     }
-    if set.start_off {
-        TRACING.store(OFF, Ordering::Relaxed);
-    }
-    let time_only = set.triggers.is_empty() && set.size == 0 && !set.start_off && !set.signals;
-    // The filters of the process's first session stay (an attached process can see several).
-    let fresh = FILTERS
-        .set(Filters {
-            has_in: specs.iter().any(|s| s.actions.filter),
-            has_caller: specs.iter().any(|s| s.actions.caller),
-            has_dump: specs.iter().any(|s| s.actions.dump),
-            ranges,
-            rules,
-            depth: set.depth,
-            threshold: set.threshold,
-            size: size32(set.size),
-        })
-        .is_ok();
-    if fresh && time_only {
-        FAST_THRESHOLD.store(set.threshold, Ordering::Relaxed);
+    Filters {
+        has_in: specs.iter().any(|s| s.actions.filter),
+        has_caller: specs.iter().any(|s| s.actions.caller),
+        has_dump: specs.iter().any(|s| s.actions.dump),
+        ranges,
+        rules,
+        depth: set.depth,
+        threshold: set.threshold,
+        size: size32(set.size),
+        live: set.live,
     }
 }
 
@@ -386,10 +467,28 @@ impl FilterState {
     /// The state of a new thread.
     pub fn new(f: &Filters) -> FilterState {
         FilterState {
-            depth: f.depth,
-            time: f.threshold,
+            depth: f.global_depth(),
+            time: if f.live { INHERIT_TIME } else { f.threshold },
             size: f.size,
             ..FilterState::default()
+        }
+    }
+
+    /// The depth limit in force (the global one where the thread inherits it).
+    #[inline]
+    fn depth_in_force(&self, f: &Filters) -> u32 {
+        match self.depth {
+            INHERIT => f.depth,
+            d => d,
+        }
+    }
+
+    /// The time threshold in force (ns; 0: none).
+    #[inline]
+    pub fn time_in_force(&self, f: &Filters) -> u64 {
+        match self.time {
+            INHERIT_TIME => f.threshold,
+            t => t,
         }
     }
 
@@ -405,7 +504,7 @@ impl FilterState {
         let (base, depth) = match a.depth {
             Some(d) => (self.recorded, d),
             None if a.filter => (self.recorded, f.depth),
-            None => (self.base, self.depth),
+            None => (self.base, self.depth_in_force(f)),
         };
         let record = (!f.has_in || in_count > 0)
             && out_count == 0
@@ -445,7 +544,7 @@ impl FilterState {
             if a.caller {
                 fl |= flags::CALLER;
             }
-            let time = a.time.unwrap_or(self.time);
+            let time = a.time.unwrap_or(self.time_in_force(f));
             if !a.trace && !a.caller && (f.has_caller || time > 0) {
                 fl |= flags::PENDING;
             }
@@ -469,7 +568,7 @@ impl FilterState {
                 self.depth = d;
             } else if a.filter {
                 self.base = self.recorded;
-                self.depth = f.depth;
+                self.depth = f.global_depth();
             }
             if let Some(t) = a.time {
                 self.time = t;

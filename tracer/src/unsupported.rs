@@ -20,13 +20,12 @@ fn first(inv: &Invocation) -> Option<(&'static str, &'static str)> {
     let a = &inv.args;
     let r = &a.record;
     let records = matches!(inv.subcommand, Subcommand::Record | Subcommand::Live);
-    let checks: [(bool, &str, &str); 7] = [
+    let checks: [(bool, &str, &str); 6] = [
         (
             r.estimate_return,
             "-e/--estimate-return",
             "recording entries only and estimating the returns",
         ),
-        (r.agent, "-g/--agent", "the agent in the traced program"),
         (
             r.pid.is_some() && !records,
             "-p/--pid",

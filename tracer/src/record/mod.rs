@@ -14,6 +14,7 @@
 //! program, and the recorder waits for it through a pidfd instead of `waitpid`. With `-p PID`,
 //! [`attach`] traces a process that is already running instead of launching one.
 
+pub mod agent_client;
 mod attach;
 pub use attach::check_pid_options;
 mod dir;
