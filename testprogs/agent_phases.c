@@ -2,14 +2,14 @@
  * agent_phases: a program whose tracing the agent changes between phases (record_agent.rs).
  *
  * Usage: agent_phases DIR PHASES
- * For k = 1..PHASES: calls phaseK() (phase1() ... phase6(); each calls work() -> leaf() a few
- * times, phase5() also slow(), which lasts about 3 ms), then creates DIR/readyK and waits until
- * DIR/goK exists (the test changes the tracing in between) — at most 30 s, then exits 1.
+ * For k = 1..PHASES: calls phaseK() (phase1() ... phase6(); each calls run() -> work() -> leaf()
+ * a few times, phase5() first slow(), which lasts about 30 ms), then writes its pid into
+ * DIR/readyK and waits until DIR/goK exists (the test changes the tracing in between) — at
+ * most 30 s, then exits 1. With DIR "-" the phases run without waiting.
  * The waiting is not instrumented (no_instrument_function) and calls libc only, so with
  * --no-libcall the trace holds exactly the phases' calls that the tracing let through.
  * Prints "done" and exits 0 at the end.
  */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -36,7 +36,7 @@ __attribute__((no_instrument_function)) static void pause_ms(long ms)
 
 int slow(void)
 {
-	pause_ms(3);
+	pause_ms(30);
 	return 1;
 }
 
@@ -58,10 +58,20 @@ int phase6(void) { return run(2); }
 /* Creates DIR/readyK, then waits for DIR/goK. */
 __attribute__((no_instrument_function)) static void handshake(int k)
 {
-	char path[4096];
+	char path[4096], tmp[4096];
+	FILE *f;
 
+	if (dir[0] == '-' && dir[1] == 0)
+		return;
+	/* Written then renamed: the test reads a whole pid. */
+	snprintf(tmp, sizeof(tmp), "%s/ready%d.tmp", dir, k);
 	snprintf(path, sizeof(path), "%s/ready%d", dir, k);
-	close(open(path, O_CREAT | O_WRONLY, 0644));
+	f = fopen(tmp, "w");
+	if (f == NULL || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) != 0) {
+		perror(tmp);
+		exit(1);
+	}
+	rename(tmp, path);
 	snprintf(path, sizeof(path), "%s/go%d", dir, k);
 	for (int i = 0; i < 30000; i++) {
 		if (access(path, F_OK) == 0)

@@ -32,9 +32,9 @@ pub fn find(pid: &str) -> anyhow::Result<Option<PathBuf>> {
     let path = PathBuf::from(proto::socket_path(euid, pid));
     match std::fs::symlink_metadata(&path) {
         Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            bail!("cannot reach the agent of process {pid}: permission denied (another user's)")
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => bail!(
+            "cannot look for an agent in process {pid}: permission denied (the agents of uid {euid} are private)"
+        ),
         Err(_) => return Ok(None),
     }
     match UnixStream::connect(&path) {
@@ -124,10 +124,16 @@ pub fn run(inv: &Invocation, notices: &mut Notices, path: &PathBuf) -> anyhow::R
     s.set_read_timeout(limit)?;
     s.set_write_timeout(limit)?;
     for req in reqs {
-        s.write_all(&req.encode())
-            .with_context(|| format!("cannot send to the agent of process {pid}"))?;
-        let (kind, text) = read_reply(&mut s)
-            .with_context(|| format!("no reply from the agent of process {pid}"))?;
+        // An agent that refuses the connection replies and closes at once: its reason is
+        // what to report, not the failed write (nor a broken pipe, which exits quietly).
+        let sent = s.write_all(&req.encode());
+        let (kind, text) = match read_reply(&mut s) {
+            Ok(reply) => reply,
+            Err(e) => match sent {
+                Err(w) => bail!("cannot send to the agent of process {pid}: {w}"),
+                Ok(()) => bail!("no reply from the agent of process {pid}: {e}"),
+            },
+        };
         match kind {
             proto::OK => {}
             proto::ERROR => bail!("the agent of process {pid} refused: {text}"),
