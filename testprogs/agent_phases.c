@@ -6,10 +6,14 @@
  * a few times, phase5() first slow(), which lasts about 30 ms), then writes its pid into
  * DIR/readyK and waits until DIR/goK exists (the test changes the tracing in between) — at
  * most 30 s, then exits 1. With DIR "-" the phases run without waiting.
+ * With PHASES 0, main() starts a thread that runs phase1() and ends itself with
+ * pthread_exit(): the process ends when that thread returns (an agent thread must not keep
+ * it alive).
  * The waiting is not instrumented (no_instrument_function) and calls libc only, so with
  * --no-libcall the trace holds exactly the phases' calls that the tracing let through.
  * Prints "done" and exits 0 at the end.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -82,15 +86,27 @@ __attribute__((no_instrument_function)) static void handshake(int k)
 	exit(1);
 }
 
+void *alone(void *arg)
+{
+	printf("done %d\n", phase1());
+	return arg;
+}
+
 int main(int argc, char **argv)
 {
 	int (*phases[])(void) = { phase1, phase2, phase3, phase4, phase5, phase6 };
 	int n = argc > 2 ? atoi(argv[2]) : 1;
 	int sum = 0;
 
-	if (argc < 3 || n < 1 || n > 6) {
-		fprintf(stderr, "usage: agent_phases DIR PHASES(1-6)\n");
+	if (argc < 3 || n < 0 || n > 6) {
+		fprintf(stderr, "usage: agent_phases DIR PHASES(0-6)\n");
 		return 2;
+	}
+	if (n == 0) {
+		pthread_t th;
+
+		pthread_create(&th, NULL, alone, NULL);
+		pthread_exit(NULL);
 	}
 	dir = argv[1];
 	for (int k = 1; k <= n; k++) {

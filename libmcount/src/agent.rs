@@ -214,16 +214,23 @@ fn serve(fd: i32, mut state: State) {
     }
 }
 
-/// Whether the process has no other thread (`Threads:` of its status).
+/// Whether the process has no other live thread (a main thread that called `pthread_exit`
+/// stays a zombie, still counted in `Threads:`: hence the look at each task's state).
 fn last_thread() -> bool {
-    let Ok(status) = std::fs::read_to_string("/proc/thread-self/status") else {
+    let me = sys::gettid().to_string();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return false;
     };
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Threads:"))
-        .and_then(|n| n.trim().parse::<u32>().ok())
-        == Some(1)
+    !tasks.flatten().any(|t| {
+        let name = t.file_name();
+        if name.to_str() == Some(me.as_str()) {
+            return false;
+        }
+        let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+        // The state follows the parenthesised name, which may itself hold ") ".
+        let state = stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next());
+        !matches!(state, Some('Z' | 'X') | None)
+    })
 }
 
 /// Whether the peer of `conn` runs as this process's effective user, or as root.

@@ -6,8 +6,9 @@
 //!
 //! - `--trace=off` then `--trace=on` around phase 2 records what uftrace 0.13 records with
 //!   `-T phase2@trace_off -T phase3@trace_on` (differential, both replayers).
-//! - `-D`, `-N`, `FUNC@clear`, `-F`, `-t` changed one after the other (one of them sent with
-//!   `record -p`), checked against the expected tree.
+//! - `-T`, `-N`, `FUNC@clear`, `-F`, `-t`, `-D` changed one after the other (one of them sent
+//!   with `record -p`), checked against the expected tree; a client with nothing to send fails.
+//! - `fork`, `vfork`, `exec` and a main thread's `pthread_exit` record the same with `-g`.
 //! - Another user cannot connect (the socket's directory is private) and, when the socket is
 //!   made reachable, is refused by the agent's `SO_PEERCRED` check: tracing does not change.
 //! - Garbage on the socket is answered with errors; the program runs on, prints the same,
@@ -206,11 +207,11 @@ fn agent_changes_depth_filters_and_time_threshold() {
     let tmp = tempfile::tempdir().unwrap();
     let mut rec = Recording::start(tmp.path(), 6, &[]);
     let steps: [(&str, &[&str]); 5] = [
-        ("live", &["-D", "2"]),
-        ("live", &["-D", "100", "-N", "work"]),
+        ("live", &["-T", "phase2@depth=1"]),
+        ("live", &["-N", "work"]),
         ("record", &["-N", "work@clear", "-F", "phase4"]),
         ("live", &["-F", "phase4@clear", "-t", "10ms"]),
-        ("live", &["-t", "0"]),
+        ("live", &["-t", "0", "-D", "3"]),
     ];
     let mut pid = 0;
     for (k, (sub, args)) in (1..).zip(steps) {
@@ -225,10 +226,9 @@ fn agent_changes_depth_filters_and_time_threshold() {
     rec.go(6);
     let (_, data) = rec.finish();
     let want = format!(
-        "main() {{\n{}  phase2();\n  phase3() {{\n    run();\n  }} /* phase3 */\n{}  phase5() {{\n    slow();\n  }} /* phase5 */\n{}}} /* main */\n",
+        "main() {{\n{}  phase2();\n  phase3() {{\n    run();\n  }} /* phase3 */\n{}  phase5() {{\n    slow();\n  }} /* phase5 */\n  phase6() {{\n    run();\n  }} /* phase6 */\n}} /* main */\n",
         full_phase(1),
         full_phase(4),
-        full_phase(6)
     );
     assert_eq!(tree(&data), want, "{}", normalize::diff(&want, &tree(&data)));
 }
@@ -349,4 +349,43 @@ fn agent_survives_malformed_messages() {
     assert_eq!(out, String::from_utf8_lossy(&plain.stdout));
     let want = format!("main() {{\n{}{}}} /* main */\n", full_phase(1), full_phase(2));
     assert_eq!(tree(&data), want);
+}
+
+/// `record -g` leaves processes alone: `fork` children (which have no agent), `vfork` and
+/// `exec` (whose new image starts a fresh agent), and a program whose main thread calls
+/// `pthread_exit` (the agent thread must not keep it alive) record the same trees as without
+/// `-g`, per task, and exit the same.
+#[test]
+fn agent_keeps_fork_exec_vfork_and_exit_working() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: [(&str, &[&str]); 4] = [
+        ("fork", &[]),
+        ("vfork", &[]),
+        ("exec", &[]),
+        (PROG, &["-", "0"]),
+    ];
+    let mut failures = Vec::new();
+    for (name, args) in cases {
+        let prog = util::testprog(name, Mode::Pg);
+        let mut trees = Vec::new();
+        for opts in [&["--no-libcall"][..], &["--no-libcall", "-g"][..]] {
+            let dir = tmp.path().join(format!("{name}{}", opts.len()));
+            let out = util::record_with(false, &dir, &prog, args, opts);
+            out.assert_success();
+            let replay = util::utrace_replay(&dir, &[]);
+            replay.assert_success();
+            trees.push((
+                out.stdout,
+                normalize::by_task(&replay.stdout, normalize::Anchor::Main),
+            ));
+        }
+        if trees[0] != trees[1] {
+            failures.push(format!(
+                "{name}: with -g (+) differs from without (-):\n{}\n{}",
+                normalize::diff(&trees[0].0, &trees[1].0),
+                normalize::diff(&trees[0].1, &trees[1].1)
+            ));
+        }
+    }
+    util::assert_no_failures(&failures);
 }
