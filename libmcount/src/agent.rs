@@ -99,14 +99,17 @@ fn listen() -> Result<i32, (&'static [u8], i32)> {
         return Err((b"cannot create the agent directory", errno()));
     }
     // An existing directory must be ours alone (not a symlink, not another user's).
-    // SAFETY: `st` is a valid out-pointer; NUL-terminated path.
+    // SAFETY: `stat` is plain data, valid all zero.
     let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    // SAFETY: `st` is a valid out-pointer; NUL-terminated path.
     if unsafe { libc::lstat(dir.as_ptr(), &mut st) } != 0 {
         return Err((b"cannot check the agent directory", errno()));
     }
-    if st.st_mode & libc::S_IFMT != libc::S_IFDIR || st.st_uid != euid || st.st_mode & 0o077 != 0
-    {
-        return Err((b"agent directory is not private (mode 0700, owned by this user)", 0));
+    if st.st_mode & libc::S_IFMT != libc::S_IFDIR || st.st_uid != euid || st.st_mode & 0o077 != 0 {
+        return Err((
+            b"agent directory is not private (mode 0700, owned by this user)",
+            0,
+        ));
     }
     let path = proto::socket_path(euid, sys::getpid());
     let cpath = CString::new(path.clone()).map_err(|_| (&b"agent path"[..], 0))?;
@@ -207,7 +210,11 @@ fn serve(fd: i32, mut state: State) {
         let _ = stream.set_read_timeout(idle);
         let _ = stream.set_write_timeout(idle);
         if !peer_allowed(conn) {
-            let _ = reply(&mut stream, proto::ERROR, b"permission denied: not the same user");
+            let _ = reply(
+                &mut stream,
+                proto::ERROR,
+                b"permission denied: not the same user",
+            );
             continue;
         }
         session(&mut stream, &mut state);
@@ -228,7 +235,9 @@ fn last_thread() -> bool {
         }
         let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
         // The state follows the parenthesised name, which may itself hold ") ".
-        let state = stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next());
+        let state = stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.chars().next());
         !matches!(state, Some('Z' | 'X') | None)
     })
 }

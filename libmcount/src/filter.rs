@@ -304,11 +304,8 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
     if set.start_off {
         TRACING.store(OFF, Ordering::Relaxed);
     }
-    let time_only = set.triggers.is_empty()
-        && set.size == 0
-        && !set.start_off
-        && !set.signals
-        && !set.live;
+    let time_only =
+        set.triggers.is_empty() && set.size == 0 && !set.start_off && !set.signals && !set.live;
     // The filters of the process's first session stay (an attached process can see several).
     let fresh = install(filters, false);
     if fresh && time_only {

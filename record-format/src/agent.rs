@@ -100,7 +100,10 @@ impl core::fmt::Display for HeaderError {
         match self {
             HeaderError::Reserved => write!(f, "malformed message header"),
             HeaderError::TooLong(n) => {
-                write!(f, "message of {n} bytes is too long (at most {MAX_PAYLOAD})")
+                write!(
+                    f,
+                    "message of {n} bytes is too long (at most {MAX_PAYLOAD})"
+                )
             }
         }
     }
@@ -150,7 +153,10 @@ pub enum Request {
     Depth(u32),
     Threshold(u64),
     /// Match type (`true`: glob) and the `;`-separated items.
-    Triggers { glob: bool, items: String },
+    Triggers {
+        glob: bool,
+        items: String,
+    },
 }
 
 impl Request {

@@ -76,7 +76,10 @@ impl Recording {
                 return text.trim().parse().expect("pid in the ready file");
             }
             if let Ok(Some(status)) = self.child.child_mut().try_wait() {
-                panic!("utrace record ended ({status}) before phase {k}: {}", self.log());
+                panic!(
+                    "utrace record ended ({status}) before phase {k}: {}",
+                    self.log()
+                );
             }
             assert!(
                 start.elapsed() < Duration::from_secs(30),
@@ -171,7 +174,11 @@ fn agent_trace_off_on_matches_uftrace_trace_triggers() {
     let (out, data) = rec.finish();
     assert!(out.starts_with("done "), "{out}");
     assert!(!socket_of(pid).exists(), "agent socket left behind");
-    let want = format!("main() {{\n{}{}}} /* main */\n", full_phase(1), full_phase(3));
+    let want = format!(
+        "main() {{\n{}{}}} /* main */\n",
+        full_phase(1),
+        full_phase(3)
+    );
     assert_eq!(tree(&data), want);
 
     if !util::need_uftrace("agent_trace_off_on_matches_uftrace_trace_triggers") {
@@ -230,7 +237,12 @@ fn agent_changes_depth_filters_and_time_threshold() {
         full_phase(1),
         full_phase(4),
     );
-    assert_eq!(tree(&data), want, "{}", normalize::diff(&want, &tree(&data)));
+    assert_eq!(
+        tree(&data),
+        want,
+        "{}",
+        normalize::diff(&want, &tree(&data))
+    );
 }
 
 /// Root only: `setpriv` to another user.
@@ -271,7 +283,11 @@ fn agent_refuses_another_user() {
     rec.ready(2);
     rec.go(2);
     let (_, data) = rec.finish();
-    let want = format!("main() {{\n{}{}}} /* main */\n", full_phase(1), full_phase(2));
+    let want = format!(
+        "main() {{\n{}{}}} /* main */\n",
+        full_phase(1),
+        full_phase(2)
+    );
     assert_eq!(tree(&data), want);
 }
 
@@ -279,7 +295,8 @@ fn agent_refuses_another_user() {
 /// closes or goes quiet.
 fn raw_exchange(pid: i32, bytes: &[u8]) -> Vec<u8> {
     let mut s = UnixStream::connect(socket_of(pid)).expect("connect to the agent");
-    s.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
     s.write_all(bytes).unwrap();
     let _ = s.shutdown(std::net::Shutdown::Write);
     let mut back = Vec::new();
@@ -347,7 +364,11 @@ fn agent_survives_malformed_messages() {
         .unwrap();
     assert!(plain.status.success());
     assert_eq!(out, String::from_utf8_lossy(&plain.stdout));
-    let want = format!("main() {{\n{}{}}} /* main */\n", full_phase(1), full_phase(2));
+    let want = format!(
+        "main() {{\n{}{}}} /* main */\n",
+        full_phase(1),
+        full_phase(2)
+    );
     assert_eq!(tree(&data), want);
 }
 

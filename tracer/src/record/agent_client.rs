@@ -67,7 +67,10 @@ fn requests(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Vec<Reque
         (r.agent, "-g/--agent"),
     ];
     if let Some((_, what)) = refused.into_iter().find(|(on, _)| *on) {
-        bail!("process {} runs an agent: {what} cannot be sent to it", pid_text(inv));
+        bail!(
+            "process {} runs an agent: {what} cannot be sent to it",
+            pid_text(inv)
+        );
     }
     let mut out = vec![Request::Hello];
     let trace = match f.trace.as_deref() {
@@ -86,7 +89,9 @@ fn requests(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Vec<Reque
         }
     }
     if let Some(t) = &f.time_filter {
-        out.push(Request::Threshold(crate::timefmt::parse_time(t, 3, notices)?));
+        out.push(Request::Threshold(crate::timefmt::parse_time(
+            t, 3, notices,
+        )?));
     }
     let items = super::settings::trigger_items(f);
     if !items.is_empty() {
