@@ -736,6 +736,33 @@ mod tests {
         assert_eq!(s.decide(&f, 40), Decision::Skip);
     }
 
+    /// Live filters (`-g`): threads keep `INHERIT` and follow a replaced table's depth and
+    /// threshold from their next decision; a `depth=` frame puts `INHERIT` back when it pops.
+    #[test]
+    fn live_limits_follow_replaced_filters() {
+        let mut f = filters(&[(10, 20, "depth=1")], 1, 0);
+        f.live = true;
+        let mut s = FilterState::new(&f);
+        assert_eq!((s.depth, s.time), (INHERIT, INHERIT_TIME));
+        let fm = hook(&s, &f, 0);
+        assert_eq!(fm, 0);
+        let (_, saved_main) = s.push(&f, 0, fm);
+        assert_eq!(s.decide(&f, 50), Decision::Skip); // -D 1
+        let mut g = f.clone();
+        g.depth = 5;
+        g.threshold = 100;
+        assert_eq!(hook(&s, &g, 50), flags::PENDING); // deeper now, and -t
+        let fb = hook(&s, &g, 10);
+        assert_eq!(fb, flags::LIMITS | flags::PENDING);
+        let (_, saved_b) = s.push(&g, 10, fb);
+        assert_eq!((s.depth, s.time_in_force(&g)), (1, 100));
+        assert_eq!(s.decide(&g, 50), Decision::Skip); // b@depth=1
+        s.pop(fb, &saved_b);
+        assert_eq!(s.depth, INHERIT);
+        s.pop(fm, &saved_main);
+        assert_eq!((s.recorded, s.base), (0, 0));
+    }
+
     #[test]
     fn switches_and_threshold() {
         let f = filters(
