@@ -763,6 +763,43 @@ mod tests {
         assert_eq!((s.recorded, s.base), (0, 0));
     }
 
+    proptest::proptest! {
+        /// Whatever items an agent client sends, building the filters does not panic
+        /// (libmcount aborts on panic).
+        #[test]
+        fn any_items_build(items in proptest::collection::vec(
+            "[a-z.*()\\[\\]+?{}@=,:;_0-9^$|\\\\-]{0,24}", 0..6)
+        ) {
+            let items: Vec<(MatchType, String)> = items
+                .into_iter()
+                .flat_map(|i| [(MatchType::Regex, i.clone()), (MatchType::Glob, i)])
+                .collect();
+            let set = Settings { live: true, ..Settings::default() };
+            let f = build_items(&[], &[(0x1000, "puts")], &items, &set);
+            proptest::prop_assert!(f.live);
+        }
+    }
+
+    #[test]
+    fn nasty_items_build() {
+        let items = [
+            "x@time=99999999999999999999999s",
+            "x@depth=99999999999999",
+            "x@size=-1,read=nope,color=zz",
+            "(((@filter",
+            "@",
+            "@@@",
+            "a@clear=+",
+            "\\@notrace",
+        ];
+        let items: Vec<(MatchType, String)> = items
+            .iter()
+            .map(|i| (MatchType::Regex, i.to_string()))
+            .collect();
+        let set = Settings::default();
+        build_items(&[], &[(0x1000, "x")], &items, &set);
+    }
+
     #[test]
     fn switches_and_threshold() {
         let f = filters(
