@@ -84,6 +84,7 @@ pub fn start(set: &filter::Settings) {
     if spawned.is_err() {
         crate::log::error(b"cannot start the agent thread", 0);
         stop();
+        after_fork();
     }
 }
 
@@ -163,7 +164,8 @@ pub fn stop() {
     }
 }
 
-/// `fork` child: the agent thread was not copied; close the copy of its socket.
+/// `fork` child: the agent thread was not copied; close the copy of its socket. (Also after
+/// the thread could not be started.)
 pub fn after_fork() {
     let fd = LISTEN_FD.swap(-1, Ordering::Relaxed);
     if fd >= 0 {
