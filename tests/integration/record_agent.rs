@@ -8,6 +8,7 @@
 //!   `-T phase2@trace_off -T phase3@trace_on` (differential, both replayers).
 //! - `-T`, `-N`, `FUNC@clear`, `-F`, `-t`, `-D` changed one after the other (one of them sent
 //!   with `record -p`), checked against the expected tree; a client with nothing to send fails.
+//! - A `-F` given to `record -g` is cleared at run time (`FUNC@clear`).
 //! - `fork`, `vfork`, `exec` and a main thread's `pthread_exit` record the same with `-g`.
 //! - Another user cannot connect (the socket's directory is private) and, when the socket is
 //!   made reachable, is refused by the agent's `SO_PEERCRED` check: tracing does not change.
@@ -243,6 +244,27 @@ fn agent_changes_depth_filters_and_time_threshold() {
         "{}",
         normalize::diff(&want, &tree(&data))
     );
+}
+
+/// Filters given to `record -g` are the agent's to change: `-F phase1` from the command line,
+/// cleared at run time, lets phase2 be recorded whole (at the top: main was not recorded).
+#[test]
+fn agent_clears_a_filter_of_the_command_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut rec = Recording::start(tmp.path(), 2, &["-F", "phase1"]);
+    let pid = rec.ready(1);
+    client("live", pid, &["-F", "phase1@clear"], None).assert_success();
+    rec.go(1);
+    rec.ready(2);
+    rec.go(2);
+    let (_, data) = rec.finish();
+    let top = |n| {
+        full_phase(n)
+            .lines()
+            .map(|l| format!("{}\n", &l[2..]))
+            .collect::<String>()
+    };
+    assert_eq!(tree(&data), format!("{}{}", top(1), top(2)));
 }
 
 /// Root only: `setpriv` to another user.
