@@ -25,8 +25,7 @@ use record_format::demangle::{demangle, Demangle};
 use record_format::maps::MapEntry;
 use record_format::pattern::{MatchType, NameMatcher};
 use record_format::trigger::{parse_trigger, Actions};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
 
 /// The filters set the `NORECORD` … `FINISH` bits of the table.
 use crate::frame_flags as flags;
@@ -45,7 +44,7 @@ struct Range {
 const NO_RULE: u32 = u32::MAX;
 
 /// The session's filters.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Filters {
     /// Sorted, non-overlapping function ranges.
     ranges: Vec<Range>,
@@ -63,9 +62,20 @@ pub struct Filters {
     pub size: u32,
     /// Any `dump` trigger (flight recorder).
     pub has_dump: bool,
+    /// The agent may replace these filters (`-g`): threads then keep [`INHERIT`] in their
+    /// depth and time limits where the global ones are in force, and read them from the
+    /// filters current at each decision.
+    pub live: bool,
 }
 
-static FILTERS: OnceLock<Filters> = OnceLock::new();
+/// A thread's depth or time limit that is the global one of the current [`Filters`] (`-g`).
+pub const INHERIT: u32 = u32::MAX - 1;
+/// [`INHERIT`] for time limits.
+pub const INHERIT_TIME: u64 = u64::MAX;
+
+/// The session's filters: null, or a `Box` leaked by [`install`] and never freed (a hook may
+/// still read one that the agent has replaced). Stored with Release, loaded with Acquire.
+static FILTERS: AtomicPtr<Filters> = AtomicPtr::new(core::ptr::null_mut());
 
 /// `-t` in nanoseconds when it is the only record-time filter (no triggers, `-Z`,
 /// `--trace=off` or signal triggers), else 0. Then the sessions stay on the trampolines' fast
@@ -83,7 +93,42 @@ pub fn time_only() -> bool {
 /// The session's filters, if any are active.
 #[inline]
 pub fn get() -> Option<&'static Filters> {
-    FILTERS.get()
+    // Acquire pairs with the Release store of `install`: the table is complete.
+    let p = FILTERS.load(Ordering::Acquire);
+    // SAFETY: non-null values are leaked boxes, never freed (see `FILTERS`).
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+/// Makes `f` the filters hooks read. With `replace`, whatever was there is replaced (the
+/// agent; the old table is leaked: hooks may still be reading it); without, only the first
+/// call of the process installs (an attached process can see several sessions). Returns
+/// whether `f` was installed.
+pub fn install(f: Filters, replace: bool) -> bool {
+    let p = Box::into_raw(Box::new(f));
+    if replace {
+        FILTERS.store(p, Ordering::Release);
+        return true;
+    }
+    let fresh = FILTERS
+        .compare_exchange(
+            core::ptr::null_mut(),
+            p,
+            Ordering::Release,
+            Ordering::Relaxed,
+        )
+        .is_ok();
+    if !fresh {
+        // SAFETY: `p` came from `Box::into_raw` above and was published nowhere.
+        drop(unsafe { Box::from_raw(p) });
+    }
+    fresh
+}
+
+/// Turns recording on or off for the whole process (the agent's `--trace=on|off`); a
+/// `finish` stays finished.
+pub fn set_tracing(on: bool) {
+    let (from, to) = if on { (OFF, ON) } else { (ON, OFF) };
+    let _ = TRACING.compare_exchange(from, to, Ordering::Relaxed, Ordering::Relaxed);
 }
 
 /// Process-wide recording switch (`trace_on`/`trace_off`, `--trace=off`, `finish`).
@@ -117,6 +162,16 @@ pub fn switch_after(fl: u16) {
 }
 
 impl Filters {
+    /// The depth limit a thread keeps where the global one is in force.
+    #[inline]
+    fn global_depth(&self) -> u32 {
+        if self.live {
+            INHERIT
+        } else {
+            self.depth
+        }
+    }
+
     /// Whether the entry of the function at `addr` dumps the flight recorder (`FUNC@dump`).
     /// Its frame carries `LIMITS`, which leads here.
     pub fn dumps_at_entry(&self, addr: u64) -> bool {
@@ -165,18 +220,20 @@ struct Spec {
 
 /// Parses the recorder's `;`-separated trigger list (`UTRACE_TRIGGER`).
 fn parse_specs(list: &str, ty: MatchType) -> Vec<Spec> {
-    let mut ignored = Vec::new();
     list.split(';')
         .filter(|s| !s.is_empty())
-        .map(|s| {
-            let t = parse_trigger(s, &mut ignored);
-            Spec {
-                matcher: NameMatcher::new(t.name, ty),
-                module: t.module.map(str::to_string),
-                actions: t.actions,
-            }
-        })
+        .map(|s| parse_spec(s, ty))
         .collect()
+}
+
+/// One `PATTERN@ACTIONS` item.
+fn parse_spec(item: &str, ty: MatchType) -> Spec {
+    let t = parse_trigger(item, &mut Vec::new());
+    Spec {
+        matcher: NameMatcher::new(t.name, ty),
+        module: t.module.map(str::to_string),
+        actions: t.actions,
+    }
 }
 
 pub(crate) fn basename(path: &str) -> &str {
@@ -215,6 +272,8 @@ pub struct Settings<'a> {
     pub start_off: bool,
     /// `--signal` triggers are installed (their actions are taken on the slow path).
     pub signals: bool,
+    /// `-g`: the agent may replace the filters (see [`Filters::live`]).
+    pub live: bool,
 }
 
 impl Settings<'_> {
@@ -225,6 +284,7 @@ impl Settings<'_> {
             || self.size > 0
             || self.start_off
             || self.signals
+            || self.live
     }
 }
 
@@ -240,6 +300,33 @@ fn size32(size: u64) -> u32 {
 /// name), which patterns without a module or with `@PLT` name too.
 pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
     let specs = parse_specs(set.triggers, set.match_type);
+    let filters = build(modules, plt, &specs, set);
+    if set.start_off {
+        TRACING.store(OFF, Ordering::Relaxed);
+    }
+    let time_only =
+        set.triggers.is_empty() && set.size == 0 && !set.start_off && !set.signals && !set.live;
+    // The filters of the process's first session stay (an attached process can see several).
+    let fresh = install(filters, false);
+    if fresh && time_only {
+        FAST_THRESHOLD.store(set.threshold, Ordering::Relaxed);
+    }
+}
+
+/// The filters of the agent's `items` (each `PATTERN@ACTIONS` with its match type) and the
+/// global limits of `set` (whose `triggers` are not read), for [`install`] (agent thread).
+pub fn build_items(
+    modules: &[MapEntry],
+    plt: &[(usize, &str)],
+    items: &[(MatchType, String)],
+    set: &Settings,
+) -> Filters {
+    let specs: Vec<Spec> = items.iter().map(|(ty, s)| parse_spec(s, *ty)).collect();
+    build(modules, plt, &specs, set)
+}
+
+/// The table of `specs` over the session's functions, with the limits of `set`.
+fn build(modules: &[MapEntry], plt: &[(usize, &str)], specs: &[Spec], set: &Settings) -> Filters {
     let mut ranges = Vec::new();
     let mut rules: Vec<Actions> = Vec::new();
     let mut rule_of = |merged: Option<Actions>| match merged {
@@ -321,25 +408,16 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
         ranges.sort_by_key(|r| r.start);
         ranges.dedup_by_key(|r| r.start);
     }
-    if set.start_off {
-        TRACING.store(OFF, Ordering::Relaxed);
-    }
-    let time_only = set.triggers.is_empty() && set.size == 0 && !set.start_off && !set.signals;
-    // The filters of the process's first session stay (an attached process can see several).
-    let fresh = FILTERS
-        .set(Filters {
-            has_in: specs.iter().any(|s| s.actions.filter),
-            has_caller: specs.iter().any(|s| s.actions.caller),
-            has_dump: specs.iter().any(|s| s.actions.dump),
-            ranges,
-            rules,
-            depth: set.depth,
-            threshold: set.threshold,
-            size: size32(set.size),
-        })
-        .is_ok();
-    if fresh && time_only {
-        FAST_THRESHOLD.store(set.threshold, Ordering::Relaxed);
+    Filters {
+        has_in: specs.iter().any(|s| s.actions.filter),
+        has_caller: specs.iter().any(|s| s.actions.caller),
+        has_dump: specs.iter().any(|s| s.actions.dump),
+        ranges,
+        rules,
+        depth: set.depth,
+        threshold: set.threshold,
+        size: size32(set.size),
+        live: set.live,
     }
 }
 
@@ -386,10 +464,28 @@ impl FilterState {
     /// The state of a new thread.
     pub fn new(f: &Filters) -> FilterState {
         FilterState {
-            depth: f.depth,
-            time: f.threshold,
+            depth: f.global_depth(),
+            time: if f.live { INHERIT_TIME } else { f.threshold },
             size: f.size,
             ..FilterState::default()
+        }
+    }
+
+    /// The depth limit in force (the global one where the thread inherits it).
+    #[inline]
+    fn depth_in_force(&self, f: &Filters) -> u32 {
+        match self.depth {
+            INHERIT => f.depth,
+            d => d,
+        }
+    }
+
+    /// The time threshold in force (ns; 0: none).
+    #[inline]
+    pub fn time_in_force(&self, f: &Filters) -> u64 {
+        match self.time {
+            INHERIT_TIME => f.threshold,
+            t => t,
         }
     }
 
@@ -405,7 +501,7 @@ impl FilterState {
         let (base, depth) = match a.depth {
             Some(d) => (self.recorded, d),
             None if a.filter => (self.recorded, f.depth),
-            None => (self.base, self.depth),
+            None => (self.base, self.depth_in_force(f)),
         };
         let record = (!f.has_in || in_count > 0)
             && out_count == 0
@@ -445,7 +541,7 @@ impl FilterState {
             if a.caller {
                 fl |= flags::CALLER;
             }
-            let time = a.time.unwrap_or(self.time);
+            let time = a.time.unwrap_or(self.time_in_force(f));
             if !a.trace && !a.caller && (f.has_caller || time > 0) {
                 fl |= flags::PENDING;
             }
@@ -469,7 +565,7 @@ impl FilterState {
                 self.depth = d;
             } else if a.filter {
                 self.base = self.recorded;
-                self.depth = f.depth;
+                self.depth = f.global_depth();
             }
             if let Some(t) = a.time {
                 self.time = t;
@@ -512,174 +608,4 @@ impl FilterState {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Filters over `(start, end, trigger)` ranges (`trigger` as `-T` actions, "" for none:
-    /// then the range is a `-Z` small function).
-    fn filters(ranges: &[(u64, u64, &str)], depth: u32, threshold: u64) -> Filters {
-        let mut f = Filters {
-            depth,
-            threshold,
-            size: 2,
-            ..Filters::default()
-        };
-        for &(start, end, actions) in ranges {
-            let a = parse_trigger(&format!("x@{actions}"), &mut Vec::new()).actions;
-            f.has_in |= a.filter;
-            f.has_caller |= a.caller;
-            f.has_dump |= a.dump;
-            let rule = if actions.is_empty() {
-                NO_RULE
-            } else {
-                f.rules.push(a);
-                (f.rules.len() - 1) as u32
-            };
-            // A range without actions is a 1-byte function (small under any -Z).
-            f.ranges.push(Range {
-                start,
-                end,
-                rule,
-                size: if actions.is_empty() { 1 } else { u32::MAX },
-            });
-        }
-        f
-    }
-
-    fn hook(s: &FilterState, f: &Filters, addr: u64) -> u16 {
-        match s.decide(f, addr) {
-            Decision::Hook(fl) => fl,
-            Decision::Skip => panic!("{addr} skipped"),
-        }
-    }
-
-    #[test]
-    fn lookup_by_range() {
-        let f = filters(&[(10, 20, "filter"), (30, 40, "notrace")], 99, 0);
-        assert_eq!(f.lookup(9), (None, u32::MAX));
-        assert!(f.lookup(10).0.unwrap().filter);
-        assert!(f.lookup(19).0.unwrap().filter);
-        assert_eq!(f.lookup(20), (None, u32::MAX));
-        assert!(f.lookup(35).0.unwrap().notrace);
-    }
-
-    #[test]
-    fn filter_in_out_and_depth() {
-        // main(0) -> b(10: -F) -> c(50) -> d(60) -> e(70), and x(30: -N) under b.
-        let f = filters(&[(10, 20, "filter"), (30, 40, "notrace")], 2, 0);
-        let mut s = FilterState::new(&f);
-        assert_eq!(s.decide(&f, 0), Decision::Skip); // main: outside -F
-        let fb = hook(&s, &f, 10);
-        assert_eq!(fb, flags::IN | flags::LIMITS);
-        let (depth_b, saved_b) = s.push(&f, 10, fb);
-        assert_eq!(depth_b, 0);
-        let fc = hook(&s, &f, 50);
-        let (depth_c, saved_c) = s.push(&f, 50, fc);
-        assert_eq!(depth_c, 1);
-        assert_eq!(s.decide(&f, 60), Decision::Skip); // -D 2 from b
-        s.pop(fc, &saved_c);
-        let fx = hook(&s, &f, 30);
-        assert_eq!(fx, flags::OUT | flags::NORECORD);
-        let (_, saved_x) = s.push(&f, 30, fx);
-        assert_eq!(s.decide(&f, 50), Decision::Skip); // under -N
-        s.pop(fx, &saved_x);
-        s.pop(fb, &saved_b);
-        assert_eq!((s.in_count, s.out_count, s.recorded, s.base), (0, 0, 0, 0));
-        assert_eq!(s.depth, 2);
-    }
-
-    #[test]
-    fn depth_and_time_triggers_restore_the_limits() {
-        // b(10) has depth=1 and time=5: it is recorded, pending; its callees are not.
-        let f = filters(&[(10, 20, "depth=1,time=5ns")], u32::MAX, 0);
-        let mut s = FilterState::new(&f);
-        assert_eq!(hook(&s, &f, 0), 0); // main: plain
-        let (_, saved_main) = s.push(&f, 0, 0);
-        let fb = hook(&s, &f, 10);
-        assert_eq!(fb, flags::LIMITS | flags::PENDING);
-        let (depth_b, saved_b) = s.push(&f, 10, fb);
-        assert_eq!((depth_b, s.depth, s.time, s.base), (1, 1, 5, 1));
-        assert_eq!(s.decide(&f, 50), Decision::Skip);
-        s.pop(fb, &saved_b);
-        assert_eq!((s.depth, s.time, s.base), (u32::MAX, 0, 0));
-        s.pop(0, &saved_main);
-    }
-
-    #[test]
-    fn hide_size_and_caller() {
-        // h(10) hidden, s(30) smaller than -Z, c(50) a -C function.
-        let f = filters(&[(10, 20, "hide"), (30, 40, ""), (50, 60, "caller")], 9, 0);
-        let s = FilterState::new(&f);
-        assert_eq!(s.decide(&f, 10), Decision::Skip);
-        assert_eq!(s.decide(&f, 30), Decision::Skip);
-        assert_eq!(hook(&s, &f, 0), flags::PENDING); // waits for a -C function
-        assert_eq!(hook(&s, &f, 50), flags::CALLER);
-    }
-
-    /// `-Z 30 -T b@size=10`: b (20 bytes) and its 20-byte callee are recorded, the same
-    /// callee elsewhere is not; the limit comes back when b pops.
-    #[test]
-    fn size_trigger_sets_the_limit_below_its_function() {
-        let mut f = filters(&[(10, 20, "size=10")], u32::MAX, 0);
-        f.size = 30;
-        f.ranges[0].size = 20;
-        f.ranges.push(Range {
-            start: 40,
-            end: 60,
-            rule: NO_RULE,
-            size: 20,
-        });
-        let mut s = FilterState::new(&f);
-        assert_eq!(s.decide(&f, 40), Decision::Skip);
-        let fb = hook(&s, &f, 10);
-        assert_eq!(fb, flags::LIMITS);
-        let (_, saved) = s.push(&f, 10, fb);
-        assert_eq!(hook(&s, &f, 40), 0);
-        s.pop(fb, &saved);
-        assert_eq!(s.size, 30);
-        assert_eq!(s.decide(&f, 40), Decision::Skip);
-    }
-
-    #[test]
-    fn switches_and_threshold() {
-        let f = filters(
-            &[(10, 20, "trace_off"), (30, 40, "trace_on,trace")],
-            9,
-            1000,
-        );
-        let s = FilterState::new(&f);
-        assert_eq!(hook(&s, &f, 5), flags::PENDING);
-        assert_eq!(hook(&s, &f, 10), flags::TRACE_OFF | flags::PENDING);
-        assert_eq!(hook(&s, &f, 30), flags::TRACE_ON);
-    }
-
-    #[test]
-    fn specs_and_symbols_of_this_test_binary() {
-        let specs = parse_specs("main@filter;fo.*@libc,notrace;x@", MatchType::Regex);
-        assert_eq!(specs.len(), 3);
-        assert!(specs[1].actions.notrace);
-        assert_eq!(specs[1].module.as_deref(), Some("libc"));
-        assert!(specs[2].module.is_none());
-        let exe = std::fs::read_link("/proc/self/exe").unwrap();
-        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-        let start = maps
-            .lines()
-            .find(|l| l.ends_with(exe.to_str().unwrap()))
-            .and_then(|l| u64::from_str_radix(l.split('-').next()?, 16).ok())
-            .unwrap();
-        let m = MapEntry {
-            start,
-            end: u64::MAX,
-            perms: "r-xp".into(),
-            path: exe.to_string_lossy().into_owned(),
-            build_id: None,
-        };
-        let funcs = module_functions(&m);
-        let me = specs_and_symbols_of_this_test_binary as *const () as u64;
-        assert!(
-            funcs.iter().any(|&(a, s, _)| a <= me && me < a + s),
-            "this function's address {me:#x} not found among {} symbols",
-            funcs.len()
-        );
-    }
-}
+mod tests;

@@ -45,6 +45,7 @@
 //! Hook context rules (runtime spec §5): no allocation, no locks, no panics, raw system calls
 //! ([`sys`]), `errno` preserved, one recursion guard per thread.
 
+pub mod agent;
 pub mod arch;
 pub mod args;
 pub mod attach;

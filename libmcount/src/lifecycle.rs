@@ -331,6 +331,7 @@ pub extern "C" fn fork_prepare() {
 /// `pthread_atfork` child handler: the child keeps the parent's shadow stack (its hijacked
 /// frames return in the child too) but writes its own `<pid>.dat`; announce it with `FORK`.
 pub extern "C" fn fork_child() {
+    crate::agent::after_fork();
     let Some(cfg) = config::config() else {
         return;
     };

@@ -247,6 +247,8 @@ pub fn start(src: &Source) -> Result<(), i32> {
     // depth counts from the -F function, -t defers entries and so on: the `filter` module does
     // it all.
     let triggers = src.var(env::TRIGGER).unwrap_or_default();
+    // `-g`: only for a program started by the recorder (an attached session has none).
+    let agent = matches!(src, Source::Env) && src.var_os(env::AGENT).is_some_and(|v| v == "1");
     let depth = src.usize(env::DEPTH).filter(|&d| d > 0);
     let filter_set = filter::Settings {
         triggers: &triggers,
@@ -259,6 +261,7 @@ pub fn start(src: &Source) -> Result<(), i32> {
         size: src.usize(env::SIZE).unwrap_or(0) as u64,
         start_off: src.var_os(env::TRACE_OFF).is_some(),
         signals: crate::signals::install(&src.var(env::SIGNAL).unwrap_or_default()),
+        live: agent,
     };
     let filtered = filter_set.active();
     DEPTH.store(
@@ -345,6 +348,9 @@ pub fn start(src: &Source) -> Result<(), i32> {
         .map(|a| env::parse_avoid(&a))
         .unwrap_or_default();
     crate::patch::init(&|k| src.var(k), &avoid);
+    if agent {
+        crate::agent::start(&filter_set);
+    }
     // Pairs with the Acquire loads in the hooks: everything above is visible to them.
     STATE.store(ON, Ordering::Release);
     // The calling thread's state: created (with its TASK line), or, after an earlier attach,
@@ -407,6 +413,7 @@ pub extern "C" fn fini() {
     if STATE.load(Ordering::Acquire) == ON {
         crate::dlopen::scan();
     }
+    crate::agent::stop();
     if STATE.swap(FINISHED, Ordering::AcqRel) == ON {
         lifecycle::finish_current();
         crate::log::debug(1, b"mcount", &[b"mcount trace finished"]);

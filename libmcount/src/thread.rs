@@ -698,7 +698,9 @@ impl ThreadState {
                 }
                 if f.flags & flags::PENDING == 0 {
                     self.write_exit(now, &f, ret);
-                } else if !filters.has_caller && now.saturating_sub(f.start) >= self.filt.time {
+                } else if !filters.has_caller
+                    && now.saturating_sub(f.start) >= self.filt.time_in_force(filters)
+                {
                     // The limits in force are this frame's own: its callees have popped.
                     self.write_pending(i + 1);
                     self.write_exit(now, &f, ret);

@@ -81,6 +81,11 @@ pub const KEEP_PID: &str = "UTRACE_KEEP_PID";
 /// recorder passes it through from its own environment.
 pub const SLOW_PATH: &str = "UTRACE_SLOW_PATH";
 
+/// Set to `1` by `-g`/`--agent`: libmcount's constructor starts the agent thread, which lets
+/// `utrace live -p PID` change tracing at run time (protocol and socket: [`crate::agent`]).
+/// Every hook then takes the Rust handlers, which read the filters the agent replaces.
+pub const AGENT: &str = "UTRACE_AGENT";
+
 /// Default size of a thread's staging ring.
 pub const DEFAULT_BUFFER: usize = 128 * 1024;
 /// Default `max_stack`.

@@ -27,6 +27,7 @@
 //! Compatibility rule: utrace writes what uftrace 0.13 reads (v4 `.sym`, no `SYM_SIZE`) and reads
 //! what 0.13 and 0.19 write.
 
+pub mod agent;
 pub mod argbind;
 pub mod argspec;
 pub mod autoargs;

@@ -101,6 +101,7 @@ mod kernel_record;
 mod kernel_replay;
 mod normalize;
 mod record;
+mod record_agent;
 mod record_arg_locations;
 mod record_args;
 mod record_attach;

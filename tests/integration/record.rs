@@ -537,7 +537,6 @@ fn unsupported_options_are_refused() {
     let help = utrace_in(tmp.path(), &["--help"]);
     for (opt, listed) in [
         (&["-e"][..], "--estimate-return"),
-        (&["-g"], "--agent"),
         (&["--format=html"], "--format"),
     ] {
         let mut args = vec!["record", "-d", "x.data"];

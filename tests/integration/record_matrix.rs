@@ -491,7 +491,8 @@ fn every_testprog_is_recorded() {
             || crate::record_patch::covers(&name)
             || crate::record_attach::covers(&name)
             || crate::record_flight::covers(&name)
-            || crate::kernel_io::covers(&name);
+            || crate::kernel_io::covers(&name)
+            || crate::record_agent::covers(&name);
         if !in_matrix && !in_survival && !elsewhere {
             missing.push(name);
         }

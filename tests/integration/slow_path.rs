@@ -65,6 +65,7 @@ const FOLD: Reduce = Reduce::Matrix(Norm::FoldLeaves);
 /// Every program of `testprogs/` (checked by [`every_testprog_runs_on_both_paths`]).
 const PROGS: &[Prog] = &[
     prog("abc", &[], EXACT),
+    prog("agent_phases", &["-", "6"], EXACT),
     prog("args", &[], EXACT),
     prog("backtrace", &[], EXACT),
     // Arguments and return values: the fast path records them from its plan cache.

@@ -430,11 +430,13 @@ pub struct RecordArgs {
     /// Run a Python or Lua SCRIPT on every function entry and exit
     #[arg(short = 'S', long, value_name = "SCRIPT")]
     pub script: Option<String>,
-    /// Start an agent in the traced program
-    #[arg(hide = true, short = 'g', long)]
+    /// Start an agent in the traced program: `live -p PID` then changes --trace, -D, -t,
+    /// -F, -N, -C, -T while it runs (every call takes the slower full hooks)
+    #[arg(short = 'g', long)]
     pub agent: bool,
     /// Attach to the running process PID (record, live): trace it until Ctrl-C, --duration
-    /// or its end, then detach
+    /// or its end, then detach. If PID runs an agent (-g): send it --trace, -D, -t, -F, -N,
+    /// -C, -T (FUNC@clear removes) and exit, recording nothing
     #[arg(short = 'p', long, value_name = "PID")]
     pub pid: Option<String>,
     /// With -p: detach after TIME (a bare number is seconds; or 500ms, 2m, ...)

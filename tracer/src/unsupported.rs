@@ -21,13 +21,12 @@ fn first(inv: &Invocation) -> Option<(&'static str, &'static str)> {
     let r = &a.record;
     let records = matches!(inv.subcommand, Subcommand::Record | Subcommand::Live);
     let live = matches!(inv.subcommand, Subcommand::Live);
-    let checks: [(bool, &str, &str); 5] = [
+    let checks: [(bool, &str, &str); 4] = [
         (
             r.estimate_return,
             "-e/--estimate-return",
             "recording entries only and estimating the returns",
         ),
-        (r.agent, "-g/--agent", "the agent in the traced program"),
         (
             r.pid.is_some() && !records,
             "-p/--pid",

@@ -16,6 +16,7 @@
 //! `--host`, `net::send` records into a private staging directory ([`Target::Staging`]) and
 //! the pump also hands every chunk it writes to an observer that sends it to the server.
 
+pub mod agent_client;
 mod attach;
 pub use attach::check_pid_options;
 mod dir;

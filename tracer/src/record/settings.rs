@@ -266,6 +266,31 @@ fn parse_bytes(text: &str) -> Option<u64> {
     value.and_then(|v| v.checked_mul(mult)).filter(|&v| v > 0)
 }
 
+/// `-F`, `-N`, `-H`, `-C` and `-T` as one `PATTERN@ACTIONS` list ([`env::TRIGGER`] items),
+/// in command-line order of kinds: `-F x` is `x@filter`, `-N x@clear` is `x@clear,notrace`.
+pub(super) fn trigger_items(f: &crate::cli::FilterArgs) -> Vec<String> {
+    let as_trigger = |list: &[String], action: &'static str| -> Vec<String> {
+        list.iter()
+            .flat_map(|s| s.split(';'))
+            .filter(|s| !s.is_empty())
+            .map(move |s| match s.contains('@') {
+                true => format!("{s},{action}"),
+                false => format!("{s}@{action}"),
+            })
+            .collect()
+    };
+    let mut triggers = as_trigger(&f.filter, "filter");
+    triggers.extend(as_trigger(&f.notrace, "notrace"));
+    triggers.extend(as_trigger(&f.hide, "hide"));
+    triggers.extend(as_trigger(&f.caller, "caller"));
+    for t in f.trigger.iter().flat_map(|s| s.split(';')) {
+        if !t.is_empty() {
+            triggers.push(t.to_string());
+        }
+    }
+    triggers
+}
+
 pub(super) fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Settings> {
     let f = &inv.args.filter;
     let r = &inv.args.record;
@@ -317,27 +342,7 @@ pub(super) fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
         }
         None => None,
     };
-    // One trigger list in command-line order of kinds: -F, -N, -H, -C, then -T.
-    let as_trigger = |list: &[String], action: &'static str| -> Vec<String> {
-        list.iter()
-            .flat_map(|s| s.split(';'))
-            .filter(|s| !s.is_empty())
-            .map(move |s| match s.contains('@') {
-                true => format!("{s},{action}"),
-                false => format!("{s}@{action}"),
-            })
-            .collect()
-    };
-    let mut triggers = as_trigger(&f.filter, "filter");
-    triggers.extend(as_trigger(&f.notrace, "notrace"));
-    triggers.extend(as_trigger(&f.hide, "hide"));
-    triggers.extend(as_trigger(&f.caller, "caller"));
-    for t in f.trigger.iter().flat_map(|s| s.split(';')) {
-        if t.is_empty() {
-            continue;
-        }
-        triggers.push(t.to_string());
-    }
+    let triggers = trigger_items(f);
     if !triggers.is_empty() {
         set(env::TRIGGER, triggers.join(";"));
     }
@@ -383,6 +388,9 @@ pub(super) fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Resul
     };
     if trace_off {
         set(env::TRACE_OFF, "1".to_string());
+    }
+    if r.agent {
+        set(env::AGENT, "1".to_string());
     }
     let pattern_type = match inv.args.common.match_type.as_deref() {
         Some(m) => match config::parse_match(m, notices) {

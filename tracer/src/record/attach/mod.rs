@@ -82,6 +82,10 @@ fn refuse_options(inv: &Invocation) -> anyhow::Result<()> {
         (r.list_event, "--list-event"),
         (r.no_randomize_addr, "--no-randomize-addr"),
         (r.flight_recorder.is_some(), "--flight-recorder"),
+        (
+            r.agent,
+            "-g/--agent (only a program started by record/live gets an agent)",
+        ),
     ];
     match refused.into_iter().find(|(on, _)| *on) {
         Some((_, what)) => {
