@@ -233,12 +233,23 @@ impl KernelData {
     fn load(dir: &Path, warn: &mut dyn FnMut(String)) -> Option<KernelData> {
         let header = optional(dir, "kernel_header", warn)?;
         let header = crate::kernel::KernelHeader::parse(&header).ok()?;
-        let mut cpus = Vec::new();
-        loop {
-            let path = dir.join(format!("kernel-cpu{}.dat", cpus.len()));
+        // Up to the highest CPU number present: a CPU none of the tasks ran on may have no
+        // file (an empty one is never sent over the network), and the files after it count.
+        let count = fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .filter_map(|e| kernel_file_cpu(e.ok()?.file_name().to_str()?))
+                    .map(|cpu| cpu as usize + 1)
+                    .max()
+                    .unwrap_or(0)
+            })
+            .unwrap_or(0);
+        let mut cpus = Vec::with_capacity(count);
+        for cpu in 0..count {
+            let path = dir.join(format!("kernel-cpu{cpu}.dat"));
             match file::map_regular(&path) {
                 Ok(map) => cpus.push(map),
-                Err(e) if e.is_not_found() => break,
+                Err(e) if e.is_not_found() => cpus.push(Mapped::default()),
                 Err(e) => {
                     warn(format!("{e}; leaving it out"));
                     cpus.push(Mapped::default());
@@ -254,6 +265,15 @@ impl KernelData {
             kallsyms,
         })
     }
+}
+
+/// The CPU of a kernel file's name (`kernel-cpuN.dat`, N in decimal digits, at most 4095).
+fn kernel_file_cpu(name: &str) -> Option<u32> {
+    let digits = name.strip_prefix("kernel-cpu")?.strip_suffix(".dat")?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().filter(|&cpu| cpu < 4096)
 }
 
 /// Reads the file `name` of `dir` within its limit ([`file::limit::of`]).
@@ -445,4 +465,26 @@ impl TraceDir {
 
 const fn libc_enotdir() -> i32 {
     20
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kernel_file_cpu;
+
+    #[test]
+    fn kernel_file_names() {
+        assert_eq!(kernel_file_cpu("kernel-cpu0.dat"), Some(0));
+        assert_eq!(kernel_file_cpu("kernel-cpu13.dat"), Some(13));
+        for other in [
+            "kernel-cpu.dat",
+            "kernel-cpu+1.dat",
+            "kernel-cpu1.dat.new",
+            "kernel-cpu1.raw",
+            "kernel-block-cpu1.dat",
+            "perf-cpu1.dat",
+            "kernel-cpu99999.dat",
+        ] {
+            assert_eq!(kernel_file_cpu(other), None, "{other}");
+        }
+    }
 }
