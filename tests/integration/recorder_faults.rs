@@ -329,7 +329,7 @@ fn bad_record_options_leave_nothing_behind() {
         (&["-b", "99999G"][..], "buffer size 99999G is too large"),
         (
             &["-S", "/nonexistent.py"][..],
-            "cannot open script file: /nonexistent.py",
+            "cannot open script /nonexistent.py: No such file",
         ),
     ] {
         let out = util::run({
