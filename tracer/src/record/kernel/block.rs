@@ -152,12 +152,17 @@ pub(super) fn merge_graph(
     let mut lost = Vec::new();
     for path in main {
         let mut stats = Stats::default();
-        each_event(std::slice::from_ref(path), page_size, &mut stats, |_, _, p| {
-            let pid = blk.issue.value("common_pid", p).unwrap_or(0) as u32;
-            if pid != 0 && pid != me && pid < i32::MAX as u32 {
-                tasks.insert(pid);
-            }
-        })
+        each_event(
+            std::slice::from_ref(path),
+            page_size,
+            &mut stats,
+            |_, _, p| {
+                let pid = blk.issue.value("common_pid", p).unwrap_or(0) as u32;
+                if pid != 0 && pid != me && pid < i32::MAX as u32 {
+                    tasks.insert(pid);
+                }
+            },
+        )
         .map_err(unspooled)?;
         lost.push(stats.lost);
     }
@@ -167,7 +172,10 @@ pub(super) fn merge_graph(
     let mut merge = Merge::open(block, page_size).map_err(unspooled)?;
     let mut any = false;
     while let Some((_, cpu, p)) = merge.next().map_err(unspooled)? {
-        if blk.owner(p, cpu, &mut owners, |pid| tasks.contains(&pid)).is_some() {
+        if blk
+            .owner(p, cpu, &mut owners, |pid| tasks.contains(&pid))
+            .is_some()
+        {
             any = true;
             break;
         }
