@@ -274,8 +274,9 @@ fn kernel_tracing_without_root_is_refused() {
 
 /// function_graph mode on a real kernel that has it: tests/vm/run-kernel-test.sh boots Debian's
 /// stock kernel under QEMU and checks, inside, that `record -k -K 3` shows `vfs_write` under the
-/// program's function and restores tracefs. Runs as root (it installs QEMU and downloads the
-/// kernel package when missing); `UTRACE_SKIP_VM=1` skips it.
+/// program's function and restores tracefs, and that `report --io` of testprogs/aio_read on
+/// the VM's virtio disk links its two reads from io_submit to io_getevents. Runs as root (it
+/// installs QEMU and downloads the kernel package when missing); `UTRACE_SKIP_VM=1` skips it.
 #[test]
 fn function_graph_in_a_vm() {
     if !is_root() || std::env::var_os("UTRACE_SKIP_VM").is_some() {
@@ -293,6 +294,14 @@ fn function_graph_in_a_vm() {
     assert!(out.status.success(), "{out}");
     assert!(out.stdout.contains("function_graph"), "{out}");
     assert!(out.stdout.contains("vfs_write"), "{out}");
+    // Graph mode's I/O requests (report --io) on the VM's virtio disk.
+    if std::env::var_os("KTEST_VMLINUZ").is_none() {
+        assert!(
+            out.stdout
+                .contains("VM-IO ok: 2 reads linked io_submit -> device -> io_getevents"),
+            "{out}"
+        );
+    }
 }
 
 /// A process's last system call, `exit_group`, enters after `main` returns and never comes

@@ -5,6 +5,13 @@
 # prints the replay, and passes only if the kernel's own functions (vfs_write) appear under
 # the program's write_sync() and the tracefs settings are back as they were.
 #
+# I/O requests in graph mode: the VM also gets a virtio disk holding an ext4 file system (the
+# kernel package's virtio_blk and ext4 modules, with their dependencies, are loaded by /init);
+# testprogs/aio_read records there with `record -k`, and `report --io` must show its two
+# 512-byte O_DIRECT reads, each submitted by io_submit under submit_reads, issued to and
+# completed by the device, and reaped by io_getevents under reap_reads. Skipped (said in the
+# log) only with KTEST_VMLINUZ, whose kernel's modules are not at hand.
+#
 # Usage: tests/vm/run-kernel-test.sh   (root; installs qemu-system-x86 and busybox-static and
 # downloads the kernel package when missing). Environment: KTEST_WORK (work directory, kept),
 # KTEST_VMLINUZ (a kernel image to use instead), KTEST_TIMEOUT (seconds, default 600).
@@ -48,6 +55,35 @@ fi
 
 [[ -x target/release/utrace && -f target/release/libmcount.so ]] || cargo build --release
 gcc -pg -O0 -o "$work/ksys" testprogs/ksys.c
+gcc -pg -O0 -o "$work/aio_read" testprogs/aio_read.c -laio
+
+# The disk for the I/O test: an ext4 file system in a raw image, and the modules that give
+# the VM its driver and file system (each after the modules it depends on, read from the
+# `depends=` of its .modinfo: the package has no modules.dep).
+mods=$(ls -d "$work"/kernel/root/lib/modules/*/ 2>/dev/null | head -n 1 || true)
+rm -rf "$work/modules"
+if [[ -z ${KTEST_VMLINUZ:-} && -n $mods ]]; then
+	rm -f "$work/disk.img"
+	truncate -s 64M "$work/disk.img"
+	PATH=$PATH:/sbin:/usr/sbin mkfs.ext4 -q -F "$work/disk.img"
+	order=()
+	want() { # MODULE: its dependencies first, then itself
+		local name=${1//-/_} path dep
+		[[ " ${order[*]} " == *" $name "* ]] && return
+		path=$(grep -E "/${name//_/[-_]}\.ko(\.[a-z]+)?\$" "$mods/modules.order" | head -n 1 || true)
+		[[ -n $path ]] || return 0 # built in
+		for dep in $(tr '\0' '\n' <"$mods/$path" | sed -n 's/^depends=//p' | tr ',' ' '); do
+			want "$dep"
+		done
+		order+=("$name")
+		mkdir -p "$work/modules"
+		cp "$mods/$path" "$work/modules/$name.ko"
+	}
+	# crc32c_generic: ext4's checksums ask the crypto API for crc32c when mounting.
+	for m in virtio_pci virtio_blk crc32c_generic ext4; do want "$m"; done
+	echo "${order[*]}" >"$work/modules/order"
+	log "disk: ext4 image; modules: ${order[*]}"
+fi
 
 # The in-VM test: /test.sh under busybox sh.
 cat >"$work/test.sh" <<'EOF'
@@ -63,6 +99,25 @@ cmp /tmp/before /tmp/after || { echo "tracefs not restored"; diff /tmp/before /t
 # vfs_write under write(), under write_sync().
 awk '/write_sync\(\) \{/ { w = 1 } w && /vfs_write/ { found = 1 } /\} \/\* write_sync \*\// { w = 0 } END { exit !found }' /tmp/out.txt
 grep -q '__x64_sys_write' /tmp/out.txt
+if ! [ -e /vm/modules/order ]; then echo "VM-IO skipped: no disk (KTEST_VMLINUZ)"; exit 0; fi
+# I/O requests in graph mode: aio_read's two O_DIRECT reads on the virtio disk.
+grep -q ' /mnt ' /proc/mounts || { echo "VM-IO: /dev/vda not mounted"; exit 1; }
+utrace record -k -d /tmp/io.data /vm/aio_read /mnt/aio_read.dat
+utrace report --io --no-pager -d /tmp/io.data > /tmp/io.txt
+cat /tmp/io.txt
+state > /tmp/after
+cmp /tmp/before /tmp/after || { echo "tracefs not restored after the I/O recording"; exit 1; }
+[ -z "$(ls /sys/kernel/tracing/instances)" ] || { echo "block instance left"; exit 1; }
+# Each read of the worst list: its line (512 bytes), then `submitted:` by io_submit under
+# submit_reads, `path:` through the device, `reaped by io_getevents in ... reap_reads`.
+awk '
+/^ *[0-9]+\. .* read .*\(512 bytes/ { r = 1; head = $0; next }
+/^ *[0-9]+\. / { r = s = p = 0; next }
+r && /submitted: .*submit_reads.*\[io_submit\] aio ctx / { s = 1; next }
+r && s && /path: syscall .*issue .*complete .*reap/ { p = 1; next }
+r && s && p && /reaped by io_getevents in .*reap_reads/ { n++; print "VM-IO linked read " n ":" head }
+END { exit n != 2 }' /tmp/io.txt
+echo "VM-IO ok: 2 reads linked io_submit -> device -> io_getevents"
 EOF
 
 # The initramfs: busybox, the files and the shared libraries they need.
@@ -83,6 +138,8 @@ add() { # FILE DEST: the file and its libraries
 add "$repo/target/release/utrace" /usr/bin/utrace
 add "$repo/target/release/libmcount.so" /usr/bin/libmcount.so
 add "$work/ksys" /vm/ksys
+add "$work/aio_read" /vm/aio_read
+if [[ -d $work/modules ]]; then cp -r "$work/modules" "$root/vm/modules"; fi
 cp "$work/test.sh" "$root/test.sh"
 cat >"$root/init" <<'EOF'
 #!/bin/busybox sh
@@ -95,6 +152,11 @@ mount -t devtmpfs dev /dev
 mount -t tracefs nodev /sys/kernel/tracing
 mount -t tmpfs tmp /tmp
 mkdir -p /dev/shm && mount -t tmpfs shm /dev/shm
+if [ -e /vm/modules/order ]; then
+	for m in $(cat /vm/modules/order); do insmod /vm/modules/$m.ko || echo "insmod $m failed"; done
+	for i in 1 2 3 4 5 6 7 8 9 10; do [ -b /dev/vda ] && break; sleep 0.5; done
+	mkdir -p /mnt && mount -t ext4 /dev/vda /mnt || echo "cannot mount /dev/vda"
+fi
 echo "VM-BOOTED kernel=$(uname -r) tracers=$(cat /sys/kernel/tracing/available_tracers)"
 sh /test.sh; rc=$?
 echo "VM-TEST-DONE rc=$rc"
@@ -111,10 +173,12 @@ if [[ -w /dev/kvm ]] && grep -qwE 'vmx|svm' /proc/cpuinfo; then
 else
 	accel=(-machine q35,accel=tcg -cpu max)
 fi
+disk=()
+[[ -d $work/modules ]] && disk=(-drive "file=$work/disk.img,if=virtio,format=raw")
 log "booting $vmlinuz (${accel[1]})"
 start=$(date +%s)
 timeout "${KTEST_TIMEOUT:-600}" qemu-system-x86_64 "${accel[@]}" -smp 1 -m 1024 \
-	-kernel "$vmlinuz" -initrd "$work/initramfs.gz" \
+	-kernel "$vmlinuz" -initrd "$work/initramfs.gz" "${disk[@]}" \
 	-append "console=ttyS0 panic=-1 loglevel=3 clocksource=tsc tsc=reliable" \
 	-nographic -no-reboot -nodefaults -serial stdio -display none </dev/null |
 	tr -d '\r' | tee "$work/serial.log" || true

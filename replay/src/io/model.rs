@@ -69,6 +69,10 @@ pub struct Linker {
     punted: VecDeque<Sqe>,
     /// aio context → completed requests not reaped yet, in completion order.
     aio_done: HashMap<u64, VecDeque<usize>>,
+    /// Each task's aio arguments seen outside a system call: in graph mode the `syscalls`
+    /// events come before the function_graph tracer's entry of the system call's function,
+    /// to which they then belong.
+    early: HashMap<u32, (u64, u64)>,
 }
 
 impl Linker {
@@ -81,13 +85,14 @@ impl Linker {
         let (time, tid) = (ev.time, ev.tid);
         match ev.what {
             What::SyscallEnter { name, path } => {
+                let early = self.early.remove(&tid).filter(|_| name.starts_with("io_"));
                 self.open.insert(
                     tid,
                     Open {
                         name,
                         start: time,
                         path,
-                        aio_ctx: None,
+                        aio_ctx: early,
                         waiting: Vec::new(),
                         sqes: VecDeque::new(),
                     },
@@ -116,17 +121,20 @@ impl Linker {
                 }
             }
             What::UringComplete { req, res } => self.uring_complete(time, tid, req, res),
-            What::AioSubmit { ctx, iocbs, .. } => {
-                if let Some(o) = self.open.get_mut(&tid) {
-                    o.aio_ctx = Some((ctx, iocbs));
-                }
-            }
-            What::AioGetEvents { ctx } => {
-                if let Some(o) = self.open.get_mut(&tid) {
-                    o.aio_ctx = Some((ctx, 0));
-                }
-            }
+            What::AioSubmit { ctx, iocbs, .. } => self.aio_call(tid, (ctx, iocbs)),
+            What::AioGetEvents { ctx } => self.aio_call(tid, (ctx, 0)),
             What::AioGotEvents { ret } => self.aio_reaped(time, tid, ret),
+        }
+    }
+
+    /// The aio context and iocb array of the system call of `tid` (the one open, or its
+    /// next one when none is open).
+    fn aio_call(&mut self, tid: u32, aio: (u64, u64)) {
+        match self.open.get_mut(&tid) {
+            Some(o) => o.aio_ctx = Some(aio),
+            None => {
+                self.early.insert(tid, aio);
+            }
         }
     }
 

@@ -122,6 +122,38 @@ fn aio_reads_are_reaped_in_completion_order_by_the_calls_that_returned_them() {
     assert_eq!(r0.total(), 402 - 100);
 }
 
+/// Graph mode: the `syscalls` events of io_submit and io_getevents come before the
+/// function_graph entry of their system call, and still belong to it.
+#[test]
+fn aio_arguments_seen_before_their_call_belong_to_it() {
+    let sub = path(&["main", "submit_reads", "io_submit"], Some(1));
+    let reap = path(&["main", "reap_reads", "io_getevents"], Some(1));
+    let aio = What::AioSubmit {
+        ctx: 7,
+        nr: 1,
+        iocbs: 0x7ff0,
+    };
+    let reqs = link(vec![
+        // Arguments of a call that is not an aio one are not carried over.
+        ev(90, A, What::AioGetEvents { ctx: 9 }),
+        enter(91, A, "write", &sub),
+        exit(92, A),
+        ev(99, A, aio),
+        enter(100, A, "io_submit", &sub),
+        block(130, A, Stage::Issue, 800, "RS"),
+        exit(140, A),
+        block(200, A, Stage::Complete, 800, "RS"),
+        ev(399, A, What::AioGetEvents { ctx: 7 }),
+        enter(400, A, "io_getevents", &reap),
+        exit(402, A),
+        ev(403, A, What::AioGotEvents { ret: 1 }),
+    ]);
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(reqs[0].aio, Some((7, 0x7ff0)));
+    let reaper = reqs[0].reaper.as_ref().unwrap();
+    assert_eq!((reaper.call.as_str(), reaper.time), ("io_getevents", 402));
+}
+
 #[test]
 fn uring_sqes_link_to_their_requests_and_cqes_are_reaped_at_the_call_return() {
     let sub = path(&["main", "submit_reads", "io_uring_submit"], Some(1));

@@ -9,10 +9,11 @@
 
 use anyhow::{bail, Context};
 use record_format::kernel::{EventFormat, KernelHeader, Lost, Page};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use super::block::{merge_graph, unspooled, Block, Flight};
 use super::graph::{Functions, Grapher, PidSet, Step};
 use super::spool::{each_event, each_page, Merge};
 use super::tracefs::{format_path, BLOCK_BIO_QUEUE, BLOCK_COMPLETE, BLOCK_INSERT, BLOCK_ISSUE};
@@ -29,14 +30,7 @@ impl Session {
         if self.mode == Mode::Graph {
             return self.write_graph(dir);
         }
-        let formats: Vec<EventFormat> = self
-            .formats
-            .iter()
-            .filter_map(|(rel, text)| {
-                let sys = rel.split('/').nth(1).unwrap_or("");
-                EventFormat::parse(sys, text)
-            })
-            .collect();
+        let formats = self.event_formats();
         let kallsyms = fs::read_to_string("/proc/kallsyms").unwrap_or_default();
         let (main, block) = self.spool.split_at(self.cpus.min(self.spool.len()));
         let spools = Spools {
@@ -86,11 +80,6 @@ fn convert(
     conv.convert(main, block, page_size, &mut graph)?;
     graph.finish()?;
     Ok(stats)
-}
-
-/// The error of a spool that cannot be read back.
-fn unspooled(e: std::io::Error) -> anyhow::Error {
-    anyhow::Error::new(e).context("cannot read the spooled kernel pages")
 }
 
 /// An integer field of a record, found in its format once (as [`EventFormat::value`] reads
@@ -173,10 +162,7 @@ impl<'a> Converter<'a> {
         ) else {
             bail!("tracefs lacks the formats of the function-graph or system call events");
         };
-        let block = |ev: &str| {
-            let (sys, name) = ev.split_once(':').unwrap_or(("", ev));
-            find(sys, name).filter(|_| kept.iter().any(|k| k == ev))
-        };
+        let block = Block::of(formats, kept);
         let kept = formats
             .iter()
             .filter(|f| {
@@ -200,13 +186,7 @@ impl<'a> Converter<'a> {
             exit,
             switch,
             kept,
-            block: block(BLOCK_ISSUE)
-                .zip(block(BLOCK_COMPLETE))
-                .map(|(issue, complete)| Block {
-                    issue,
-                    complete,
-                    queued: [block(BLOCK_BIO_QUEUE), block(BLOCK_INSERT)],
-                }),
+            block,
             addr_of: kernel_functions(kallsyms),
         })
     }
@@ -283,21 +263,11 @@ impl<'a> Converter<'a> {
             None => main.to_vec(),
         };
         let mut merge = Merge::open(&spools, page_size).map_err(unspooled)?;
-        // Requests in flight: (dev, sector) → (the traced task they are kept for, its CPU).
-        let mut owners: BTreeMap<(u64, u64), (u32, usize)> = BTreeMap::new();
-        let mut rewritten = Vec::new();
+        let mut flight = Flight::default();
         while let Some((time, i, p)) = merge.next().map_err(unspooled)? {
             if let Some(cpu) = i.checked_sub(main.len()) {
-                let Some(block) = &self.block else {
-                    continue;
-                };
-                let owner = block.owner(p, cpu, &mut owners, |pid| graph.traces(pid));
-                if let Some((cpu, pid, rewrite)) = owner {
-                    let p = match rewrite {
-                        true => rewrite_pid(block.issue, p, pid, &mut rewritten),
-                        false => p,
-                    };
-                    graph.step(time, cpu, pid, Step::Event, p)?;
+                if let Some(block) = &self.block {
+                    block.keep((time, cpu, p), &mut flight, graph)?;
                 }
                 continue;
             }
@@ -309,74 +279,9 @@ impl<'a> Converter<'a> {
     }
 }
 
-/// The block instance's events.
-struct Block<'a> {
-    issue: &'a EventFormat,
-    complete: &'a EventFormat,
-    /// `block_bio_queue` and `block_rq_insert`, when recorded.
-    queued: [Option<&'a EventFormat>; 2],
-}
-
-impl Block<'_> {
-    /// Whether block record `p` (of the instance's CPU `cpu`) is kept, and as whose: a
-    /// traced task's when it was queued, inserted or issued in its context, or when it pairs
-    /// by device and sector with such a record (an issue from another context, the
-    /// completion). `owners` holds the requests in flight. The answer is the CPU and task it
-    /// is kept for, and whether its `common_pid` must be rewritten to that task.
-    fn owner(
-        &self,
-        p: &[u8],
-        cpu: usize,
-        owners: &mut BTreeMap<(u64, u64), (u32, usize)>,
-        traced: impl Fn(u32) -> bool,
-    ) -> Option<(usize, u32, bool)> {
-        let ty = self.issue.value("common_type", p).unwrap_or(0) as u16;
-        let fmt = [Some(self.issue), Some(self.complete)]
-            .into_iter()
-            .chain(self.queued)
-            .flatten()
-            .find(|f| f.id == ty)?;
-        let key = (
-            fmt.value("dev", p).unwrap_or(0),
-            fmt.value("sector", p).unwrap_or(0),
-        );
-        if fmt.id == self.complete.id {
-            let (pid, cpu) = owners.remove(&key)?;
-            // Bios merged into this request (queued at sectors inside it) end with it.
-            let end = key
-                .1
-                .saturating_add(fmt.value("nr_sector", p).unwrap_or(0).max(1));
-            let merged: Vec<_> = owners.range(key..(key.0, end)).map(|(k, _)| *k).collect();
-            for k in merged {
-                owners.remove(&k);
-            }
-            return Some((cpu, pid, true));
-        }
-        if let Some(&(owner, owner_cpu)) = owners.get(&key) {
-            return Some((owner_cpu, owner, true));
-        }
-        let pid = fmt.value("common_pid", p).unwrap_or(0) as u32;
-        traced(pid).then(|| {
-            owners.insert(key, (pid, cpu));
-            (cpu, pid, false)
-        })
-    }
-}
-
-/// Block record `p` with its task rewritten to `pid`, in `out`.
-fn rewrite_pid<'b>(format: &EventFormat, p: &[u8], pid: u32, out: &'b mut Vec<u8>) -> &'b [u8] {
-    out.clear();
-    out.extend_from_slice(p);
-    if let Some(f) = format.field("common_pid") {
-        if let Some(b) = out.get_mut(f.offset..f.offset.saturating_add(4)) {
-            b.copy_from_slice(&pid.to_le_bytes());
-        }
-    }
-    out
-}
-
 impl Session {
-    /// Graph mode: the spooled pages are the kernel files, renamed into place.
+    /// Graph mode: the spooled pages of the main buffer are the kernel files, renamed into
+    /// place, or merged with the block requests kept ([`merge_graph`]).
     fn write_graph(&self, dir: &Path) -> anyhow::Result<Stats> {
         let mut stats = Stats::default();
         for path in &self.spool {
@@ -392,13 +297,31 @@ impl Session {
         }
         let put = |name: &str, bytes: &[u8]| crate::record::write_file(dir, name, bytes);
         put("kernel_header", &self.header().to_bytes())?;
-        for (cpu, path) in self.spool.iter().enumerate() {
-            let to = dir.join(format!("kernel-cpu{cpu}.dat"));
-            fs::rename(path, &to).with_context(|| format!("cannot write {}", to.display()))?;
+        // With block requests kept, the kernel files are the main spools merged with them;
+        // else the main spools as they are.
+        let (main, block) = self.spool.split_at(self.cpus.min(self.spool.len()));
+        let formats = self.event_formats();
+        let spools = (main, block);
+        if !merge_graph(dir, spools, self.page_size, &formats, &self.kept)? {
+            for (cpu, path) in main.iter().enumerate() {
+                let to = dir.join(format!("kernel-cpu{cpu}.dat"));
+                fs::rename(path, &to).with_context(|| format!("cannot write {}", to.display()))?;
+            }
         }
         let kallsyms = fs::read("/proc/kallsyms").unwrap_or_default();
         put("kallsyms", &kallsyms)?;
         Ok(stats)
+    }
+
+    /// The formats of the events recorded, parsed.
+    fn event_formats(&self) -> Vec<EventFormat> {
+        self.formats
+            .iter()
+            .filter_map(|(rel, text)| {
+                let sys = rel.split('/').nth(1).unwrap_or("");
+                EventFormat::parse(sys, text)
+            })
+            .collect()
     }
 
     /// `kernel_header`: the page layout and the function-graph formats.

@@ -334,3 +334,57 @@ fn block_requests_follow_the_task_that_inserted_them() {
     assert_eq!(owner(block(COMPLETE, 0, 300), 0), None);
     assert!(owners.is_empty());
 }
+
+/// Graph mode: the function_graph tracer's records are copied to their CPU's file as they
+/// are, with the lost count of each CPU on its first page, merged in time order with the
+/// block records of the traced tasks (those with records, here A), completions rewritten as
+/// the task's; without a block record kept, nothing is written.
+#[test]
+fn graph_mode_merges_the_block_requests_of_traced_tasks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let paths: Vec<PathBuf> = ["m0", "m1", "b0", "b1"]
+        .iter()
+        .map(|n| dir.join(format!("{n}.raw")))
+        .collect();
+    let mut m0 = vec![(100, graph(A, WRITE, 0, false))];
+    for i in 0..FILL {
+        m0.push((110 + i, graph(A, GETPPID, 1, false)));
+    }
+    m0.push((300, graph(A, WRITE, 0, true)));
+    let m1 = vec![
+        (105, graph(B, WRITE, 0, false)),
+        (400, graph(B, WRITE, 0, true)),
+    ];
+    // A's request issued on CPU 1 and completed on CPU 0; C's (no records) left out.
+    let b0 = vec![(150, block(ISSUE, C, 500)), (250, block(COMPLETE, 0, 100))];
+    let b1 = vec![(120, block(ISSUE, A, 100)), (260, block(COMPLETE, 0, 500))];
+    spool(&paths[0], &m0, None);
+    spool(&paths[1], &m1, Some((1, 4)));
+    spool(&paths[2], &b0, None);
+    spool(&paths[3], &b1, None);
+    let spools = (&paths[..2], &paths[2..]);
+    assert!(merge_graph(dir, spools, PAGE, &formats(), &kept()).unwrap());
+    // The block records go to the file of the CPU that issued the request.
+    let mut cpu1 = m1.clone();
+    cpu1.push((120, block(ISSUE, A, 100)));
+    cpu1.push((250, block(COMPLETE, A, 100)));
+    cpu1.sort_by_key(|e| e.0);
+    for (cpu, want) in [m0, cpu1].iter().enumerate() {
+        let mut w = PageWriter::new(PAGE);
+        if cpu == 1 {
+            w.lose(Lost::Count(4));
+        }
+        for (time, p) in want {
+            w.push(*time, p);
+        }
+        let got = fs::read(dir.join(format!("kernel-cpu{cpu}.dat"))).unwrap();
+        assert!(got == w.finish(), "kernel-cpu{cpu}.dat");
+    }
+    // Only C's request: the main spools are the kernel files as they are.
+    let tmp = tempfile::tempdir().unwrap();
+    spool(&paths[2], &b0[..1], None);
+    spool(&paths[3], &[], None);
+    assert!(!merge_graph(tmp.path(), spools, PAGE, &formats(), &kept()).unwrap());
+    assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 0);
+}

@@ -257,6 +257,23 @@ impl<'a> Grapher<'a> {
         Ok(())
     }
 
+    /// Record `payload` of `cpu` at `time`, copied as it is into that CPU's file (graph
+    /// mode: the function_graph tracer's records).
+    pub(super) fn copy(&mut self, time: u64, cpu: usize, payload: &[u8]) -> anyhow::Result<()> {
+        let last = self.outputs.len().saturating_sub(1);
+        match self.outputs.get_mut(cpu.min(last)) {
+            Some(out) => out.push(time, payload),
+            None => Ok(()),
+        }
+    }
+
+    /// Marks `n` events lost (if any) before the next record of `cpu`'s file.
+    pub(super) fn lose(&mut self, cpu: usize, n: u64) {
+        if let Some(out) = self.outputs.get_mut(cpu).filter(|_| n > 0) {
+            out.pages.lose(Lost::Count(n));
+        }
+    }
+
     /// The address of system call `nr`'s function, `__x64_sys_<name>`.
     fn function(&mut self, nr: u64) -> Option<u64> {
         let lookup = |nr: u64| {

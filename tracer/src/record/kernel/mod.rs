@@ -4,9 +4,12 @@
 //! Data flow: [`tracefs`] saves every setting it touches and sets tracing up for the traced
 //! process tree, in one of two modes: the function_graph tracer, whose pages are saved as
 //! they are, or (event mode, kernel.md §3, §5.3) the `raw_syscalls` and scheduler trace
-//! events. While the program runs, a [`spool`] reader thread appends each CPU's raw pages to a
-//! spool file in the data directory as it reads them. At the end [`Session::finish`] puts
-//! tracefs back and either renames the spool files into `kernel-cpuN.dat` (graph mode) or has
+//! events. Both modes also record the events of I/O requests: io_uring's and libaio's in the
+//! traced tasks, block requests in a tracefs instance of their own ([`block`]). While the
+//! program runs, a [`spool`] reader thread appends each CPU's raw pages to a spool file in
+//! the data directory as it reads them. At the end [`Session::finish`] puts tracefs back and
+//! either renames the spool files into `kernel-cpuN.dat` (graph mode; merged with the block
+//! requests of the traced tasks when there are some) or has
 //! the [`convert`]er read them back, merged in time order, and turn the events into
 //! function-graph records (`__x64_sys_write() { ... }` under the user function that made the
 //! call), each page written as it fills ([`graph`]). The recorder's memory stays flat however
@@ -18,6 +21,7 @@
 //! the tasks it forks are traced (`set_event_pid` with `event-fork`); the recorder's own
 //! system calls are left out when converting.
 
+mod block;
 mod convert;
 mod graph;
 mod spool;
@@ -74,7 +78,7 @@ pub struct Session {
     root: PathBuf,
     mode: Mode,
     saved: Vec<(&'static str, String)>,
-    /// The instance recording block requests (event mode), removed at the end.
+    /// The instance recording block requests, removed at the end.
     instance: Option<PathBuf>,
     stop: Arc<AtomicBool>,
     reader: Option<JoinHandle<std::io::Result<()>>>,
@@ -182,11 +186,9 @@ impl Session {
         };
         match mode {
             Mode::Graph => s.setup_graph(req.buffer, req.depth)?,
-            Mode::Events => {
-                s.setup(req.buffer)?;
-                s.setup_block(req.buffer);
-            }
+            Mode::Events => s.setup(req.buffer)?,
         }
+        s.setup_block(req.buffer);
         s.enable_kept(kept)?;
         // The reader thread starts before the pid lists are written: it is not traced
         // (function-fork and event-fork add only the tasks forked later).

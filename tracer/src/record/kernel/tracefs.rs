@@ -54,12 +54,15 @@ pub(super) const EVENTS: &[&str] = &[
 ];
 
 /// Recorded in event mode when the kernel has them, and kept as events of the task: page
-/// faults, and what identifies an I/O request in the task's context (replay's `io` model):
-/// the io_uring submissions, punts to its workers and completions (ring, request, user_data),
-/// and the libaio system calls with their arguments (the context, the iocb array, the number
-/// of events reaped).
-pub(super) const TASK_EVENTS: &[&str] = &[
-    "exceptions:page_fault_user",
+/// faults (the function_graph tracer shows their handlers).
+pub(super) const TASK_EVENTS: &[&str] = &["exceptions:page_fault_user"];
+
+/// Recorded in both modes when the kernel has them, and kept as events of the task: what
+/// identifies an I/O request in the task's context (replay's `io` model): the io_uring
+/// submissions, punts to its workers and completions (ring, request, user_data), and the
+/// libaio system calls with their arguments (the context, the iocb array, the number of
+/// events reaped).
+pub(super) const IO_EVENTS: &[&str] = &[
     "io_uring:io_uring_submit_req",
     "io_uring:io_uring_queue_async_work",
     "io_uring:io_uring_complete",
@@ -70,7 +73,7 @@ pub(super) const TASK_EVENTS: &[&str] = &[
     "syscalls:sys_exit_io_pgetevents",
 ];
 
-/// Block requests (event mode): recorded in a tracefs instance of their own without a pid
+/// Block requests (both modes): recorded in a tracefs instance of their own without a pid
 /// filter, as completions run in whatever task the interrupt hit; a request issued by a
 /// traced task is paired with its completion by device and sector, and both are kept as
 /// events of that task.
@@ -242,13 +245,14 @@ pub(super) fn format_path(event: &str) -> String {
 }
 
 impl Session {
-    /// Enables the events kept as events for the traced tree; those of [`TASK_EVENTS`] only
-    /// when this kernel has them.
+    /// Enables the events kept as events for the traced tree; those of [`TASK_EVENTS`]
+    /// (event mode) and [`IO_EVENTS`] only when this kernel has them.
     pub(super) fn enable_kept(&mut self, asked: Vec<String>) -> anyhow::Result<()> {
         let root = self.root.clone();
         let defaults = TASK_EVENTS
             .iter()
             .filter(|_| self.mode == Mode::Events)
+            .chain(IO_EVENTS)
             .map(|e| (e.to_string(), false));
         for (ev, required) in defaults.chain(asked.into_iter().map(|e| (e, true))) {
             if self.kept.contains(&ev) {

@@ -1,0 +1,207 @@
+//! Block requests of `record -k`, in both modes: the block instance records them without a
+//! pid filter (a completion runs in whatever task the interrupt hit), and a request is kept
+//! as the traced task's that queued, inserted or issued it, with its later records (an issue
+//! from a kworker unplugging, the completion) paired by device and sector and rewritten as
+//! that task's ([`Block::keep`]). Event mode's converter keeps them as it converts; in graph
+//! mode [`merge_graph`] copies the function_graph tracer's records into the kernel files
+//! merged in time order with the block records kept, so that replay's I/O model (`report
+//! --io`) sees the same events in both modes.
+
+use record_format::kernel::EventFormat;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use super::graph::{Functions, Grapher, PidSet, Step};
+use super::spool::{each_event, Merge};
+use super::tracefs::{BLOCK_BIO_QUEUE, BLOCK_COMPLETE, BLOCK_INSERT, BLOCK_ISSUE};
+use super::Stats;
+
+/// The block instance's events.
+pub(super) struct Block<'a> {
+    pub(super) issue: &'a EventFormat,
+    pub(super) complete: &'a EventFormat,
+    /// `block_bio_queue` and `block_rq_insert`, when recorded.
+    pub(super) queued: [Option<&'a EventFormat>; 2],
+}
+
+/// The block requests in flight, (dev, sector) → the traced task they are kept for and its
+/// CPU, and a scratch record for the rewritten ones.
+#[derive(Default)]
+pub(super) struct Flight {
+    owners: BTreeMap<(u64, u64), (u32, usize)>,
+    rewritten: Vec<u8>,
+}
+
+impl<'a> Block<'a> {
+    /// The block events among `formats`, when issue and completion are both `kept`.
+    pub(super) fn of(formats: &'a [EventFormat], kept: &[String]) -> Option<Block<'a>> {
+        let find = |ev: &str| {
+            let (sys, name) = ev.split_once(':').unwrap_or(("", ev));
+            formats
+                .iter()
+                .find(|f| f.system == sys && f.name == name)
+                .filter(|_| kept.iter().any(|k| k == ev))
+        };
+        Some(Block {
+            issue: find(BLOCK_ISSUE)?,
+            complete: find(BLOCK_COMPLETE)?,
+            queued: [find(BLOCK_BIO_QUEUE), find(BLOCK_INSERT)],
+        })
+    }
+
+    /// Gives `graph` block record `p` (of the instance's CPU `cpu`, at `time`) as an event
+    /// of the traced task that owns it, if any ([`owner`](Self::owner)).
+    pub(super) fn keep(
+        &self,
+        (time, cpu, p): (u64, usize, &[u8]),
+        flight: &mut Flight,
+        graph: &mut Grapher,
+    ) -> anyhow::Result<()> {
+        let owner = self.owner(p, cpu, &mut flight.owners, |pid| graph.traces(pid));
+        if let Some((cpu, pid, rewrite)) = owner {
+            let p = match rewrite {
+                true => rewrite_pid(self.issue, p, pid, &mut flight.rewritten),
+                false => p,
+            };
+            graph.step(time, cpu, pid, Step::Event, p)?;
+        }
+        Ok(())
+    }
+
+    /// Whether block record `p` (of the instance's CPU `cpu`) is kept, and as whose: a
+    /// traced task's when it was queued, inserted or issued in its context, or when it pairs
+    /// by device and sector with such a record (an issue from another context, the
+    /// completion). `owners` holds the requests in flight. The answer is the CPU and task it
+    /// is kept for, and whether its `common_pid` must be rewritten to that task.
+    pub(super) fn owner(
+        &self,
+        p: &[u8],
+        cpu: usize,
+        owners: &mut BTreeMap<(u64, u64), (u32, usize)>,
+        traced: impl Fn(u32) -> bool,
+    ) -> Option<(usize, u32, bool)> {
+        let ty = self.issue.value("common_type", p).unwrap_or(0) as u16;
+        let fmt = [Some(self.issue), Some(self.complete)]
+            .into_iter()
+            .chain(self.queued)
+            .flatten()
+            .find(|f| f.id == ty)?;
+        let key = (
+            fmt.value("dev", p).unwrap_or(0),
+            fmt.value("sector", p).unwrap_or(0),
+        );
+        if fmt.id == self.complete.id {
+            let (pid, cpu) = owners.remove(&key)?;
+            // Bios merged into this request (queued at sectors inside it) end with it.
+            let end = key
+                .1
+                .saturating_add(fmt.value("nr_sector", p).unwrap_or(0).max(1));
+            let merged: Vec<_> = owners.range(key..(key.0, end)).map(|(k, _)| *k).collect();
+            for k in merged {
+                owners.remove(&k);
+            }
+            return Some((cpu, pid, true));
+        }
+        if let Some(&(owner, owner_cpu)) = owners.get(&key) {
+            return Some((owner_cpu, owner, true));
+        }
+        let pid = fmt.value("common_pid", p).unwrap_or(0) as u32;
+        traced(pid).then(|| {
+            owners.insert(key, (pid, cpu));
+            (cpu, pid, false)
+        })
+    }
+}
+
+/// Block record `p` with its task rewritten to `pid`, in `out`.
+fn rewrite_pid<'b>(format: &EventFormat, p: &[u8], pid: u32, out: &'b mut Vec<u8>) -> &'b [u8] {
+    out.clear();
+    out.extend_from_slice(p);
+    if let Some(f) = format.field("common_pid") {
+        if let Some(b) = out.get_mut(f.offset..f.offset.saturating_add(4)) {
+            b.copy_from_slice(&pid.to_le_bytes());
+        }
+    }
+    out
+}
+
+/// The error of a spool that cannot be read back.
+pub(super) fn unspooled(e: std::io::Error) -> anyhow::Error {
+    anyhow::Error::new(e).context("cannot read the spooled kernel pages")
+}
+
+/// Graph mode with block requests: writes the files `kernel-cpuN.dat` of `dir` from the
+/// function_graph tracer's spools `main` (a file per CPU, each record copied to its CPU's
+/// file) and the block instance's spools `block`, whose records of the traced tasks (those
+/// with records in `main`, this process left out) are kept as those tasks' events, in time
+/// order. False, with nothing written, when no block record is kept: the main spools are the
+/// kernel files as they are. Events the kernel lost are counted on each CPU file's first
+/// page (where they were lost no longer says anything once block records are added).
+pub(super) fn merge_graph(
+    dir: &Path,
+    (main, block): (&[PathBuf], &[PathBuf]),
+    page_size: usize,
+    formats: &[EventFormat],
+    kept: &[String],
+) -> anyhow::Result<bool> {
+    let Some(blk) = Block::of(formats, kept) else {
+        return Ok(false);
+    };
+    let me = std::process::id();
+    let mut tasks = PidSet::default();
+    let mut lost = Vec::new();
+    for path in main {
+        let mut stats = Stats::default();
+        each_event(
+            std::slice::from_ref(path),
+            page_size,
+            &mut stats,
+            |_, _, p| {
+                let pid = blk.issue.value("common_pid", p).unwrap_or(0) as u32;
+                if pid != 0 && pid != me && pid < i32::MAX as u32 {
+                    tasks.insert(pid);
+                }
+            },
+        )
+        .map_err(unspooled)?;
+        lost.push(stats.lost);
+    }
+    // Whether any block record is kept (the same answers as in the merge below: they
+    // depend only on the block records, which come in the same order).
+    let mut owners = BTreeMap::new();
+    let mut merge = Merge::open(block, page_size).map_err(unspooled)?;
+    let mut any = false;
+    while let Some((_, cpu, p)) = merge.next().map_err(unspooled)? {
+        if blk
+            .owner(p, cpu, &mut owners, |pid| tasks.contains(&pid))
+            .is_some()
+        {
+            any = true;
+            break;
+        }
+    }
+    if !any {
+        return Ok(false);
+    }
+    let none = HashMap::new();
+    let fns = Functions {
+        entry: 0,
+        exit: 0,
+        addr_of: &none,
+    };
+    let mut graph = Grapher::create(dir, (main.len(), page_size), &tasks, 0, fns)?;
+    for (cpu, &n) in lost.iter().enumerate() {
+        graph.lose(cpu, n);
+    }
+    let spools: Vec<PathBuf> = main.iter().chain(block).cloned().collect();
+    let mut merge = Merge::open(&spools, page_size).map_err(unspooled)?;
+    let mut flight = Flight::default();
+    while let Some((time, i, p)) = merge.next().map_err(unspooled)? {
+        match i.checked_sub(main.len()) {
+            Some(cpu) => blk.keep((time, cpu, p), &mut flight, &mut graph)?,
+            None => graph.copy(time, i, p)?,
+        }
+    }
+    graph.finish()?;
+    Ok(true)
+}
