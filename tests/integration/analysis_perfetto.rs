@@ -133,7 +133,7 @@ json.dump({"errors": errors, "tracks": list(tracks.values()), "threads": threads
 "#;
 
 /// Whether the `perfetto` Python package can be imported (see the module comment).
-fn have_perfetto(test: &str) -> bool {
+pub(crate) fn have_perfetto(test: &str) -> bool {
     let ok = Command::new("python3")
         .args([
             "-c",
@@ -151,7 +151,7 @@ fn have_perfetto(test: &str) -> bool {
 }
 
 /// `utrace dump --perfetto` of `dir` into a file, decoded; panics on decoder errors.
-fn perfetto(dir: &Path, opts: &[&str]) -> Value {
+pub(crate) fn perfetto(dir: &Path, opts: &[&str]) -> Value {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("trace.pftrace");
     let mut cmd = Command::new(util::utrace_bin());

@@ -135,8 +135,9 @@ fn parse(report: &str) -> Vec<Req> {
 }
 
 /// Records `prog` (linked with `libs`) with -k on a file of a block-backed directory; its
-/// stdout and the requests of `report --io`, checked for what holds for every request.
-fn record(prog: &str, libs: &[&str]) -> Option<(String, Vec<Req>)> {
+/// stdout, the requests of `report --io` (checked for what holds for every request) and the
+/// directory holding the data directory `data`.
+fn record(prog: &str, libs: &[&str]) -> Option<(String, Vec<Req>, tempfile::TempDir)> {
     let Some(scratch) = block_dir() else {
         eprintln!("kernel_io skipped: no directory on a block device");
         return None;
@@ -165,7 +166,7 @@ fn record(prog: &str, libs: &[&str]) -> Option<(String, Vec<Req>)> {
             assert!((sum - r.total_us).abs() <= slack, "{r:?}\n{report}");
         }
     }
-    Some((recorded.stdout, reqs))
+    Some((recorded.stdout, reqs, tmp))
 }
 
 /// The two 512-byte reads: at the sectors of file offsets 0 and 4096 (FIEMAP's extent, plus
@@ -209,7 +210,7 @@ fn aio_reads_link_io_submit_to_their_io_getevents() {
         eprintln!("kernel_io skipped: needs root and tracefs with block and syscalls events");
         return;
     }
-    let Some((stdout, reqs)) = record("aio_read", &["-laio"]) else {
+    let Some((stdout, reqs, tmp)) = record("aio_read", &["-laio"]) else {
         return;
     };
     assert!(stdout.contains("reads: 2"), "{stdout}");
@@ -218,6 +219,26 @@ fn aio_reads_link_io_submit_to_their_io_getevents() {
         .iter()
         .filter(|r| r.kind == "read")
         .all(|r| r.submitted.contains("aio ctx 0x")));
+    // `dump --perfetto` draws each request as a flow: from the io_submit system call through
+    // the block events to the io_getevents that reaped it.
+    if !crate::analysis_perfetto::have_perfetto("aio_reads_link_io_submit_to_their_io_getevents") {
+        return;
+    }
+    let v = crate::analysis_perfetto::perfetto(&tmp.path().join("data"), &[]);
+    let edges = v["flows"].as_array().unwrap();
+    let name = |end: &serde_json::Value| end[1].as_str().unwrap_or("").to_string();
+    let from_submit = edges
+        .iter()
+        .filter(|e| name(&e[0]).ends_with("sys_io_submit"))
+        .count();
+    let to_reap = edges
+        .iter()
+        .filter(|e| name(&e[1]).ends_with("sys_io_getevents"))
+        .count();
+    assert!(from_submit >= 2 && to_reap >= 2, "{edges:#?}");
+    assert!(edges
+        .iter()
+        .any(|e| name(&e[1]).contains("block_rq_complete")));
 }
 
 #[test]
@@ -226,7 +247,7 @@ fn uring_reads_link_their_sqes_to_the_cqes() {
         eprintln!("kernel_io skipped: needs root and tracefs with block and io_uring events");
         return;
     }
-    let Some((stdout, reqs)) = record("uring_read", &["-luring"]) else {
+    let Some((stdout, reqs, _)) = record("uring_read", &["-luring"]) else {
         return;
     };
     assert!(stdout.contains("reads: 2"), "{stdout}");
@@ -251,7 +272,7 @@ fn sync_writes_are_waited_for_in_their_call() {
         eprintln!("kernel_io skipped: needs root and tracefs with block events");
         return;
     }
-    let Some((stdout, reqs)) = record("sync_write", &[]) else {
+    let Some((stdout, reqs, _)) = record("sync_write", &[]) else {
         return;
     };
     assert!(stdout.contains("sync_write: ok"), "{stdout}");

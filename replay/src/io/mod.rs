@@ -88,6 +88,11 @@ fn syscall_name<'n>(module: &str, name: &'n str) -> Option<&'n str> {
     if module != "[kernel]" {
         return None;
     }
+    kernel_syscall_name(name)
+}
+
+/// The system call a function of the kernel is the body of, by its name.
+pub fn kernel_syscall_name(name: &str) -> Option<&str> {
     [
         "__x64_sys_",
         "__ia32_sys_",

@@ -10,7 +10,7 @@
 
 use super::flows::{Anchor, FlowHook, FlowIds};
 use crate::config::Config;
-use crate::io::Point;
+use crate::io::{kernel_syscall_name, Layer, Point};
 use crate::Result;
 use record_format::TraceDir;
 use std::collections::HashMap;
@@ -18,8 +18,17 @@ use std::collections::HashMap;
 /// The I/O request flows of one data directory.
 #[derive(Debug, Default)]
 pub struct IoFlows {
-    /// Per (tid, time) of a point: the flow ids drawn there, and whether the flow ends there.
-    at: HashMap<(u32, u64), Vec<(u64, bool)>>,
+    /// Per (tid, time) of a point: the flow ids drawn there, the point's layer, and whether
+    /// the flow ends there.
+    at: HashMap<(u32, u64), Vec<Drawn>>,
+}
+
+/// One point of one flow.
+#[derive(Debug, Clone, Copy)]
+struct Drawn {
+    id: u64,
+    layer: Layer,
+    last: bool,
 }
 
 impl IoFlows {
@@ -33,7 +42,7 @@ impl IoFlows {
 
     /// The flows of requests whose points are `requests`.
     fn of(requests: &[Vec<Point>], base: u64) -> IoFlows {
-        let mut at: HashMap<(u32, u64), Vec<(u64, bool)>> = HashMap::new();
+        let mut at: HashMap<(u32, u64), Vec<Drawn>> = HashMap::new();
         for (n, points) in requests.iter().enumerate() {
             // A request seen at one point only has nothing to connect.
             if points.len() < 2 {
@@ -42,7 +51,11 @@ impl IoFlows {
             let id = base + n as u64;
             let last = points.len() - 1;
             for (i, p) in points.iter().enumerate() {
-                at.entry((p.tid, p.time)).or_default().push((id, i == last));
+                at.entry((p.tid, p.time)).or_default().push(Drawn {
+                    id,
+                    layer: p.layer,
+                    last: i == last,
+                });
             }
         }
         IoFlows { at }
@@ -54,6 +67,21 @@ impl IoFlows {
     }
 }
 
+/// Whether a point of `layer` is drawn at `anchor`: a submission at the system call's slice,
+/// a reaping at the end of the system call's slice (not at a `schedule` or user slice ending
+/// at the same time), the other layers at their kernel event.
+fn fits(layer: Layer, anchor: &Anchor<'_>) -> bool {
+    match (layer, *anchor) {
+        (Layer::Syscall, Anchor::Slice { kernel, name, .. })
+        | (Layer::Reap, Anchor::SliceEnd { kernel, name, .. }) => {
+            kernel && kernel_syscall_name(name).is_some()
+        }
+        (Layer::Syscall | Layer::Reap, _) => false,
+        (_, Anchor::Instant { kernel, .. }) => kernel,
+        _ => false,
+    }
+}
+
 impl FlowHook for IoFlows {
     fn flows(&mut self, at: &Anchor<'_>, ids: &mut FlowIds) {
         let key = match *at {
@@ -61,14 +89,22 @@ impl FlowHook for IoFlows {
             | Anchor::SliceEnd { tid, time, .. }
             | Anchor::Instant { tid, time, .. } => (tid, time),
         };
-        // Each point is drawn once: on the first slice, end or instant at its task and time.
-        if let Some(points) = self.at.remove(&key) {
-            for (id, last) in points {
-                match last {
-                    true => ids.terminate(id),
-                    false => ids.flow(id),
-                }
+        let Some(points) = self.at.get_mut(&key) else {
+            return;
+        };
+        // Each point is drawn once, at the first anchor of its kind at its task and time.
+        points.retain(|p| {
+            if !fits(p.layer, at) {
+                return true;
             }
+            match p.last {
+                true => ids.terminate(p.id),
+                false => ids.flow(p.id),
+            }
+            false
+        });
+        if points.is_empty() {
+            self.at.remove(&key);
         }
     }
 }
@@ -76,7 +112,6 @@ impl FlowHook for IoFlows {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::io::Layer;
 
     fn point(tid: u32, time: u64, layer: Layer) -> Point {
         Point { tid, time, layer }
@@ -117,17 +152,32 @@ mod tests {
             retval: None,
             kernel: true,
         };
+        let schedule_end = |time| Anchor::SliceEnd {
+            task: 0,
+            tid: 7,
+            time,
+            func: None,
+            name: "schedule",
+            retval: None,
+            kernel: true,
+        };
         let mut ids = FlowIds::default();
+        // A submission is drawn at its system call's slice, not at an event at the same time.
+        f.flows(&instant(10), &mut ids);
+        assert!(ids.is_empty());
         f.flows(&slice(10), &mut ids);
         assert_eq!(ids.flows, [1 << 48]);
         ids.clear();
         // Drawn once: a second anchor at the same task and time gets nothing.
-        f.flows(&instant(10), &mut ids);
+        f.flows(&slice(10), &mut ids);
         assert!(ids.is_empty());
         f.flows(&instant(12), &mut ids);
         f.flows(&instant(30), &mut ids);
         assert_eq!(ids.flows, [1 << 48, 1 << 48]);
         ids.clear();
+        // The reaping is the system call's end, not a `schedule` ending at the same time.
+        f.flows(&schedule_end(40), &mut ids);
+        assert!(ids.is_empty());
         f.flows(&end(40), &mut ids);
         assert_eq!(ids.terminating, [1 << 48]);
         assert!(ids.flows.is_empty());
