@@ -478,11 +478,7 @@ fn perfetto_refuses_a_terminal() {
 }
 
 fn kernel_tracing_possible() -> bool {
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    root && Path::new("/sys/kernel/tracing/events/raw_syscalls/sys_enter/format").exists()
+    util::kernel_event_possible("raw_syscalls/sys_enter")
 }
 
 /// `-k`: system calls are slices nested under the user calls that made them, with category

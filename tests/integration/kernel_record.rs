@@ -8,7 +8,7 @@ use std::process::Command;
 
 use crate::util::{self, Mode};
 
-const TRACEFS: &str = "/sys/kernel/tracing";
+use util::{is_root, TRACEFS};
 
 /// The tracefs settings `record -k` touches, as text.
 fn tracefs_state() -> String {
@@ -51,26 +51,8 @@ fn without_event_texts(text: &str) -> String {
         .collect()
 }
 
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
-
 fn kernel_tracing_possible() -> bool {
-    if !is_root() {
-        return false;
-    }
-    if !Path::new(TRACEFS).join("trace").exists() {
-        // record -k mounts it; try the same here to know whether it can.
-        let _ = Command::new("mount")
-            .args(["-t", "tracefs", "nodev", TRACEFS])
-            .status();
-    }
-    Path::new(TRACEFS)
-        .join("events/raw_syscalls/sys_enter/format")
-        .exists()
+    util::kernel_event_possible("raw_syscalls/sys_enter")
 }
 
 #[test]

@@ -17,12 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::{self, ChildGuard, Mode};
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+use crate::util::{self, is_root, ChildGuard, Mode};
 
 /// Waits until `cond` holds, for at most `limit`.
 fn wait_for(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {

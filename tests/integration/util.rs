@@ -505,3 +505,32 @@ pub fn assert_no_failures(failures: &[String]) {
         failures.join("\n\n")
     );
 }
+
+/// Where tracefs is mounted (`record -k` mounts it there when it is not).
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// Whether the tests run as root.
+pub fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Whether `record -k` can record the tracepoint `event` (`raw_syscalls/sys_enter`) here: root,
+/// and tracefs (mounted here as `record -k` would) has it.
+pub fn kernel_event_possible(event: &str) -> bool {
+    if !is_root() {
+        return false;
+    }
+    if !Path::new(TRACEFS).join("trace").exists() {
+        let _ = Command::new("mount")
+            .args(["-t", "tracefs", "nodev", TRACEFS])
+            .status();
+    }
+    Path::new(TRACEFS)
+        .join("events")
+        .join(event)
+        .join("format")
+        .exists()
+}

@@ -15,16 +15,8 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     }
     crate::config::check_patterns(inv)?;
     // -p PID of a process with an agent (`-g`): send it the options and exit.
-    if let Some(agent) = inv
-        .args
-        .record
-        .pid
-        .as_deref()
-        .map(record::agent_client::find)
-    {
-        if let Some(path) = agent? {
-            return record::agent_client::run(inv, notices, &path);
-        }
+    if let Some(status) = record::agent_client::send_if_agent(inv, notices)? {
+        return Ok(status);
     }
     record::check_pid_options(inv)?;
     if inv.args.record.list_event {

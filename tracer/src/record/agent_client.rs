@@ -115,6 +115,19 @@ fn pid_text(inv: &Invocation) -> &str {
     inv.args.record.pid.as_deref().unwrap_or_default().trim()
 }
 
+/// `-p PID` of a process whose agent answers: sends it the options, and that is the whole
+/// command (its exit status is the answer); `None` when no agent is there (a ptrace attach
+/// follows).
+pub fn send_if_agent(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Option<ExitCode>> {
+    let Some(pid) = inv.args.record.pid.as_deref() else {
+        return Ok(None);
+    };
+    match find(pid)? {
+        Some(path) => run(inv, notices, &path).map(Some),
+        None => Ok(None),
+    }
+}
+
 /// Sends the options of `inv` to the agent at `path`; fails on the first refusal.
 pub fn run(inv: &Invocation, notices: &mut Notices, path: &PathBuf) -> anyhow::Result<ExitCode> {
     let reqs = requests(inv, notices)?;
