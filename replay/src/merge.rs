@@ -11,7 +11,7 @@ use crate::payload::args::push_recorded;
 use crate::specs::Specs;
 use crate::symbols::{FuncId, Symbolizer};
 use gate::Gate;
-use record_format::argspec::{decode_payload, payload_len, ArgItem, ArgValue};
+use record_format::argspec::{decode_payload, payload_len, ArgItem};
 use record_format::dat::{event_payload_len, read_header, BadRecord};
 use record_format::dir::{GraphRecord, KernelRecords};
 use record_format::raw::RECORD_SIZE;
@@ -23,6 +23,7 @@ mod externs;
 mod gate;
 mod outside;
 mod plain;
+mod values;
 pub use externs::parse_extern;
 pub use outside::OpenKernelCall;
 
@@ -350,39 +351,8 @@ impl<'d> Merge<'d> {
         true
     }
 
-    /// The values recorded in the payload of `h` (the arguments of an entry, the return
-    /// value of an exit), a record of task `ti`, with the items of `func`'s spec they were
-    /// recorded by; `None` when none were recorded or the payload does not decode.
-    pub fn arg_values(
-        &mut self,
-        ti: usize,
-        func: FuncId,
-        h: &Head,
-        ret: bool,
-    ) -> Option<(Vec<ArgItem>, Vec<ArgValue>)> {
-        if !h.raw.more {
-            return None;
-        }
-        let f = self.sym.func(func).clone();
-        let spec = self.specs.get(func, &f);
-        let items: Vec<ArgItem> = if ret {
-            spec.ret.iter().cloned().collect()
-        } else {
-            spec.args.clone()
-        };
-        let refs: Vec<&ArgItem> = items.iter().collect();
-        let values = decode_payload(&refs, self.payload(ti, h.payload))?;
-        Some((items, values))
-    }
-
     pub fn event_names(&self) -> &HashMap<u64, String> {
         &self.event_names
-    }
-
-    /// Kernel event `i` (a [`Head::kernel_event`]): its format and its record.
-    pub fn kernel_event(&self, i: u32) -> Option<(&record_format::kernel::EventFormat, &[u8])> {
-        let e = self.kernel_events.events.get(i as usize)?;
-        Some((self.kernel_events.formats.get(e.format)?, &e.payload))
     }
 
     /// The comment text of event record `h` of task `ti`: a kernel tracepoint rendered from
