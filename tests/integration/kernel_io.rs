@@ -349,7 +349,10 @@ fn sync_writes_are_waited_for_in_their_call() {
     // What the program's own fsync sent to the device (a flush, when the cache is volatile)
     // was sent by ext4's fsync.
     if fsync {
-        for r in reqs.iter().filter(|r| r.submitted.contains("sync_file > fsync [fsync]")) {
+        for r in reqs
+            .iter()
+            .filter(|r| r.submitted.contains("sync_file > fsync [fsync]"))
+        {
             assert!(r.submitted.contains(" ext4 fsync ino "), "{r:?}");
             assert_eq!(r.path[1].0, "fs", "{r:?}");
         }

@@ -338,7 +338,10 @@ fn aio_direct_reads_carry_their_iomap_dio_begin_and_its_file_range() {
         );
         assert_eq!(r.at(Layer::Fs), Some(at));
         let op = r.fs.unwrap();
-        assert_eq!((op.kind, op.ino, op.range), (FsKind::Dio, 12, Some((offset, 512))));
+        assert_eq!(
+            (op.kind, op.ino, op.range),
+            (FsKind::Dio, 12, Some((offset, 512)))
+        );
     }
     assert_eq!(reqs[2].fs, None);
     assert_eq!(layers(&reqs[2]), [Layer::Syscall, Layer::Issue]);
