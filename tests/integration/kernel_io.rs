@@ -63,6 +63,46 @@ fn block_dir() -> Option<tempfile::TempDir> {
         .and_then(|d| tempfile::tempdir_in(d).ok())
 }
 
+/// Whether the scratch directory's filesystem records `event` (`system/name`) for its files:
+/// the kernel has the event and the filesystem is one that uses it (`magics`: `stat -f`'s
+/// hex type, ext4's `ef53`, XFS's `58465342`).
+fn fs_events(event: &str, magics: &[&str]) -> bool {
+    let Some(scratch) = block_dir() else {
+        return false;
+    };
+    let out = Command::new("stat")
+        .args(["-f", "-c", "%t"])
+        .arg(scratch.path())
+        .output();
+    let magic = out.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    Path::new(TRACEFS)
+        .join("events")
+        .join(event)
+        .join("format")
+        .exists()
+        && magic.is_ok_and(|m| magics.contains(&m.as_str()))
+}
+
+/// The two 512-byte reads went through iomap's direct I/O: each request's path has the
+/// `fs` point right after `before` (its system call, and its SQE for io_uring), and names
+/// the file's range it read.
+fn check_dio(reqs: &[Req], before: &[&str]) {
+    let mut offsets: Vec<&str> = Vec::new();
+    for r in reqs
+        .iter()
+        .filter(|r| r.kind == "read" && r.submitted.contains("submit_reads"))
+    {
+        let layers: Vec<&str> = r.path.iter().map(|p| p.0.as_str()).collect();
+        assert_eq!(layers[..before.len()], *before, "{r:?}");
+        assert_eq!(layers[before.len()], "fs", "{r:?}");
+        let range = r.submitted.split(" iomap dio ino ").nth(1);
+        let range = range.unwrap_or_else(|| panic!("{r:?}"));
+        offsets.push(range.split_once(' ').unwrap().1);
+    }
+    offsets.sort_unstable();
+    assert_eq!(offsets, ["offset 0 length 512", "offset 4096 length 512"]);
+}
+
 /// One request of the `# worst requests` list.
 #[derive(Debug)]
 struct Req {
@@ -219,6 +259,10 @@ fn aio_reads_link_io_submit_to_their_io_getevents() {
         .iter()
         .filter(|r| r.kind == "read")
         .all(|r| r.submitted.contains("aio ctx 0x")));
+    let dio = fs_events("iomap/iomap_dio_rw_begin", &["ef53", "58465342"]);
+    if dio {
+        check_dio(&reqs, &["syscall"]);
+    }
     // `dump --perfetto` draws each request as a flow: from the io_submit system call through
     // the block events to the io_getevents that reaped it.
     if !crate::analysis_perfetto::have_perfetto("aio_reads_link_io_submit_to_their_io_getevents") {
@@ -239,6 +283,10 @@ fn aio_reads_link_io_submit_to_their_io_getevents() {
     assert!(edges
         .iter()
         .any(|e| name(&e[1]).contains("block_rq_complete")));
+    if dio {
+        assert!(edges.iter().any(|e| name(&e[0]).ends_with("sys_io_submit")
+            && name(&e[1]).contains("iomap_dio_rw_begin")));
+    }
 }
 
 #[test]
@@ -259,11 +307,15 @@ fn uring_reads_link_their_sqes_to_the_cqes() {
             assert!(r.submitted.contains(" res 512"), "{r:?}");
             let path: Vec<&str> = r.path.iter().map(|p| p.0.as_str()).collect();
             assert!(path.contains(&"sqe") && path.contains(&"cqe"), "{r:?}");
-            r.submitted.split("user_data ").nth(1).unwrap_or("")
+            let rest = r.submitted.split("user_data ").nth(1).unwrap_or("");
+            rest.split(" iomap dio ").next().unwrap_or("")
         })
         .collect();
     user_data.sort_unstable();
     assert_eq!(user_data, ["0x1 res 512", "0x2 res 512"]);
+    if fs_events("iomap/iomap_dio_rw_begin", &["ef53", "58465342"]) {
+        check_dio(&reqs, &["syscall", "sqe"]);
+    }
 }
 
 #[test]
@@ -283,10 +335,27 @@ fn sync_writes_are_waited_for_in_their_call() {
         .collect();
     let data = writes.iter().filter(|r| r.bytes >= 4096).count();
     assert!(data >= 2, "{reqs:#?}");
+    // O_SYNC: pwrite64 runs ext4's fsync, which writes the blocks out.
+    let fsync = fs_events("ext4/ext4_sync_file_enter", &["ef53"]);
     for r in writes {
+        if fsync {
+            assert!(r.submitted.contains(" ext4 fsync ino "), "{r:?}");
+            assert_eq!(r.path[1].0, "fs", "{r:?}");
+        }
         assert!(r.submitted.contains("[pwrite64]"), "{r:?}");
         let reaped = r.reaped.as_deref().unwrap_or_else(|| panic!("{r:?}"));
         assert!(reaped.starts_with("pwrite64 in "), "{r:?}");
+    }
+    // What the program's own fsync sent to the device (a flush, when the cache is volatile)
+    // was sent by ext4's fsync.
+    if fsync {
+        for r in reqs
+            .iter()
+            .filter(|r| r.submitted.contains("sync_file > fsync [fsync]"))
+        {
+            assert!(r.submitted.contains(" ext4 fsync ino "), "{r:?}");
+            assert_eq!(r.path[1].0, "fs", "{r:?}");
+        }
     }
     // A device with a volatile write cache is flushed for it.
     let dev = reqs[0].dev.replace(',', ":");

@@ -3,7 +3,8 @@
 //! ```text
 //! TraceDir ──▶ walk::core::Core (time order, per-task stacks) ──▶ events() ──▶ model::Linker ──▶ Vec<Request>
 //!              kernel syscall frames → SyscallEnter/Exit (+ the user functions open)
-//!              kernel events: block_*, io_uring_*, sys_*_io_*getevents/io_submit → What
+//!              kernel events: block_*, io_uring_*, sys_*_io_*getevents/io_submit,
+//!                             iomap_dio_*, ext4_sync_file_*, ext4_writepages → What
 //! ```
 //!
 //! [`requests`] walks the data directory once and links the events into [`Request`]s (see
@@ -17,7 +18,9 @@ pub mod request;
 mod model_tests;
 
 pub use model::Linker;
-pub use request::{BlockRq, Event, Layer, Point, Reaper, Request, Stage, UserPath, Via, What};
+pub use request::{
+    BlockRq, Event, FsEdge, FsKind, FsOp, Layer, Point, Reaper, Request, Stage, UserPath, Via, What,
+};
 
 use crate::config::Config;
 use crate::walk::core::{Core, Step};
@@ -157,6 +160,9 @@ pub fn decode(format: &EventFormat, p: &[u8]) -> Option<What> {
             },
         });
     }
+    if let Some(fs) = decode_fs(format, p) {
+        return Some(fs);
+    }
     Some(match (format.system.as_str(), format.name.as_str()) {
         ("io_uring", "io_uring_submit_req") => What::UringSubmit {
             req: v("req")?,
@@ -181,4 +187,34 @@ pub fn decode(format: &EventFormat, p: &[u8]) -> Option<What> {
         },
         _ => return None,
     })
+}
+
+/// The filesystem events of the request model (`iomap_dio_*`, `ext4_sync_file_*`,
+/// `ext4_writepages`); `None` for other events.
+fn decode_fs(format: &EventFormat, p: &[u8]) -> Option<What> {
+    let v = |name: &str| format.value(name, p);
+    let (edge, kind) = match (format.system.as_str(), format.name.as_str()) {
+        ("iomap", "iomap_dio_rw_begin") => (FsEdge::Begin, FsKind::Dio),
+        ("iomap", "iomap_dio_complete") => (FsEdge::End, FsKind::Dio),
+        ("ext4", "ext4_sync_file_enter") => (FsEdge::Begin, FsKind::Fsync),
+        ("ext4", "ext4_sync_file_exit") => (FsEdge::End, FsKind::Fsync),
+        ("ext4", "ext4_writepages") => (FsEdge::Begin, FsKind::Writepages),
+        _ => return None,
+    };
+    let range = match (edge, kind) {
+        (FsEdge::Begin, FsKind::Dio) => Some((v("pos")?, v("count")?)),
+        (FsEdge::Begin, FsKind::Writepages) => {
+            let (start, end) = (v("range_start")?, v("range_end")?);
+            // `range_end` is LLONG_MAX for the whole file.
+            (end < i64::MAX as u64 && end >= start).then(|| (start, end - start + 1))
+        }
+        _ => None,
+    };
+    let op = FsOp {
+        kind,
+        dev: v("dev")? as u32,
+        ino: v("ino")?,
+        range,
+    };
+    Some(What::Fs { edge, op })
 }

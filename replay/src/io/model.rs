@@ -9,6 +9,11 @@
 //! - for io_uring, the `io_uring_submit_req` of the same task in the same system call not yet
 //!   linked (the submission's `req` and `user_data`), and through `req` to its
 //!   `io_uring_complete`;
+//! - the filesystem operation of the same task under way when it was queued (an iomap
+//!   direct I/O, an ext4 fsync or writepages: its begin is the request's `fs` point, its
+//!   file and range the request's `fs`); an operation ends at its end event for the same
+//!   inode or when the task's system call returns, and a writepages inside an fsync is part
+//!   of the fsync;
 //! - its device completion by device and sector (whatever CPU and context it ran in);
 //! - the call that reaped it: for libaio, the `io_getevents` (or `io_pgetevents`) that
 //!   returned it: completions of one aio context are taken in completion order, as many per
@@ -73,6 +78,8 @@ pub struct Linker {
     /// events come before the function_graph tracer's entry of the system call's function,
     /// to which they then belong.
     early: HashMap<u32, (u64, u64)>,
+    /// Each task's filesystem operation under way, and when it began.
+    fs: HashMap<u32, (FsOp, u64)>,
 }
 
 impl Linker {
@@ -98,7 +105,11 @@ impl Linker {
                     },
                 );
             }
-            What::SyscallExit => self.syscall_exit(time, tid),
+            What::SyscallExit => {
+                self.fs.remove(&tid);
+                self.syscall_exit(time, tid);
+            }
+            What::Fs { edge, op } => self.fs_event(time, tid, edge, op),
             What::Block { stage, rq } => self.block(time, tid, stage, rq),
             What::UringSubmit { req, user_data, .. } => {
                 if let Some(o) = self.open.get_mut(&tid) {
@@ -134,6 +145,24 @@ impl Linker {
             Some(o) => o.aio_ctx = Some(aio),
             None => {
                 self.early.insert(tid, aio);
+            }
+        }
+    }
+
+    fn fs_event(&mut self, time: u64, tid: u32, edge: FsEdge, op: FsOp) {
+        let current = self.fs.get(&tid).map(|(c, _)| *c);
+        match edge {
+            FsEdge::End => {
+                if current.is_some_and(|c| c.ino == op.ino && c.dev == op.dev) {
+                    self.fs.remove(&tid);
+                }
+            }
+            // Pages written out for an fsync under way are that fsync's.
+            FsEdge::Begin
+                if op.kind == FsKind::Writepages
+                    && current.is_some_and(|c| c.kind == FsKind::Fsync) => {}
+            FsEdge::Begin => {
+                self.fs.insert(tid, (op, time));
             }
         }
     }
@@ -187,6 +216,7 @@ impl Linker {
             user_data: None,
             cqe_res: None,
             aio: None,
+            fs: None,
             reaper: None,
             points: Vec::new(),
         };
@@ -231,6 +261,16 @@ impl Linker {
                 layer: Layer::Sqe,
             });
             self.uring.entry(s.req).or_default().push(i);
+        }
+        if let Some(&(op, at)) = self.fs.get(&tid) {
+            if r.points.last().is_none_or(|p| p.time <= at) {
+                r.fs = Some(op);
+                r.points.push(Point {
+                    tid,
+                    time: at,
+                    layer: Layer::Fs,
+                });
+            }
         }
         r.points.push(point);
         self.flight.insert(key, i);

@@ -294,3 +294,95 @@ fn points_are_in_time_order_with_their_tasks() {
     );
     assert_eq!(reqs[0].reaper.as_ref().unwrap().call, "task_work");
 }
+
+fn fs(time: u64, tid: u32, edge: FsEdge, kind: FsKind, range: Option<(u64, u64)>) -> Event {
+    let op = FsOp {
+        kind,
+        dev: 254 << 20,
+        ino: 12,
+        range,
+    };
+    ev(time, tid, What::Fs { edge, op })
+}
+
+#[test]
+fn aio_direct_reads_carry_their_iomap_dio_begin_and_its_file_range() {
+    let sub = path(&["main", "submit_reads", "io_submit"], Some(1));
+    let reqs = link(vec![
+        enter(100, A, "io_submit", &sub),
+        fs(102, A, FsEdge::Begin, FsKind::Dio, Some((0, 512))),
+        block(105, A, Stage::BioQueue, 800, "RS"),
+        block(106, A, Stage::Insert, 800, "RS"),
+        fs(108, A, FsEdge::Begin, FsKind::Dio, Some((4096, 512))),
+        block(110, A, Stage::BioQueue, 808, "RS"),
+        block(111, A, Stage::Insert, 808, "RS"),
+        block(112, A, Stage::Issue, 800, "RS"),
+        block(113, A, Stage::Issue, 808, "RS"),
+        exit(120, A),
+        // A request of a later call, with no filesystem operation of its own: none.
+        enter(200, A, "pwrite64", &sub),
+        block(210, A, Stage::Issue, 900, "WS"),
+        exit(220, A),
+    ]);
+    assert_eq!(reqs.len(), 3);
+    for (r, (at, offset)) in reqs.iter().zip([(102, 0), (108, 4096)]) {
+        assert_eq!(
+            layers(r),
+            [
+                Layer::Syscall,
+                Layer::Fs,
+                Layer::Bio,
+                Layer::Insert,
+                Layer::Issue
+            ]
+        );
+        assert_eq!(r.at(Layer::Fs), Some(at));
+        let op = r.fs.unwrap();
+        assert_eq!(
+            (op.kind, op.ino, op.range),
+            (FsKind::Dio, 12, Some((offset, 512)))
+        );
+    }
+    assert_eq!(reqs[2].fs, None);
+    assert_eq!(layers(&reqs[2]), [Layer::Syscall, Layer::Issue]);
+}
+
+#[test]
+fn fsync_requests_carry_the_sync_and_not_its_nested_writepages() {
+    let p = path(&["main", "sync_file", "fsync"], Some(1));
+    let reqs = link(vec![
+        enter(100, A, "fsync", &p),
+        fs(101, A, FsEdge::Begin, FsKind::Fsync, None),
+        fs(103, A, FsEdge::Begin, FsKind::Writepages, Some((0, 8192))),
+        block(105, A, Stage::Issue, 800, "WS"),
+        block(106, A, Stage::Issue, 808, "WS"),
+        block(130, A, Stage::Complete, 800, "WS"),
+        block(131, A, Stage::Complete, 808, "WS"),
+        fs(132, A, FsEdge::End, FsKind::Fsync, None),
+        // After the fsync's end, in the same call: not its.
+        block(133, A, Stage::Issue, 0, "FF"),
+        exit(140, A),
+        // Writepages on its own (no fsync under way) is the operation.
+        enter(200, A, "write", &p),
+        fs(201, A, FsEdge::Begin, FsKind::Writepages, Some((0, 4096))),
+        block(205, A, Stage::Issue, 900, "W"),
+        exit(210, A),
+        // The system call's return ended it.
+        enter(300, A, "write", &p),
+        block(305, A, Stage::Issue, 1000, "W"),
+        exit(310, A),
+    ]);
+    assert_eq!(reqs.len(), 5);
+    for r in &reqs[..2] {
+        assert_eq!(r.at(Layer::Fs), Some(101));
+        assert_eq!(r.fs.map(|o| (o.kind, o.range)), Some((FsKind::Fsync, None)));
+        assert_eq!(r.reaper.as_ref().map(|rp| rp.time), Some(140));
+    }
+    assert_eq!(reqs[2].fs, None);
+    assert_eq!(reqs[3].at(Layer::Fs), Some(201));
+    assert_eq!(
+        reqs[3].fs.map(|o| (o.kind, o.range)),
+        Some((FsKind::Writepages, Some((0, 4096))))
+    );
+    assert_eq!(reqs[4].fs, None);
+}

@@ -48,6 +48,47 @@ pub enum What {
     AioGetEvents { ctx: u64 },
     /// `sys_exit_io_getevents` / `io_pgetevents`: `ret` events reaped (negative: an error).
     AioGotEvents { ret: i64 },
+    /// A filesystem event of the task: an operation on a file begins or ends.
+    Fs { edge: FsEdge, op: FsOp },
+}
+
+/// Whether a filesystem event begins or ends its operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FsEdge {
+    Begin,
+    End,
+}
+
+/// The filesystem operations followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FsKind {
+    /// Direct I/O through iomap (`iomap_dio_rw_begin` / `iomap_dio_complete`).
+    Dio,
+    /// ext4's fsync, also run by an O_SYNC / O_DSYNC write (`ext4_sync_file_enter` / `_exit`).
+    Fsync,
+    /// ext4 writing a file's dirty pages out (`ext4_writepages`).
+    Writepages,
+}
+
+impl FsKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            FsKind::Dio => "iomap dio",
+            FsKind::Fsync => "ext4 fsync",
+            FsKind::Writepages => "ext4 writepages",
+        }
+    }
+}
+
+/// A filesystem operation on a file: its device and inode, and the byte range when the
+/// event gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FsOp {
+    pub kind: FsKind,
+    pub dev: u32,
+    pub ino: u64,
+    /// (offset, length) in the file.
+    pub range: Option<(u64, u64)>,
 }
 
 /// The block layer stages.
@@ -99,6 +140,9 @@ pub enum Layer {
     Syscall,
     /// io_uring takes the SQE (`io_uring_submit_req`).
     Sqe,
+    /// The filesystem operation that queued it begins (`iomap_dio_rw_begin`,
+    /// `ext4_sync_file_enter`, `ext4_writepages`).
+    Fs,
     /// A bio of it is queued (`block_bio_queue`).
     Bio,
     /// It enters the I/O scheduler (`block_rq_insert`).
@@ -118,6 +162,7 @@ impl Layer {
         match self {
             Layer::Syscall => "syscall",
             Layer::Sqe => "sqe",
+            Layer::Fs => "fs",
             Layer::Bio => "bio",
             Layer::Insert => "insert",
             Layer::Issue => "issue",
@@ -162,6 +207,8 @@ pub struct Request {
     pub cqe_res: Option<i64>,
     /// aio: the context and the iocb array of the `io_submit`.
     pub aio: Option<(u64, u64)>,
+    /// The filesystem operation it was queued for (the file, and its range when known).
+    pub fs: Option<FsOp>,
     pub reaper: Option<Reaper>,
     /// The path's points, in time order.
     pub points: Vec<Point>,

@@ -19,8 +19,8 @@
 //!
 //! # worst requests (by total)
 //!   1. 320.175 us  read 254,0 sector 248728936 + 1 (512 bytes, RS) tid 7049
-//!        submitted: main > submit_reads > io_submit [io_submit]
-//!        path: syscall 0 > insert +8.551 us > issue +1.203 us > complete +300.120 us > reap +10.301 us
+//!        submitted: main > submit_reads > io_submit [io_submit] iomap dio ino 1234 offset 0 length 512
+//!        path: syscall 0 > fs +2.100 us > insert +6.451 us > issue +1.203 us > complete +300.120 us > reap +10.301 us
 //!        reaped by io_getevents in main > reap_reads > io_getevents (tid 7049)
 //! ```
 //!
@@ -225,6 +225,12 @@ fn worst(reqs: &[Request], out: &mut dyn Write) -> std::io::Result<()> {
         }
         if let Some((ctx, iocbs)) = r.aio {
             extra += &format!(" aio ctx {ctx:#x} iocbs {iocbs:#x}");
+        }
+        if let Some(fs) = &r.fs {
+            extra += &format!(" {} ino {}", fs.kind.name(), fs.ino);
+            if let Some((offset, length)) = fs.range {
+                extra += &format!(" offset {offset} length {length}");
+            }
         }
         writeln!(
             out,

@@ -61,7 +61,8 @@ pub(super) const TASK_EVENTS: &[&str] = &["exceptions:page_fault_user"];
 /// identifies an I/O request in the task's context (replay's `io` model): the io_uring
 /// submissions, punts to its workers and completions (ring, request, user_data), and the
 /// libaio system calls with their arguments (the context, the iocb array, the number of
-/// events reaped).
+/// events reaped), and the filesystem operations that queue block requests for a file
+/// (iomap direct I/O, ext4's fsync and the writing out of a file's dirty pages).
 pub(super) const IO_EVENTS: &[&str] = &[
     "io_uring:io_uring_submit_req",
     "io_uring:io_uring_queue_async_work",
@@ -71,6 +72,11 @@ pub(super) const IO_EVENTS: &[&str] = &[
     "syscalls:sys_exit_io_getevents",
     "syscalls:sys_enter_io_pgetevents",
     "syscalls:sys_exit_io_pgetevents",
+    "iomap:iomap_dio_rw_begin",
+    "iomap:iomap_dio_complete",
+    "ext4:ext4_sync_file_enter",
+    "ext4:ext4_sync_file_exit",
+    "ext4:ext4_writepages",
 ];
 
 /// Block requests (both modes): recorded in a tracefs instance of their own without a pid
