@@ -13,7 +13,7 @@ use std::process::Command;
 
 use crate::util::{self, Mode};
 
-const TRACEFS: &str = "/sys/kernel/tracing";
+use util::TRACEFS;
 
 /// The I/O testprogs: they need libaio / liburing (tests/setup.sh installs them) and are
 /// covered here rather than by the record matrix or the slow-path comparison.
@@ -21,25 +21,9 @@ pub fn covers(name: &str) -> bool {
     ["aio_read", "uring_read", "sync_write"].contains(&name)
 }
 
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
-
 /// Whether the kernel's block (and `extra`) events can be recorded here.
 fn possible(extra: &str) -> bool {
-    if !is_root() {
-        return false;
-    }
-    if !Path::new(TRACEFS).join("trace").exists() {
-        let _ = Command::new("mount")
-            .args(["-t", "tracefs", "nodev", TRACEFS])
-            .status();
-    }
-    let events = Path::new(TRACEFS).join("events");
-    events.join("block/block_rq_issue/format").exists() && events.join(extra).exists()
+    util::kernel_event_possible("block/block_rq_issue") && util::kernel_event_possible(extra)
 }
 
 /// `major,minor` of a directory's filesystem when it is a block device's.
@@ -246,7 +230,7 @@ fn check_reads(stdout: &str, reqs: &[Req], submit_call: &str, reap_call: &str) {
 
 #[test]
 fn aio_reads_link_io_submit_to_their_io_getevents() {
-    if !possible("syscalls/sys_exit_io_getevents/format") {
+    if !possible("syscalls/sys_exit_io_getevents") {
         eprintln!("kernel_io skipped: needs root and tracefs with block and syscalls events");
         return;
     }
@@ -291,7 +275,7 @@ fn aio_reads_link_io_submit_to_their_io_getevents() {
 
 #[test]
 fn uring_reads_link_their_sqes_to_the_cqes() {
-    if !possible("io_uring/io_uring_complete/format") {
+    if !possible("io_uring/io_uring_complete") {
         eprintln!("kernel_io skipped: needs root and tracefs with block and io_uring events");
         return;
     }
@@ -320,7 +304,7 @@ fn uring_reads_link_their_sqes_to_the_cqes() {
 
 #[test]
 fn sync_writes_are_waited_for_in_their_call() {
-    if !possible("block/block_rq_complete/format") {
+    if !possible("block/block_rq_complete") {
         eprintln!("kernel_io skipped: needs root and tracefs with block events");
         return;
     }
