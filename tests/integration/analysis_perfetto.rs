@@ -495,12 +495,14 @@ fn perfetto_kernel_functions_and_events() {
     let exe = util::testprog("ksys", Mode::Pg);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
+    let tracefs = util::tracefs_lock();
     let mut cmd = Command::new(util::utrace_bin());
     cmd.args(["record", "-k", "-d"])
         .arg(&dir)
         .arg(&exe)
         .arg(tmp.path().join("scratch"));
     util::run(cmd).assert_success();
+    drop(tracefs);
     let v = perfetto(&dir, &[]);
     assert_same_calls(&dir, &slices(&v), &["--no-sched"]);
     let all: Vec<&Value> = v["threads"]

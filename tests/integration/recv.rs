@@ -292,6 +292,8 @@ fn record_host_sends_kernel_data() {
         eprintln!("record_host_sends_kernel_data skipped: needs root and tracefs");
         return;
     }
+    // Held to the end: the recordings below use -k too.
+    let _tracefs = util::tracefs_lock();
     let tmp = tempfile::tempdir().unwrap();
     let prog = util::testprog("abc", Mode::Pg);
     let local = tmp.path().join("local");

@@ -352,7 +352,6 @@ pub fn record_with(uftrace: bool, dir: &Path, prog: &Path, args: &[&str], opts: 
     run(cmd)
 }
 
-/// Runs `cmd` with stdin closed, capturing stdout and stderr, killing it after [`TIMEOUT`].
 /// Held by a test while it records with `-k`: tracefs is one per machine, and two sessions at
 /// once would undo each other's settings.
 pub fn tracefs_lock() -> std::sync::MutexGuard<'static, ()> {
@@ -360,6 +359,7 @@ pub fn tracefs_lock() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Runs `cmd` with stdin closed, capturing stdout and stderr, killing it after [`TIMEOUT`].
 pub fn run(cmd: Command) -> Output {
     run_for(cmd, TIMEOUT)
 }

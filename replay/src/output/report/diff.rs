@@ -208,11 +208,13 @@ fn push_percent(out: &mut String, p: Option<f64>, width: usize) {
     }
 }
 
-/// A duration of one side in 10 columns, `-` when the name is not in that recording.
+/// A duration of one side in 10 columns; `-` when the name is not in that recording, or
+/// when the time is 0 (as uftrace 0.13 prints a zero time in a diff: a call whose entry and
+/// exit have the same timestamp).
 fn push_side(out: &mut String, s: &Option<Stats>, f: ReportField) {
-    match s {
-        Some(s) => push_duration(out, s.value(f), false),
-        None => {
+    match s.as_ref().map(|s| s.value(f)) {
+        Some(v) if v != 0 => push_duration(out, v, false),
+        _ => {
             let _ = write!(out, "{:>10}", "-");
         }
     }
@@ -347,6 +349,24 @@ pub fn report_diff(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_zero_time_of_one_side_is_a_dash() {
+        // uftrace 0.13 prints `-` for a time of 0 (a call whose entry and exit have the same
+        // timestamp), as for a function the recording does not have.
+        let mut out = String::new();
+        push_side(&mut out, &Some(stats(3, 0)), ReportField::TotalMin);
+        push_side(&mut out, &None, ReportField::TotalMin);
+        push_side(&mut out, &Some(stats(3, 10)), ReportField::TotalMin);
+        assert_eq!(
+            out,
+            format!("{:>10}{:>10}{}", "-", "-", {
+                let mut t = String::new();
+                push_duration(&mut t, 10, false);
+                t
+            })
+        );
+    }
 
     /// Stats of `calls` calls of `each` ns (total and self).
     fn stats(calls: u64, each: u64) -> Stats {
