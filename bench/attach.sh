@@ -17,11 +17,6 @@ cd "$(dirname "$0")/.."
 
 RUNS=${RUNS:-20}
 
-die() {
-	echo "bench: $*" >&2
-	exit 1
-}
-
 # shellcheck source=bench/utrace_bin.sh
 source bench/utrace_bin.sh
 locate_utrace "attach.sh"

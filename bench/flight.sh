@@ -26,11 +26,6 @@ THREADS=${THREADS:-2}
 INTERVAL=${INTERVAL:-5}
 NORMAL=${NORMAL:-3}
 
-die() {
-	echo "bench: $*" >&2
-	exit 1
-}
-
 # shellcheck source=bench/utrace_bin.sh
 source bench/utrace_bin.sh
 locate_utrace bench

@@ -26,11 +26,6 @@ RUNS=${RUNS:-7}
 FIB_N=${FIB_N:-27}
 UFTRACE=${UFTRACE:-uftrace}
 
-die() {
-	echo "bench: $*" >&2
-	exit 1
-}
-
 # shellcheck source=bench/utrace_bin.sh
 source bench/utrace_bin.sh
 locate_utrace bench

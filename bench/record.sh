@@ -43,11 +43,6 @@ UFTRACE=${UFTRACE:-uftrace}
 read -r -a EXTRA <<<"${EXTRA:-}"
 read -r -a UTRACE_EXTRA <<<"${UTRACE_EXTRA:-}"
 
-die() {
-	echo "bench: $*" >&2
-	exit 1
-}
-
 # shellcheck source=bench/utrace_bin.sh
 source bench/utrace_bin.sh
 locate_utrace bench

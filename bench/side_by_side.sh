@@ -17,11 +17,6 @@ RUNS=${RUNS:-3}
 FIB_N=${FIB_N:-30}
 UFTRACE=${UFTRACE:-uftrace}
 
-die() {
-	echo "bench: $*" >&2
-	exit 1
-}
-
 # shellcheck source=bench/utrace_bin.sh
 source bench/utrace_bin.sh
 locate_utrace bench

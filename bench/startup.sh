@@ -30,11 +30,6 @@ PROGS=${PROGS:-nop puts}
 UFTRACE=${UFTRACE:-uftrace}
 read -r -a EXTRA <<<"${EXTRA:-}"
 
-die() {
-	echo "bench: $*" >&2
-	exit 1
-}
-
 # shellcheck source=bench/utrace_bin.sh
 source bench/utrace_bin.sh
 locate_utrace bench
