@@ -38,6 +38,18 @@ trace.ParseFromString(open(sys.argv[1], "rb").read())
 errors, tracks, seqs = [], {}, {}
 threads, instants, states, last_ts = {}, {}, {}, {}
 stacks, flows_open, flows = {}, {}, []
+def link(n, te, here, strict):
+    # Chains the flows of event `te` (packet n) at `here`; a flow ended at a slice begin or
+    # an instant must have been started (strict).
+    for f in te.flow_ids:
+        if f in flows_open:
+            flows.append([flows_open[f], here])
+        flows_open[f] = here
+    for f in te.terminating_flow_ids:
+        if f in flows_open:
+            flows.append([flows_open.pop(f), here])
+        elif strict:
+            errors.append(f"packet {n}: flow {f} ends without a start")
 for n, p in enumerate(trace.packet):
     if p.HasField("track_descriptor"):
         d = p.track_descriptor
@@ -99,16 +111,7 @@ for n, p in enumerate(trace.packet):
         else:
             s = {"depth": len(stack), "name": name, "fields": anns.get("fields"), "ts": p.timestamp, "kernel": kernel}
             instants.setdefault(tid, []).append(s)
-        here = [tid, name, p.timestamp]
-        for f in te.flow_ids:
-            if f in flows_open:
-                flows.append([flows_open[f], here])
-            flows_open[f] = here
-        for f in te.terminating_flow_ids:
-            if f in flows_open:
-                flows.append([flows_open.pop(f), here])
-            else:
-                errors.append(f"packet {n}: flow {f} ends without a start")
+        link(n, te, [tid, name, p.timestamp], True)
     elif te.type == TE.TYPE_SLICE_END:
         if not stack:
             errors.append(f"packet {n}: slice end on an empty track {tid}")
@@ -116,14 +119,7 @@ for n, p in enumerate(trace.packet):
         s = stack.pop()
         s["dur"] = p.timestamp - s["ts"]
         s["retval"] = anns.get("retval")
-        here = [tid, s["name"], s["ts"]]
-        for f in te.flow_ids:
-            if f in flows_open:
-                flows.append([flows_open[f], here])
-            flows_open[f] = here
-        for f in te.terminating_flow_ids:
-            if f in flows_open:
-                flows.append([flows_open.pop(f), here])
+        link(n, te, [tid, s["name"], s["ts"]], False)
     else:
         errors.append(f"packet {n}: unexpected event type {te.type}")
 for tid, st in stacks.items():
