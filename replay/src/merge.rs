@@ -328,17 +328,17 @@ impl<'d> Merge<'d> {
         ret: bool,
         out: &mut String,
     ) -> bool {
-        let f = self.sym.func(func).clone();
-        let spec = self.specs.get(func, &f).clone();
+        let session = self.session_of(ti);
+        let payload = self.payload(ti, h.payload);
+        let spec = self.specs.get(func, self.sym.func(func));
         let items: Vec<&ArgItem> = if ret {
             spec.ret.iter().collect()
         } else {
             spec.args.iter().collect()
         };
-        let Some(values) = decode_payload(&items, self.payload(ti, h.payload)) else {
+        let Some(values) = decode_payload(&items, payload) else {
             return false;
         };
-        let session = self.session_of(ti);
         let sym = &mut self.sym;
         // At the record's time: a function of a library `dlopen` loaded by then is named too.
         let time = h.raw.time;
@@ -347,7 +347,7 @@ impl<'d> Merge<'d> {
             let fi = sym.func(id);
             fi.known.then(|| fi.name.clone())
         };
-        push_recorded(out, &spec, ret, &values, &mut lookup);
+        push_recorded(out, spec, ret, &values, &mut lookup);
         true
     }
 

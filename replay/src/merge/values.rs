@@ -15,19 +15,15 @@ impl Merge<'_> {
         func: FuncId,
         h: &Head,
         ret: bool,
-    ) -> Option<(Vec<ArgItem>, Vec<ArgValue>)> {
+    ) -> Option<(&[ArgItem], Vec<ArgValue>)> {
         if !h.raw.more {
             return None;
         }
-        let f = self.sym.func(func).clone();
-        let spec = self.specs.get(func, &f);
-        let items: Vec<ArgItem> = if ret {
-            spec.ret.iter().cloned().collect()
-        } else {
-            spec.args.clone()
-        };
+        let payload = self.payload(ti, h.payload);
+        let spec = self.specs.get(func, self.sym.func(func));
+        let items: &[ArgItem] = if ret { spec.ret.as_slice() } else { &spec.args };
         let refs: Vec<&ArgItem> = items.iter().collect();
-        let values = decode_payload(&refs, self.payload(ti, h.payload))?;
+        let values = decode_payload(&refs, payload)?;
         Some((items, values))
     }
 

@@ -173,9 +173,6 @@ impl Engine for LuaEngine {
 
     fn call(&mut self, ctx: &Ctx<'_>) -> Result<(), ScriptError> {
         let Some(f) = &self.funcs[ctx.kind as usize] else {
-            if ctx.kind == Kind::End {
-                flush_c_stdio();
-            }
             return Ok(());
         };
         let with_ctx = ctx.kind != Kind::End;
@@ -200,9 +197,6 @@ impl Engine for LuaEngine {
                 ffi::lua_remove(state, -2);
             })
         };
-        if ctx.kind == Kind::End {
-            flush_c_stdio();
-        }
         match failed {
             Ok(None) => Ok(()),
             Ok(Some(msg)) => Err(ScriptError(msg)),

@@ -159,14 +159,14 @@ pub fn run(
             (0..slot).filter(|&j| !stack.hidden(j)).count()
         };
         let exit = kind == Kind::Exit;
-        let recorded = if no_args {
-            None
-        } else {
-            core.merge.arg_values(ti, func, &head, exit)
-        };
-        if let Some((items, vals)) = &recorded {
-            values.extend(items.iter().zip(vals).map(|(i, v)| value(i, v)));
-        }
+        let recorded = !no_args
+            && core
+                .merge
+                .arg_values(ti, func, &head, exit)
+                .map(|(items, vals)| {
+                    values.extend(items.iter().zip(&vals).map(|(i, v)| value(i, v)));
+                })
+                .is_some();
         let ctx = Ctx {
             kind,
             tid,
@@ -175,7 +175,7 @@ pub fn run(
             duration,
             address: head.raw.addr,
             name: &core.merge.sym.func(func).name,
-            values: recorded.is_some().then_some(&values[..]),
+            values: recorded.then_some(&values[..]),
             record: false,
         };
         script.call(&ctx)?;

@@ -56,16 +56,6 @@ pub enum Anchor<'a> {
     },
 }
 
-impl Anchor<'_> {
-    pub fn task(&self) -> usize {
-        match *self {
-            Anchor::Slice { task, .. }
-            | Anchor::SliceEnd { task, .. }
-            | Anchor::Instant { task, .. } => task,
-        }
-    }
-}
-
 /// The flow ids a hook attaches to one anchor.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct FlowIds {

@@ -62,7 +62,8 @@ impl IoFlows {
     }
 
     /// Whether no point is left to draw.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
         self.at.is_empty()
     }
 }
