@@ -65,10 +65,15 @@ pub fn requests(dir: &TraceDir, cfg: &Config) -> Result<(Vec<Request>, Vec<Strin
                 let Some((format, p)) = core.merge.kernel_event(i) else {
                     continue;
                 };
-                let Some(what) = decode(format, p) else {
-                    continue;
-                };
-                what
+                match decode(format, p) {
+                    Some(What::UringComplete { req, res, .. }) => What::UringComplete {
+                        req,
+                        res,
+                        path: Rc::new(user_path(&core, task)),
+                    },
+                    Some(what) => what,
+                    None => continue,
+                }
             }
         };
         linker.push(Event { time, tid, what });
@@ -173,6 +178,7 @@ pub fn decode(format: &EventFormat, p: &[u8]) -> Option<What> {
         ("io_uring", "io_uring_complete") => What::UringComplete {
             req: v("req")?,
             res: v("res").unwrap_or(0) as i64,
+            path: Rc::default(),
         },
         ("syscalls", "sys_enter_io_submit") => What::AioSubmit {
             ctx: v("ctx_id")?,

@@ -131,7 +131,9 @@ impl Linker {
                     self.punted.extend(o.sqes.remove(at));
                 }
             }
-            What::UringComplete { req, res } => self.uring_complete(time, tid, req, res),
+            What::UringComplete { req, res, path } => {
+                self.uring_complete(time, tid, req, res, path)
+            }
             What::AioSubmit { ctx, iocbs, .. } => self.aio_call(tid, (ctx, iocbs)),
             What::AioGetEvents { ctx } => self.aio_call(tid, (ctx, 0)),
             What::AioGotEvents { ret } => self.aio_reaped(time, tid, ret),
@@ -284,7 +286,7 @@ impl Linker {
         }
     }
 
-    fn uring_complete(&mut self, time: u64, tid: u32, req: u64, res: i64) {
+    fn uring_complete(&mut self, time: u64, tid: u32, req: u64, res: i64, path: Rc<UserPath>) {
         let Some(list) = self.uring.remove(&req) else {
             return;
         };
@@ -304,7 +306,7 @@ impl Linker {
             // program can see it at once.
             None => {
                 for i in list {
-                    self.reap(i, tid, time, "task_work", Rc::default());
+                    self.reap(i, tid, time, "task_work", path.clone());
                 }
             }
         }

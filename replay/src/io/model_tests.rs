@@ -175,8 +175,24 @@ fn uring_sqes_link_to_their_requests_and_cqes_are_reaped_at_the_call_return() {
         enter(160, A, "io_uring_enter", &wait),
         block(170, A, Stage::Complete, 800, "RS"),
         block(171, A, Stage::Complete, 808, "RS"),
-        ev(180, A, What::UringComplete { req: 0xa, res: 512 }),
-        ev(181, A, What::UringComplete { req: 0xb, res: 512 }),
+        ev(
+            180,
+            A,
+            What::UringComplete {
+                req: 0xa,
+                res: 512,
+                path: Rc::default(),
+            },
+        ),
+        ev(
+            181,
+            A,
+            What::UringComplete {
+                req: 0xb,
+                res: 512,
+                path: Rc::default(),
+            },
+        ),
         exit(190, A),
     ]);
     assert_eq!(reqs.len(), 2);
@@ -276,7 +292,15 @@ fn points_are_in_time_order_with_their_tasks() {
         exit(103, A),
         block(150, WORKER, Stage::Issue, 40, "R"),
         block(160, A, Stage::Complete, 40, "R"),
-        ev(170, A, What::UringComplete { req: 0xc, res: 0 }),
+        ev(
+            170,
+            A,
+            What::UringComplete {
+                req: 0xc,
+                res: 0,
+                path: path(&["main", "reap"], Some(1)),
+            },
+        ),
     ]);
     let p = &reqs[0].points;
     let got: Vec<(u32, u64, Layer)> = p.iter().map(|p| (p.tid, p.time, p.layer)).collect();
@@ -292,7 +316,10 @@ fn points_are_in_time_order_with_their_tasks() {
             (A, 170, Layer::Reap),
         ]
     );
-    assert_eq!(reqs[0].reaper.as_ref().unwrap().call, "task_work");
+    // ... by the user functions open when it was posted.
+    let reaper = reqs[0].reaper.as_ref().unwrap();
+    assert_eq!(reaper.call, "task_work");
+    assert_eq!(reaper.path.frames, ["main", "reap"]);
 }
 
 fn fs(time: u64, tid: u32, edge: FsEdge, kind: FsKind, range: Option<(u64, u64)>) -> Event {

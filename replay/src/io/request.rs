@@ -40,8 +40,14 @@ pub enum What {
     },
     /// `io_uring_queue_async_work`: the request goes to a worker thread.
     UringAsync { req: u64 },
-    /// `io_uring_complete`: the CQE is posted.
-    UringComplete { req: u64, res: i64 },
+    /// `io_uring_complete`: the CQE is posted; `path` is the user functions open then (the
+    /// reaper's when it is posted outside a system call; [`decode`](super::decode) leaves it
+    /// empty, [`requests`](super::requests) fills it in).
+    UringComplete {
+        req: u64,
+        res: i64,
+        path: Rc<UserPath>,
+    },
     /// `sys_enter_io_submit`: `nr` iocbs at user address `iocbs` for aio context `ctx`.
     AioSubmit { ctx: u64, nr: u64, iocbs: u64 },
     /// `sys_enter_io_getevents` / `io_pgetevents` of aio context `ctx`.
