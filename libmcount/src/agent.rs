@@ -331,12 +331,6 @@ fn apply(req: Request, state: &mut State) -> Result<String, String> {
 
 /// Swaps in the filters of `state`, built over the modules mapped now.
 fn rebuild(state: &State) {
-    let maps = crate::session::session_maps(
-        &std::fs::read_to_string("/proc/thread-self/maps").unwrap_or_default(),
-    );
-    let modules = record_format::maps::parse_maps(&maps);
-    let names = crate::plt::get().map(|p| p.functions()).unwrap_or_default();
-    let plt: Vec<(usize, &str)> = names.iter().map(|(a, n)| (*a, &**n)).collect();
     let set = filter::Settings {
         triggers: "",
         match_type: MatchType::Regex,
@@ -347,6 +341,9 @@ fn rebuild(state: &State) {
         signals: state.signals,
         live: true,
     };
-    let filters = filter::build_items(&modules, &plt, &state.items, &set);
+    let maps = crate::session::current_maps();
+    let filters = crate::session::with_targets(&maps, |modules, plt| {
+        filter::build_items(modules, plt, &state.items, &set)
+    });
     filter::install(filters, true);
 }

@@ -13,7 +13,7 @@ use crate::config::{
 use crate::{clock, config, filter, lifecycle, sys, tasklog};
 use core::sync::atomic::Ordering;
 use record_format::env;
-use record_format::maps::parse_maps;
+use record_format::maps::{parse_maps, MapEntry};
 use record_format::pattern::MatchType;
 use std::ffi::CString;
 
@@ -87,6 +87,20 @@ fn session_id() -> u64 {
         b = x.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_le_bytes();
     }
     u64::from_le_bytes(b)
+}
+
+/// The session map of the process as mapped now, in the calling thread's view (`/proc/self`
+/// is empty once the main thread has called `pthread_exit`).
+pub fn current_maps() -> String {
+    session_maps(&std::fs::read_to_string("/proc/thread-self/maps").unwrap_or_default())
+}
+
+/// Calls `f` with what filters and argument specs are bound to: the modules of the session
+/// map `maps` and the PLT functions hooked (entry, name).
+pub fn with_targets<R>(maps: &str, f: impl FnOnce(&[MapEntry], &[(usize, &str)]) -> R) -> R {
+    let names = crate::plt::get().map(|p| p.functions()).unwrap_or_default();
+    let plt: Vec<(usize, &str)> = names.iter().map(|(a, n)| (*a, &**n)).collect();
+    f(&parse_maps(maps), &plt)
 }
 
 /// uftrace's session map (data-format §5): file-backed mappings and `[stack]`, consecutive
@@ -293,7 +307,7 @@ pub fn start(src: &Source) -> Result<(), i32> {
     // The calling thread's view: `/proc/self` is empty once the main thread has called
     // `pthread_exit` (an attached process may be in that state).
     let exename = std::fs::read_link("/proc/thread-self/exe").unwrap_or_default();
-    let maps = session_maps(&std::fs::read_to_string("/proc/thread-self/maps").unwrap_or_default());
+    let maps = current_maps();
     use std::os::unix::ffi::OsStrExt;
     if src.var_os(env::PLTHOOK).is_some() {
         match crate::plt::get() {
@@ -307,9 +321,9 @@ pub fn start(src: &Source) -> Result<(), i32> {
         }
     }
     if filtered {
-        let names = crate::plt::get().map(|p| p.functions()).unwrap_or_default();
-        let plt: Vec<(usize, &str)> = names.iter().map(|(a, n)| (*a, &**n)).collect();
-        filter::init(&parse_maps(&maps), &plt, &filter_set);
+        with_targets(&maps, |modules, plt| {
+            filter::init(modules, plt, &filter_set)
+        });
     }
     init_args(src, &maps, &exename, &filter_set);
     if src.var_os(env::EVENT).is_some_and(|v| v == "1") {
@@ -367,23 +381,17 @@ fn init_args(src: &Source, maps: &str, exe: &std::path::Path, filters: &filter::
     if argspec.is_empty() && retspec.is_empty() && !auto {
         return;
     }
-    let modules = parse_maps(maps);
-    let exe_start = modules
-        .iter()
-        .find(|m| std::path::Path::new(&m.path) == exe)
-        .map(|m| m.start);
-    let exe_dbg = src
-        .var_os(env::DBG)
-        .and_then(|p| std::fs::read_to_string(p).ok())
-        .zip(exe_start)
-        .map(|(text, start)| (start, record_format::dbg::parse_dbg(&text)));
-    let plt = crate::plt::get();
-    let names = plt.map(|p| p.functions()).unwrap_or_default();
-    let plt_names: Vec<(usize, &str)> = names.iter().map(|(a, n)| (*a, &**n)).collect();
-    crate::args::init(
-        &modules,
-        &plt_names,
-        &crate::args::Settings {
+    with_targets(maps, |modules, plt| {
+        let exe_start = modules
+            .iter()
+            .find(|m| std::path::Path::new(&m.path) == exe)
+            .map(|m| m.start);
+        let exe_dbg = src
+            .var_os(env::DBG)
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .zip(exe_start)
+            .map(|(text, start)| (start, record_format::dbg::parse_dbg(&text)));
+        let set = crate::args::Settings {
             argspec: &argspec,
             retspec: &retspec,
             auto,
@@ -391,11 +399,12 @@ fn init_args(src: &Source, maps: &str, exe: &std::path::Path, filters: &filter::
             retauto: record_format::autoargs::RETAUTO,
             exe_dbg,
             match_type: filters.match_type,
-        },
-    );
+        };
+        crate::args::init(modules, plt, &set);
+    });
     if let Some(table) = crate::args::get() {
         // Calls with items take the handlers; the others keep the trampolines' fast paths.
-        if let Some(p) = plt {
+        if let Some(p) = crate::plt::get() {
             p.slow_down(|entry| table.lookup(entry as u64).is_some());
         }
         // (With `-t` alone the fast paths run too, and must see which calls have items.)

@@ -11,6 +11,7 @@
 
 use super::send::Connection;
 use record_format::ring::Written;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -47,8 +48,9 @@ impl DataStream {
         self.threads.get(&tid).map_or(0, |t| t.sent)
     }
 
-    /// Takes the chunk of `tid` at `off`; returns the byte runs now ready to send, in order.
-    fn take(&mut self, tid: u32, off: u64, bytes: &[u8]) -> Vec<Vec<u8>> {
+    /// Takes the chunk of `tid` at `off`; returns the byte runs now ready to send, in order
+    /// (the chunk itself borrowed: only early chunks are copied, to wait).
+    fn take<'b>(&mut self, tid: u32, off: u64, bytes: &'b [u8]) -> Vec<Cow<'b, [u8]>> {
         let t = self.threads.entry(tid).or_default();
         if t.stopped || off < t.sent {
             return Vec::new();
@@ -68,12 +70,12 @@ impl DataStream {
             }
             return Vec::new();
         }
-        let mut ready = vec![bytes.to_vec()];
+        let mut ready = vec![Cow::Borrowed(bytes)];
         t.sent += bytes.len() as u64;
         while let Some(next) = t.waiting.remove(&t.sent) {
             self.waiting_bytes -= next.len();
             t.sent += next.len() as u64;
-            ready.push(next);
+            ready.push(Cow::Owned(next));
         }
         ready
     }
@@ -160,14 +162,17 @@ impl Streamer {
             if s.error.is_some() {
                 return;
             }
-            let ready = match written {
+            let ready: Vec<(u32, Cow<[u8]>)> = match written {
                 Written::Chunk { tid, off, bytes } => s
                     .stream
                     .take(tid, off, bytes)
                     .into_iter()
                     .map(|run| (tid, run))
                     .collect(),
-                Written::Pass { index, count } => s.stream.pass(index, count, &s.dir),
+                Written::Pass { index, count } => (s.stream.pass(index, count, &s.dir))
+                    .into_iter()
+                    .map(|(tid, run)| (tid, Cow::Owned(run)))
+                    .collect(),
             };
             for (tid, run) in ready {
                 if let Err(e) = s.conn.data(tid, &run) {

@@ -19,10 +19,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// The agent socket of process `pid` (the text of `-p`), if it has one: `Ok(None)` sends the
-/// caller to ptrace attach, which also reports another user's process (whose agent directory
-/// this user cannot look into).
-pub fn find(pid: &str) -> anyhow::Result<Option<PathBuf>> {
+/// A connection to the agent of process `pid` (the text of `-p`), if it has one: `Ok(None)`
+/// sends the caller to ptrace attach, which also reports another user's process (whose agent
+/// directory this user cannot look into).
+pub fn connect(pid: &str) -> anyhow::Result<Option<UnixStream>> {
     let Ok(pid) = pid.trim().parse::<i32>() else {
         return Ok(None);
     };
@@ -34,7 +34,7 @@ pub fn find(pid: &str) -> anyhow::Result<Option<PathBuf>> {
         return Ok(None);
     }
     match UnixStream::connect(&path) {
-        Ok(_) => Ok(Some(path)),
+        Ok(s) => Ok(Some(s)),
         // A socket left by a process that died with this pid: no agent listens.
         Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Ok(None),
         Err(e) => Err(e).with_context(|| format!("cannot reach the agent of process {pid}")),
@@ -122,18 +122,16 @@ pub fn send_if_agent(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<
     let Some(pid) = inv.args.record.pid.as_deref() else {
         return Ok(None);
     };
-    match find(pid)? {
-        Some(path) => run(inv, notices, &path).map(Some),
+    match connect(pid)? {
+        Some(s) => run(inv, notices, s).map(Some),
         None => Ok(None),
     }
 }
 
-/// Sends the options of `inv` to the agent at `path`; fails on the first refusal.
-pub fn run(inv: &Invocation, notices: &mut Notices, path: &PathBuf) -> anyhow::Result<ExitCode> {
+/// Sends the options of `inv` to the agent connected as `s`; fails on the first refusal.
+pub fn run(inv: &Invocation, notices: &mut Notices, mut s: UnixStream) -> anyhow::Result<ExitCode> {
     let reqs = requests(inv, notices)?;
     let pid = pid_text(inv);
-    let mut s = UnixStream::connect(path)
-        .with_context(|| format!("cannot connect to the agent of process {pid}"))?;
     let limit = Some(Duration::from_secs(10));
     s.set_read_timeout(limit)?;
     s.set_write_timeout(limit)?;

@@ -11,17 +11,44 @@ use record_format::kernel::EventFormat;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use super::convert::Int;
 use super::graph::{Functions, Grapher, PidSet, Step};
 use super::spool::{each_event, Merge};
 use super::tracefs::{BLOCK_BIO_QUEUE, BLOCK_COMPLETE, BLOCK_INSERT, BLOCK_ISSUE};
 use super::Stats;
 
-/// The block instance's events.
-pub(super) struct Block<'a> {
-    pub(super) issue: &'a EventFormat,
-    pub(super) complete: &'a EventFormat,
-    /// `block_bio_queue` and `block_rq_insert`, when recorded.
-    pub(super) queued: [Option<&'a EventFormat>; 2],
+/// The block instance's events, with the fields read from their records found in their
+/// formats once.
+pub(super) struct Block {
+    /// Every record's type and task (at the same places in every event, `block_rq_issue`'s).
+    ty: Option<Int>,
+    pid: Option<Int>,
+    /// `block_rq_complete`'s type.
+    complete: u16,
+    /// Issue, completion, and `block_bio_queue` and `block_rq_insert` when recorded.
+    events: Vec<Fields>,
+}
+
+/// The fields of a block event's records that pair them (device, first sector, and the
+/// number of sectors of a completion) and their task.
+struct Fields {
+    id: u16,
+    dev: Option<Int>,
+    sector: Option<Int>,
+    nr_sector: Option<Int>,
+    pid: Option<Int>,
+}
+
+impl Fields {
+    fn of(format: &EventFormat) -> Fields {
+        Fields {
+            id: format.id,
+            dev: Int::of(format, "dev"),
+            sector: Int::of(format, "sector"),
+            nr_sector: Int::of(format, "nr_sector"),
+            pid: Int::of(format, "common_pid"),
+        }
+    }
 }
 
 /// The block requests in flight, (dev, sector) → the traced task they are kept for and its
@@ -32,9 +59,9 @@ pub(super) struct Flight {
     rewritten: Vec<u8>,
 }
 
-impl<'a> Block<'a> {
+impl Block {
     /// The block events among `formats`, when issue and completion are both `kept`.
-    pub(super) fn of(formats: &'a [EventFormat], kept: &[String]) -> Option<Block<'a>> {
+    pub(super) fn of(formats: &[EventFormat], kept: &[String]) -> Option<Block> {
         let find = |ev: &str| {
             let (sys, name) = ev.split_once(':').unwrap_or(("", ev));
             formats
@@ -42,11 +69,31 @@ impl<'a> Block<'a> {
                 .find(|f| f.system == sys && f.name == name)
                 .filter(|_| kept.iter().any(|k| k == ev))
         };
-        Some(Block {
-            issue: find(BLOCK_ISSUE)?,
-            complete: find(BLOCK_COMPLETE)?,
-            queued: [find(BLOCK_BIO_QUEUE), find(BLOCK_INSERT)],
-        })
+        Some(Block::new(
+            find(BLOCK_ISSUE)?,
+            find(BLOCK_COMPLETE)?,
+            [find(BLOCK_BIO_QUEUE), find(BLOCK_INSERT)],
+        ))
+    }
+
+    /// The events `issue`, `complete` and, when recorded, those that queue a request.
+    pub(super) fn new(
+        issue: &EventFormat,
+        complete: &EventFormat,
+        queued: [Option<&EventFormat>; 2],
+    ) -> Block {
+        let events = [Some(issue), Some(complete)].into_iter().chain(queued);
+        Block {
+            ty: Int::of(issue, "common_type"),
+            pid: Int::of(issue, "common_pid"),
+            complete: complete.id,
+            events: events.flatten().map(Fields::of).collect(),
+        }
+    }
+
+    /// The task of record `p`, of any event.
+    fn pid(&self, p: &[u8]) -> u32 {
+        Int::read(self.pid, p).unwrap_or(0) as u32
     }
 
     /// Gives `graph` block record `p` (of the instance's CPU `cpu`, at `time`) as an event
@@ -60,7 +107,7 @@ impl<'a> Block<'a> {
         let owner = self.owner(p, cpu, &mut flight.owners, |pid| graph.traces(pid));
         if let Some((cpu, pid, rewrite)) = owner {
             let p = match rewrite {
-                true => rewrite_pid(self.issue, p, pid, &mut flight.rewritten),
+                true => rewrite_pid(self.pid, p, pid, &mut flight.rewritten),
                 false => p,
             };
             graph.step(time, cpu, pid, Step::Event, p)?;
@@ -80,22 +127,18 @@ impl<'a> Block<'a> {
         owners: &mut BTreeMap<(u64, u64), (u32, usize)>,
         traced: impl Fn(u32) -> bool,
     ) -> Option<(usize, u32, bool)> {
-        let ty = self.issue.value("common_type", p).unwrap_or(0) as u16;
-        let fmt = [Some(self.issue), Some(self.complete)]
-            .into_iter()
-            .chain(self.queued)
-            .flatten()
-            .find(|f| f.id == ty)?;
+        let ty = Int::read(self.ty, p).unwrap_or(0) as u16;
+        let fmt = self.events.iter().find(|f| f.id == ty)?;
         let key = (
-            fmt.value("dev", p).unwrap_or(0),
-            fmt.value("sector", p).unwrap_or(0),
+            Int::read(fmt.dev, p).unwrap_or(0),
+            Int::read(fmt.sector, p).unwrap_or(0),
         );
-        if fmt.id == self.complete.id {
+        if fmt.id == self.complete {
             let (pid, cpu) = owners.remove(&key)?;
             // Bios merged into this request (queued at sectors inside it) end with it.
             let end = key
                 .1
-                .saturating_add(fmt.value("nr_sector", p).unwrap_or(0).max(1));
+                .saturating_add(Int::read(fmt.nr_sector, p).unwrap_or(0).max(1));
             let merged: Vec<_> = owners.range(key..(key.0, end)).map(|(k, _)| *k).collect();
             for k in merged {
                 owners.remove(&k);
@@ -105,7 +148,7 @@ impl<'a> Block<'a> {
         if let Some(&(owner, owner_cpu)) = owners.get(&key) {
             return Some((owner_cpu, owner, true));
         }
-        let pid = fmt.value("common_pid", p).unwrap_or(0) as u32;
+        let pid = Int::read(fmt.pid, p).unwrap_or(0) as u32;
         traced(pid).then(|| {
             owners.insert(key, (pid, cpu));
             (cpu, pid, false)
@@ -113,11 +156,11 @@ impl<'a> Block<'a> {
     }
 }
 
-/// Block record `p` with its task rewritten to `pid`, in `out`.
-fn rewrite_pid<'b>(format: &EventFormat, p: &[u8], pid: u32, out: &'b mut Vec<u8>) -> &'b [u8] {
+/// Block record `p` with its task (field `pid`) rewritten to `pid`, in `out`.
+fn rewrite_pid<'b>(field: Option<Int>, p: &[u8], pid: u32, out: &'b mut Vec<u8>) -> &'b [u8] {
     out.clear();
     out.extend_from_slice(p);
-    if let Some(f) = format.field("common_pid") {
+    if let Some(f) = field {
         if let Some(b) = out.get_mut(f.offset..f.offset.saturating_add(4)) {
             b.copy_from_slice(&pid.to_le_bytes());
         }
@@ -157,7 +200,7 @@ pub(super) fn merge_graph(
             page_size,
             &mut stats,
             |_, _, p| {
-                let pid = blk.issue.value("common_pid", p).unwrap_or(0) as u32;
+                let pid = blk.pid(p);
                 if pid != 0 && pid != me && pid < i32::MAX as u32 {
                     tasks.insert(pid);
                 }

@@ -85,14 +85,14 @@ fn convert(
 /// An integer field of a record, found in its format once (as [`EventFormat::value`] reads
 /// it).
 #[derive(Clone, Copy)]
-struct Int {
-    offset: usize,
+pub(super) struct Int {
+    pub(super) offset: usize,
     size: usize,
     signed: bool,
 }
 
 impl Int {
-    fn of(format: &EventFormat, name: &str) -> Option<Int> {
+    pub(super) fn of(format: &EventFormat, name: &str) -> Option<Int> {
         let f = format.field(name)?;
         Some(Int {
             offset: f.offset,
@@ -118,7 +118,7 @@ impl Int {
     }
 
     /// The value of `field` in `p`, if it has one.
-    fn read(field: Option<Int>, p: &[u8]) -> Option<u64> {
+    pub(super) fn read(field: Option<Int>, p: &[u8]) -> Option<u64> {
         field.and_then(|f| f.get(p))
     }
 }
@@ -133,7 +133,7 @@ struct Converter<'a> {
     /// The events kept as they are in the traced tasks' context.
     kept: Vec<&'a EventFormat>,
     /// The block events, when issue and completion are kept (block requests are paired).
-    block: Option<Block<'a>>,
+    block: Option<Block>,
     addr_of: HashMap<&'a str, u64>,
     /// This process, whose own events are left out.
     me: u32,

@@ -316,11 +316,11 @@ fn block_requests_follow_the_task_that_inserted_them() {
         \tfield:sector_t sector;\toffset:16;\tsize:8;\tsigned:0;\n";
     let insert = format("block", "block_rq_insert", POKE + 1, fields);
     let find = |name: &str| f.iter().find(|f| f.name == name).unwrap();
-    let b = super::Block {
-        issue: find("block_rq_issue"),
-        complete: find("block_rq_complete"),
-        queued: [None, Some(&insert)],
-    };
+    let b = super::Block::new(
+        find("block_rq_issue"),
+        find("block_rq_complete"),
+        [None, Some(&insert)],
+    );
     let mut owners = std::collections::BTreeMap::new();
     let traced = |pid: u32| pid == A;
     let mut owner = |p: Vec<u8>, cpu| b.owner(&p, cpu, &mut owners, traced);

@@ -255,17 +255,31 @@ impl Session {
     /// (event mode) and [`IO_EVENTS`] only when this kernel has them.
     pub(super) fn enable_kept(&mut self, asked: Vec<String>) -> anyhow::Result<()> {
         let root = self.root.clone();
-        let defaults = TASK_EVENTS
+        let events = match self.mode {
+            Mode::Events => TASK_EVENTS,
+            Mode::Graph => &[],
+        };
+        let defaults = events
             .iter()
-            .filter(|_| self.mode == Mode::Events)
             .chain(IO_EVENTS)
             .map(|e| (e.to_string(), false));
-        for (ev, required) in defaults.chain(asked.into_iter().map(|e| (e, true))) {
+        self.enable_in(&root, defaults.chain(asked.into_iter().map(|e| (e, true))))
+    }
+
+    /// Enables `events` in the tracefs instance `dir` (tracefs itself, or the block one) and
+    /// keeps them with their formats, those kept already left out. An event this kernel lacks
+    /// or that cannot be enabled is an error when it is required (its flag), else skipped.
+    fn enable_in(
+        &mut self,
+        dir: &Path,
+        events: impl IntoIterator<Item = (String, bool)>,
+    ) -> anyhow::Result<()> {
+        for (ev, required) in events {
             if self.kept.contains(&ev) {
                 continue;
             }
-            let format = read_file(&root, &format_path(&ev));
-            let added = format.and_then(|f| append_file(&root, "set_event", &ev).map(|()| f));
+            let format = read_file(&self.root, &format_path(&ev));
+            let added = format.and_then(|f| append_file(dir, "set_event", &ev).map(|()| f));
             match added {
                 Ok(text) => {
                     self.formats.push((format_path(&ev), text));
@@ -277,6 +291,7 @@ impl Session {
         }
         Ok(())
     }
+
     /// kernel.md §1.2 and §5.2: the graph of this process's tree to `depth`, on the mono
     /// clock, without the system call dispatcher.
     pub(super) fn setup_graph(&mut self, buffer: Option<u64>, depth: u32) -> anyhow::Result<()> {
@@ -334,36 +349,24 @@ impl Session {
             return;
         }
         self.instance = Some(path.clone());
-        let mut formats = Vec::new();
-        let ok = (|| -> anyhow::Result<()> {
+        let (formats, kept) = (self.formats.len(), self.kept.len());
+        let required = [BLOCK_ISSUE, BLOCK_COMPLETE].map(|ev| (ev.to_string(), true));
+        let mut ok = (|| -> anyhow::Result<()> {
             write_file(&path, "trace_clock", "mono")?;
             if let Some(bytes) = buffer {
                 write_file(&path, "buffer_size_kb", &(bytes / 1024).max(4).to_string())?;
             }
-            for ev in [BLOCK_ISSUE, BLOCK_COMPLETE] {
-                formats.push((format_path(ev), read_file(&self.root, &format_path(ev))?));
-                append_file(&path, "set_event", ev)?;
-            }
-            Ok(())
+            self.enable_in(&path, required)
         })();
-        let mut events = vec![BLOCK_ISSUE.to_string(), BLOCK_COMPLETE.to_string()];
+        let optional = [BLOCK_BIO_QUEUE, BLOCK_INSERT].map(|ev| (ev.to_string(), false));
         if ok.is_ok() {
-            for ev in [BLOCK_BIO_QUEUE, BLOCK_INSERT] {
-                let Ok(text) = read_file(&self.root, &format_path(ev)) else {
-                    continue;
-                };
-                if append_file(&path, "set_event", ev).is_ok() {
-                    formats.push((format_path(ev), text));
-                    events.push(ev.to_string());
-                }
-            }
+            // (Never an error: the events are optional.)
+            ok = self.enable_in(&path, optional);
         }
-        match ok {
-            Ok(()) => {
-                self.formats.extend(formats);
-                self.kept.extend(events);
-            }
-            Err(_) => self.remove_instance(),
+        if ok.is_err() {
+            self.formats.truncate(formats);
+            self.kept.truncate(kept);
+            self.remove_instance();
         }
     }
 
