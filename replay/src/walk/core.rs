@@ -571,6 +571,27 @@ impl<'d> Core<'d> {
         *self.fixups[i].get_or_insert_with(|| stack_effect(&self.merge.sym.func(func).name))
     }
 
+    /// Whether an event of task `ti` shows now: tracing on, and inside the calls the filters
+    /// show (outside every `-F` function, or inside a `-N` one, uftrace hides them).
+    pub fn event_shown(&mut self, ti: usize) -> bool {
+        let s = &mut self.tasks[ti].stack;
+        let i = s.open_calls();
+        if !self.enabled || s.hidden(i) {
+            return false;
+        }
+        !(s.inside_notrace() || (self.merge.filters.has_filter && !s.inside_filter()))
+    }
+
+    /// The text (`name (fields)`) of event record `h` of task `ti` when replay shows it
+    /// ([`Core::event_shown`]); with `no_sched` (`--no-sched`), not a `linux:sched*` one.
+    pub fn shown_event_text(&mut self, ti: usize, h: &Head, no_sched: bool) -> Option<String> {
+        if !self.event_shown(ti) {
+            return None;
+        }
+        let text = self.merge.event_text(ti, h)?;
+        (!(no_sched && text.starts_with("linux:sched"))).then_some(text)
+    }
+
     /// Closes the innermost call still open in task `ti` at the end of the data (as
     /// [`Policy::unfinished`] says), innermost first; `None` once none is left. Calls never
     /// entered in the data (or hidden, with [`Policy::unfinished_shown_only`]) are skipped.
