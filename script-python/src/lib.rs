@@ -95,6 +95,18 @@ fn to_py(py: Python<'_>, v: &Value) -> PyObject {
     }
 }
 
+/// Flushes Python's `sys.stdout` and `sys.stderr` (both, even when the first fails); the
+/// first error.
+fn flush_stdio(py: Python<'_>) -> PyResult<()> {
+    let sys = py.import("sys")?;
+    let mut result = Ok(());
+    for stream in ["stdout", "stderr"] {
+        let flushed = sys.getattr(stream).and_then(|s| s.call_method0("flush"));
+        result = result.and(flushed.map(|_| ()));
+    }
+    result
+}
+
 impl Engine {
     fn call(&self, py: Python<'_>, rec: &Record, name: &[u8], values: &[u8]) -> PyResult<()> {
         let func = match rec.kind {
@@ -102,25 +114,18 @@ impl Engine {
             kind::ENTRY => &self.entry,
             kind::EXIT => &self.exit,
             kind::EVENT => &self.event,
-            kind::END => &self.end,
+            kind::END => {
+                if let Some(end) = &self.end {
+                    end.call0(py)?;
+                }
+                // What the script printed comes before what utrace prints next.
+                return flush_stdio(py);
+            }
             _ => &None,
         };
         let Some(func) = func else {
-            if rec.kind == kind::END {
-                for stream in ["stdout", "stderr"] {
-                    py.import("sys")?.getattr(stream)?.call_method0("flush")?;
-                }
-            }
             return Ok(());
         };
-        if rec.kind == kind::END {
-            func.call0(py)?;
-            // What the script printed comes before what utrace prints next.
-            for stream in ["stdout", "stderr"] {
-                py.import("sys")?.getattr(stream)?.call_method0("flush")?;
-            }
-            return Ok(());
-        }
         let values = script_abi::decode(values).unwrap_or_default();
         let name = String::from_utf8_lossy(name);
         let ctx = PyDict::new(py);
@@ -246,11 +251,7 @@ pub unsafe extern "C" fn utrace_script_close(engine: *mut Engine) {
     let engine = unsafe { Box::from_raw(engine) };
     Python::with_gil(|py| {
         drop(engine);
-        for stream in ["stdout", "stderr"] {
-            if let Ok(s) = py.import("sys").and_then(|sys| sys.getattr(stream)) {
-                let _ = s.call_method0("flush");
-            }
-        }
+        let _ = flush_stdio(py);
     });
 }
 
