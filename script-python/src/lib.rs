@@ -9,6 +9,7 @@
 //! `timestamp`, `address`, `name`, `duration` (exits), `args` (a tuple; an event's is a
 //! string) and `retval` where recorded. Functions the script does not define are skipped.
 
+use pyo3::exceptions::PyBrokenPipeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use script_abi::{flags, kind, Bytes, Record, Value};
@@ -218,7 +219,8 @@ pub unsafe extern "C" fn utrace_script_funcs(engine: *const Engine) -> *mut Mess
     })
 }
 
-/// Calls the script function `rec` names; returns null, or the traceback of an exception.
+/// Calls the script function `rec` names; returns null, the traceback of an exception, or
+/// [`script_abi::OUTPUT_CLOSED`] for a `BrokenPipeError` (EPIPE on standard output).
 ///
 /// # Safety
 /// `engine` must come from `utrace_script_open` and not be closed; `rec` must point to a
@@ -234,6 +236,10 @@ pub unsafe extern "C" fn utrace_script_call(
     let (name, values) = unsafe { (rec.name.as_slice(), rec.values.as_slice()) };
     Python::with_gil(|py| match engine.call(py, rec, name, values) {
         Ok(()) => std::ptr::null_mut(),
+        // Standard output is a pipe whose reader is gone (`| head`): not the script's fault.
+        Err(e) if e.is_instance_of::<PyBrokenPipeError>(py) => {
+            Box::into_raw(Box::new(Message(script_abi::OUTPUT_CLOSED.to_vec())))
+        }
         Err(e) => message(traceback(py, &e)),
     })
 }
