@@ -221,6 +221,17 @@ impl TaskStack {
             && (!has_filter || self.in_count > 0)
     }
 
+    /// Whether a user event at this point has a call to show in, as uftrace places one: the
+    /// innermost open call not hidden by its size (`-Z`, `size=`: as if not recorded) exists
+    /// and was entered in the data (not before it, or `-r`, starts).
+    pub fn event_placed(&self) -> bool {
+        self.open()
+            .iter()
+            .rev()
+            .find(|f| f.flags & SMALL == 0)
+            .is_some_and(|f| f.addr != 0)
+    }
+
     /// Aligns the stack counter with the depth of `r` at the task's first record (a fork child
     /// starts inside calls it never entered) and at the first record after LOST.
     /// [`TaskStack::consume`] does it for entries and exits; replay and the walker also do it

@@ -7,7 +7,8 @@
 //! directory on `sys.path`. Each record calls `uftrace_entry(ctx)`, `uftrace_exit(ctx)` or
 //! `uftrace_event(ctx)` with a new `dict` holding uftrace's context fields: `tid`, `depth`,
 //! `timestamp`, `address`, `name`, `duration` (exits), `args` (a tuple; an event's is a
-//! string) and `retval` where recorded. Functions the script does not define are skipped.
+//! string, empty for an event without data) and `retval` where recorded. Functions the
+//! script does not define are skipped.
 
 use pyo3::exceptions::PyBrokenPipeError;
 use pyo3::prelude::*;
@@ -146,15 +147,15 @@ impl Engine {
         }
         ctx.set_item(pyo3::intern!(py, "address"), rec.address)?;
         ctx.set_item(pyo3::intern!(py, "name"), name)?;
-        if rec.flags & flags::ARGS != 0 {
-            if rec.kind == kind::EVENT {
-                if let Some(v) = values.first() {
-                    ctx.set_item(pyo3::intern!(py, "args"), to_py(py, v))?;
-                }
-            } else {
-                let args = PyTuple::new(py, values.iter().map(|v| to_py(py, v)))?;
-                ctx.set_item(pyo3::intern!(py, "args"), args)?;
+        if rec.kind == kind::EVENT {
+            // An event without data has an empty string, as uftrace gives it.
+            match values.first().filter(|_| rec.flags & flags::ARGS != 0) {
+                Some(v) => ctx.set_item(pyo3::intern!(py, "args"), to_py(py, v))?,
+                None => ctx.set_item(pyo3::intern!(py, "args"), "")?,
             }
+        } else if rec.flags & flags::ARGS != 0 {
+            let args = PyTuple::new(py, values.iter().map(|v| to_py(py, v)))?;
+            ctx.set_item(pyo3::intern!(py, "args"), args)?;
         }
         if rec.flags & flags::RETVAL != 0 {
             if let Some(v) = values.first() {

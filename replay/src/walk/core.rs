@@ -582,10 +582,23 @@ impl<'d> Core<'d> {
         !(s.inside_notrace() || (self.merge.filters.has_filter && !s.inside_filter()))
     }
 
+    /// Whether event record `h` of task `ti` can show now, in replay and to a script: a user
+    /// event (not a kernel tracepoint) only inside a call, as uftrace shows one
+    /// ([`TaskStack::event_placed`](crate::callstack::TaskStack::event_placed): not at the top
+    /// level, nor inside a call entered before the data or `-r` starts, nor only inside
+    /// calls hidden by `-Z`).
+    pub fn user_event_placed(&self, ti: usize, h: &Head) -> bool {
+        h.kernel_event.is_some() || self.tasks[ti].stack.event_placed()
+    }
+
     /// The text (`name (fields)`) of event record `h` of task `ti` when replay shows it
-    /// ([`Core::event_shown`]); with `no_sched` (`--no-sched`), not a `linux:sched*` one.
+    /// ([`Core::event_shown`], [`Core::user_event_placed`], and above the `-D` depth); with
+    /// `no_sched` (`--no-sched`), not a `linux:sched*` one.
     pub fn shown_event_text(&mut self, ti: usize, h: &Head, no_sched: bool) -> Option<String> {
-        if !self.event_shown(ti) {
+        if !self.event_shown(ti)
+            || !self.user_event_placed(ti, h)
+            || self.tasks[ti].stack.depth_left() <= 0
+        {
             return None;
         }
         let text = self.merge.event_text(ti, h)?;

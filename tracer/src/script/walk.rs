@@ -140,6 +140,10 @@ fn walk(
         let tid = i64::from(core.merge.tid(ti));
         values.clear();
         if kind == Kind::Event {
+            // The filters do not hide events from a script, the data's edges do.
+            if !core.user_event_placed(ti, &head) {
+                continue;
+            }
             let Some(text) = core.merge.event_text(ti, &head) else {
                 continue;
             };
