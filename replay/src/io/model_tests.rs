@@ -403,3 +403,44 @@ fn fsync_requests_carry_the_sync_and_not_its_nested_writepages() {
     );
     assert_eq!(reqs[4].fs, None);
 }
+
+/// `push_with` asks for a system call's user functions only when a request needs them, once.
+#[test]
+fn user_paths_are_asked_for_only_when_a_request_needs_them() {
+    let mut l = Linker::new();
+    let asked = std::cell::Cell::new(0);
+    let mut now = || {
+        asked.set(asked.get() + 1);
+        UserPath {
+            frames: vec!["main".to_string()],
+            function: Some(0),
+        }
+    };
+    let lazy = |time, name: &str| {
+        let what = What::SyscallEnter {
+            name: name.into(),
+            path: None,
+        };
+        Event { time, tid: A, what }
+    };
+    for e in [lazy(10, "getpid"), exit(11, A), lazy(20, "pwrite64")] {
+        l.push_with(e, &mut now);
+    }
+    assert_eq!(asked.get(), 0);
+    for e in [
+        block(21, A, Stage::Issue, 8, "WS"),
+        block(22, A, Stage::Issue, 16, "WS"),
+        block(23, A, Stage::Complete, 8, "WS"),
+        exit(24, A),
+    ] {
+        l.push_with(e, &mut now);
+    }
+    assert_eq!(asked.get(), 1);
+    let reqs = l.finish();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].path.function(), "main");
+    assert_eq!(
+        reqs[0].reaper.as_ref().map(|r| r.path.function()),
+        Some("main")
+    );
+}
