@@ -198,6 +198,14 @@ impl TaskStack {
         self.frame(i).flags & NORECORD != 0
     }
 
+    /// Forgets what the filters marked on the entry in slot `i`: a library call whose exit is
+    /// dropped before the bookkeeping (`--no-libcall` in replay) leaves no hidden mark for an
+    /// event after it, as uftrace.
+    #[inline]
+    pub fn forget_marks(&mut self, i: usize) {
+        self.frame(i).flags = 0;
+    }
+
     /// Marks the entry in slot `i` hidden.
     #[inline]
     pub fn hide(&mut self, i: usize) {

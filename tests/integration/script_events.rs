@@ -2,8 +2,9 @@
 //! an event shows only inside a call entered in the data, so not at the top level, nor inside
 //! a call entered before `-r`'s start (also when the event lies exactly at the range's
 //! edge), nor only inside calls `-Z` hides; `replay` also leaves out the events below the
-//! `-D` depth, a script gets them. A Python script gets an event without data with an empty
-//! `args` string (Lua: none).
+//! `-D` depth, a script gets them; a library call `--no-libcall` hides leaves no trace on the
+//! events after it. A Python script gets an event without data with an empty `args` string
+//! (Lua: none).
 
 use crate::util::{self, Mode};
 use std::path::Path;
@@ -146,5 +147,12 @@ fn events_at_the_data_edges_match_uftrace() {
         cases.push(opts(&["-r", &r]));
     }
     compare(&abc, &scripts, &cases, &mut failures);
+
+    // The diff: event at c()'s exit, right after the library call getpid() that
+    // `--no-libcall` hides.
+    let libcall = tmp.path().join("libcall.data");
+    util::record_with(false, &libcall, &exe, &[], &["-T", "c@read=proc/statm"]).assert_success();
+    let cases = [opts(&["--no-libcall"]), opts(&["--no-libcall", "-D", "3"])];
+    compare(&libcall, &scripts, &cases, &mut failures);
     util::assert_no_failures(&failures);
 }

@@ -491,6 +491,7 @@ impl<'d> Core<'d> {
         }
         let plt = self.no_libcall && self.merge.sym.func(h.func).is_plt;
         if plt && self.policy.libcall == Libcall::HiddenExitDropped {
+            stack.forget_marks(step.slot);
             step.reported = false;
             return step;
         }
