@@ -238,7 +238,7 @@ impl KernelData {
         let count = fs::read_dir(dir)
             .map(|entries| {
                 entries
-                    .filter_map(|e| kernel_file_cpu(e.ok()?.file_name().to_str()?))
+                    .filter_map(|e| cpu_file(e.ok()?.file_name().to_str()?, "kernel-cpu"))
                     .map(|cpu| cpu as usize + 1)
                     .max()
                     .unwrap_or(0)
@@ -267,9 +267,10 @@ impl KernelData {
     }
 }
 
-/// The CPU of a kernel file's name (`kernel-cpuN.dat`, N in decimal digits, at most 4095).
-fn kernel_file_cpu(name: &str) -> Option<u32> {
-    let digits = name.strip_prefix("kernel-cpu")?.strip_suffix(".dat")?;
+/// The CPU of a per-CPU file's name: `{prefix}N.dat` (`kernel-cpu`, `perf-cpu`), N in decimal
+/// digits (no sign), at most 4095.
+pub fn cpu_file(name: &str, prefix: &str) -> Option<u32> {
+    let digits = name.strip_prefix(prefix)?.strip_suffix(".dat")?;
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -469,7 +470,11 @@ const fn libc_enotdir() -> i32 {
 
 #[cfg(test)]
 mod tests {
-    use super::kernel_file_cpu;
+    use super::cpu_file;
+
+    fn kernel_file_cpu(name: &str) -> Option<u32> {
+        cpu_file(name, "kernel-cpu")
+    }
 
     #[test]
     fn kernel_file_names() {

@@ -29,12 +29,9 @@ pub fn file_name(cpu: u32) -> String {
     format!("{FILE_PREFIX}{cpu}{FILE_SUFFIX}")
 }
 
-/// The CPU of a file name of this kind.
+/// The CPU of a file name of this kind ([`crate::dir::cpu_file`]).
 pub fn file_cpu(name: &str) -> Option<u32> {
-    name.strip_prefix(FILE_PREFIX)?
-        .strip_suffix(FILE_SUFFIX)?
-        .parse()
-        .ok()
+    crate::dir::cpu_file(name, FILE_PREFIX)
 }
 
 #[cfg(test)]
@@ -46,5 +43,6 @@ mod tests {
         assert_eq!(file_name(3), "perf-cpu3.dat");
         assert_eq!(file_cpu("perf-cpu12.dat"), Some(12));
         assert_eq!(file_cpu("kernel-cpu1.dat"), None);
+        assert_eq!(file_cpu("perf-cpu+1.dat"), None);
     }
 }

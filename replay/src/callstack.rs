@@ -198,6 +198,14 @@ impl TaskStack {
         self.frame(i).flags & NORECORD != 0
     }
 
+    /// Forgets what the filters marked on the entry in slot `i`: a library call whose exit is
+    /// dropped before the bookkeeping (`--no-libcall` in replay) leaves no hidden mark for an
+    /// event after it, as uftrace.
+    #[inline]
+    pub fn forget_marks(&mut self, i: usize) {
+        self.frame(i).flags = 0;
+    }
+
     /// Marks the entry in slot `i` hidden.
     #[inline]
     pub fn hide(&mut self, i: usize) {
@@ -219,6 +227,17 @@ impl TaskStack {
             && self.out_count == 0
             && self.depth > 0
             && (!has_filter || self.in_count > 0)
+    }
+
+    /// Whether a user event at this point has a call to show in, as uftrace places one: the
+    /// innermost open call not hidden by its size (`-Z`, `size=`: as if not recorded) exists
+    /// and was entered in the data (not before it, or `-r`, starts).
+    pub fn event_placed(&self) -> bool {
+        self.open()
+            .iter()
+            .rev()
+            .find(|f| f.flags & SMALL == 0)
+            .is_some_and(|f| f.addr != 0)
     }
 
     /// Aligns the stack counter with the depth of `r` at the task's first record (a fork child

@@ -261,3 +261,36 @@ fn size_limit_hides_small_functions_as_if_not_recorded() {
     assert!(leave(&mut s, 43, 0, 4).1);
     assert!(!enter(&mut s, 50, 0, 2, &small));
 }
+
+/// Where a user event has a call to show in: not at the top level, not inside a call entered
+/// before the data starts (the first record is deeper), not only inside calls `-Z` hides.
+#[test]
+fn events_are_placed_in_calls_entered_in_the_data() {
+    let big = FuncFilter {
+        size: 40,
+        ..FuncFilter::default()
+    };
+    let small = FuncFilter {
+        size: 20,
+        ..FuncFilter::default()
+    };
+    let mut s = TaskStack::new(None);
+    assert!(!s.event_placed());
+    // The data starts inside two calls: their slots are unknown.
+    assert!(enter(&mut s, 10, 2, 3, &big));
+    assert!(s.event_placed());
+    leave(&mut s, 11, 2, 3);
+    assert!(!s.event_placed());
+    leave(&mut s, 12, 1, 2);
+    leave(&mut s, 13, 0, 1);
+    assert!(!s.event_placed());
+
+    let mut s = TaskStack::new(None);
+    s.set_size_limit(30);
+    assert!(!enter(&mut s, 0, 0, 1, &small));
+    assert!(!s.event_placed());
+    assert!(enter(&mut s, 1, 1, 2, &big));
+    assert!(!enter(&mut s, 2, 2, 3, &small));
+    // Inside a hidden small call, within a shown one.
+    assert!(s.event_placed());
+}

@@ -11,6 +11,7 @@
 //!   utrace_script_open(path, &engine) ───▶  compiles and runs the script       → Message on error
 //!   utrace_script_funcs(engine) ─────────▶  UFTRACE_FUNCS as encoded strings    (null: none)
 //!   utrace_script_call(engine, &Record) ─▶  uftrace_begin/entry/exit/event/end  → Message on error
+//!                                                                        (OUTPUT_CLOSED on EPIPE)
 //!   utrace_script_message(msg) / _free(msg)  the text of a Message, then freeing it
 //!   utrace_script_close(engine)
 //! ```
@@ -21,7 +22,11 @@
 //! `utrace_script_message_free`.
 
 /// Bumped whenever a signature or a layout below changes.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
+
+/// The [`Message`] of a call that failed because standard output is a pipe whose reader is
+/// gone (EPIPE, `| head`): the run stops quietly. A traceback never begins with a NUL byte.
+pub const OUTPUT_CLOSED: &[u8] = b"\0output closed";
 
 /// The exported names, NUL-terminated for `dlsym`.
 pub mod symbols {

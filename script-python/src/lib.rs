@@ -7,8 +7,10 @@
 //! directory on `sys.path`. Each record calls `uftrace_entry(ctx)`, `uftrace_exit(ctx)` or
 //! `uftrace_event(ctx)` with a new `dict` holding uftrace's context fields: `tid`, `depth`,
 //! `timestamp`, `address`, `name`, `duration` (exits), `args` (a tuple; an event's is a
-//! string) and `retval` where recorded. Functions the script does not define are skipped.
+//! string, empty for an event without data) and `retval` where recorded. Functions the
+//! script does not define are skipped.
 
+use pyo3::exceptions::PyBrokenPipeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use script_abi::{flags, kind, Bytes, Record, Value};
@@ -95,6 +97,18 @@ fn to_py(py: Python<'_>, v: &Value) -> PyObject {
     }
 }
 
+/// Flushes Python's `sys.stdout` and `sys.stderr` (both, even when the first fails); the
+/// first error.
+fn flush_stdio(py: Python<'_>) -> PyResult<()> {
+    let sys = py.import("sys")?;
+    let mut result = Ok(());
+    for stream in ["stdout", "stderr"] {
+        let flushed = sys.getattr(stream).and_then(|s| s.call_method0("flush"));
+        result = result.and(flushed.map(|_| ()));
+    }
+    result
+}
+
 impl Engine {
     fn call(&self, py: Python<'_>, rec: &Record, name: &[u8], values: &[u8]) -> PyResult<()> {
         let func = match rec.kind {
@@ -102,25 +116,18 @@ impl Engine {
             kind::ENTRY => &self.entry,
             kind::EXIT => &self.exit,
             kind::EVENT => &self.event,
-            kind::END => &self.end,
+            kind::END => {
+                if let Some(end) = &self.end {
+                    end.call0(py)?;
+                }
+                // What the script printed comes before what utrace prints next.
+                return flush_stdio(py);
+            }
             _ => &None,
         };
         let Some(func) = func else {
-            if rec.kind == kind::END {
-                for stream in ["stdout", "stderr"] {
-                    py.import("sys")?.getattr(stream)?.call_method0("flush")?;
-                }
-            }
             return Ok(());
         };
-        if rec.kind == kind::END {
-            func.call0(py)?;
-            // What the script printed comes before what utrace prints next.
-            for stream in ["stdout", "stderr"] {
-                py.import("sys")?.getattr(stream)?.call_method0("flush")?;
-            }
-            return Ok(());
-        }
         let values = script_abi::decode(values).unwrap_or_default();
         let name = String::from_utf8_lossy(name);
         let ctx = PyDict::new(py);
@@ -140,15 +147,15 @@ impl Engine {
         }
         ctx.set_item(pyo3::intern!(py, "address"), rec.address)?;
         ctx.set_item(pyo3::intern!(py, "name"), name)?;
-        if rec.flags & flags::ARGS != 0 {
-            if rec.kind == kind::EVENT {
-                if let Some(v) = values.first() {
-                    ctx.set_item(pyo3::intern!(py, "args"), to_py(py, v))?;
-                }
-            } else {
-                let args = PyTuple::new(py, values.iter().map(|v| to_py(py, v)))?;
-                ctx.set_item(pyo3::intern!(py, "args"), args)?;
+        if rec.kind == kind::EVENT {
+            // An event without data has an empty string, as uftrace gives it.
+            match values.first().filter(|_| rec.flags & flags::ARGS != 0) {
+                Some(v) => ctx.set_item(pyo3::intern!(py, "args"), to_py(py, v))?,
+                None => ctx.set_item(pyo3::intern!(py, "args"), "")?,
             }
+        } else if rec.flags & flags::ARGS != 0 {
+            let args = PyTuple::new(py, values.iter().map(|v| to_py(py, v)))?;
+            ctx.set_item(pyo3::intern!(py, "args"), args)?;
         }
         if rec.flags & flags::RETVAL != 0 {
             if let Some(v) = values.first() {
@@ -213,7 +220,8 @@ pub unsafe extern "C" fn utrace_script_funcs(engine: *const Engine) -> *mut Mess
     })
 }
 
-/// Calls the script function `rec` names; returns null, or the traceback of an exception.
+/// Calls the script function `rec` names; returns null, the traceback of an exception, or
+/// [`script_abi::OUTPUT_CLOSED`] for a `BrokenPipeError` (EPIPE on standard output).
 ///
 /// # Safety
 /// `engine` must come from `utrace_script_open` and not be closed; `rec` must point to a
@@ -229,6 +237,10 @@ pub unsafe extern "C" fn utrace_script_call(
     let (name, values) = unsafe { (rec.name.as_slice(), rec.values.as_slice()) };
     Python::with_gil(|py| match engine.call(py, rec, name, values) {
         Ok(()) => std::ptr::null_mut(),
+        // Standard output is a pipe whose reader is gone (`| head`): not the script's fault.
+        Err(e) if e.is_instance_of::<PyBrokenPipeError>(py) => {
+            Box::into_raw(Box::new(Message(script_abi::OUTPUT_CLOSED.to_vec())))
+        }
         Err(e) => message(traceback(py, &e)),
     })
 }
@@ -246,11 +258,7 @@ pub unsafe extern "C" fn utrace_script_close(engine: *mut Engine) {
     let engine = unsafe { Box::from_raw(engine) };
     Python::with_gil(|py| {
         drop(engine);
-        for stream in ["stdout", "stderr"] {
-            if let Ok(s) = py.import("sys").and_then(|sys| sys.getattr(stream)) {
-                let _ = s.call_method0("flush");
-            }
-        }
+        let _ = flush_stdio(py);
     });
 }
 

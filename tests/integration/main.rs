@@ -126,6 +126,7 @@ mod replay_sched;
 mod replay_select;
 mod report_conformance;
 mod script;
+mod script_events;
 mod slow_path;
 mod special_files;
 mod srcline;

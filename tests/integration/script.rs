@@ -6,8 +6,9 @@
 //! message and one error line.
 
 use crate::util::{self, Mode};
+use std::io::BufRead;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 /// Prints every ctx field with its value's repr and type, sorted by key (the version only
 /// by its shape: it names the tool).
@@ -458,6 +459,62 @@ fn script_errors_stop_with_the_interpreters_message() {
     let out = util::run(cmd);
     if out.status.success() || tmp.path().join("r.data").exists() {
         failures.push(format!("record -S with a syntax error:\n{out}"));
+    }
+    util::assert_no_failures(&failures);
+}
+
+/// `utrace script ... | head -1`: once standard output is a pipe closed at the other end the
+/// run stops there, quietly and successfully, as `replay | head` does (a Python script's
+/// BrokenPipeError is no script error; Lua's `print` ignores write errors, the walk sees
+/// them on the stream): no traceback, no error line, no further record.
+#[test]
+fn script_stops_quietly_when_its_output_is_closed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let abc = util::testprog("abc", Mode::Pg);
+    let data = tmp.path().join("abc.data");
+    util::record_with(false, &data, &abc, &[], &[]).assert_success();
+    // Far more than a pipe holds before the first record; each entry marks stderr.
+    let py = script(
+        tmp.path(),
+        "flood.py",
+        "import sys\ndef uftrace_begin(ctx):\n    for i in range(200000):\n        \
+         print('line', i)\ndef uftrace_entry(ctx):\n    sys.stderr.write('entry\\n')\n",
+    );
+    let lua = script(
+        tmp.path(),
+        "flood.lua",
+        "function uftrace_begin(ctx)\n  for i = 0, 199999 do print('line ' .. i) end\nend\n\
+         function uftrace_entry(ctx) io.stderr:write('entry\\n') end\n",
+    );
+    let mut failures = Vec::new();
+    for file in [&py, &lua] {
+        let mut child = Command::new(util::utrace_bin())
+            .args(["script", "-d"])
+            .arg(&data)
+            .args(["-S", file])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        // The reading end is closed here, as `head -1` exits.
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if first != "line 0\n"
+            || !out.status.success()
+            || stderr.contains("Traceback")
+            || stderr.contains("Error")
+            || stderr.contains("ERROR")
+            || stderr.contains("entry")
+        {
+            failures.push(format!(
+                "{file} | head -1: {:?}, first line {first:?}, stderr:\n{stderr}",
+                out.status
+            ));
+        }
     }
     util::assert_no_failures(&failures);
 }

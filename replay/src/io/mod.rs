@@ -35,6 +35,8 @@ use std::rc::Rc;
 pub fn requests(dir: &TraceDir, cfg: &Config) -> Result<(Vec<Request>, Vec<String>)> {
     let mut core = Core::new(dir, cfg, Policy::TASK_REPORT);
     let mut linker = Linker::new();
+    // Per function id, once looked at: the system call it is the body of.
+    let mut syscalls: Vec<Option<Option<Rc<str>>>> = Vec::new();
     while let Some(step) = core.next_step() {
         let (task, head, enter) = match step {
             Step::Entry(e) => (e.task, e.head, Some(true)),
@@ -46,14 +48,22 @@ pub fn requests(dir: &TraceDir, cfg: &Config) -> Result<(Vec<Request>, Vec<Strin
         let time = head.raw.time;
         let what = match enter {
             Some(enter) => {
-                let info = core.merge.sym.func(head.func);
-                let Some(name) = syscall_name(&info.module, &info.name) else {
+                let f = head.func as usize;
+                if syscalls.len() <= f {
+                    syscalls.resize(f + 1, None);
+                }
+                let name = syscalls[f].get_or_insert_with(|| {
+                    let info = core.merge.sym.func(head.func);
+                    syscall_name(&info.module, &info.name).map(Rc::from)
+                });
+                let Some(name) = name else {
                     continue;
                 };
                 match enter {
+                    // The user functions are looked up only when a request needs them.
                     true => What::SyscallEnter {
-                        name: name.to_string(),
-                        path: Rc::new(user_path(&core, task)),
+                        name: name.clone(),
+                        path: None,
                     },
                     false => What::SyscallExit,
                 }
@@ -76,7 +86,7 @@ pub fn requests(dir: &TraceDir, cfg: &Config) -> Result<(Vec<Request>, Vec<Strin
                 }
             }
         };
-        linker.push(Event { time, tid, what });
+        linker.push_with(Event { time, tid, what }, &mut || user_path(&core, task));
     }
     let warnings = std::mem::take(&mut core.merge.warnings);
     Ok((linker.finish(), warnings))
@@ -172,7 +182,6 @@ pub fn decode(format: &EventFormat, p: &[u8]) -> Option<What> {
         ("io_uring", "io_uring_submit_req") => What::UringSubmit {
             req: v("req")?,
             user_data: v("user_data")?,
-            opcode: v("opcode").unwrap_or(0) as u8,
         },
         ("io_uring", "io_uring_queue_async_work") => What::UringAsync { req: v("req")? },
         ("io_uring", "io_uring_complete") => What::UringComplete {
@@ -182,7 +191,6 @@ pub fn decode(format: &EventFormat, p: &[u8]) -> Option<What> {
         },
         ("syscalls", "sys_enter_io_submit") => What::AioSubmit {
             ctx: v("ctx_id")?,
-            nr: v("nr").unwrap_or(0),
             iocbs: v("iocbpp").unwrap_or(0),
         },
         ("syscalls", "sys_enter_io_getevents" | "sys_enter_io_pgetevents") => {

@@ -34,9 +34,10 @@ use super::request::*;
 /// A task's open system call.
 #[derive(Debug)]
 struct Open {
-    name: String,
+    name: Rc<str>,
     start: u64,
-    path: Rc<UserPath>,
+    /// The user functions open under it, once asked for ([`Open::path`]).
+    path: Option<Rc<UserPath>>,
     /// aio: the context of its io_submit / io_getevents.
     aio_ctx: Option<(u64, u64)>,
     /// Requests it issued or whose CQE it posted, reaped at its return when complete.
@@ -53,7 +54,18 @@ struct Sqe {
     time: u64,
     tid: u32,
     /// The system call and user functions it was made in: (name, entry time, path).
-    call: (String, u64, Rc<UserPath>),
+    call: (Rc<str>, u64, Rc<UserPath>),
+}
+
+/// The user functions open in the task of the event being pushed, now.
+pub type PathNow<'a> = &'a mut dyn FnMut() -> UserPath;
+
+impl Open {
+    /// The user functions open under the call: given at its entry, or asked of `now` the first
+    /// time (a task's user functions do not change while it is in a system call).
+    fn path(&mut self, now: PathNow<'_>) -> Rc<UserPath> {
+        self.path.get_or_insert_with(|| Rc::new(now())).clone()
+    }
 }
 
 /// Links the events, given in time order, into requests.
@@ -87,33 +99,43 @@ impl Linker {
         Linker::default()
     }
 
-    /// Takes the next event (events must come in time order).
+    /// Takes the next event (events must come in time order); a system call entered without
+    /// its path has none.
     pub fn push(&mut self, ev: Event) {
+        self.push_with(ev, &mut UserPath::default);
+    }
+
+    /// [`Linker::push`], with `now` giving the user functions open in the event's task when a
+    /// request needs those of the system call it is in, entered without them: building them
+    /// for every system call would cost more than the rest of the walk.
+    pub fn push_with(&mut self, ev: Event, now: PathNow<'_>) {
         let (time, tid) = (ev.time, ev.tid);
         match ev.what {
             What::SyscallEnter { name, path } => {
                 let early = self.early.remove(&tid).filter(|_| name.starts_with("io_"));
-                self.open.insert(
-                    tid,
-                    Open {
-                        name,
-                        start: time,
-                        path,
-                        aio_ctx: early,
-                        waiting: Vec::new(),
-                        sqes: VecDeque::new(),
-                    },
-                );
+                let mut o = Open {
+                    name,
+                    start: time,
+                    path,
+                    aio_ctx: early,
+                    waiting: Vec::new(),
+                    sqes: VecDeque::new(),
+                };
+                if early.is_some() {
+                    // An aio call: its events may be reaped after its return.
+                    o.path(now);
+                }
+                self.open.insert(tid, o);
             }
             What::SyscallExit => {
                 self.fs.remove(&tid);
-                self.syscall_exit(time, tid);
+                self.syscall_exit(time, tid, now);
             }
             What::Fs { edge, op } => self.fs_event(time, tid, edge, op),
-            What::Block { stage, rq } => self.block(time, tid, stage, rq),
-            What::UringSubmit { req, user_data, .. } => {
+            What::Block { stage, rq } => self.block(time, tid, stage, rq, now),
+            What::UringSubmit { req, user_data } => {
                 if let Some(o) = self.open.get_mut(&tid) {
-                    let call = (o.name.clone(), o.start, o.path.clone());
+                    let call = (o.name.clone(), o.start, o.path(now));
                     o.sqes.push_back(Sqe {
                         req,
                         user_data,
@@ -132,19 +154,23 @@ impl Linker {
                 }
             }
             What::UringComplete { req, res, path } => {
-                self.uring_complete(time, tid, req, res, path)
+                self.uring_complete(time, tid, (req, res), path, now)
             }
-            What::AioSubmit { ctx, iocbs, .. } => self.aio_call(tid, (ctx, iocbs)),
-            What::AioGetEvents { ctx } => self.aio_call(tid, (ctx, 0)),
-            What::AioGotEvents { ret } => self.aio_reaped(time, tid, ret),
+            What::AioSubmit { ctx, iocbs } => self.aio_call(tid, (ctx, iocbs), now),
+            What::AioGetEvents { ctx } => self.aio_call(tid, (ctx, 0), now),
+            What::AioGotEvents { ret } => self.aio_reaped(time, tid, ret, now),
         }
     }
 
     /// The aio context and iocb array of the system call of `tid` (the one open, or its
     /// next one when none is open).
-    fn aio_call(&mut self, tid: u32, aio: (u64, u64)) {
+    fn aio_call(&mut self, tid: u32, aio: (u64, u64), now: PathNow<'_>) {
         match self.open.get_mut(&tid) {
-            Some(o) => o.aio_ctx = Some(aio),
+            Some(o) => {
+                o.aio_ctx = Some(aio);
+                // Its events may be reaped after its return.
+                o.path(now);
+            }
             None => {
                 self.early.insert(tid, aio);
             }
@@ -169,7 +195,7 @@ impl Linker {
         }
     }
 
-    fn block(&mut self, time: u64, tid: u32, stage: Stage, rq: BlockRq) {
+    fn block(&mut self, time: u64, tid: u32, stage: Stage, rq: BlockRq, now: PathNow<'_>) {
         let key = (rq.dev, rq.sector);
         let layer = match stage {
             Stage::BioQueue => Layer::Bio,
@@ -184,7 +210,7 @@ impl Linker {
                 self.flight.remove(&key);
                 r.rq.error = rq.error;
                 r.points.push(point);
-                self.completed(time, i);
+                self.completed(i);
                 // Bios merged into this request (never a request of their own) end with it.
                 let end = rq.sector.saturating_add(u64::from(rq.nr_sector.max(1)));
                 let merged: Vec<(u32, u64)> = self
@@ -230,14 +256,14 @@ impl Linker {
                     time: o.start,
                     layer: Layer::Syscall,
                 });
-                r.syscall = Some(o.name.clone());
-                r.path = o.path.clone();
-                if o.name == "io_submit" {
+                r.syscall = Some(o.name.to_string());
+                r.path = o.path(now);
+                if &*o.name == "io_submit" {
                     r.via = Via::Aio;
                     r.aio = o.aio_ctx;
                 } else if let Some(s) = o.sqes.pop_front() {
                     sqe = Some(s);
-                } else if o.name != "io_uring_enter" {
+                } else if &*o.name != "io_uring_enter" {
                     o.waiting.push(i);
                 }
             }
@@ -254,7 +280,7 @@ impl Linker {
                     time: start,
                     layer: Layer::Syscall,
                 });
-                r.syscall = Some(name);
+                r.syscall = Some(name.to_string());
                 r.path = path;
             }
             r.points.push(Point {
@@ -279,14 +305,21 @@ impl Linker {
         self.requests.push(r);
     }
 
-    /// Request `i` completed on the device at `time`.
-    fn completed(&mut self, _time: u64, i: usize) {
+    /// Request `i` completed on the device.
+    fn completed(&mut self, i: usize) {
         if let (Via::Aio, Some((ctx, _))) = (self.requests[i].via, self.requests[i].aio) {
             self.aio_done.entry(ctx).or_default().push_back(i);
         }
     }
 
-    fn uring_complete(&mut self, time: u64, tid: u32, req: u64, res: i64, path: Rc<UserPath>) {
+    fn uring_complete(
+        &mut self,
+        time: u64,
+        tid: u32,
+        (req, res): (u64, i64),
+        path: Rc<UserPath>,
+        now: PathNow<'_>,
+    ) {
         let Some(list) = self.uring.remove(&req) else {
             return;
         };
@@ -301,7 +334,11 @@ impl Linker {
             });
         }
         match open {
-            Some(o) => o.waiting.extend(list),
+            Some(o) => {
+                // Reaped at the call's return, under the user functions open in it.
+                o.path(now);
+                o.waiting.extend(list);
+            }
             // Posted outside a system call (task work on the way back to user space): the
             // program can see it at once.
             None => {
@@ -312,10 +349,10 @@ impl Linker {
         }
     }
 
-    fn aio_reaped(&mut self, time: u64, tid: u32, ret: i64) {
-        let (o, time) = match self.open.get(&tid) {
+    fn aio_reaped(&mut self, time: u64, tid: u32, ret: i64, now: PathNow<'_>) {
+        let (o, time) = match self.open.get_mut(&tid) {
             Some(o) => (o, time),
-            None => match self.returned.get(&tid) {
+            None => match self.returned.get_mut(&tid) {
                 Some((o, at)) => (o, *at),
                 None => return,
             },
@@ -323,7 +360,7 @@ impl Linker {
         let Some((ctx, _)) = o.aio_ctx else {
             return;
         };
-        let (name, path) = (o.name.clone(), o.path.clone());
+        let (name, path) = (o.name.clone(), o.path(now));
         self.returned.remove(&tid);
         let Some(done) = self.aio_done.get_mut(&ctx) else {
             return;
@@ -335,13 +372,14 @@ impl Linker {
         }
     }
 
-    fn syscall_exit(&mut self, time: u64, tid: u32) {
+    fn syscall_exit(&mut self, time: u64, tid: u32, now: PathNow<'_>) {
         let Some(mut o) = self.open.remove(&tid) else {
             return;
         };
         for i in std::mem::take(&mut o.waiting) {
             if self.requests[i].at(Layer::Complete).is_some() {
-                self.reap(i, tid, time, &o.name, o.path.clone());
+                let path = o.path(now);
+                self.reap(i, tid, time, &o.name, path);
             }
         }
         if o.aio_ctx.is_some() {

@@ -19,8 +19,8 @@ fn path(frames: &[&str], function: Option<usize>) -> Rc<UserPath> {
 
 fn enter(time: u64, tid: u32, name: &str, p: &Rc<UserPath>) -> Event {
     let what = What::SyscallEnter {
-        name: name.to_string(),
-        path: p.clone(),
+        name: name.into(),
+        path: Some(p.clone()),
     };
     Event { time, tid, what }
 }
@@ -65,11 +65,7 @@ fn layers(r: &Request) -> Vec<Layer> {
 fn aio_reads_are_reaped_in_completion_order_by_the_calls_that_returned_them() {
     let sub = path(&["main", "submit_reads", "io_submit"], Some(1));
     let reap = path(&["main", "reap_reads", "io_getevents"], Some(1));
-    let aio = |ctx| What::AioSubmit {
-        ctx,
-        nr: 2,
-        iocbs: 0x7ff0,
-    };
+    let aio = |ctx| What::AioSubmit { ctx, iocbs: 0x7ff0 };
     let reqs = link(vec![
         enter(100, A, "io_submit", &sub),
         ev(101, A, aio(7)),
@@ -130,7 +126,6 @@ fn aio_arguments_seen_before_their_call_belong_to_it() {
     let reap = path(&["main", "reap_reads", "io_getevents"], Some(1));
     let aio = What::AioSubmit {
         ctx: 7,
-        nr: 1,
         iocbs: 0x7ff0,
     };
     let reqs = link(vec![
@@ -158,11 +153,7 @@ fn aio_arguments_seen_before_their_call_belong_to_it() {
 fn uring_sqes_link_to_their_requests_and_cqes_are_reaped_at_the_call_return() {
     let sub = path(&["main", "submit_reads", "io_uring_submit"], Some(1));
     let wait = path(&["main", "reap_reads", "io_uring_wait_cqe"], Some(1));
-    let submit = |req, user_data| What::UringSubmit {
-        req,
-        user_data,
-        opcode: 22,
-    };
+    let submit = |req, user_data| What::UringSubmit { req, user_data };
     let reqs = link(vec![
         enter(100, A, "io_uring_enter", &sub),
         ev(101, A, submit(0xa, 1)),
@@ -285,7 +276,6 @@ fn points_are_in_time_order_with_their_tasks() {
             What::UringSubmit {
                 req: 0xc,
                 user_data: 9,
-                opcode: 22,
             },
         ),
         ev(102, A, What::UringAsync { req: 0xc }),
@@ -412,4 +402,45 @@ fn fsync_requests_carry_the_sync_and_not_its_nested_writepages() {
         Some((FsKind::Writepages, Some((0, 4096))))
     );
     assert_eq!(reqs[4].fs, None);
+}
+
+/// `push_with` asks for a system call's user functions only when a request needs them, once.
+#[test]
+fn user_paths_are_asked_for_only_when_a_request_needs_them() {
+    let mut l = Linker::new();
+    let asked = std::cell::Cell::new(0);
+    let mut now = || {
+        asked.set(asked.get() + 1);
+        UserPath {
+            frames: vec!["main".to_string()],
+            function: Some(0),
+        }
+    };
+    let lazy = |time, name: &str| {
+        let what = What::SyscallEnter {
+            name: name.into(),
+            path: None,
+        };
+        Event { time, tid: A, what }
+    };
+    for e in [lazy(10, "getpid"), exit(11, A), lazy(20, "pwrite64")] {
+        l.push_with(e, &mut now);
+    }
+    assert_eq!(asked.get(), 0);
+    for e in [
+        block(21, A, Stage::Issue, 8, "WS"),
+        block(22, A, Stage::Issue, 16, "WS"),
+        block(23, A, Stage::Complete, 8, "WS"),
+        exit(24, A),
+    ] {
+        l.push_with(e, &mut now);
+    }
+    assert_eq!(asked.get(), 1);
+    let reqs = l.finish();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].path.function(), "main");
+    assert_eq!(
+        reqs[0].reaper.as_ref().map(|r| r.path.function()),
+        Some("main")
+    );
 }

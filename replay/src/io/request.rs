@@ -26,18 +26,18 @@ impl UserPath {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum What {
     /// A system call begins (`name` without its `__x64_sys_` prefix) under the user functions
-    /// of `path`.
-    SyscallEnter { name: String, path: Rc<UserPath> },
+    /// of `path`; `None`: asked of the walk when a request needs it
+    /// ([`Linker::push_with`](super::model::Linker::push_with)).
+    SyscallEnter {
+        name: Rc<str>,
+        path: Option<Rc<UserPath>>,
+    },
     /// The task's system call returns.
     SyscallExit,
     /// `block_bio_queue`, `block_rq_insert`, `block_rq_issue`, `block_rq_complete`.
     Block { stage: Stage, rq: BlockRq },
     /// `io_uring_submit_req`.
-    UringSubmit {
-        req: u64,
-        user_data: u64,
-        opcode: u8,
-    },
+    UringSubmit { req: u64, user_data: u64 },
     /// `io_uring_queue_async_work`: the request goes to a worker thread.
     UringAsync { req: u64 },
     /// `io_uring_complete`: the CQE is posted; `path` is the user functions open then (the
@@ -48,8 +48,8 @@ pub enum What {
         res: i64,
         path: Rc<UserPath>,
     },
-    /// `sys_enter_io_submit`: `nr` iocbs at user address `iocbs` for aio context `ctx`.
-    AioSubmit { ctx: u64, nr: u64, iocbs: u64 },
+    /// `sys_enter_io_submit`: iocbs at user address `iocbs` for aio context `ctx`.
+    AioSubmit { ctx: u64, iocbs: u64 },
     /// `sys_enter_io_getevents` / `io_pgetevents` of aio context `ctx`.
     AioGetEvents { ctx: u64 },
     /// `sys_exit_io_getevents` / `io_pgetevents`: `ret` events reaped (negative: an error).

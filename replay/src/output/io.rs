@@ -32,6 +32,7 @@
 
 use crate::io::{Request, Via};
 use crate::output::histogram::Histogram;
+use record_format::timeval::push_duration;
 use std::collections::BTreeMap;
 use std::io::Write;
 
@@ -44,14 +45,15 @@ pub const WORST: usize = 20;
 /// A group of requests: kind, device, interface, submitting function.
 type Key = (&'static str, u32, Via, String);
 
-/// Time in ns as replay prints durations (`12.345 us`).
+/// Time in ns as replay prints durations ([`push_duration`]: `12.345 us`, truncated), without
+/// its left padding; 0 is `0.000 us`.
 fn duration(ns: u64) -> String {
-    let (unit, div) = match ns {
-        n if n < 1_000_000 => ("us", 1_000),
-        n if n < 1_000_000_000 => ("ms", 1_000_000),
-        _ => ("s ", 1_000_000_000),
-    };
-    format!("{:.3} {unit}", ns as f64 / div as f64)
+    if ns == 0 {
+        return "0.000 us".to_string();
+    }
+    let mut s = String::with_capacity(16);
+    push_duration(&mut s, ns, false);
+    s.trim_start().to_string()
 }
 
 /// `major,minor` of a kernel `dev_t` (20-bit minor).

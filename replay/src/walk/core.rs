@@ -491,6 +491,7 @@ impl<'d> Core<'d> {
         }
         let plt = self.no_libcall && self.merge.sym.func(h.func).is_plt;
         if plt && self.policy.libcall == Libcall::HiddenExitDropped {
+            stack.forget_marks(step.slot);
             step.reported = false;
             return step;
         }
@@ -569,6 +570,40 @@ impl<'d> Core<'d> {
             self.fixups.resize(i + 1, None);
         }
         *self.fixups[i].get_or_insert_with(|| stack_effect(&self.merge.sym.func(func).name))
+    }
+
+    /// Whether an event of task `ti` shows now: tracing on, and inside the calls the filters
+    /// show (outside every `-F` function, or inside a `-N` one, uftrace hides them).
+    pub fn event_shown(&mut self, ti: usize) -> bool {
+        let s = &mut self.tasks[ti].stack;
+        let i = s.open_calls();
+        if !self.enabled || s.hidden(i) {
+            return false;
+        }
+        !(s.inside_notrace() || (self.merge.filters.has_filter && !s.inside_filter()))
+    }
+
+    /// Whether event record `h` of task `ti` can show now, in replay and to a script: a user
+    /// event (not a kernel tracepoint) only inside a call, as uftrace shows one
+    /// ([`TaskStack::event_placed`](crate::callstack::TaskStack::event_placed): not at the top
+    /// level, nor inside a call entered before the data or `-r` starts, nor only inside
+    /// calls hidden by `-Z`).
+    pub fn user_event_placed(&self, ti: usize, h: &Head) -> bool {
+        h.kernel_event.is_some() || self.tasks[ti].stack.event_placed()
+    }
+
+    /// The text (`name (fields)`) of event record `h` of task `ti` when replay shows it
+    /// ([`Core::event_shown`], [`Core::user_event_placed`], and above the `-D` depth); with
+    /// `no_sched` (`--no-sched`), not a `linux:sched*` one.
+    pub fn shown_event_text(&mut self, ti: usize, h: &Head, no_sched: bool) -> Option<String> {
+        if !self.event_shown(ti)
+            || !self.user_event_placed(ti, h)
+            || self.tasks[ti].stack.depth_left() <= 0
+        {
+            return None;
+        }
+        let text = self.merge.event_text(ti, h)?;
+        (!(no_sched && text.starts_with("linux:sched"))).then_some(text)
     }
 
     /// Closes the innermost call still open in task `ti` at the end of the data (as

@@ -241,24 +241,12 @@ impl<'d> Walk<'d> {
         Ok(std::mem::take(&mut self.core.merge.warnings))
     }
 
-    /// Hands event record `h` of task `ti` to `sink` when replay would show it: tracing on,
-    /// inside the calls the filters show.
+    /// Hands event record `h` of task `ti` to `sink` when replay would show it
+    /// ([`Core::shown_event_text`]).
     fn event(&mut self, sink: &mut dyn Sink, ti: usize, h: &Head) -> io::Result<()> {
-        let s = &mut self.core.tasks[ti].stack;
-        let i = s.open_calls();
-        if !self.core.enabled
-            || s.hidden(i)
-            || s.inside_notrace()
-            || (self.core.merge.filters.has_filter && !s.inside_filter())
-        {
-            return Ok(());
-        }
-        let Some(text) = self.core.merge.event_text(ti, h) else {
+        let Some(text) = self.core.shown_event_text(ti, h, self.no_sched) else {
             return Ok(());
         };
-        if self.no_sched && text.starts_with("linux:sched") {
-            return Ok(());
-        }
         sink.event(&EventCall {
             task: ti,
             tid: self.tasks[ti].tid,

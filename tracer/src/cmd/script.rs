@@ -15,9 +15,6 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     let Some(path) = inv.args.record.script.clone() else {
         anyhow::bail!("script needs a script file: -S FILE (a .py or .lua file)");
     };
-    let words = |v: &[std::ffi::OsString]| -> Vec<String> {
-        v.iter().map(|w| w.to_string_lossy().into_owned()).collect()
-    };
     if inv.args.record.record {
         if inv.program.is_empty() {
             return Ok(super::missing_program(notices));
@@ -30,26 +27,12 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
         let status = ended.report(notices);
         let data = super::open_data_at(&dir)?;
         let analysis = super::live::replay_invocation(inv);
-        run_over(
-            &data,
-            &analysis,
-            notices,
-            &mut script,
-            &words(&inv.program),
-            false,
-        )?;
+        run_over(&data, &analysis, notices, &mut script, &cmds(inv), false)?;
         return Ok(status);
     }
     let data = super::open_data(inv)?;
     let mut script = Script::open(&path)?;
-    run_over(
-        &data,
-        inv,
-        notices,
-        &mut script,
-        &words(&inv.program),
-        false,
-    )?;
+    run_over(&data, inv, notices, &mut script, &cmds(inv), false)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -96,12 +79,15 @@ pub fn after_record(
 ) -> anyhow::Result<()> {
     let data = super::open_data_at(dir)?;
     let analysis = super::live::replay_invocation(inv);
-    let cmds: Vec<String> = inv
-        .program
+    run_over(&data, &analysis, notices, script, &cmds(inv), true)
+}
+
+/// The script's `cmds`: the program's command line, as text.
+fn cmds(inv: &Invocation) -> Vec<String> {
+    inv.program
         .iter()
         .map(|w| w.to_string_lossy().into_owned())
-        .collect();
-    run_over(&data, &analysis, notices, script, &cmds, true)
+        .collect()
 }
 
 /// Runs `script` over `dir` with the analysis options of `inv` (and the directory's

@@ -3,7 +3,9 @@
 //! context fields; numbers are Lua numbers, so an integer value is its 64 bits read as a
 //! signed integer (as uftrace pushes them), and an entry's `duration` is 0.
 
-use super::{flush_c_stdio, Ctx, Engine, Kind, LoadError, ScriptError, Value};
+use super::{
+    c_stdout_closed, flush_c_stdio, CallError, Ctx, Engine, Kind, LoadError, ScriptError, Value,
+};
 use mlua::{ffi, Function, Lua, Table};
 
 pub struct LuaEngine {
@@ -171,7 +173,7 @@ impl Engine for LuaEngine {
         )
     }
 
-    fn call(&mut self, ctx: &Ctx<'_>) -> Result<(), ScriptError> {
+    fn call(&mut self, ctx: &Ctx<'_>) -> Result<(), CallError> {
         let Some(f) = &self.funcs[ctx.kind as usize] else {
             return Ok(());
         };
@@ -198,9 +200,11 @@ impl Engine for LuaEngine {
             })
         };
         match failed {
+            // `print` ignores write errors: a closed pipe is seen on the stream.
+            Ok(None) if c_stdout_closed() => Err(CallError::OutputClosed),
             Ok(None) => Ok(()),
-            Ok(Some(msg)) => Err(ScriptError(msg)),
-            Err(e) => Err(script_error(e)),
+            Ok(Some(msg)) => Err(ScriptError(msg).into()),
+            Err(e) => Err(script_error(e).into()),
         }
     }
 }

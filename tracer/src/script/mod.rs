@@ -84,12 +84,40 @@ impl<'a> Ctx<'a> {
 #[derive(Debug)]
 pub struct ScriptError(pub String);
 
+/// Why a call of the script did not complete.
+#[derive(Debug)]
+pub enum CallError {
+    /// The script raised an error.
+    Script(ScriptError),
+    /// Standard output is a pipe whose reader is gone (EPIPE, `| head`).
+    OutputClosed,
+}
+
+impl From<ScriptError> for CallError {
+    fn from(e: ScriptError) -> CallError {
+        CallError::Script(e)
+    }
+}
+
+/// The error of [`Script::call`] when standard output was closed ([`CallError::OutputClosed`]):
+/// the run stops quietly, as `replay | head` does ([`walk::run`]).
+#[derive(Debug)]
+pub struct OutputClosed;
+
+impl std::fmt::Display for OutputClosed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("output closed")
+    }
+}
+
+impl std::error::Error for OutputClosed {}
+
 /// A loaded script.
 pub trait Engine {
     /// The strings of the script's `UFTRACE_FUNCS` list, `None` when it has none.
     fn funcs(&mut self) -> Option<Vec<String>>;
     /// Calls the script function of `ctx.kind` (nothing when the script does not define it).
-    fn call(&mut self, ctx: &Ctx<'_>) -> Result<(), ScriptError>;
+    fn call(&mut self, ctx: &Ctx<'_>) -> Result<(), CallError>;
 }
 
 /// The scripting languages, by file extension.
@@ -162,12 +190,17 @@ impl Script {
         self.engine.funcs()
     }
 
-    /// Calls the script; an error prints the script's message on stderr and becomes one line.
+    /// Calls the script; an error prints the script's message on stderr and becomes one line
+    /// (or is [`OutputClosed`]).
     pub fn call(&mut self, ctx: &Ctx<'_>) -> anyhow::Result<()> {
-        self.engine.call(ctx).map_err(|ScriptError(text)| {
-            eprintln!("{text}");
-            anyhow::anyhow!("script {} failed in {}()", self.path, ctx.kind.function())
-        })
+        match self.engine.call(ctx) {
+            Ok(()) => Ok(()),
+            Err(CallError::OutputClosed) => Err(OutputClosed.into()),
+            Err(CallError::Script(ScriptError(text))) => {
+                eprintln!("{text}");
+                anyhow::bail!("script {} failed in {}()", self.path, ctx.kind.function())
+            }
+        }
     }
 
     /// `uftrace_begin(ctx)` with the version and the script's command line.
@@ -203,6 +236,31 @@ fn print_c_stdout(line: &str) {
 fn flush_c_stdio() {
     // SAFETY: fflush(NULL) flushes every C stream; no stream is being closed meanwhile.
     unsafe { libc::fflush(std::ptr::null_mut()) };
+}
+
+extern "C" {
+    /// C's standard output stream.
+    static stdout: *mut libc::FILE;
+}
+
+/// Whether a write to C's stdout (Lua's `print`) failed because it is a pipe whose reader is
+/// gone (`| head`): the stream's error flag is set and the descriptor polls as an error (as a
+/// pipe's write end does once it has no reader).
+fn c_stdout_closed() -> bool {
+    // SAFETY: `stdout` is libc's stream, set before main and never closed; ferror and fileno
+    // only read it.
+    let (failed, fd) = unsafe { (libc::ferror(stdout) != 0, libc::fileno(stdout)) };
+    if !failed {
+        return false;
+    }
+    let mut p = libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no wait.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n == 1 && p.revents & libc::POLLERR != 0
 }
 
 /// Why a script could not be loaded.

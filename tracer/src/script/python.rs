@@ -4,7 +4,7 @@
 //! itself does not need libpython. The calls cross `script-abi`'s C interface: plain
 //! records in, error messages (Python tracebacks) out.
 
-use super::{Ctx, Engine, Kind, LoadError, ScriptError};
+use super::{CallError, Ctx, Engine, Kind, LoadError, ScriptError};
 use script_abi::{flags, kind, Bytes, Record};
 use std::ffi::c_void;
 
@@ -146,7 +146,7 @@ impl Engine for PythonEngine {
         )
     }
 
-    fn call(&mut self, ctx: &Ctx<'_>) -> Result<(), ScriptError> {
+    fn call(&mut self, ctx: &Ctx<'_>) -> Result<(), CallError> {
         self.buf.clear();
         let mut fl = 0;
         if let Some(values) = ctx.values {
@@ -182,9 +182,11 @@ impl Engine for PythonEngine {
         if err.is_null() {
             return Ok(());
         }
-        Err(ScriptError(
-            String::from_utf8_lossy(&self.plugin.take(err)).into_owned(),
-        ))
+        let text = self.plugin.take(err);
+        if text == script_abi::OUTPUT_CLOSED {
+            return Err(CallError::OutputClosed);
+        }
+        Err(ScriptError(String::from_utf8_lossy(&text).into_owned()).into())
     }
 }
 

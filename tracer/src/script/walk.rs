@@ -6,7 +6,7 @@
 //! `-H` function does not count), as uftrace gives it. `UFTRACE_FUNCS` selects functions by
 //! the `--match` patterns after the filters; events always pass.
 
-use super::{Ctx, Kind, Script, Value};
+use super::{Ctx, Kind, OutputClosed, Script, Value};
 use record_format::argspec::{ArgFormat, ArgItem, ArgValue};
 use record_format::TraceDir;
 use replay::filter::Pattern;
@@ -88,8 +88,22 @@ impl Selection {
 }
 
 /// Runs `script` over `dir`: `uftrace_begin` (`record`, `cmds`), every shown record in time
-/// order, `uftrace_end`. `no_args` leaves the arguments and return values out.
+/// order, `uftrace_end`. `no_args` leaves the arguments and return values out. Once standard
+/// output is a closed pipe ([`OutputClosed`]) the run stops there, quietly.
 pub fn run(
+    dir: &TraceDir,
+    cfg: &Config,
+    script: &mut Script,
+    no_args: bool,
+    record_cmds: (bool, &[String]),
+) -> anyhow::Result<()> {
+    match walk(dir, cfg, script, no_args, record_cmds) {
+        Err(e) if e.is::<OutputClosed>() => Ok(()),
+        r => r,
+    }
+}
+
+fn walk(
     dir: &TraceDir,
     cfg: &Config,
     script: &mut Script,
@@ -126,6 +140,10 @@ pub fn run(
         let tid = i64::from(core.merge.tid(ti));
         values.clear();
         if kind == Kind::Event {
+            // The filters do not hide events from a script, the data's edges do.
+            if !core.user_event_placed(ti, &head) {
+                continue;
+            }
             let Some(text) = core.merge.event_text(ti, &head) else {
                 continue;
             };

@@ -402,15 +402,9 @@ impl<'d, 'w> Engine<'d, 'w> {
 
     fn event(&mut self, ti: usize, h: &Head) -> Result<()> {
         let depth = self.layout.tasks[ti].display_depth as u32;
-        if !self.event_shown(ti) {
-            return Ok(());
-        }
-        let Some(text) = self.core.merge.event_text(ti, h) else {
+        let Some(text) = self.core.shown_event_text(ti, h, self.cfg.no_sched) else {
             return Ok(());
         };
-        if self.cfg.no_sched && text.starts_with("linux:sched") {
-            return Ok(());
-        }
         let ctx = LineCtx {
             time: h.raw.time,
             ..line_ctx(&self.core.merge, &self.layout.tasks, ti, 0, None)
@@ -419,24 +413,13 @@ impl<'d, 'w> Engine<'d, 'w> {
         Ok(())
     }
 
-    /// Whether an event of task `ti` shows now: tracing on, and inside the calls the filters
-    /// show (outside every `-F` function, or inside a `-N` one, uftrace hides them).
-    fn event_shown(&mut self, ti: usize) -> bool {
-        let s = &mut self.core.tasks[ti].stack;
-        let i = s.open_calls();
-        if !self.core.enabled || s.hidden(i) {
-            return false;
-        }
-        !(s.inside_notrace() || (self.core.merge.filters.has_filter && !s.inside_filter()))
-    }
-
     /// Prints the `extern.dat` lines before `upto` as comments of the task of the last record
     /// (shown where an event of that task would be).
     fn flush_extern(&mut self, upto: u64) -> Result<()> {
         while let Some((time, msg)) = self.core.merge.next_extern(upto) {
             self.printer.record_seen()?;
             let Some(ti) = self.last_task else { continue };
-            if !self.core.merge.task_goes_past(ti, time) || !self.event_shown(ti) {
+            if !self.core.merge.task_goes_past(ti, time) || !self.core.event_shown(ti) {
                 continue;
             }
             // Not inside a call entered before the data (or `-r`) starts, as uftrace.
