@@ -398,6 +398,69 @@ fn record_and_live_run_the_script() {
     util::assert_no_failures(&failures);
 }
 
+/// `record -S` runs the script while the program runs: `agent_phases` runs phase1(), then
+/// waits until the test lets it go on. The script (writing each entry's name to a file) has seen
+/// phase1() by then: with 4 KB buffers, the library calls of the program's polling fill the
+/// chunk that holds phase1's records, which the recorder then writes and hands to the script.
+#[test]
+fn record_script_runs_while_the_program_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = util::testprog("agent_phases", Mode::Pg);
+    let seen = tmp.path().join("seen.txt");
+    let sig = tmp.path().join("sig");
+    std::fs::create_dir(&sig).unwrap();
+    let lua = script(
+        tmp.path(),
+        "seen.lua",
+        &format!(
+            "local f = io.open(\"{}\", \"a\")\n\
+             function uftrace_entry(ctx) f:write(ctx.name, \"\\n\") f:flush() end\n\
+             function uftrace_end() f:write(\"end\\n\") f:close() end\n",
+            seen.display()
+        ),
+    );
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.args([
+        "record",
+        "--no-event",
+        "--no-sched",
+        "-b",
+        "4k",
+        "-S",
+        &lua,
+        "-d",
+    ])
+    .arg(tmp.path().join("data"))
+    .arg(&prog)
+    .arg(&sig)
+    .arg("1")
+    .stdout(std::process::Stdio::null());
+    let mut child = util::ChildGuard::new(cmd.spawn().unwrap());
+    let read = || std::fs::read_to_string(&seen).unwrap_or_default();
+    let started = std::time::Instant::now();
+    let limit = std::time::Duration::from_secs(20);
+    while !sig.join("ready1").exists() && started.elapsed() < limit {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    while !read().contains("phase1\n") && started.elapsed() < limit {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let early = read();
+    let waiting = sig.join("ready1").exists() && !sig.join("go1").exists();
+    std::fs::write(sig.join("go1"), "").unwrap();
+    let status = child.child_mut().wait().unwrap();
+    let after = read();
+    assert!(status.success(), "record -S failed: {status}");
+    assert!(
+        waiting && early.contains("phase1\n") && !early.contains("end"),
+        "the script did not see phase1() while the program waited:\n{early}"
+    );
+    assert!(
+        after.contains("main\n") && after.ends_with("end\n"),
+        "the script did not run to its end:\n{after}"
+    );
+}
+
 #[test]
 fn script_errors_stop_with_the_interpreters_message() {
     let tmp = tempfile::tempdir().unwrap();

@@ -13,7 +13,8 @@
 //! directory is kept and named in the error.
 
 use super::proto::{self, kind};
-use super::stream::{DataStream, Streamer};
+use super::stream::Streamer;
+use crate::record::ordered::DataStream;
 use anyhow::Context;
 use record_format::raw::RECORD_SIZE;
 use std::io::{BufWriter, Read, Write};

@@ -14,9 +14,13 @@
 //! never needs libpython otherwise. A script error stops the run: the interpreter's message
 //! (traceback and location) goes to stderr and the command fails with one line.
 
+mod live;
 mod lua;
 mod python;
+mod records;
 pub mod walk;
+pub use live::LiveScript;
+pub use records::Setup;
 
 pub use script_abi::Value;
 use std::path::Path;
