@@ -1,7 +1,7 @@
 //! The records of a data directory still being written, handed to a script thread by thread
 //! in record order ([`super::live`]): each thread's `<tid>.dat` is read up to where the pump
 //! has written it in order, its records decoded (entries, exits with their durations from a
-//! per-thread stack, events; arguments and return values by the recorded specs), and every
+//! thread's entries, events; arguments and return values by the recorded specs), and every
 //! entry and exit of a function `UFTRACE_FUNCS` selects, and every event, is given to the
 //! script. The depth is the recorded one: the recorder applied the filters.
 //!
@@ -53,8 +53,9 @@ struct Thread {
     upto: Option<u64>,
     /// The recording ended: the data file is whole.
     whole: bool,
-    /// (address, time) of the entries open, by depth.
-    stack: Vec<(u64, u64)>,
+    /// The time of the last entry of each function at each depth: an exit's duration is from
+    /// there (also the second return of a `setjmp`, after a `longjmp`).
+    entered: HashMap<(u16, u64), u64>,
     /// The records cannot be followed further (no spec for a payload, bad magic).
     broken: bool,
 }
@@ -322,7 +323,7 @@ impl Threads {
             let pstart = pos + RECORD_SIZE;
             match raw.kind {
                 RecordKind::Lost => {
-                    t.stack.clear();
+                    t.entered.clear();
                     t.pos = pstart;
                 }
                 RecordKind::Event => {
@@ -380,21 +381,16 @@ impl Threads {
                         }
                     }
                     t.pos = pstart + plen;
-                    let depth = raw.depth as usize;
+                    let depth = raw.depth;
                     let mut duration = 0;
                     if exit {
-                        let open = t.stack.get(depth).copied();
-                        t.stack.truncate(depth);
-                        match open {
-                            Some((addr, time)) if addr == raw.addr => {
-                                duration = raw.time.saturating_sub(time)
-                            }
-                            // An exit without its entry is not shown.
-                            _ => continue,
+                        // An exit without its entry (a fork child's return from `fork`) has
+                        // no duration.
+                        if let Some(time) = t.entered.get(&(depth, raw.addr)) {
+                            duration = raw.time.saturating_sub(*time);
                         }
                     } else {
-                        t.stack.resize(depth, (u64::MAX, 0));
-                        t.stack.push((raw.addr, raw.time));
+                        t.entered.insert((depth, raw.addr), raw.time);
                     }
                     if !f.wanted {
                         continue;
@@ -411,7 +407,7 @@ impl Threads {
                     let ctx = Ctx {
                         kind: if exit { Kind::Exit } else { Kind::Entry },
                         tid: i64::from(tid),
-                        depth: depth as i64,
+                        depth: i64::from(depth),
                         timestamp: raw.time,
                         duration,
                         address: raw.addr,
