@@ -7,7 +7,7 @@
 //! pump never tells of: a gap still open two passes after it was seen is read from the data
 //! file. What the pump never tells of at all (the salvage, flight dumps) is in the data files
 //! from [`DataStream::sent`] on once the recording ended. Used by `record --host`
-//! (`net::stream`) and `record -S`/`live -S` (`script::live`).
+//! (`net::send`) and `record -S`/`live -S` (`script::live`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
