@@ -215,3 +215,7 @@ fn run(rx: &Receiver<Msg>, mut threads: Threads, script: &mut Script) -> anyhow:
         }
     }
 }
+
+#[cfg(test)]
+#[path = "live_tests.rs"]
+mod tests;
