@@ -461,6 +461,58 @@ fn record_script_runs_while_the_program_runs() {
     );
 }
 
+/// `record -S` over fork children: each task's calls as uftrace's record-time script gives
+/// them, durations too (a child starts with its parent's open calls: its exits from `fork` and
+/// `main` have theirs).
+#[test]
+fn record_script_fork_children_match_uftrace() {
+    if !util::need_uftrace("record_script_fork_children_match_uftrace") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let py = script(tmp.path(), "tree.py", TREE_PY);
+    let mut failures = Vec::new();
+    for prog in ["fork", "vfork"] {
+        let exe = util::testprog(prog, Mode::Pg);
+        let mut tasks = Vec::new();
+        for uftrace in [true, false] {
+            let mut cmd = Command::new(if uftrace {
+                util::uftrace_bin()
+            } else {
+                util::utrace_bin()
+            });
+            cmd.args(["record", "--no-event", "--no-sched", "-S", &py, "-d"])
+                .arg(tmp.path().join(format!("{prog}-{uftrace}.data")))
+                .arg(&exe);
+            let out = util::run(cmd);
+            out.assert_success();
+            // Each task's lines without its tid, the tasks in order of their lines.
+            let mut by_tid: Vec<(String, Vec<String>)> = Vec::new();
+            for line in out.stdout.lines().filter(|l| !l.starts_with("event")) {
+                let mut words: Vec<&str> = line.split_whitespace().collect();
+                if words.len() < 2 {
+                    continue;
+                }
+                let tid = words.remove(1).to_string();
+                match by_tid.iter_mut().find(|(t, _)| *t == tid) {
+                    Some((_, lines)) => lines.push(words.join(" ")),
+                    None => by_tid.push((tid, vec![words.join(" ")])),
+                }
+            }
+            let mut lines: Vec<Vec<String>> = by_tid.into_iter().map(|(_, l)| l).collect();
+            lines.sort();
+            tasks.push(lines);
+        }
+        if tasks[0] != tasks[1] || tasks[1].len() < 2 {
+            failures.push(format!(
+                "{prog} (uftrace, then utrace):\n{:#?}\n{:#?}",
+                tasks[0], tasks[1]
+            ));
+        }
+    }
+    util::assert_no_failures(&failures);
+}
+
 #[test]
 fn script_errors_stop_with_the_interpreters_message() {
     let tmp = tempfile::tempdir().unwrap();

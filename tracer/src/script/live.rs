@@ -190,10 +190,11 @@ fn run(rx: &Receiver<Msg>, mut threads: Threads, script: &mut Script) -> anyhow:
                     Err(_) => return Ok(false),
                 },
             };
-            let outcome = match msg {
+            let mut outcome = match msg {
                 Msg::Upto(tid, upto) => threads.feed(tid, Some(upto), &mut names, script)?,
                 Msg::End => {
-                    // The final pass: every data file to its end, in thread order.
+                    // The final pass: every data file to its end, in thread order, then the
+                    // fork children still waiting.
                     let mut outcome = Outcome::Done;
                     for tid in threads.all_tids() {
                         outcome = threads.feed(tid, None, &mut names, script)?;
@@ -202,12 +203,19 @@ fn run(rx: &Receiver<Msg>, mut threads: Threads, script: &mut Script) -> anyhow:
                         }
                     }
                     if outcome == Outcome::Done {
+                        outcome = threads.release_all(&mut names, script)?;
+                    }
+                    if outcome == Outcome::Done {
                         return Ok(true);
                     }
                     pending = Some(Msg::End);
                     outcome
                 }
             };
+            // Fork children whose parents passed their fork: their records.
+            while outcome == Outcome::Done && threads.released {
+                outcome = threads.resume(&mut names, script)?;
+            }
             if outcome == Outcome::Refresh {
                 resume = true;
                 break;

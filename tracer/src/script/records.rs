@@ -13,11 +13,15 @@
 //! the record arrived ([`Outcome::Refresh`]); one still unknown there is named by its address,
 //! as replay names it. Each address is resolved once per session.
 
+mod fork;
+
 use super::walk::{event_parts, value, Selection};
 use super::{Ctx, Kind, Script, Value};
+use fork::Fork;
 use record_format::argspec::{decode_payload, payload_len, ArgItem};
 use record_format::dat::{event_payload_len, read_header, BadRecord};
 use record_format::raw::{RecordKind, RECORD_SIZE};
+use record_format::task::TaskLine;
 use record_format::TraceDir;
 use replay::specs::{FuncSpec, Specs};
 use replay::symbols::Symbolizer;
@@ -58,6 +62,10 @@ struct Thread {
     entered: HashMap<(u16, u64), u64>,
     /// The records cannot be followed further (no spec for a payload, bad magic).
     broken: bool,
+    /// Whether it is a fork child, decided at its first record.
+    fork: Fork,
+    /// The time of the last record decoded.
+    last_time: u64,
 }
 
 /// A function as the script sees it.
@@ -73,6 +81,8 @@ pub struct Names<'d> {
     specs: Specs,
     /// The arrival count when the snapshot was taken.
     taken: u64,
+    /// Fork children by pid: their parent and the time of the fork.
+    forks: HashMap<u32, (u32, u64)>,
 }
 
 impl<'d> Names<'d> {
@@ -81,6 +91,14 @@ impl<'d> Names<'d> {
             sym: Symbolizer::new(dir, demangle),
             specs: Specs::new(dir),
             taken,
+            forks: dir
+                .tasks
+                .iter()
+                .filter_map(|t| match t {
+                    TaskLine::Fork { time, pid, ppid } => Some((*pid, (*ppid, *time))),
+                    _ => None,
+                })
+                .collect(),
         }
     }
 }
@@ -106,6 +124,10 @@ pub struct Threads {
     pub arrivals: u64,
     events: Option<HashMap<u64, String>>,
     values: Vec<Value>,
+    /// Fork children waiting, by parent.
+    waiting: HashMap<u32, Vec<u32>>,
+    /// Some were released: they have records to decode.
+    pub released: bool,
 }
 
 impl Threads {
@@ -120,6 +142,8 @@ impl Threads {
             arrivals: 0,
             events: None,
             values: Vec::new(),
+            waiting: HashMap::new(),
+            released: false,
         }
     }
 
@@ -180,6 +204,7 @@ impl Threads {
         names: &mut Option<Names<'_>>,
         script: &mut Script,
     ) -> anyhow::Result<Outcome> {
+        self.released = false;
         for tid in self.tids() {
             if self.pump(tid, names, script)? == Outcome::Refresh {
                 return Ok(Outcome::Refresh);
@@ -205,7 +230,7 @@ impl Threads {
             let Some(t) = self.threads.get_mut(&tid) else {
                 return Ok(Outcome::Done);
             };
-            if t.broken {
+            if t.broken || matches!(t.fork, Fork::Waiting(..)) {
                 return Ok(Outcome::Done);
             }
             if t.file.is_none() {
@@ -320,6 +345,22 @@ impl Threads {
                 Some(Ok(r)) => r,
             };
             let arrived = t.arrived;
+            match t.fork {
+                Fork::Decided => {}
+                Fork::Waiting(..) => return Ok(Outcome::Done),
+                Fork::Unknown => match self.fork_of(tid, names, arrived) {
+                    None => return Ok(Outcome::Refresh),
+                    Some(Fork::Waiting(..)) => return Ok(Outcome::Done),
+                    Some(_) => {}
+                },
+            }
+            if self.waiting.contains_key(&tid) {
+                self.release(tid, Some(raw.time));
+            }
+            let Some(t) = self.threads.get_mut(&tid) else {
+                return Ok(Outcome::Done);
+            };
+            t.last_time = raw.time;
             let pstart = pos + RECORD_SIZE;
             match raw.kind {
                 RecordKind::Lost => {
