@@ -463,43 +463,50 @@ fn record_script_runs_while_the_program_runs() {
 
 /// `record -S` over fork children: each task's calls as uftrace's record-time script gives
 /// them, durations too (a child starts with its parent's open calls: its exits from `fork` and
-/// `main` have theirs).
+/// `main` have theirs). Each task's lines go to a file of its own (uftrace runs the script in
+/// each process: their prints would mix).
 #[test]
 fn record_script_fork_children_match_uftrace() {
     if !util::need_uftrace("record_script_fork_children_match_uftrace") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let py = script(tmp.path(), "tree.py", TREE_PY);
     let mut failures = Vec::new();
     for prog in ["fork", "vfork"] {
         let exe = util::testprog(prog, Mode::Pg);
         let mut tasks = Vec::new();
         for uftrace in [true, false] {
+            let out_dir = tmp.path().join(format!("{prog}-{uftrace}"));
+            std::fs::create_dir(&out_dir).unwrap();
+            let py = script(
+                &out_dir,
+                "tasks.py",
+                &format!(
+                    "def line(ctx, text):\n\
+                     \x20   with open(\"{}/%d.txt\" % ctx[\"tid\"], \"a\") as f:\n\
+                     \x20       f.write(text + \"\\n\")\n\
+                     def uftrace_entry(ctx):\n\
+                     \x20   line(ctx, \"entry %d %s\" % (ctx[\"depth\"], ctx[\"name\"]))\n\
+                     def uftrace_exit(ctx):\n\
+                     \x20   line(ctx, \"exit %d %s %s\" % (ctx[\"depth\"], ctx[\"name\"], ctx[\"duration\"] > 0))\n",
+                    out_dir.display()
+                ),
+            );
             let mut cmd = Command::new(if uftrace {
                 util::uftrace_bin()
             } else {
                 util::utrace_bin()
             });
             cmd.args(["record", "--no-event", "--no-sched", "-S", &py, "-d"])
-                .arg(tmp.path().join(format!("{prog}-{uftrace}.data")))
+                .arg(out_dir.join("data"))
                 .arg(&exe);
-            let out = util::run(cmd);
-            out.assert_success();
-            // Each task's lines without its tid, the tasks in order of their lines.
-            let mut by_tid: Vec<(String, Vec<String>)> = Vec::new();
-            for line in out.stdout.lines().filter(|l| !l.starts_with("event")) {
-                let mut words: Vec<&str> = line.split_whitespace().collect();
-                if words.len() < 2 {
-                    continue;
-                }
-                let tid = words.remove(1).to_string();
-                match by_tid.iter_mut().find(|(t, _)| *t == tid) {
-                    Some((_, lines)) => lines.push(words.join(" ")),
-                    None => by_tid.push((tid, vec![words.join(" ")])),
-                }
-            }
-            let mut lines: Vec<Vec<String>> = by_tid.into_iter().map(|(_, l)| l).collect();
+            util::run(cmd).assert_success();
+            let mut lines: Vec<String> = std::fs::read_dir(&out_dir)
+                .unwrap()
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".txt"))
+                .map(|e| std::fs::read_to_string(e.path()).unwrap())
+                .collect();
             lines.sort();
             tasks.push(lines);
         }

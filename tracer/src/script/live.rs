@@ -75,9 +75,12 @@ impl LiveScript {
                         return Ok(());
                     }
                 };
-                let _ = ready_tx.send(Ok(()));
+                // Everything set up before the answer: from then on this thread waits for the
+                // first message, holding nothing, while the recorder forks its guardian.
                 let funcs = script.funcs();
-                let ran = run(&rx, Threads::new(&at, setup, funcs), &mut script);
+                let threads = Threads::new(&at, setup, funcs);
+                let _ = ready_tx.send(Ok(()));
+                let ran = run(&rx, threads, &mut script);
                 // Also after an error: what the script printed so far comes out.
                 let ended = ran.and_then(|ended| match ended {
                     true => script.end(),
@@ -173,9 +176,13 @@ fn run(rx: &Receiver<Msg>, mut threads: Threads, script: &mut Script) -> anyhow:
     let mut resume = false;
     loop {
         // A snapshot of the directory as it is now; a record that it does not know of and
-        // that came before it was taken is named by its address.
+        // that came before it was taken is named by its address. None before the first
+        // records (nothing to read yet, and nothing done while the recorder forks).
         let taken = threads.arrivals;
-        let dir = TraceDir::open_recording(threads.dir(), &threads.tids()).ok();
+        let dir = match resume {
+            true => TraceDir::open_recording(threads.dir(), &threads.tids()).ok(),
+            false => None,
+        };
         let mut names = dir
             .as_ref()
             .map(|d| Names::new(d, threads.demangle(), taken));
