@@ -385,6 +385,24 @@ fn record_and_live_run_the_script() {
             "live -S: no script output before the replay:\n{out}"
         ));
     }
+    // --keep-pid: the recorder goes on in a forked copy of utrace, without the script's
+    // thread: the script runs over the data once the program ended.
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.args([
+        "record",
+        "--keep-pid",
+        "--no-event",
+        "--no-sched",
+        "-S",
+        &py,
+        "-d",
+    ])
+    .arg(tmp.path().join("k.data"))
+    .arg(&abc);
+    let out = util::run(cmd);
+    if !out.status.success() || !out.stdout.contains("exit ") || out.stderr.contains("panicked") {
+        failures.push(format!("record --keep-pid -S:\n{out}"));
+    }
     // script --record COMMAND: records, then runs the script with the command as cmds.
     let mut cmd = Command::new(util::utrace_bin());
     cmd.current_dir(tmp.path())

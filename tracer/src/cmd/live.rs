@@ -45,11 +45,11 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     };
     // `-S`: loaded before the program runs, runs while it runs, before the replay.
     let (script, rec_inv) = super::script::for_record(inv, notices, &dir)?;
-    let observer = script.as_ref().map(|s| s.observer());
+    let observer = script.as_ref().and_then(|s| s.observer());
     let target = super::script::target(&dir, temp.is_none(), observer.as_ref());
     let ended = record::record(&rec_inv, notices, target)?;
     if let Some(script) = script {
-        script.finish()?;
+        script.finish(inv, &dir, notices)?;
     }
     let status = ended.report(notices);
     let data = super::open_data_at(&dir)?;

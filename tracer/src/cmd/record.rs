@@ -33,11 +33,11 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     // the records as they are written.
     let dir = inv.args.data.record_dir();
     let (script, rec_inv) = super::script::for_record(inv, notices, &dir)?;
-    let observer = script.as_ref().map(|s| s.observer());
+    let observer = script.as_ref().and_then(|s| s.observer());
     let target = super::script::target(&dir, true, observer.as_ref());
     let ended = record::record(&rec_inv, notices, target)?;
     if let Some(script) = script {
-        script.finish()?;
+        script.finish(inv, &dir, notices)?;
     }
     Ok(ended.report(notices))
 }

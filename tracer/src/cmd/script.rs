@@ -16,9 +16,6 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     let Some(path) = inv.args.record.script.clone() else {
         anyhow::bail!("script needs a script file: -S FILE (a .py or .lua file)");
     };
-    let words = |v: &[std::ffi::OsString]| -> Vec<String> {
-        v.iter().map(|w| w.to_string_lossy().into_owned()).collect()
-    };
     if inv.args.record.record {
         if inv.program.is_empty() {
             return Ok(super::missing_program(notices));
@@ -54,6 +51,49 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
+/// How `record -S`/`live -S` run the script.
+pub enum RecordScript {
+    /// While the program runs.
+    Live(LiveScript),
+    /// `--keep-pid`: the recorder goes on in a forked copy of this process, which has none of
+    /// its other threads: the script is loaded first and runs over the data once the program
+    /// ended.
+    After(Script),
+}
+
+impl RecordScript {
+    /// The observer of the recording's chunks, if the script runs while the program runs.
+    pub fn observer(&self) -> Option<crate::record::ChunkObserver> {
+        match self {
+            RecordScript::Live(live) => Some(live.observer()),
+            RecordScript::After(_) => None,
+        }
+    }
+
+    /// The recording into `dir` ended: the script's end (or its whole run).
+    pub fn finish(
+        self,
+        inv: &Invocation,
+        dir: &std::path::Path,
+        notices: &mut Notices,
+    ) -> anyhow::Result<()> {
+        match self {
+            RecordScript::Live(live) => live.finish(),
+            RecordScript::After(mut script) => {
+                let data = super::open_data_at(dir)?;
+                let analysis = super::live::replay_invocation(inv);
+                let cmds = words(&inv.program);
+                run_over(&data, &analysis, notices, &mut script, &cmds, true)
+            }
+        }
+    }
+}
+
+/// A command line as strings.
+fn words(v: &[std::ffi::OsString]) -> Vec<String> {
+    v.iter().map(|w| w.to_string_lossy().into_owned()).collect()
+}
+
 /// `record -S`/`live -S`: the invocation to record with (the script's `uftrace-option:`
 /// options added), and the script started ([`LiveScript`]: loaded, `uftrace_begin` called)
 /// to run over what is recorded into `dir` while the program runs; no script without `-S`.
@@ -62,11 +102,14 @@ pub fn for_record(
     inv: &Invocation,
     notices: &mut Notices,
     dir: &std::path::Path,
-) -> anyhow::Result<(Option<LiveScript>, Invocation)> {
+) -> anyhow::Result<(Option<RecordScript>, Invocation)> {
     let Some(path) = inv.args.record.script.as_deref() else {
         return Ok((None, inv.clone()));
     };
     let rec_inv = with_script_options(inv, path, notices)?;
+    if inv.args.record.keep_pid {
+        return Ok((Some(RecordScript::After(Script::open(path)?)), rec_inv));
+    }
     // As `script` would run it over the data: the filters were applied by the recorder.
     let cfg = config::analysis_config(&super::live::replay_invocation(inv), notices)?;
     notices.flush();
@@ -75,13 +118,8 @@ pub fn for_record(
         match_type: cfg.match_type,
         no_args: inv.args.replay.no_args,
     };
-    let cmds: Vec<String> = inv
-        .program
-        .iter()
-        .map(|w| w.to_string_lossy().into_owned())
-        .collect();
-    let live = LiveScript::start(path, setup, cmds, dir)?;
-    Ok((Some(live), rec_inv))
+    let live = LiveScript::start(path, setup, words(&inv.program), dir)?;
+    Ok((Some(RecordScript::Live(live)), rec_inv))
 }
 
 /// The record target of `dir` (`fresh`: made fresh, else a private one that exists), observed
