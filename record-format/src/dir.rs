@@ -312,6 +312,17 @@ fn missing_means_no_data(dir: &Path, e: FormatError) -> FormatError {
 impl TraceDir {
     /// Opens and validates a data directory.
     pub fn open(dir: &Path) -> Result<TraceDir> {
+        TraceDir::open_as(dir, None)
+    }
+
+    /// Opens a data directory that is still being recorded into, for its sessions, tasks and
+    /// symbols: `tids` are the threads to know of (`info` does not list them yet); their data
+    /// files are not read, nor the kernel's.
+    pub fn open_recording(dir: &Path, tids: &[u32]) -> Result<TraceDir> {
+        TraceDir::open_as(dir, Some(tids))
+    }
+
+    fn open_as(dir: &Path, recording: Option<&[u32]>) -> Result<TraceDir> {
         let meta = fs::metadata(dir).map_err(|source| FormatError::Open {
             path: dir.to_path_buf(),
             source,
@@ -333,7 +344,10 @@ impl TraceDir {
             }
             Err(e) => return Err(e),
         };
-        let info = Info::parse(&bytes, &info_path)?;
+        let mut info = Info::parse(&bytes, &info_path)?;
+        if let Some(tids) = recording {
+            info.tids = tids.to_vec();
+        }
         if dir.join("task").exists() {
             return Err(FormatError::invalid(
                 dir.join("task"),
@@ -381,13 +395,20 @@ impl TraceDir {
         let mut data = Vec::with_capacity(info.tids.len());
         for &tid in &info.tids {
             let path = dir.join(format!("{tid}.dat"));
+            if recording.is_some() {
+                data.push(DatFile::empty(&path, tid));
+                continue;
+            }
             // uftrace warns about a thread it cannot read and replays the others.
             data.push(DatFile::open(&path, tid).unwrap_or_else(|e| {
                 warn(format!("{e}; leaving its thread out"));
                 DatFile::empty(&path, tid)
             }));
         }
-        if data.iter().all(DatFile::is_empty) && !info.has_feature(feat::KERNEL) {
+        if recording.is_none()
+            && data.iter().all(DatFile::is_empty)
+            && !info.has_feature(feat::KERNEL)
+        {
             return Err(FormatError::NoData {
                 path: dir.to_path_buf(),
                 warnings,
@@ -396,7 +417,7 @@ impl TraceDir {
         let mut text = |name: &str| optional(dir, name, &mut warn).map(file::into_text);
         let default_opts = text("default.opts").filter(|s| !s.trim().is_empty());
         let extern_data = text("extern.dat");
-        let kernel = if info.has_feature(feat::KERNEL) {
+        let kernel = if info.has_feature(feat::KERNEL) && recording.is_none() {
             KernelData::load(dir, &mut warn)
         } else {
             None

@@ -386,6 +386,24 @@ fn record_and_live_run_the_script() {
             "live -S: no script output before the replay:\n{out}"
         ));
     }
+    // --keep-pid: the recorder goes on in a forked copy of utrace, without the script's
+    // thread: the script runs over the data once the program ended.
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.args([
+        "record",
+        "--keep-pid",
+        "--no-event",
+        "--no-sched",
+        "-S",
+        &py,
+        "-d",
+    ])
+    .arg(tmp.path().join("k.data"))
+    .arg(&abc);
+    let out = util::run(cmd);
+    if !out.status.success() || !out.stdout.contains("exit ") || out.stderr.contains("panicked") {
+        failures.push(format!("record --keep-pid -S:\n{out}"));
+    }
     // script --record COMMAND: records, then runs the script with the command as cmds.
     let mut cmd = Command::new(util::utrace_bin());
     cmd.current_dir(tmp.path())
@@ -395,6 +413,128 @@ fn record_and_live_run_the_script() {
     out.assert_success();
     if !out.stdout.starts_with("false\t1\n") || !out.stdout.contains("entry") {
         failures.push(format!("script --record:\n{out}"));
+    }
+    util::assert_no_failures(&failures);
+}
+
+/// `record -S` runs the script while the program runs: `agent_phases` runs phase1(), then
+/// waits until the test lets it go on. The script (writing each entry's name to a file) has seen
+/// phase1() by then: with 4 KB buffers, the library calls of the program's polling fill the
+/// chunk that holds phase1's records, which the recorder then writes and hands to the script.
+#[test]
+fn record_script_runs_while_the_program_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = util::testprog("agent_phases", Mode::Pg);
+    let seen = tmp.path().join("seen.txt");
+    let sig = tmp.path().join("sig");
+    std::fs::create_dir(&sig).unwrap();
+    let lua = script(
+        tmp.path(),
+        "seen.lua",
+        &format!(
+            "local f = io.open(\"{}\", \"a\")\n\
+             function uftrace_entry(ctx) f:write(ctx.name, \"\\n\") f:flush() end\n\
+             function uftrace_end() f:write(\"end\\n\") f:close() end\n",
+            seen.display()
+        ),
+    );
+    let mut cmd = Command::new(util::utrace_bin());
+    cmd.args([
+        "record",
+        "--no-event",
+        "--no-sched",
+        "-b",
+        "4k",
+        "-S",
+        &lua,
+        "-d",
+    ])
+    .arg(tmp.path().join("data"))
+    .arg(&prog)
+    .arg(&sig)
+    .arg("1")
+    .stdout(std::process::Stdio::null());
+    let mut child = util::ChildGuard::new(cmd.spawn().unwrap());
+    let read = || std::fs::read_to_string(&seen).unwrap_or_default();
+    let started = std::time::Instant::now();
+    let limit = std::time::Duration::from_secs(20);
+    while !sig.join("ready1").exists() && started.elapsed() < limit {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    while !read().contains("phase1\n") && started.elapsed() < limit {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let early = read();
+    let waiting = sig.join("ready1").exists() && !sig.join("go1").exists();
+    std::fs::write(sig.join("go1"), "").unwrap();
+    let status = child.child_mut().wait().unwrap();
+    let after = read();
+    assert!(status.success(), "record -S failed: {status}");
+    assert!(
+        waiting && early.contains("phase1\n") && !early.contains("end"),
+        "the script did not see phase1() while the program waited:\n{early}"
+    );
+    assert!(
+        after.contains("main\n") && after.ends_with("end\n"),
+        "the script did not run to its end:\n{after}"
+    );
+}
+
+/// `record -S` over fork children: each task's calls as uftrace's record-time script gives
+/// them, durations too (a child starts with its parent's open calls: its exits from `fork` and
+/// `main` have theirs). Each task's lines go to a file of its own (uftrace runs the script in
+/// each process: their prints would mix).
+#[test]
+fn record_script_fork_children_match_uftrace() {
+    if !util::need_uftrace("record_script_fork_children_match_uftrace") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    for prog in ["fork", "vfork"] {
+        let exe = util::testprog(prog, Mode::Pg);
+        let mut tasks = Vec::new();
+        for uftrace in [true, false] {
+            let out_dir = tmp.path().join(format!("{prog}-{uftrace}"));
+            std::fs::create_dir(&out_dir).unwrap();
+            let py = script(
+                &out_dir,
+                "tasks.py",
+                &format!(
+                    "def line(ctx, text):\n\
+                     \x20   with open(\"{}/%d.txt\" % ctx[\"tid\"], \"a\") as f:\n\
+                     \x20       f.write(text + \"\\n\")\n\
+                     def uftrace_entry(ctx):\n\
+                     \x20   line(ctx, \"entry %d %s\" % (ctx[\"depth\"], ctx[\"name\"]))\n\
+                     def uftrace_exit(ctx):\n\
+                     \x20   line(ctx, \"exit %d %s %s\" % (ctx[\"depth\"], ctx[\"name\"], ctx[\"duration\"] > 0))\n",
+                    out_dir.display()
+                ),
+            );
+            let mut cmd = Command::new(if uftrace {
+                util::uftrace_bin()
+            } else {
+                util::utrace_bin()
+            });
+            cmd.args(["record", "--no-event", "--no-sched", "-S", &py, "-d"])
+                .arg(out_dir.join("data"))
+                .arg(&exe);
+            util::run(cmd).assert_success();
+            let mut lines: Vec<String> = std::fs::read_dir(&out_dir)
+                .unwrap()
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".txt"))
+                .map(|e| std::fs::read_to_string(e.path()).unwrap())
+                .collect();
+            lines.sort();
+            tasks.push(lines);
+        }
+        if tasks[0] != tasks[1] || tasks[1].len() < 2 {
+            failures.push(format!(
+                "{prog} (uftrace, then utrace):\n{:#?}\n{:#?}",
+                tasks[0], tasks[1]
+            ));
+        }
     }
     util::assert_no_failures(&failures);
 }

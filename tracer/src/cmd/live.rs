@@ -5,7 +5,7 @@
 
 use crate::invocation::Invocation;
 use crate::notice::Notices;
-use crate::record::{self, Target};
+use crate::record;
 use anyhow::Context;
 use std::process::ExitCode;
 
@@ -25,13 +25,10 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     if inv.args.record.nop {
         return Ok(record::run_untraced(inv)?.report(notices));
     }
-    // `-S`: loaded before the program runs, run over the records before the replay.
-    let (mut script, rec_inv) = super::script::for_record(inv, notices)?;
     // Removed with its contents when this function returns, also on errors.
     let mut temp = None;
     let dir = if inv.args.record.record {
-        let dir = inv.args.data.record_dir();
-        record::record(&rec_inv, notices, Target::Fresh(&dir)).map(|t| (t, dir))
+        inv.args.data.record_dir()
     } else {
         let tmp = tempfile::Builder::new()
             .prefix("utrace-live-")
@@ -44,11 +41,15 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
             .context("cannot create a temporary data directory")?;
         let dir = tmp.path().to_path_buf();
         temp = Some(tmp);
-        record::record(&rec_inv, notices, Target::Existing(&dir)).map(|t| (t, dir))
+        dir
     };
-    let (ended, dir) = dir?;
-    if let Some(script) = &mut script {
-        super::script::after_record(inv, &dir, notices, script)?;
+    // `-S`: loaded before the program runs, runs while it runs, before the replay.
+    let (script, rec_inv) = super::script::for_record(inv, notices, &dir)?;
+    let observer = script.as_ref().and_then(|s| s.observer());
+    let target = super::script::target(&dir, temp.is_none(), observer.as_ref());
+    let ended = record::record(&rec_inv, notices, target)?;
+    if let Some(script) = script {
+        script.finish(inv, &dir, notices)?;
     }
     let status = ended.report(notices);
     let data = super::open_data_at(&dir)?;

@@ -3,7 +3,7 @@
 
 use crate::invocation::Invocation;
 use crate::notice::Notices;
-use crate::record::{self, Target};
+use crate::record;
 use std::process::ExitCode;
 
 pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> {
@@ -29,13 +29,15 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
         let ended = crate::net::send::record_to_host(inv, notices, host)?;
         return Ok(ended.report(notices));
     }
-    // `-S`: the script is loaded first (an error stops before the program runs) and run over
-    // the records once they are written.
-    let (mut script, rec_inv) = super::script::for_record(inv, notices)?;
+    // `-S`: the script is loaded first (an error stops before the program runs) and runs over
+    // the records as they are written.
     let dir = inv.args.data.record_dir();
-    let ended = record::record(&rec_inv, notices, Target::Fresh(&dir))?;
-    if let Some(script) = &mut script {
-        super::script::after_record(inv, &dir, notices, script)?;
+    let (script, rec_inv) = super::script::for_record(inv, notices, &dir)?;
+    let observer = script.as_ref().and_then(|s| s.observer());
+    let target = super::script::target(&dir, true, observer.as_ref());
+    let ended = record::record(&rec_inv, notices, target)?;
+    if let Some(script) = script {
+        script.finish(inv, &dir, notices)?;
     }
     Ok(ended.report(notices))
 }

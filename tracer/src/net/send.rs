@@ -5,20 +5,25 @@
 //! line before the program starts (uftrace starts the program first and leaves it waiting).
 //! The recorder then writes its data directory as always, into a private staging directory
 //! (libmcount writes `task.txt` and the session maps there itself, the finishing steps read
-//! it), while a [`stream`](super::stream) thread sends each thread's records as the pump
-//! writes them. Once the program has ended, the rest goes in uftrace's order: the remaining
-//! records, perf and kernel data, `task.txt`, the session maps, the other files (`.sym`,
-//! `.dbg`, `default.opts`, ...), `info` and the end message; the staging directory is then
-//! removed, so nothing is left locally. Should the connection fail on the way, the staging
+//! it), while the pump's observer ([`Streamer`]) sends each thread's records as the pump writes
+//! them, in file order ([`DataStream`]: early chunks wait, gaps the pump never tells of are
+//! read from the staging file). Once the program has ended, the rest goes in uftrace's order:
+//! the remaining records (flight dumps, the salvage, what came out of order), perf and kernel
+//! data, `task.txt`, the session maps, the other files (`.sym`, `.dbg`, `default.opts`, ...),
+//! `info` and the end message; the staging directory is then removed, so nothing is left
+//! locally. Should the connection fail on the way, the staging
 //! directory is kept and named in the error.
 
 use super::proto::{self, kind};
-use super::stream::{DataStream, Streamer};
+use crate::record::ordered::DataStream;
 use anyhow::Context;
 use record_format::raw::RECORD_SIZE;
+use record_format::ring::Written;
+use std::borrow::Cow;
 use std::io::{BufWriter, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Longest wait for a connection to one address.
@@ -266,4 +271,76 @@ fn send_pieces(
         left -= n as u64;
     }
     Ok(())
+}
+
+/// The streaming side of a `record --host`: a send error stops the streaming and is reported
+/// at the end; the recording itself goes on.
+struct State {
+    conn: Connection,
+    /// The staging directory.
+    dir: PathBuf,
+    stream: DataStream,
+    error: Option<std::io::Error>,
+}
+
+pub struct Streamer {
+    state: Arc<Mutex<Option<State>>>,
+}
+
+impl Streamer {
+    /// Streams what the pump writes into `dir` over `conn`.
+    pub fn new(conn: Connection, dir: &Path) -> Streamer {
+        Streamer {
+            state: Arc::new(Mutex::new(Some(State {
+                conn,
+                dir: dir.to_path_buf(),
+                stream: DataStream::default(),
+                error: None,
+            }))),
+        }
+    }
+
+    /// The observer to give the pump.
+    pub fn observer(&self) -> record_format::ring::Observer {
+        let state = Arc::clone(&self.state);
+        Arc::new(move |written: Written<'_>| {
+            let mut guard = state.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(s) = guard.as_mut() else { return };
+            if s.error.is_some() {
+                return;
+            }
+            let ready: Vec<(u32, Cow<[u8]>)> = match written {
+                Written::Chunk { tid, off, bytes } => s
+                    .stream
+                    .take(tid, off, bytes)
+                    .into_iter()
+                    .map(|run| (tid, run))
+                    .collect(),
+                Written::Pass { index, count } => (s.stream.pass(index, count, &s.dir))
+                    .into_iter()
+                    .map(|(tid, run)| (tid, Cow::Owned(run)))
+                    .collect(),
+            };
+            for (tid, run) in ready {
+                if let Err(e) = s.conn.data(tid, &run) {
+                    s.error = Some(e);
+                    return;
+                }
+            }
+        })
+    }
+
+    /// Ends the streaming: the connection and what was sent, or the first send error.
+    pub fn finish(self) -> Result<(Connection, DataStream), std::io::Error> {
+        let state = self
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .expect("finished once");
+        match state.error {
+            Some(e) => Err(e),
+            None => Ok((state.conn, state.stream)),
+        }
+    }
 }

@@ -12,8 +12,12 @@ pub enum Target<'a> {
     /// `live`: an empty directory that already exists (a private temporary one).
     Existing(&'a Path),
     /// `record --host`: like `Existing`, a private staging directory; the pump also gives every
-    /// chunk it writes to the observer, which sends it on.
+    /// chunk it writes to the observer, which sends it on. Also `live -S`'s temporary
+    /// directory, observed by the script's runner.
     Staging(&'a Path, &'a ChunkObserver),
+    /// `record -S`: like `Fresh`; the pump also gives every chunk it writes to the observer
+    /// (the script's runner).
+    FreshObserved(&'a Path, &'a ChunkObserver),
 }
 
 /// What the pump tells of the chunks it writes ([`record_format::ring::Observer`]).
@@ -29,13 +33,15 @@ impl std::fmt::Debug for ChunkObserver {
 impl Target<'_> {
     /// A private directory removed when the recording is cut short.
     pub fn is_temporary(&self) -> bool {
-        !matches!(self, Target::Fresh(_))
+        !matches!(self, Target::Fresh(_) | Target::FreshObserved(..))
     }
 
     /// The observer of the chunks written, if any.
     pub fn observer(&self) -> Option<record_format::ring::Observer> {
         match self {
-            Target::Staging(_, o) => Some(std::sync::Arc::clone(&o.0)),
+            Target::Staging(_, o) | Target::FreshObserved(_, o) => {
+                Some(std::sync::Arc::clone(&o.0))
+            }
             _ => None,
         }
     }
@@ -82,7 +88,7 @@ pub fn prepare_dir(dir: &Path) -> anyhow::Result<()> {
 /// absolute path with an empty `task.txt`.
 pub fn open_target(target: Target<'_>) -> anyhow::Result<PathBuf> {
     let dir = match target {
-        Target::Fresh(dir) => {
+        Target::Fresh(dir) | Target::FreshObserved(dir, _) => {
             prepare_dir(dir)?;
             dir
         }

@@ -3,7 +3,8 @@
 //! in `/dev/shm` moved into the data files and removed, the `.sym` files and `info` written,
 //! `live`'s temporary directory removed.
 //!
-//! It is forked before the traced program starts, while the recorder has no other thread, and
+//! It is forked before the traced program starts, while the recorder has no other thread (but
+//! `-S`'s script thread, which waits for the first records then, holding no lock), and
 //! forked again so that it is no child of the recorder (whose `waitpid(-1)` waits for the
 //! traced process tree only). It leaves the terminal's session, so a Ctrl-C reaches the
 //! recorder and the program, not it. It reads a pipe: lines the recorder [`Guardian::send`]s

@@ -27,6 +27,7 @@ mod guard;
 mod kept_pid;
 mod kernel;
 pub mod launch;
+pub mod ordered;
 pub mod program;
 mod pump;
 mod sched;

@@ -4,19 +4,28 @@
 //! functions, and `uftrace-option:` comment lines adding record options.
 //!
 //! ```text
-//! TraceDir ──▶ replay's walk (time order, -F -N -H -D -t -r --tid) ──▶ walk::run ──▶ Engine
-//!                                                      UFTRACE_FUNCS ─┘      lua (LuaJIT, built in)
-//!                                                                            python (plugin, dlopen'ed)
+//! TraceDir ──▶ replay's walk (time order, -F -N -H -D -t -r --tid) ──▶ walk::run ──┐
+//! pump's chunks ──▶ live (each thread's in file order) ──▶ records (decode, names) ─┤
+//!                                                                   UFTRACE_FUNCS ─┴▶ Engine
+//!                                        lua (LuaJIT, built in), python (plugin, dlopen'ed)
 //! ```
+//!
+//! `script` runs the script over a data directory ([`walk`]); `record -S` and `live -S` run it
+//! while the program runs, over each thread's records as the recorder writes them ([`live`],
+//! [`records`]), on a thread of its own.
 //!
 //! The engine is chosen by the file's extension. Lua runs in `utrace` itself; Python runs in
 //! a plugin `utrace` embeds and loads only for a `.py` script (`python`), so that `utrace`
 //! never needs libpython otherwise. A script error stops the run: the interpreter's message
 //! (traceback and location) goes to stderr and the command fails with one line.
 
+mod live;
 mod lua;
 mod python;
+mod records;
 pub mod walk;
+pub use live::LiveScript;
+pub use records::Setup;
 
 pub use script_abi::Value;
 use std::path::Path;

@@ -12,10 +12,10 @@ use record_format::TraceDir;
 use replay::filter::Pattern;
 use replay::walk::core::{Core, Step};
 use replay::walk::policy::Policy;
-use replay::Config;
+use replay::{Config, MatchType};
 
 /// A recorded value as uftrace hands it to a script.
-fn value(item: &ArgItem, v: &ArgValue) -> Value {
+pub(super) fn value(item: &ArgItem, v: &ArgValue) -> Value {
     match v {
         ArgValue::Int { raw, size } => {
             let size = (*size).min(item.size.max(1)).min(8);
@@ -42,7 +42,7 @@ fn value(item: &ArgItem, v: &ArgValue) -> Value {
 
 /// Splits an event's text (`read:proc/statm (vmsize=1KB ...)`) into its name and its data.
 /// A `diff:` event's values are given without their `+` sign, as uftrace does.
-fn event_parts(text: &str) -> (&str, Option<String>) {
+pub(super) fn event_parts(text: &str) -> (&str, Option<String>) {
     match text.split_once(" (") {
         Some((name, rest)) if rest.ends_with(')') => {
             let body = &rest[..rest.len() - 1];
@@ -58,25 +58,21 @@ fn event_parts(text: &str) -> (&str, Option<String>) {
 }
 
 /// Whether the script runs for function `name`: no `UFTRACE_FUNCS`, or a pattern matches.
-struct Selection {
+pub(super) struct Selection {
     patterns: Option<Vec<Pattern>>,
     /// Per function id: decided yet, and the answer.
     cache: Vec<Option<bool>>,
 }
 
 impl Selection {
-    fn new(list: Option<Vec<String>>, cfg: &Config) -> Selection {
+    pub(super) fn new(list: Option<Vec<String>>, match_type: MatchType) -> Selection {
         Selection {
-            patterns: list.map(|l| {
-                l.iter()
-                    .map(|p| Pattern::parse(p, cfg.match_type))
-                    .collect()
-            }),
+            patterns: list.map(|l| l.iter().map(|p| Pattern::parse(p, match_type)).collect()),
             cache: Vec::new(),
         }
     }
 
-    fn wants(&mut self, id: usize, name: &str) -> bool {
+    pub(super) fn wants(&mut self, id: usize, name: &str) -> bool {
         let Some(patterns) = &self.patterns else {
             return true;
         };
@@ -110,7 +106,7 @@ fn walk(
     no_args: bool,
     (record, cmds): (bool, &[String]),
 ) -> anyhow::Result<()> {
-    let mut select = Selection::new(script.funcs(), cfg);
+    let mut select = Selection::new(script.funcs(), cfg.match_type);
     let mut core = Core::new(dir, cfg, Policy::REPLAY);
     // The `Usage:` complaints about the filters, before the script runs, through C's stdout
     // as uftrace prints them (so that they come where uftrace's do: before a Lua script's

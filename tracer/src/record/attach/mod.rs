@@ -255,9 +255,9 @@ pub fn record(
         &attach_file,
         [dlopen, dlerror.unwrap_or(0)],
         wait_for,
-        &rings,
-        &dir,
+        (&rings, &dir),
         &settings,
+        target.observer(),
     );
     let salvaged = record_format::ring::salvage(&rings, &dir);
     record_format::ring::remove_ring_dir(&rings);
@@ -291,14 +291,16 @@ fn trace(
     attach_file: &Path,
     [dlopen, dlerror]: [u64; 2],
     wait_for: Option<Duration>,
-    rings: &str,
-    dir: &Path,
+    (rings, dir): (&str, &Path),
     settings: &settings::Settings,
+    observer: Option<record_format::ring::Observer>,
 ) -> anyhow::Result<(bool, Option<anyhow::Error>)> {
     // Until the detach is done (the replay of `live -p` gets the default actions back).
     let _signals = super::launch::StopSignals::install(on_stop);
-    let pump = super::pump::PumpThread::start(rings, dir, settings.threads, settings.rt_prio, None)
-        .context("cannot start the recorder's writer thread")?;
+    // `-S`: the script's runner is told of every chunk written.
+    let pump =
+        super::pump::PumpThread::start(rings, dir, settings.threads, settings.rt_prio, observer)
+            .context("cannot start the recorder's writer thread")?;
     let attached = attach(pid, libmcount, attach_file, dlopen, dlerror);
     let exited = attached.map(|()| {
         let exited = wait(pid, wait_for);

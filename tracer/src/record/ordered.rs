@@ -1,20 +1,17 @@
-//! `record --host` while the program runs: the pump tells of each chunk it writes to the
-//! staging directory ([`record_format::ring::Observer`]), and the chunks of each thread are
-//! sent as data messages in file order, as soon as the ones before them have been. A chunk
-//! that comes early waits (within [`MAX_WAITING`] bytes in all). What comes before it was
-//! either sealed in the ring and is told of within the pump's next whole pass, or written by
-//! the traced thread itself (its ring was full: the pump fell behind), which the pump never
-//! tells of: a gap still open two passes after it was seen is read from the staging file.
-//! Flight dumps and the salvage are sent by the final pass, from the staging file at
-//! [`DataStream::sent`]. A send error stops the streaming and is reported at the end; the
-//! recording itself goes on.
+//! Each traced thread's records in file order while the pump writes them: the pump tells of
+//! each chunk it writes ([`record_format::ring::Written`]), not necessarily in file order, and
+//! [`DataStream`] hands out the byte runs of each thread as soon as the ones before them have
+//! been. A chunk that comes early waits (within [`MAX_WAITING`] bytes in all). What comes
+//! before it was either sealed in the ring and is told of within the pump's next whole pass,
+//! or written by the traced thread itself (its ring was full: the pump fell behind), which the
+//! pump never tells of: a gap still open two passes after it was seen is read from the data
+//! file. What the pump never tells of at all (the salvage, flight dumps) is in the data files
+//! from [`DataStream::sent`] on once the recording ended. Used by `record --host`
+//! (`net::send`) and `record -S`/`live -S` (`script::live`).
 
-use super::send::Connection;
-use record_format::ring::Written;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
 
 /// Most bytes of early chunks held; past it a thread's streaming stops until the end.
 const MAX_WAITING: usize = 64 << 20;
@@ -50,7 +47,7 @@ impl DataStream {
 
     /// Takes the chunk of `tid` at `off`; returns the byte runs now ready to send, in order
     /// (the chunk itself borrowed: only early chunks are copied, to wait).
-    fn take<'b>(&mut self, tid: u32, off: u64, bytes: &'b [u8]) -> Vec<Cow<'b, [u8]>> {
+    pub fn take<'b>(&mut self, tid: u32, off: u64, bytes: &'b [u8]) -> Vec<Cow<'b, [u8]>> {
         let t = self.threads.entry(tid).or_default();
         if t.stopped || off < t.sent {
             return Vec::new();
@@ -83,7 +80,7 @@ impl DataStream {
     /// A pass of pump `index` of `count` ended: the gaps of its threads still open two passes
     /// after their last early chunk came were written by the threads themselves, and are read
     /// from `dir`. Returns the runs ready to send, by thread.
-    fn pass(&mut self, index: u32, count: u32, dir: &Path) -> Vec<(u32, Vec<u8>)> {
+    pub fn pass(&mut self, index: u32, count: u32, dir: &Path) -> Vec<(u32, Vec<u8>)> {
         if self.passes.len() != count as usize {
             self.passes = vec![0; count as usize];
         }
@@ -125,77 +122,6 @@ fn read_at(path: &Path, off: u64, len: u64) -> std::io::Result<Vec<u8>> {
     let mut bytes = vec![0u8; usize::try_from(len).map_err(std::io::Error::other)?];
     std::fs::File::open(path)?.read_exact_at(&mut bytes, off)?;
     Ok(bytes)
-}
-
-struct State {
-    conn: Connection,
-    /// The staging directory.
-    dir: PathBuf,
-    stream: DataStream,
-    error: Option<std::io::Error>,
-}
-
-/// The streaming side of a `record --host`.
-pub struct Streamer {
-    state: Arc<Mutex<Option<State>>>,
-}
-
-impl Streamer {
-    /// Streams what the pump writes into `dir` over `conn`.
-    pub fn new(conn: Connection, dir: &Path) -> Streamer {
-        Streamer {
-            state: Arc::new(Mutex::new(Some(State {
-                conn,
-                dir: dir.to_path_buf(),
-                stream: DataStream::default(),
-                error: None,
-            }))),
-        }
-    }
-
-    /// The observer to give the pump.
-    pub fn observer(&self) -> record_format::ring::Observer {
-        let state = Arc::clone(&self.state);
-        Arc::new(move |written: Written<'_>| {
-            let mut guard = state.lock().unwrap_or_else(|e| e.into_inner());
-            let Some(s) = guard.as_mut() else { return };
-            if s.error.is_some() {
-                return;
-            }
-            let ready: Vec<(u32, Cow<[u8]>)> = match written {
-                Written::Chunk { tid, off, bytes } => s
-                    .stream
-                    .take(tid, off, bytes)
-                    .into_iter()
-                    .map(|run| (tid, run))
-                    .collect(),
-                Written::Pass { index, count } => (s.stream.pass(index, count, &s.dir))
-                    .into_iter()
-                    .map(|(tid, run)| (tid, Cow::Owned(run)))
-                    .collect(),
-            };
-            for (tid, run) in ready {
-                if let Err(e) = s.conn.data(tid, &run) {
-                    s.error = Some(e);
-                    return;
-                }
-            }
-        })
-    }
-
-    /// Ends the streaming: the connection and what was sent, or the first send error.
-    pub fn finish(self) -> Result<(Connection, DataStream), std::io::Error> {
-        let state = self
-            .state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .expect("finished once");
-        match state.error {
-            Some(e) => Err(e),
-            None => Ok((state.conn, state.stream)),
-        }
-    }
 }
 
 #[cfg(test)]
