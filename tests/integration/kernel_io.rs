@@ -267,6 +267,26 @@ fn aio_reads_link_io_submit_to_their_io_getevents() {
         &["io_getevents"],
         &["reap_reads"],
     );
+    // -F/-N select the requests by the functions they were submitted under.
+    let report_with = |opts: &[&str]| {
+        let mut cmd = Command::new(util::utrace_bin());
+        cmd.args(["report", "--io", "--no-pager"])
+            .args(opts)
+            .arg("-d")
+            .arg(tmp.path().join("data"));
+        let out = util::run(cmd);
+        out.assert_success();
+        out.stdout
+    };
+    let only = report_with(&["-F", "submit_reads"]);
+    assert!(only.starts_with("# I/O requests: 2 "), "{only}");
+    assert!(parse(&only)
+        .iter()
+        .all(|r| r.submitted.contains("submit_reads")));
+    let rest = report_with(&["-N", "submit_reads"]);
+    let rest = parse(&rest);
+    assert!(!rest.is_empty(), "the file's preparation wrote blocks");
+    assert!(rest.iter().all(|r| !r.submitted.contains("submit_reads")));
     assert!(reqs
         .iter()
         .filter(|r| r.kind == "read")

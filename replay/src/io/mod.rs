@@ -23,6 +23,7 @@ pub use request::{
 };
 
 use crate::config::Config;
+use crate::filter::Pattern;
 use crate::walk::core::{Core, Step};
 use crate::walk::policy::Policy;
 use crate::Result;
@@ -31,7 +32,8 @@ use record_format::TraceDir;
 use std::rc::Rc;
 
 /// The I/O requests of `dir`, in the order they started, and the warnings of the walk. Only
-/// the tasks `cfg` selects (`--tid`) are looked at; function filters do not apply.
+/// the tasks `cfg` selects (`--tid`) are looked at; function filters do not apply here (see
+/// [`select`]).
 pub fn requests(dir: &TraceDir, cfg: &Config) -> Result<(Vec<Request>, Vec<String>)> {
     let mut core = Core::new(dir, cfg, Policy::TASK_REPORT);
     let mut linker = Linker::new();
@@ -90,6 +92,32 @@ pub fn requests(dir: &TraceDir, cfg: &Config) -> Result<(Vec<Request>, Vec<Strin
     }
     let warnings = std::mem::take(&mut core.merge.warnings);
     Ok((linker.finish(), warnings))
+}
+
+/// The requests `cfg`'s `-F`/`-N` select by their submitting user functions (all of them
+/// without either): with `-F`, those submitted under a function a `-F` pattern names; with
+/// `-N`, not those submitted under a function a `-N` pattern names. Library calls (the
+/// `io_submit` of `main > submit_reads > io_submit`) count as functions here.
+pub fn select(reqs: Vec<Request>, cfg: &Config) -> Vec<Request> {
+    if cfg.filters.is_empty() && cfg.notrace.is_empty() {
+        return reqs;
+    }
+    let parse = |l: &[String]| -> Vec<Pattern> {
+        l.iter()
+            .map(|p| Pattern::parse(p, cfg.match_type))
+            .collect()
+    };
+    let (wanted, unwanted) = (parse(&cfg.filters), parse(&cfg.notrace));
+    let under = |r: &Request, pats: &[Pattern]| {
+        r.path
+            .frames
+            .iter()
+            .any(|f| pats.iter().any(|p| p.matches_name(f)))
+    };
+    reqs.into_iter()
+        .filter(|r| wanted.is_empty() || under(r, &wanted))
+        .filter(|r| !under(r, &unwanted))
+        .collect()
 }
 
 /// The path of each I/O request of `dir`, for flows between tracks (Perfetto): one list per

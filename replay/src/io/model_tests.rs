@@ -444,3 +444,36 @@ fn user_paths_are_asked_for_only_when_a_request_needs_them() {
         Some("main")
     );
 }
+
+/// `report --io -F/-N`: requests selected by the functions open when they were submitted.
+#[test]
+fn filters_select_requests_by_their_submitting_functions() {
+    let prep = path(&["main", "prepare_file", "fsync"], Some(1));
+    let sub = path(&["main", "submit_reads", "io_submit"], Some(1));
+    let reqs = link(vec![
+        enter(100, A, "fsync", &prep),
+        block(110, A, Stage::Issue, 800, "WS"),
+        block(120, A, Stage::Complete, 800, "WS"),
+        exit(130, A),
+        enter(200, A, "io_submit", &sub),
+        block(210, A, Stage::Issue, 900, "RS"),
+        exit(220, A),
+    ]);
+    let funcs = |cfg: &crate::Config| -> Vec<String> {
+        super::select(reqs.clone(), cfg)
+            .iter()
+            .map(|r| r.path.function().to_string())
+            .collect()
+    };
+    let mut cfg = crate::Config::default();
+    assert_eq!(funcs(&cfg), ["prepare_file", "submit_reads"]);
+    cfg.filters = vec!["submit_reads".into()];
+    assert_eq!(funcs(&cfg), ["submit_reads"]);
+    // A library call counts, and -N drops what it names.
+    cfg.filters = vec!["io_submit|fsync".into()];
+    cfg.notrace = vec!["prepare_file".into()];
+    assert_eq!(funcs(&cfg), ["submit_reads"]);
+    cfg.filters.clear();
+    cfg.notrace = vec!["main".into()];
+    assert!(funcs(&cfg).is_empty());
+}

@@ -44,6 +44,7 @@ pub fn show(dir: &TraceDir, inv: &Invocation, notices: &mut Notices) -> anyhow::
         notices.flush();
         let (requests, warnings) = replay::io::requests(dir, &cfg)
             .with_context(|| format!("cannot read {}", dir.path.display()))?;
+        let requests = replay::io::select(requests, &cfg);
         let mut out = Output::start(!inv.args.common.no_pager);
         replay::output::io::report(&requests, out.writer())?;
         out.finish()?;
