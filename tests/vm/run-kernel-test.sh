@@ -9,8 +9,10 @@
 # kernel package's virtio_blk and ext4 modules, with their dependencies, are loaded by /init);
 # testprogs/aio_read records there with `record -k`, and `report --io` must show its two
 # 512-byte O_DIRECT reads, each submitted by io_submit under submit_reads, issued to and
-# completed by the device, and reaped by io_getevents under reap_reads. Skipped (said in the
-# log) only with KTEST_VMLINUZ, whose kernel's modules are not at hand.
+# completed by the device, and reaped by io_getevents under reap_reads; testprogs/uring_read's
+# two reads each through its SQE and CQE, reaped by an io_uring_enter (or task work); and
+# testprogs/sync_write's O_SYNC writes waited for in pwrite64. Skipped (said in the log) only
+# with KTEST_VMLINUZ, whose kernel's modules are not at hand.
 #
 # Usage: tests/vm/run-kernel-test.sh   (root; installs qemu-system-x86 and busybox-static and
 # downloads the kernel package when missing). Environment: KTEST_WORK (work directory, kept),
@@ -56,6 +58,8 @@ fi
 [[ -x target/release/utrace && -f target/release/libmcount.so ]] || cargo build --release
 gcc -pg -O0 -o "$work/ksys" testprogs/ksys.c
 gcc -pg -O0 -o "$work/aio_read" testprogs/aio_read.c -laio
+gcc -pg -O0 -o "$work/uring_read" testprogs/uring_read.c -luring
+gcc -pg -O0 -o "$work/sync_write" testprogs/sync_write.c
 
 # The disk for the I/O test: an ext4 file system in a raw image, and the modules that give
 # the VM its driver and file system (each after the modules it depends on, read from the
@@ -118,6 +122,31 @@ r && s && /path: syscall .*issue .*complete .*reap/ { p = 1; next }
 r && s && p && /reaped by io_getevents in .*reap_reads/ { n++; print "VM-IO linked read " n ":" head }
 END { exit n != 2 }' /tmp/io.txt
 echo "VM-IO ok: 2 reads linked io_submit -> device -> io_getevents"
+# io_uring: each read's SQE and CQE, reaped by an io_uring_enter (or by task work on the way
+# back to user space, when the submitting call was kept off the CPU past the completion).
+echo "VM-IO io_uring events: $(ls /sys/kernel/tracing/events/io_uring | tr '\n' ' ')"
+utrace record -k -d /tmp/uring.data /vm/uring_read /mnt/uring_read.dat
+utrace report --io --no-pager -d /tmp/uring.data > /tmp/uring.txt
+cat /tmp/uring.txt
+awk '
+/^ *[0-9]+\. .* read .*\(512 bytes/ { r = 1; head = $0; next }
+/^ *[0-9]+\. / { r = s = p = 0; next }
+r && /submitted: .*submit_reads.*\[io_uring_enter\] user_data 0x[12] res 512/ { s = 1; next }
+r && s && /path: syscall .*sqe .*issue .*complete .*cqe .*reap/ { p = 1; next }
+r && s && p && /reaped by (io_uring_enter|task_work) in / { n++; print "VM-IO linked uring read " n ":" head }
+END { exit n != 2 }' /tmp/uring.txt
+echo "VM-IO ok: 2 uring reads linked SQE -> device -> CQE"
+# O_SYNC: the data blocks written out inside pwrite64 (ext4's fsync), which waited for them.
+utrace record -k -d /tmp/sync.data /vm/sync_write /mnt/sync_write.dat
+utrace report --io --no-pager -d /tmp/sync.data > /tmp/sync.txt
+cat /tmp/sync.txt
+awk '
+/^ *[0-9]+\. .* write .*\((4096|8192) bytes/ { w = 1; next }
+/^ *[0-9]+\. / { w = s = 0; next }
+w && /submitted: .*write_block.*\[pwrite64\]/ { s = 1; next }
+w && s && /reaped by pwrite64 in .*write_block/ { n++ }
+END { print "VM-IO O_SYNC data writes waited for in pwrite64: " n; exit n < 2 }' /tmp/sync.txt
+echo "VM-IO ok: O_SYNC writes waited for in pwrite64"
 EOF
 
 # The initramfs: busybox, the files and the shared libraries they need.
@@ -139,6 +168,8 @@ add "$repo/target/release/utrace" /usr/bin/utrace
 add "$repo/target/release/libmcount.so" /usr/bin/libmcount.so
 add "$work/ksys" /vm/ksys
 add "$work/aio_read" /vm/aio_read
+add "$work/uring_read" /vm/uring_read
+add "$work/sync_write" /vm/sync_write
 if [[ -d $work/modules ]]; then cp -r "$work/modules" "$root/vm/modules"; fi
 cp "$work/test.sh" "$root/test.sh"
 cat >"$root/init" <<'EOF'

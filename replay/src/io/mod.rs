@@ -207,7 +207,8 @@ pub fn decode(format: &EventFormat, p: &[u8]) -> Option<What> {
         return Some(fs);
     }
     Some(match (format.system.as_str(), format.name.as_str()) {
-        ("io_uring", "io_uring_submit_req") => What::UringSubmit {
+        // `io_uring_submit_sqe` before Linux 6.4.
+        ("io_uring", "io_uring_submit_req" | "io_uring_submit_sqe") => What::UringSubmit {
             req: v("req")?,
             user_data: v("user_data")?,
         },

@@ -36,7 +36,7 @@ pub enum What {
     SyscallExit,
     /// `block_bio_queue`, `block_rq_insert`, `block_rq_issue`, `block_rq_complete`.
     Block { stage: Stage, rq: BlockRq },
-    /// `io_uring_submit_req`.
+    /// `io_uring_submit_req` (`io_uring_submit_sqe` before Linux 6.4).
     UringSubmit { req: u64, user_data: u64 },
     /// `io_uring_queue_async_work`: the request goes to a worker thread.
     UringAsync { req: u64 },

@@ -65,6 +65,8 @@ pub(super) const TASK_EVENTS: &[&str] = &["exceptions:page_fault_user"];
 /// (iomap direct I/O, ext4's fsync and the writing out of a file's dirty pages).
 pub(super) const IO_EVENTS: &[&str] = &[
     "io_uring:io_uring_submit_req",
+    // Its name before Linux 6.4 (Debian 12's 6.1), with the same `req` and `user_data`.
+    "io_uring:io_uring_submit_sqe",
     "io_uring:io_uring_queue_async_work",
     "io_uring:io_uring_complete",
     "syscalls:sys_enter_io_submit",
