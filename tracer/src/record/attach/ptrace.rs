@@ -200,10 +200,14 @@ impl Stopped {
     }
 
     /// Keeps signal `sig`, for which `tid` is in a signal-delivery-stop now, with its
-    /// `siginfo`: the thread goes on without it and gets it when let go.
+    /// `siginfo`: the thread goes on without it and gets it when let go. The trap of one of
+    /// utrace's single steps (met late) is dropped: sent again, it would kill the thread.
     pub fn add_pending(&mut self, tid: i32, sig: i32) {
-        if let Some(t) = self.threads.get_mut(&tid) {
-            t.pending.push(siginfo(tid, sig));
+        let info = siginfo(tid, sig);
+        let step =
+            sig == libc::SIGTRAP && [libc::TRAP_BRKPT, libc::TRAP_TRACE].contains(&info.si_code);
+        if let Some(t) = self.threads.get_mut(&tid).filter(|_| !step) {
+            t.pending.push(info);
         }
     }
 
