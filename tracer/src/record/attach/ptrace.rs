@@ -200,10 +200,14 @@ impl Stopped {
     }
 
     /// Keeps signal `sig`, for which `tid` is in a signal-delivery-stop now, with its
-    /// `siginfo`: the thread goes on without it and gets it when let go.
+    /// `siginfo`: the thread goes on without it and gets it when let go. The trap of one of
+    /// utrace's single steps (met late) is dropped: sent again, it would kill the thread.
     pub fn add_pending(&mut self, tid: i32, sig: i32) {
-        if let Some(t) = self.threads.get_mut(&tid) {
-            t.pending.push(siginfo(tid, sig));
+        let info = siginfo(tid, sig);
+        let step =
+            sig == libc::SIGTRAP && [libc::TRAP_BRKPT, libc::TRAP_TRACE].contains(&info.si_code);
+        if let Some(t) = self.threads.get_mut(&tid).filter(|_| !step) {
+            t.pending.push(info);
         }
     }
 
@@ -240,6 +244,8 @@ impl Stopped {
                 Some(Stop::Signal(sig)) if sig != libc::SIGTRAP || !step_trap(tid) => {
                     self.add_pending(tid, sig)
                 }
+                // A group stop, reported before the step's trap perhaps.
+                Some(Stop::Event) => self.take_step_trap(tid)?,
                 Some(_) => {}
             }
             match super::inject::position(tid) {
@@ -256,7 +262,8 @@ impl Stopped {
         let _ = ptrace(libc::PTRACE_INTERRUPT, tid, 0, 0);
         loop {
             match self.wait_held(tid)? {
-                Stop::Event => return Ok(()),
+                // The step may have ended with the interrupt: its trap waits queued.
+                Stop::Event => return self.take_step_trap(tid),
                 Stop::Gone => {
                     self.threads.remove(&tid);
                     return Ok(());
@@ -270,6 +277,32 @@ impl Stopped {
                 }
             }
         }
+    }
+
+    /// Takes the trap of a single step that waits in held thread `tid`'s queue: it came with
+    /// or after a stop that the kernel reports first (an interrupt's, a group stop's), and let
+    /// go, the thread would die of it (or a signal kept for it would be the trap, sent again).
+    /// Resumed, the thread stops for its queued signal before it runs any instruction: a
+    /// step's trap is dropped there (another signal is kept), and an interrupt stops the
+    /// thread again.
+    fn take_step_trap(&mut self, tid: i32) -> anyhow::Result<()> {
+        while trap_queued(self.pid, tid) {
+            let _ = ptrace(libc::PTRACE_CONT, tid, 0, 0);
+            let mut stop = self.wait_held(tid)?;
+            while let Stop::Signal(sig) = stop {
+                if sig != libc::SIGTRAP || !step_trap(tid) {
+                    self.add_pending(tid, sig);
+                }
+                let _ = ptrace(libc::PTRACE_INTERRUPT, tid, 0, 0);
+                let _ = ptrace(libc::PTRACE_CONT, tid, 0, 0);
+                stop = self.wait_held(tid)?;
+            }
+            if stop == Stop::Gone {
+                self.threads.remove(&tid);
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 
     /// Lets every thread but `except` run (the signals kept stay kept): a call in `except`
@@ -361,6 +394,10 @@ const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Drop for Stopped {
     fn drop(&mut self) {
+        // Also here: a step's trap left queued would kill the thread once let go.
+        for tid in self.tids() {
+            let _ = self.take_step_trap(tid);
+        }
         for (tid, t) in std::mem::take(&mut self.threads) {
             for info in &t.pending {
                 resend(self.pid, tid, info);
@@ -368,6 +405,23 @@ impl Drop for Stopped {
             let _ = ptrace(libc::PTRACE_DETACH, tid, 0, 0);
         }
     }
+}
+
+/// Whether a `SIGTRAP` waits, not blocked, in thread `tid`'s own queue (`SigPnd` of its
+/// `/proc` status; a step's trap is sent to the thread).
+fn trap_queued(pid: i32, tid: i32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")) else {
+        return false;
+    };
+    let mask = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+            .unwrap_or(0)
+    };
+    let bit = 1u64 << (libc::SIGTRAP - 1);
+    mask("SigPnd:") & bit != 0 && mask("SigBlk:") & bit == 0
 }
 
 /// The `siginfo` of the signal-delivery-stop `tid` is in (a bare one for `sig` if unreadable).
@@ -411,6 +465,38 @@ fn resend(pid: i32, tid: i32, info: &libc::siginfo_t) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A step into a system call that blocks is interrupted; its trap, queued behind the
+    /// interrupt's stop, once killed the thread let go.
+    #[test]
+    fn a_step_that_blocks_leaves_no_trap_behind() {
+        // SAFETY: the child only calls nanosleep (async-signal-safe) until it is killed.
+        let child = unsafe { libc::fork() };
+        if child == 0 {
+            loop {
+                let ts = libc::timespec {
+                    tv_sec: 1,
+                    tv_nsec: 0,
+                };
+                // SAFETY: a valid timespec; no remainder wanted.
+                unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let mut stopped = Stopped::stop_all(child).unwrap();
+        // Restarting the sleep blocks: the step does not end.
+        assert!(!stopped.step_out(child, |_| false).unwrap());
+        stopped.detach_all();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let mut status = 0;
+        // SAFETY: `status` is a valid out-pointer.
+        let r = unsafe { libc::waitpid(child, &mut status, libc::WNOHANG) };
+        // SAFETY: our own child.
+        unsafe { libc::kill(child, libc::SIGKILL) };
+        // SAFETY: as above.
+        unsafe { libc::waitpid(child, &mut status, 0) };
+        assert_eq!(r, 0, "the child ended: status {status:#x}");
+    }
 
     #[test]
     fn wait_statuses_are_classified() {
