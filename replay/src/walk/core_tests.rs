@@ -55,7 +55,8 @@ fn trace_execs(tasks: &[(u32, u32, &[Rec])], execs: &[u64]) -> (tempfile::TempDi
         path: exe.into(),
         build_id: None,
     };
-    w.session_map("s1", &[map.clone()]).expect("map");
+    w.session_map("s1", std::slice::from_ref(&map))
+        .expect("map");
     for (i, &at) in execs.iter().enumerate() {
         let sid = format!("s{}", i + 2);
         let sess = TaskLine::Sess {
@@ -65,7 +66,8 @@ fn trace_execs(tasks: &[(u32, u32, &[Rec])], execs: &[u64]) -> (tempfile::TempDi
             exename: exe.into(),
         };
         w.task_line(&sess).expect("sess");
-        w.session_map(&sid, &[map.clone()]).expect("map");
+        w.session_map(&sid, std::slice::from_ref(&map))
+            .expect("map");
     }
     let syms: Vec<Symbol> = FUNCS
         .iter()
