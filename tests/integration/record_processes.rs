@@ -267,3 +267,35 @@ fn thread_exec_matches_uftrace() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// `thread_exec late`: main gets out of pthread_create(), waits until the thread is about to
+/// exec and (most of the time) returns and enters pthread_join() after the thread's execl()
+/// entry. Those calls belong to the old image (nested in main), and the new image's main()
+/// starts at depth 0 of the leader where its session starts, with nothing of the old image
+/// left open.
+#[test]
+fn thread_exec_late_leader_calls_stay_in_the_old_image() {
+    let mut failures = Vec::new();
+    for mode in MODES {
+        let exe = util::testprog("thread_exec", mode);
+        let tmp = tempfile::tempdir().unwrap();
+        util::record_with(false, tmp.path(), &exe, &["late"], &[]).assert_success();
+        let out = util::utrace_replay(tmp.path(), &[]);
+        out.assert_success();
+        let text = &out.stdout;
+        let (_, rest) = old_image_of_leader(text);
+        // Whether main is out of wait_exec() before the exec ends it stays the scheduler's
+        // choice on a busy machine: what it did shows nested in the old main() if at all.
+        let at_0 = |f: &str| text.lines().any(|l| l.ends_with(&format!("| {f}")));
+        let ok = !at_0("} /* pthread_create */")
+            && !at_0("} /* wait_exec */")
+            && !at_0("pthread_join() {")
+            && rest.lines().any(|l| l.ends_with("| main() {"))
+            && rest.lines().any(|l| l.ends_with("|   after_exec();"))
+            && !text.contains("remaining functions");
+        if !ok {
+            failures.push(format!("thread_exec late [{}]:\n{text}", mode.dir_name()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}

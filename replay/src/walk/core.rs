@@ -142,6 +142,8 @@ pub struct TaskCore {
     pub session: Option<usize>,
     pub(super) sess_from: u64,
     pub(super) sess_until: u64,
+    /// An exec emptied its stack since the consumer last asked ([`Core::take_exec_reset`]).
+    exec_reset: bool,
 }
 
 impl TaskCore {
@@ -162,6 +164,13 @@ pub struct Core<'d> {
     setjmp: usize,
     /// A shown exec or longjmp not applied yet: (task, effect).
     pending: Option<(usize, StackEffect)>,
+    /// Execs whose other threads still run the old image: (pid, start of the new image's
+    /// session, exec'ing task). See [`Core::apply_due_execs`].
+    deferred_execs: Vec<(u32, u64, usize)>,
+    /// The earliest start in `deferred_execs` (`u64::MAX`: none).
+    pub(super) exec_due: u64,
+    /// Some task's `exec_reset` is set.
+    exec_reset_any: bool,
     /// Per function: its stack effect, once known.
     fixups: Vec<Option<Option<StackEffect>>>,
     /// `-r` as absolute times, and its stop as written (closing unfinished calls).
@@ -275,6 +284,7 @@ impl<'d> Core<'d> {
                 session: None,
                 sess_from: 1,
                 sess_until: 0,
+                exec_reset: false,
             })
             .collect();
         let perf = if policy.sched {
@@ -290,6 +300,9 @@ impl<'d> Core<'d> {
             enabled: !(cfg.start_disabled && policy.triggers),
             setjmp: 0,
             pending: None,
+            deferred_execs: Vec::new(),
+            exec_due: u64::MAX,
+            exec_reset_any: false,
             fixups: Vec::new(),
             range,
             range_stop,
@@ -352,6 +365,9 @@ impl<'d> Core<'d> {
     #[inline]
     pub fn step(&mut self, ti: usize, h: Head) -> Step {
         self.apply_pending();
+        if h.raw.time >= self.exec_due {
+            self.apply_due_execs(h.raw.time);
+        }
         let t = &mut self.tasks[ti];
         t.last_seen = h.raw.time;
         let first = !t.stack.started();
@@ -532,6 +548,60 @@ impl<'d> Core<'d> {
         self.pending.is_some()
     }
 
+    /// Empties task `ti`'s stack after an exec.
+    fn exec_task(&mut self, ti: usize) {
+        let resets = self.policy.exec_resets_filters;
+        let t = &mut self.tasks[ti];
+        t.stack.exec();
+        if resets {
+            t.stack.reset_filters();
+        }
+        t.exec_reset = true;
+        self.exec_reset_any = true;
+    }
+
+    /// Empties the stacks of the threads of `pid` other than `ti` (the exec'ing one).
+    fn exec_others(&mut self, pid: u32, ti: usize) {
+        for i in 0..self.tasks.len() {
+            if i != ti && self.tasks[i].pid == pid {
+                self.exec_task(i);
+            }
+        }
+    }
+
+    /// Applies the deferred execs whose new image started at or before `time` (`u64::MAX`:
+    /// all of them, at the end of the data): the old image's threads are gone from there.
+    pub fn apply_due_execs(&mut self, time: u64) {
+        let mut i = 0;
+        while i < self.deferred_execs.len() {
+            let (pid, at, ti) = self.deferred_execs[i];
+            if at <= time {
+                self.deferred_execs.swap_remove(i);
+                self.exec_others(pid, ti);
+            } else {
+                i += 1;
+            }
+        }
+        self.exec_due = self
+            .deferred_execs
+            .iter()
+            .map(|e| e.1)
+            .min()
+            .unwrap_or(u64::MAX);
+    }
+
+    /// The tasks whose stack an exec emptied since the last call (replay starts their
+    /// display depth over).
+    pub fn take_exec_resets(&mut self) -> Vec<usize> {
+        if !std::mem::take(&mut self.exec_reset_any) {
+            return Vec::new();
+        }
+        let tasks = self.tasks.iter_mut().enumerate();
+        tasks
+            .filter_map(|(i, t)| std::mem::take(&mut t.exec_reset).then_some(i))
+            .collect()
+    }
+
     /// The stack change of an entry of the exec/setjmp/longjmp families.
     fn apply(&mut self, ti: usize, e: StackEffect) {
         let policy = self.policy;
@@ -539,12 +609,19 @@ impl<'d> Core<'d> {
         if e == StackEffect::Exec {
             // The new image replaces every thread of the process: the calls other threads
             // had open are gone too (a thread's exec ends them all, and the new image runs
-            // in the leader's tid).
-            for t in self.tasks.iter_mut().filter(|t| t.pid == pid) {
-                t.stack.exec();
-                if policy.exec_resets_filters {
-                    t.stack.reset_filters();
+            // in the leader's tid). But the other threads run on until the kernel ends them
+            // in the exec (the leader may still return from a call and enter another after
+            // the thread's exec entry): their stacks are emptied where the new image's
+            // session starts, when the data has it.
+            let (tid, time) = (self.merge.tid(ti), self.tasks[ti].last_time);
+            let next = self.merge.sym.session_at(tid, time).map(|(_, next)| next);
+            self.exec_task(ti);
+            match next {
+                Some(at) if at != u64::MAX => {
+                    self.deferred_execs.push((pid, at, ti));
+                    self.exec_due = self.exec_due.min(at);
                 }
+                _ => self.exec_others(pid, ti),
             }
             return;
         }
@@ -611,6 +688,7 @@ impl<'d> Core<'d> {
     /// entered in the data (or hidden, with [`Policy::unfinished_shown_only`]) are skipped.
     pub fn close_next(&mut self, ti: usize) -> Option<Unclosed> {
         self.apply_pending();
+        self.apply_due_execs(u64::MAX);
         let t = &mut self.tasks[ti];
         if !t.allowed {
             return None;

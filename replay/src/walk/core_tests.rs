@@ -27,6 +27,12 @@ fn trace(records: &[Rec]) -> (tempfile::TempDir, TraceDir) {
 
 /// A data directory of `/x/prog` with the tasks (tid, pid, records).
 fn trace_tasks(tasks: &[(u32, u32, &[Rec])]) -> (tempfile::TempDir, TraceDir) {
+    trace_execs(tasks, &[])
+}
+
+/// [`trace_tasks`], the first task's process starting a new session (an exec of the same
+/// program) at each of `execs` (record times).
+fn trace_execs(tasks: &[(u32, u32, &[Rec])], execs: &[u64]) -> (tempfile::TempDir, TraceDir) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let path = tmp.path().join("t.data");
     let exe = "/x/prog";
@@ -49,7 +55,20 @@ fn trace_tasks(tasks: &[(u32, u32, &[Rec])]) -> (tempfile::TempDir, TraceDir) {
         path: exe.into(),
         build_id: None,
     };
-    w.session_map("s1", &[map]).expect("map");
+    w.session_map("s1", std::slice::from_ref(&map))
+        .expect("map");
+    for (i, &at) in execs.iter().enumerate() {
+        let sid = format!("s{}", i + 2);
+        let sess = TaskLine::Sess {
+            time: 1000 + at,
+            pid: tasks[0].1,
+            sid: sid.clone(),
+            exename: exe.into(),
+        };
+        w.task_line(&sess).expect("sess");
+        w.session_map(&sid, std::slice::from_ref(&map))
+            .expect("map");
+    }
     let syms: Vec<Symbol> = FUNCS
         .iter()
         .enumerate()
@@ -247,6 +266,35 @@ fn exec_in_a_thread_empties_the_leaders_stack() {
             "+a@1",
             "+b@0",
             "+execl@1",
+            "+main@0",
+            "+d@1",
+            "-d@1=1/0",
+            "-main@0=5/1"
+        ]
+    );
+    // The leader returns from `a` and enters `c` after the thread's exec entry: they are
+    // the old image's, which ends where the new image's session starts (9).
+    let late: &[Rec] = &[
+        (E, 0, 0, 0),
+        (E, 1, 1, 1),
+        (X, 6, 1, 1),
+        (E, 7, 1, 3),
+        (E, 10, 0, 0),
+        (E, 11, 1, 7),
+        (X, 12, 1, 7),
+        (X, 15, 0, 0),
+    ];
+    let (_tmp, dir) = trace_execs(&[(7, 7, late), (8, 7, thread)], &[9]);
+    let got = walk(&dir, &Config::default(), Policy::ANALYSIS);
+    assert_eq!(
+        got,
+        [
+            "+main@0",
+            "+a@1",
+            "+b@0",
+            "+execl@1",
+            "-a@1=5/0",
+            "+c@1",
             "+main@0",
             "+d@1",
             "-d@1=1/0",

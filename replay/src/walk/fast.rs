@@ -24,6 +24,9 @@ impl<'d> Walker<'d> {
             return false;
         }
         self.core.apply_pending();
+        if r.time >= self.core.exec_due {
+            return false;
+        }
         let t = &mut self.core.tasks[ti];
         if !t.stack.in_sync() || t.first_time == 0 {
             return false;

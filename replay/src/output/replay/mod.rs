@@ -174,6 +174,7 @@ impl<'d, 'w> Engine<'d, 'w> {
             let Some(step) = self.core.next_step() else {
                 break;
             };
+            self.exec_reset();
             self.layout.step(&step);
             // Whatever the record, uftrace prints the header once one passed the reader.
             self.printer.record_seen()?;
@@ -210,6 +211,7 @@ impl<'d, 'w> Engine<'d, 'w> {
             self.printer.record_seen()?;
         }
         self.printer.finish()?;
+        self.core.apply_due_execs(u64::MAX);
         let remaining = self.remaining();
         self.printer.remaining(&remaining)?;
         Ok(self.core.merge.warnings)
@@ -228,19 +230,22 @@ impl<'d, 'w> Engine<'d, 'w> {
     fn update_entry(&mut self, ti: usize) {
         let jump = self.core.take_jump();
         if jump == Some(StackEffect::Exec) {
-            // Every thread of the process starts over in the new image.
-            let pid = self.core.tasks[ti].pid;
-            for (t, c) in self.layout.tasks.iter_mut().zip(&self.core.tasks) {
-                if c.pid == pid {
-                    t.display_depth = 0;
-                }
-            }
+            // The thread starts over in the new image (the process's other threads where
+            // the walk ends their old image, see `exec_reset`).
+            self.exec_reset();
             return;
         }
         let t = &mut self.layout.tasks[ti];
         match jump {
             Some(StackEffect::Longjmp) => t.display_depth = self.layout.setjmp_depth,
             _ => t.display_depth += 1,
+        }
+    }
+
+    /// The display depth of the tasks whose stack an exec emptied starts over.
+    fn exec_reset(&mut self) {
+        for ti in self.core.take_exec_resets() {
+            self.layout.tasks[ti].display_depth = 0;
         }
     }
 
