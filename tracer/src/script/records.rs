@@ -84,6 +84,8 @@ pub struct Names<'d> {
     specs: Specs,
     /// Fork children by pid: their parent and the time of the fork.
     forks: HashMap<u32, (u32, u64)>,
+    /// The threads it was taken for (those it has sessions for).
+    tids: std::collections::HashSet<u32>,
 }
 
 impl<'d> Names<'d> {
@@ -91,6 +93,7 @@ impl<'d> Names<'d> {
         Names {
             sym: Symbolizer::new(dir, demangle),
             specs: Specs::new(dir),
+            tids: dir.info.tids.iter().copied().collect(),
             forks: dir
                 .tasks
                 .iter()
@@ -305,7 +308,7 @@ impl Threads {
     ) -> Option<usize> {
         // A task may have changed sessions (an exec) since the snapshot: its session there,
         // and the names cached for it, are trusted only when nothing was added since.
-        if self.stale(names, arrived) {
+        if self.stale(names, tid, arrived) {
             return None;
         }
         let session = names.as_ref().and_then(|n| {

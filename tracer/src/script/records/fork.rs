@@ -30,7 +30,7 @@ impl Threads {
             Some(n) => n.forks.get(&tid).copied(),
             None => None,
         };
-        if fork.is_none() && self.stale(names, arrived) {
+        if fork.is_none() && self.stale(names, tid, arrived) {
             return None;
         }
         let decided = match fork {

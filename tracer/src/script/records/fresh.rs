@@ -30,9 +30,15 @@ impl Threads {
         self.joined.clear();
     }
 
-    /// Whether a record of arrival `arrived` may need a fresher snapshot than `names`. One
+    /// Whether a record of `tid` of arrival `arrived` may need a fresher snapshot than
+    /// `names`: one taken for threads `tid` was not among, or before `task.txt` grew. One
     /// `stat` per arrival at most.
-    pub(super) fn stale(&mut self, names: &Option<Names<'_>>, arrived: u64) -> bool {
+    pub(super) fn stale(&mut self, names: &Option<Names<'_>>, tid: u32, arrived: u64) -> bool {
+        if let Some(n) = names {
+            if !n.tids.contains(&tid) && !self.joined.contains_key(&tid) {
+                return true;
+            }
+        }
         let Some(len) = self.snapshot else {
             return true;
         };
@@ -88,6 +94,7 @@ impl Threads {
 pub fn with_all_tasks(mut dir: TraceDir) -> TraceDir {
     let tasks = dir.tasks.iter().filter_map(|t| match t {
         TaskLine::Task { tid, .. } => Some(*tid),
+        TaskLine::Fork { pid, .. } => Some(*pid),
         _ => None,
     });
     let mut tids: Vec<u32> = dir.info.tids.iter().copied().chain(tasks).collect();
