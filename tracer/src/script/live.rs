@@ -103,7 +103,7 @@ impl LiveScript {
             }
         }
         Ok(LiveScript {
-            stream: Arc::new(Mutex::new((DataStream::default(), Some(tx.clone())))),
+            stream: Arc::new(Mutex::new((DataStream::offsets_only(), Some(tx.clone())))),
             tx: Some(tx),
             dir: dir.to_path_buf(),
             handle: Some(handle),
