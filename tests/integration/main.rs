@@ -127,6 +127,7 @@ mod replay_select;
 mod report_conformance;
 mod script;
 mod script_events;
+mod script_live;
 mod slow_path;
 mod special_files;
 mod srcline;

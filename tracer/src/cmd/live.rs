@@ -48,9 +48,8 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     let observer = script.as_ref().and_then(|s| s.observer());
     let target = super::script::target(&dir, temp.is_none(), observer.as_ref());
     let ended = record::record(&rec_inv, notices, target)?;
-    if let Some(script) = script {
-        script.finish(inv, &dir, notices)?;
-    }
+    // A failing script still lets the recording be reported and replayed; its error comes last.
+    let finished = script.map(|s| s.finish(inv, &dir, notices));
     let status = ended.report(notices);
     let data = super::open_data_at(&dir)?;
     let mut replay_inv = replay_invocation(inv);
@@ -67,6 +66,7 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     let replayed = super::replay::show(&data, &replay_inv, notices)?;
     drop(data);
     drop(temp);
+    finished.transpose()?;
     Ok(if replayed == ExitCode::SUCCESS {
         status
     } else {

@@ -36,8 +36,9 @@ pub fn run(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<ExitCode> 
     let observer = script.as_ref().and_then(|s| s.observer());
     let target = super::script::target(&dir, true, observer.as_ref());
     let ended = record::record(&rec_inv, notices, target)?;
-    if let Some(script) = script {
-        script.finish(inv, &dir, notices)?;
-    }
-    Ok(ended.report(notices))
+    // The recording is reported also when the script failed (a program killed by a signal).
+    let finished = script.map(|s| s.finish(inv, &dir, notices));
+    let status = ended.report(notices);
+    finished.transpose()?;
+    Ok(status)
 }

@@ -22,7 +22,7 @@ struct ThreadStream {
     /// Bytes of `<tid>.dat` sent: the file up to here is on its way.
     sent: u64,
     /// Early chunks by offset.
-    waiting: BTreeMap<u64, Vec<u8>>,
+    waiting: BTreeMap<u64, Early>,
     /// Gave up (too much waiting, or the staging file could not be read): the final pass
     /// sends the rest.
     stopped: bool,
@@ -30,9 +30,18 @@ struct ThreadStream {
     early_at: u64,
 }
 
+/// A chunk that came early: its length, and its bytes (none in offsets-only mode).
+struct Early {
+    len: u64,
+    bytes: Vec<u8>,
+}
+
 /// What was sent while the program ran.
 #[derive(Default)]
 pub struct DataStream {
+    /// Only how far each file is written in order is wanted (the runs handed out are empty):
+    /// no early chunk is copied, no gap read.
+    offsets_only: bool,
     threads: HashMap<u32, ThreadStream>,
     waiting_bytes: usize,
     /// Passes completed by each pump (pumps split the threads by `tid % pumps.len()`).
@@ -40,6 +49,15 @@ pub struct DataStream {
 }
 
 impl DataStream {
+    /// A stream whose user reads the data files itself and only wants [`DataStream::sent`]
+    /// (`record -S`): the runs it hands out are empty.
+    pub fn offsets_only() -> DataStream {
+        DataStream {
+            offsets_only: true,
+            ..DataStream::default()
+        }
+    }
+
     /// How many bytes of `<tid>.dat` were sent.
     pub fn sent(&self, tid: u32) -> u64 {
         self.threads.get(&tid).map_or(0, |t| t.sent)
@@ -59,20 +77,28 @@ impl DataStream {
             };
             if self.waiting_bytes + bytes.len() > MAX_WAITING {
                 t.stopped = true;
-                self.waiting_bytes -= t.waiting.values().map(Vec::len).sum::<usize>();
+                self.waiting_bytes -= t.waiting.values().map(|e| e.bytes.len()).sum::<usize>();
                 t.waiting.clear();
             } else {
+                let len = bytes.len() as u64;
+                let bytes = match self.offsets_only {
+                    true => Vec::new(),
+                    false => bytes.to_vec(),
+                };
                 self.waiting_bytes += bytes.len();
-                t.waiting.insert(off, bytes.to_vec());
+                t.waiting.insert(off, Early { len, bytes });
             }
             return Vec::new();
         }
-        let mut ready = vec![Cow::Borrowed(bytes)];
         t.sent += bytes.len() as u64;
+        let mut ready = vec![Cow::Borrowed(match self.offsets_only {
+            true => &bytes[..0],
+            false => bytes,
+        })];
         while let Some(next) = t.waiting.remove(&t.sent) {
-            self.waiting_bytes -= next.len();
-            t.sent += next.len() as u64;
-            ready.push(Cow::Owned(next));
+            self.waiting_bytes -= next.bytes.len();
+            t.sent += next.len;
+            ready.push(Cow::Owned(next.bytes));
         }
         ready
     }
@@ -95,21 +121,26 @@ impl DataStream {
                 continue;
             }
             let path = dir.join(format!("{tid}.dat"));
-            while let Some((off, bytes)) = t.waiting.pop_first() {
-                self.waiting_bytes -= bytes.len();
+            while let Some((off, early)) = t.waiting.pop_first() {
+                self.waiting_bytes -= early.bytes.len();
                 if off > t.sent {
-                    match read_at(&path, t.sent, off - t.sent) {
+                    let gap = match self.offsets_only {
+                        true => Ok(Vec::new()),
+                        false => read_at(&path, t.sent, off - t.sent),
+                    };
+                    match gap {
                         Ok(gap) => ready.push((tid, gap)),
                         Err(_) => {
                             t.stopped = true;
-                            self.waiting_bytes -= t.waiting.values().map(Vec::len).sum::<usize>();
+                            self.waiting_bytes -=
+                                t.waiting.values().map(|e| e.bytes.len()).sum::<usize>();
                             t.waiting.clear();
                             break;
                         }
                     }
                 }
-                t.sent = off + bytes.len() as u64;
-                ready.push((tid, bytes));
+                t.sent = off + early.len;
+                ready.push((tid, early.bytes));
             }
         }
         ready
@@ -165,6 +196,22 @@ mod tests {
         assert_eq!(s.sent(4), 6);
         assert_eq!(s.waiting_bytes, 0);
         assert_eq!(s.take(4, 6, b"dd"), [b"dd".to_vec()]);
+    }
+
+    #[test]
+    fn offsets_only_copies_and_reads_nothing() {
+        let mut s = DataStream::offsets_only();
+        assert_eq!(s.take(5, 0, b"aa").len(), 1);
+        assert!(s.take(5, 4, b"cc").is_empty());
+        assert_eq!(s.waiting_bytes, 0);
+        // The gap is not read: there is no data file.
+        let dir = tempfile::tempdir().unwrap();
+        assert!(s.pass(0, 1, dir.path()).is_empty());
+        let ready = s.pass(0, 1, dir.path());
+        assert_eq!(ready, [(5, Vec::new()), (5, Vec::new())]);
+        assert_eq!(s.sent(5), 6);
+        assert_eq!(s.take(5, 6, b"dd").len(), 1);
+        assert_eq!(s.sent(5), 8);
     }
 
     #[test]

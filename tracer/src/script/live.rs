@@ -21,7 +21,7 @@
 //! thread ends, never on a timer (its hot path stays as it is), so the script lags a thread by
 //! up to one chunk (`-b`, 128 KB by default).
 
-use super::records::{Names, Outcome, Setup, Threads};
+use super::records::{with_all_tasks, Names, Outcome, Setup, Threads};
 use super::Script;
 use crate::record::ordered::DataStream;
 use crate::record::ChunkObserver;
@@ -103,7 +103,7 @@ impl LiveScript {
             }
         }
         Ok(LiveScript {
-            stream: Arc::new(Mutex::new((DataStream::default(), Some(tx.clone())))),
+            stream: Arc::new(Mutex::new((DataStream::offsets_only(), Some(tx.clone())))),
             tx: Some(tx),
             dir: dir.to_path_buf(),
             handle: Some(handle),
@@ -176,16 +176,19 @@ fn run(rx: &Receiver<Msg>, mut threads: Threads, script: &mut Script) -> anyhow:
     let mut resume = false;
     loop {
         // A snapshot of the directory as it is now; a record that it does not know of and
-        // that came before it was taken is named by its address. None before the first
-        // records (nothing to read yet, and nothing done while the recorder forks).
-        let taken = threads.arrivals;
+        // that came before it was taken is named by its address, as is every record while
+        // the snapshot cannot be opened and `task.txt` does not grow (no retry in a loop).
+        // None before the first records (nothing to read yet, and nothing done while the
+        // recorder forks).
         let dir = match resume {
-            true => TraceDir::open_recording(threads.dir(), &threads.tids()).ok(),
+            true => {
+                threads.snapshot_taken();
+                let dir = TraceDir::open_recording(threads.dir(), &threads.tids());
+                dir.ok().map(with_all_tasks)
+            }
             false => None,
         };
-        let mut names = dir
-            .as_ref()
-            .map(|d| Names::new(d, threads.demangle(), taken));
+        let mut names = dir.as_ref().map(|d| Names::new(d, threads.demangle()));
         if resume && threads.resume(&mut names, script)? == Outcome::Refresh {
             continue;
         }

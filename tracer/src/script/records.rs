@@ -8,16 +8,18 @@
 //! Names come from replay's [`Symbolizer`] and the specs from replay's [`Specs`], over a
 //! snapshot of the directory ([`TraceDir::open_recording`]: `task.txt`, the session maps, the
 //! `.dbg` files). libmcount writes a session's map and `SESS` line, a thread's `TASK` line and
-//! a library's `DLOP` line before any record that needs them, so an address the snapshot does
-//! not know, or a thread it has no session for, is looked up again in a snapshot taken after
-//! the record arrived ([`Outcome::Refresh`]); one still unknown there is named by its address,
-//! as replay names it. Each address is resolved once per session.
+//! a library's `DLOP` line before any record that needs them, so a record that arrived after
+//! `task.txt` grew is named in a snapshot taken after it arrived ([`Outcome::Refresh`],
+//! [`fresh`]); an address still unknown there is named by its address, as replay names it.
+//! Each address is resolved once per session. A data file is open only while it is read.
 
 mod fork;
+mod fresh;
 
 use super::walk::{event_parts, value, Selection};
 use super::{Ctx, Kind, Script, Value};
 use fork::Fork;
+pub use fresh::with_all_tasks;
 use record_format::argspec::{decode_payload, payload_len, ArgItem};
 use record_format::dat::{event_payload_len, read_header, BadRecord};
 use record_format::raw::{RecordKind, RECORD_SIZE};
@@ -45,7 +47,6 @@ pub struct Setup {
 /// One thread's records.
 #[derive(Default)]
 struct Thread {
-    file: Option<std::fs::File>,
     /// Bytes of the data file read into `buf`.
     read: u64,
     /// Bytes read and not yet decoded (from `pos`).
@@ -66,6 +67,8 @@ struct Thread {
     fork: Fork,
     /// The time of the last record decoded.
     last_time: u64,
+    /// The data file could not be read at the end (said once).
+    unreadable: bool,
 }
 
 /// A function as the script sees it.
@@ -79,18 +82,18 @@ struct Func {
 pub struct Names<'d> {
     sym: Symbolizer<'d>,
     specs: Specs,
-    /// The arrival count when the snapshot was taken.
-    taken: u64,
     /// Fork children by pid: their parent and the time of the fork.
     forks: HashMap<u32, (u32, u64)>,
+    /// The threads it was taken for (those it has sessions for).
+    tids: std::collections::HashSet<u32>,
 }
 
 impl<'d> Names<'d> {
-    pub fn new(dir: &'d TraceDir, demangle: Demangle, taken: u64) -> Names<'d> {
+    pub fn new(dir: &'d TraceDir, demangle: Demangle) -> Names<'d> {
         Names {
             sym: Symbolizer::new(dir, demangle),
             specs: Specs::new(dir),
-            taken,
+            tids: dir.info.tids.iter().copied().collect(),
             forks: dir
                 .tasks
                 .iter()
@@ -128,6 +131,13 @@ pub struct Threads {
     waiting: HashMap<u32, Vec<u32>>,
     /// Some were released: they have records to decode.
     pub released: bool,
+    /// The last snapshot (opened or not): the size `task.txt` had before it was taken.
+    snapshot: Option<u64>,
+    /// Records of arrivals up to this count are as known to the last snapshot as they can be
+    /// (`task.txt` had not grown since it was taken when they had arrived).
+    fresh_upto: u64,
+    /// Threads started since the snapshot, by their process (`TASK` lines read alone).
+    joined: HashMap<u32, u32>,
 }
 
 impl Threads {
@@ -144,9 +154,11 @@ impl Threads {
             values: Vec::new(),
             waiting: HashMap::new(),
             released: false,
+            snapshot: None,
+            fresh_upto: 0,
+            joined: HashMap::new(),
         }
     }
-
     /// The threads met, for a snapshot.
     pub fn tids(&self) -> Vec<u32> {
         let mut tids: Vec<u32> = self.threads.keys().copied().collect();
@@ -225,6 +237,9 @@ impl Threads {
             return Ok(Outcome::Refresh);
         }
         let path = self.dir.join(format!("{tid}.dat"));
+        // Opened for this read only: a recording of many threads must not hold a descriptor
+        // per thread.
+        let mut file: Option<std::fs::File> = None;
         loop {
             let arrival = self.arrivals;
             let Some(t) = self.threads.get_mut(&tid) else {
@@ -233,13 +248,26 @@ impl Threads {
             if t.broken || matches!(t.fork, Fork::Waiting(..)) {
                 return Ok(Outcome::Done);
             }
-            if t.file.is_none() {
+            if !t.whole && t.upto.is_some_and(|u| u <= t.read) {
+                return Ok(Outcome::Done);
+            }
+            if file.is_none() {
                 match std::fs::File::open(&path) {
-                    Ok(f) => t.file = Some(f),
-                    Err(_) => return Ok(Outcome::Done),
+                    Ok(f) => file = Some(f),
+                    // Read again at the next arrival or at the end; at the end, said once.
+                    Err(e) => {
+                        if t.whole && !t.unreadable {
+                            t.unreadable = true;
+                            eprintln!(
+                                "utrace: script: cannot read {}: {e}; its records are not given to the script",
+                                path.display()
+                            );
+                        }
+                        return Ok(Outcome::Done);
+                    }
                 }
             }
-            let Some(file) = &t.file else {
+            let Some(file) = &file else {
                 return Ok(Outcome::Done);
             };
             let end = match (t.whole, t.upto) {
@@ -254,8 +282,12 @@ impl Threads {
             t.pos = 0;
             let old = t.buf.len();
             t.buf.resize(old + n, 0);
-            if file.read_exact_at(&mut t.buf[old..], t.read).is_err() {
+            if let Err(e) = file.read_exact_at(&mut t.buf[old..], t.read) {
                 t.buf.truncate(old);
+                if t.whole && !t.unreadable {
+                    t.unreadable = true;
+                    eprintln!("utrace: script: cannot read {}: {e}", path.display());
+                }
                 return Ok(Outcome::Done);
             }
             t.read += n as u64;
@@ -274,25 +306,29 @@ impl Threads {
         (tid, time, addr): (u32, u64, u64),
         arrived: u64,
     ) -> Option<usize> {
-        let session = names.as_ref().and_then(|n| n.sym.session_at(tid, time));
+        // A task may have changed sessions (an exec) since the snapshot: its session there,
+        // and the names cached for it, are trusted only when nothing was added since.
+        if self.stale(names, tid, arrived) {
+            return None;
+        }
+        let session = names.as_ref().and_then(|n| {
+            let pid = self.joined.get(&tid).copied();
+            (n.sym.session_at(tid, time)).or_else(|| n.sym.session_at(pid?, time))
+        });
         if let Some(&i) = self.by_addr.get(&(session.map(|s| s.0), addr)) {
             return Some(i);
         }
-        let stale = names.as_ref().is_none_or(|n| n.taken < arrived);
         let func = match names {
             Some(n) => {
                 let id = n.sym.resolve(session.map(|s| s.0), time, addr);
                 let info = n.sym.func(id);
-                if (session.is_none() || !info.known) && stale {
-                    return None;
-                }
                 Func {
                     name: info.name.clone(),
                     wanted: false,
                     spec: n.specs.get(id, info).clone(),
                 }
             }
-            None if stale => return None,
+            // The snapshot could not be opened: named by its address, as replay names it.
             None => Func {
                 name: format!("<{addr:x}>"),
                 wanted: false,

@@ -30,7 +30,7 @@ impl Threads {
             Some(n) => n.forks.get(&tid).copied(),
             None => None,
         };
-        if fork.is_none() && names.as_ref().is_none_or(|n| n.taken < arrived) {
+        if fork.is_none() && self.stale(names, tid, arrived) {
             return None;
         }
         let decided = match fork {
