@@ -2,10 +2,12 @@
  * attach_timer: a program built WITHOUT -pg (-O2) whose signals come from outside its
  * threads: a 1 ms ITIMER_REAL interval timer sends it SIGALRM, so that two or more arrive
  * while `utrace record -p` makes one call in it. main prints "tick N" lines (each from
- * snprintf and strlen) for 2 s, then "alarms ok" if the handler ran at least 100 times.
+ * snprintf and strlen) every 100 ms, 20 of them or as many as argv[1] says, then "alarms ok"
+ * if the handler ran at least 100 times.
  */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
@@ -18,8 +20,9 @@ static void handler(int sig)
 	got++;
 }
 
-int main(void)
+int main(int argc, char *argv[])
 {
+	int ticks = argc > 1 ? atoi(argv[1]) : 20;
 	struct itimerval it = { { 0, 1000 }, { 0, 1000 } };
 	struct sigaction sa;
 	char buf[32];
@@ -29,7 +32,7 @@ int main(void)
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGALRM, &sa, NULL);
 	setitimer(ITIMER_REAL, &it, NULL);
-	for (int t = 0; t < 20; t++) {
+	for (int t = 0; t < ticks; t++) {
 		struct timespec ts = { 0, 100 * 1000 * 1000 };
 
 		snprintf(buf, sizeof(buf), "tick %d", t);
