@@ -277,6 +277,16 @@ pub fn cpu_file(name: &str, prefix: &str) -> Option<u32> {
     digits.parse().ok().filter(|&cpu| cpu < 4096)
 }
 
+/// The task of a per-thread data file's name: `<tid>.dat`, the tid in decimal digits (no
+/// sign), not 0.
+pub fn task_file(name: &str) -> Option<u32> {
+    let digits = name.strip_suffix(".dat")?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().filter(|&tid| tid > 0)
+}
+
 /// Reads the file `name` of `dir` within its limit ([`file::limit::of`]).
 fn read(dir: &Path, name: &str) -> Result<Vec<u8>> {
     file::read_regular(&dir.join(name), limit::of(name))

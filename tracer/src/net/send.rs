@@ -189,16 +189,10 @@ fn send_dir(conn: &mut Connection, dir: &Path, stream: &DataStream) -> std::io::
         .filter_map(|e| e.file_name().into_string().ok())
         .collect();
     names.sort();
-    let numbered = |name: &str, prefix: &str| -> Option<u32> {
-        name.strip_prefix(prefix)?
-            .strip_suffix(".dat")?
-            .parse()
-            .ok()
-    };
     // The threads' records, then perf and kernel data, a piece at a time.
     let mut buf = vec![0u8; DATA_CHUNK];
     for name in &names {
-        if let Some(tid) = numbered(name, "") {
+        if let Some(tid) = record_format::dir::task_file(name) {
             // Whole records only (the files are, unless a disk filled up).
             send_pieces(
                 &dir.join(name),
@@ -214,7 +208,7 @@ fn send_dir(conn: &mut Connection, dir: &Path, stream: &DataStream) -> std::io::
         ("kernel-cpu", kind::KERNEL_DATA),
     ] {
         for name in &names {
-            if let Some(cpu) = numbered(name, prefix) {
+            if let Some(cpu) = record_format::dir::cpu_file(name, prefix) {
                 send_pieces(&dir.join(name), 0, 1, &mut buf, |piece| {
                     conn.message(kind, &cpu.to_be_bytes(), piece)
                 })?;
@@ -230,9 +224,9 @@ fn send_dir(conn: &mut Connection, dir: &Path, stream: &DataStream) -> std::io::
     let mut meta: Vec<&String> = names
         .iter()
         .filter(|n| {
-            numbered(n, "").is_none()
-                && numbered(n, "perf-cpu").is_none()
-                && numbered(n, "kernel-cpu").is_none()
+            record_format::dir::task_file(n).is_none()
+                && record_format::dir::cpu_file(n, "perf-cpu").is_none()
+                && record_format::dir::cpu_file(n, "kernel-cpu").is_none()
                 && n.as_str() != "info"
         })
         .collect();

@@ -104,12 +104,7 @@ pub fn data_file_tids(dir: &Path) -> anyhow::Result<Vec<u32>> {
     for entry in entries {
         let entry = entry.with_context(|| format!("cannot read {}", dir.display()))?;
         let name = entry.file_name();
-        let Some(tid) = name
-            .to_str()
-            .and_then(|n| n.strip_suffix(".dat"))
-            .and_then(|n| n.parse::<u32>().ok())
-            .filter(|&t| t > 0)
-        else {
+        let Some(tid) = name.to_str().and_then(record_format::dir::task_file) else {
             continue;
         };
         // Setting the length it has releases the blocks libmcount reserved past it. A chunk

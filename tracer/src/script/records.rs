@@ -181,10 +181,7 @@ impl Threads {
         if let Ok(entries) = std::fs::read_dir(&self.dir) {
             for e in entries.flatten() {
                 let name = e.file_name();
-                let tid = name
-                    .to_str()
-                    .and_then(|n| n.strip_suffix(".dat")?.parse().ok());
-                if let Some(tid) = tid {
+                if let Some(tid) = name.to_str().and_then(record_format::dir::task_file) {
                     tids.push(tid);
                 }
             }
