@@ -15,6 +15,12 @@
 # makes no library calls in its hot path). The call count comes from fib's arithmetic; the
 # script checks that both tracers wrote the same number of bytes of records.
 #
+# The floor column: the same program with bench/floor's least possible hook preloaded (the time
+# stamp counter read and a 16-byte record stored at each entry and exit, and for -pg/-mfentry the
+# return hijacked through a shadow stack; nothing checked, nothing written out), measured the same
+# way in the same loop. It is what any tracer of this design costs on this machine; "best" is
+# uftrace's cost over it, the largest ratio a tracer could reach here. FLOOR=0 leaves it out.
+#
 # With WORKLOAD=libcall the program is bench/libcall.c instead: one traced function calling
 # strlen through the PLT $LIBCALL_N times, recorded with library-call hooks on, so that the
 # cost per call is that of the PLT hook.
@@ -37,6 +43,7 @@ RUNS=${RUNS:-9}
 FIB_N=${FIB_N:-30}
 WORKLOAD=${WORKLOAD:-fib}
 TIMING=${TIMING:-whole}
+FLOOR=${FLOOR:-1}
 LIBCALL_N=${LIBCALL_N:-2000000}
 MODES=${MODES:-pg fentry cyg}
 UFTRACE=${UFTRACE:-uftrace}
@@ -98,16 +105,33 @@ libcall)
 esac
 
 echo "bench: $WORKLOAD $N ${EXTRA[*]} utrace: ${UTRACE_EXTRA[*]}, median (fastest-slowest) of $RUNS interleaved runs, timing: $TIMING, data in $tmp ($(df -T "$tmp" | awk 'NR == 2 { print $2 }'))"
-printf '%-8s %9s %8s %24s %24s %26s %26s %7s\n' mode calls "plain ms" "uftrace ms" "utrace ms" \
+printf '%-8s %9s %8s %24s %24s %26s %26s %7s' mode calls "plain ms" "uftrace ms" "utrace ms" \
 	"uftrace ns/call" "utrace ns/call" ratio
+[[ $FLOOR == 1 && $WORKLOAD == fib ]] && printf ' %26s %6s' "floor ns/call" best
+echo
 
 for mode in $MODES; do
 	prog=$tmp/fib-$mode
 	# shellcheck disable=SC2046 # the flags are meant to split
 	gcc $(flags_of "$mode") -O0 -fno-inline -fno-builtin -o "$prog" "$src"
 
+	floor=
+	if [[ $FLOOR == 1 && $WORKLOAD == fib ]]; then
+		floor=$tmp/floor-$mode.so
+		case $mode in
+		pg) gcc -shared -fPIC -o "$floor" bench/floor/hijack.S ;;
+		fentry) gcc -DFENTRY -shared -fPIC -o "$floor" bench/floor/hijack.S ;;
+		cyg) gcc -O2 -shared -fPIC -ftls-model=initial-exec -o "$floor" bench/floor/cyg.c ;;
+		esac
+	fi
+
 	: >"$tmp/p1" && : >"$tmp/pN" && : >"$tmp/f1" && : >"$tmp/fN" && : >"$tmp/u1" && : >"$tmp/uN"
+	: >"$tmp/h1" && : >"$tmp/hN"
 	for ((i = 0; i < RUNS; i++)); do
+		if [[ -n $floor ]]; then
+			wall env LD_PRELOAD="$floor" "$prog" 1 >>"$tmp/h1"
+			wall env LD_PRELOAD="$floor" "$prog" "$N" >>"$tmp/hN"
+		fi
 		wall "$prog" 1 >>"$tmp/p1"
 		wall "$prog" "$N" >>"$tmp/pN"
 		wall "$UFTRACE" record "${libcall[@]}" --no-event "${EXTRA[@]}" -d "$tmp/data" "$prog" 1 >>"$tmp/f1"
@@ -125,16 +149,24 @@ for mode in $MODES; do
 	awk -v mode="$mode" -v calls="$calls" \
 		-v p1="$(stats <"$tmp/p1")" -v pn="$(stats <"$tmp/pN")" \
 		-v f1="$(stats <"$tmp/f1")" -v fn="$(stats <"$tmp/fN")" \
-		-v u1="$(stats <"$tmp/u1")" -v un="$(stats <"$tmp/uN")" 'BEGIN {
+		-v u1="$(stats <"$tmp/u1")" -v un="$(stats <"$tmp/uN")" \
+		-v h1="$([[ -n $floor ]] && stats <"$tmp/h1")" -v hn="$([[ -n $floor ]] && stats <"$tmp/hN")" 'BEGIN {
 		split(p1, P1); split(pn, PN); split(f1, F1); split(fn, FN); split(u1, U1); split(un, UN)
+		split(h1, H1); split(hn, HN)
 		plain = PN[1] - P1[1]
 		for (k = 1; k <= 3; k++) {
 			uf[k] = (FN[k] - F1[1] - plain) / calls
 			ut[k] = (UN[k] - U1[1] - plain) / calls
 		}
-		printf "%-8s %9d %8.1f %8.1f (%6.1f-%6.1f) %8.1f (%6.1f-%6.1f) %7.1f (%7.1f-%7.1f) %7.1f (%7.1f-%7.1f) %6.2fx\n",
+		printf "%-8s %9d %8.1f %8.1f (%6.1f-%6.1f) %8.1f (%6.1f-%6.1f) %7.1f (%7.1f-%7.1f) %7.1f (%7.1f-%7.1f) %6.2fx",
 			mode, calls, PN[1] / 1e6, FN[1] / 1e6, FN[2] / 1e6, FN[3] / 1e6,
 			UN[1] / 1e6, UN[2] / 1e6, UN[3] / 1e6, uf[1], uf[2], uf[3], ut[1], ut[2], ut[3],
 			(ut[1] > 0 ? uf[1] / ut[1] : 0)
+		if (hn != "") {
+			for (k = 1; k <= 3; k++)
+				fl[k] = (HN[k] - H1[1] - plain) / calls
+			printf " %7.1f (%7.1f-%7.1f) %5.2fx", fl[1], fl[2], fl[3], (fl[1] > 0 ? uf[1] / fl[1] : 0)
+		}
+		printf "\n"
 	}'
 done
