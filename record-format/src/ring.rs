@@ -35,11 +35,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// First bytes of a ring file.
-pub const MAGIC: [u8; 8] = *b"utrring2";
+pub const MAGIC: [u8; 8] = *b"utrring3";
 /// Size of the header; the records start at this offset of the ring file.
 pub const HEADER_SIZE: usize = 4096;
 /// Chunks per ring.
-pub const CHUNKS: usize = 8;
+pub const CHUNKS: usize = 32;
 /// The environment variable naming the ring prefix (`/dev/shm/<prefix>/<tid>`); without it
 /// libmcount keeps its rings in private memory, which a SIGKILL loses.
 pub const ENV_PREFIX: &str = "UTRACE_RING";

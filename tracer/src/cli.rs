@@ -344,7 +344,7 @@ pub struct RecordArgs {
     /// Per-thread buffer size (default: 128K)
     #[arg(short = 'b', long, value_name = "SIZE")]
     pub buffer: Option<String>,
-    /// Flight recorder: keep only the newest SIZE of records per thread (e.g. 16M; at least 8
+    /// Flight recorder: keep only the newest SIZE of records per thread (e.g. 16M; at least 32
     /// pages) in memory, and write them when asked (--signal SIG@dump, -T FUNC@dump,
     /// -T FUNC@time=T,dump), when the program crashes, and at exit
     #[arg(long, value_name = "SIZE")]

@@ -39,25 +39,28 @@ fn private_ring_writes_chunks_when_it_wraps_and_appends() {
     let dir = tempfile::tempdir().unwrap();
     let d = std::fs::File::open(dir.path()).unwrap();
     let path = dir.path().join("42.dat");
-    // One-page chunks hold 256 records; the ring holds 8 of them. Chunk k starts at record
-    // 256k and takes ring slot k % 8 back from chunk k - 8, which it writes first: after
-    // 3000 records, chunks 8..=11 have started, so chunks 0..=3 are in the file.
+    // One-page chunks hold 256 records; the ring holds CHUNKS of them. Chunk k starts at
+    // record 256k and takes ring slot k % CHUNKS back from chunk k - CHUNKS, which it writes
+    // first: after `n` records, chunks CHUNKS..=CHUNKS + 3 have started, so chunks 0..=3 are in
+    // the file.
+    let n = 256 * (CHUNKS as u64 + 4) - 72;
     let mut w = DatWriter::new(d.as_raw_fd(), 42, 1, None);
-    for i in 0..3000u64 {
+    for i in 0..n {
         w.record(i + 1, word((i % 1000) as u16));
     }
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 4 * 4096);
     w.close();
-    w.record(5000, word(0)); // dropped
-    assert_eq!(std::fs::metadata(&path).unwrap().len(), 3000 * 16);
+    w.record(n + 2000, word(0)); // dropped
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), n * 16);
     // A later writer of the same tid appends.
     let mut w = DatWriter::new(d.as_raw_fd(), 42, 1, None);
-    w.record(6000, word(3));
+    w.record(n + 3000, word(3));
     w.close();
     let recs = records(&path);
-    assert_eq!(recs.len(), 3001);
+    assert_eq!(recs.len() as u64, n + 1);
     assert!(recs.windows(2).all(|p| p[0].time < p[1].time));
-    assert_eq!((recs[3000].time, recs[3000].depth), (6000, 3));
+    let last = recs[n as usize];
+    assert_eq!((last.time, last.depth), (n + 3000, 3));
 }
 
 #[test]
@@ -200,10 +203,12 @@ fn flight_ring_keeps_the_newest_records_and_dumps_each_once() {
     record_format::flight::create_control(&prefix).unwrap();
     let path = dir.path().join("79.dat");
     let mut pump = record_format::ring::Pump::new(&prefix, dir.path());
-    // One-page chunks: 256 records each, 2048 in the ring. 5000 records: the oldest are
-    // dropped, nothing is written without a dump.
+    // One-page chunks: 256 records each, CHUNKS of them in the ring. `n` records (11 chunks
+    // and 136 records more than the ring holds): the oldest are dropped, nothing is written
+    // without a dump.
+    let n = 256 * (CHUNKS as u64 + 11) + 136;
     let mut w = DatWriter::new(d.as_raw_fd(), 79, 1, Some(&cprefix));
-    for t in 1..=5000u64 {
+    for t in 1..=n {
         w.record(t, word(1));
         if t % 100 == 0 {
             pump.rescan().unwrap();
@@ -225,19 +230,19 @@ fn flight_ring_keeps_the_newest_records_and_dumps_each_once() {
     assert!(pump.pump().unwrap() > 0);
     let first = flight_records(&path);
     let kept = first.len() as u64 - 1;
-    // 7 sealed chunks and the filling one (5000 = 19 × 256 + 136).
-    assert_eq!(kept, 7 * 256 + 136);
-    assert_eq!(first[0], Err(5000 - kept));
+    // CHUNKS - 1 sealed chunks and the filling one.
+    assert_eq!(kept, (CHUNKS as u64 - 1) * 256 + 136);
+    assert_eq!(first[0], Err(n - kept));
     assert!(first[1..]
         .iter()
-        .zip(5001 - kept..)
+        .zip(n + 1 - kept..)
         .all(|(r, t)| *r == Ok(t)));
     // No new request: nothing more.
     assert_eq!(pump.pump().unwrap(), 0);
 
     // 100 more records fit without dropping any: the next dump (here the salvage at the end)
     // writes only them, with no LOST record.
-    for t in 5001..=5100u64 {
+    for t in n + 1..=n + 100 {
         w.record(t, word(1));
     }
     record_format::ring::salvage(&prefix, dir.path()).unwrap();
@@ -245,12 +250,13 @@ fn flight_ring_keeps_the_newest_records_and_dumps_each_once() {
     assert_eq!(all.len(), first.len() + 100);
     assert!(all[first.len()..]
         .iter()
-        .zip(5001..)
+        .zip(n + 1..)
         .all(|(r, t)| *r == Ok(t)));
 
     // A thread that ends hands its ring to the pump, which writes it and removes it.
     let mut w = DatWriter::new(d.as_raw_fd(), 80, 1, Some(&cprefix));
-    for t in 1..=3000u64 {
+    let m = 256 * (CHUNKS as u64 + 4);
+    for t in 1..=m {
         w.record(t, word(2));
     }
     w.close();
@@ -260,7 +266,7 @@ fn flight_ring_keeps_the_newest_records_and_dumps_each_once() {
     pump.pump().unwrap();
     assert!(!ring.exists());
     let ended = flight_records(&dir.path().join("80.dat"));
-    assert_eq!(ended.last(), Some(&Ok(3000)));
+    assert_eq!(ended.last(), Some(&Ok(m)));
     assert!(matches!(ended[0], Err(n) if n > 0));
     record_format::ring::remove_ring_dir(&prefix);
 }
