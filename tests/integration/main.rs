@@ -43,6 +43,8 @@
 //!   same output as untraced, the same call counts as uftrace's for the functions both patched;
 //! * `record_matrix`: every test program in every build mode recorded by utrace and by
 //!   uftrace, both replays of utrace's data against uftrace's;
+//! * `record_options`: `--clock` (records stamped by that clock) and `--no-pltbind`, against
+//!   uftrace;
 //! * `survival`: programs that crash, are killed or exit with threads running still leave a
 //!   complete, replayable data directory.
 //! * `analysis_dump`: `utrace dump` in every format against uftrace (fresh recordings and
@@ -114,6 +116,7 @@ mod record_filters;
 mod record_flight;
 mod record_libcalls;
 mod record_matrix;
+mod record_options;
 mod record_patch;
 mod record_patch_real;
 mod record_processes;
