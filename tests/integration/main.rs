@@ -32,6 +32,8 @@
 //!   on the calls of a `dlopen`ed library;
 //! * `record_processes`: vfork children that work and exec, fork with allocations, longjmp from
 //!   several depths and in a loop, pthread_exit and daemon, with library calls, against uftrace;
+//! * `record_frames`: a program reading its own return addresses and frame-pointer chain, and
+//!   C++ exceptions through 200 frames, against uftrace and the untraced run;
 //! * `record_sched`: scheduling events (`perf-cpu*.dat`) recorded by default, replayed by
 //!   uftrace as its own; `--no-sched`, `--no-event`, threads, children and `--keep-pid`;
 //! * `graph_sched`: `utrace graph` with scheduling events (`linux:schedule` nodes) against
@@ -112,6 +114,7 @@ mod record_dwarf_args;
 mod record_events;
 mod record_filters;
 mod record_flight;
+mod record_frames;
 mod record_libcalls;
 mod record_matrix;
 mod record_patch;
