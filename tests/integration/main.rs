@@ -34,6 +34,8 @@
 //!   several depths and in a loop, pthread_exit and daemon, with library calls, against uftrace;
 //! * `record_frames`: a program reading its own return addresses and frame-pointer chain, and
 //!   C++ exceptions through 200 frames, against uftrace and the untraced run;
+//! * `record_sessions`: programs that exec (one task, new sessions) and spawn: `replay --tid`,
+//!   `info`, `info --task`, `report --task` and `task.txt` against uftrace;
 //! * `record_sched`: scheduling events (`perf-cpu*.dat`) recorded by default, replayed by
 //!   uftrace as its own; `--no-sched`, `--no-event`, threads, children and `--keep-pid`;
 //! * `graph_sched`: `utrace graph` with scheduling events (`linux:schedule` nodes) against
@@ -121,6 +123,7 @@ mod record_patch;
 mod record_patch_real;
 mod record_processes;
 mod record_sched;
+mod record_sessions;
 mod recorder_faults;
 mod recv;
 mod replay_diff;
