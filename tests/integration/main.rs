@@ -32,8 +32,6 @@
 //!   on the calls of a `dlopen`ed library;
 //! * `record_processes`: vfork children that work and exec, fork with allocations, longjmp from
 //!   several depths and in a loop, pthread_exit and daemon, with library calls, against uftrace;
-//! * `record_frames`: a program reading its own return addresses and frame-pointer chain, and
-//!   C++ exceptions through 200 frames, against uftrace and the untraced run;
 //! * `record_sessions`: programs that exec (one task, new sessions) and spawn: `replay --tid`,
 //!   `info`, `info --task`, `report --task` and `task.txt` against uftrace;
 //! * `record_sched`: scheduling events (`perf-cpu*.dat`) recorded by default, replayed by
@@ -71,7 +69,8 @@
 //! * `srcline`: `--srcline` (the `.dbg` files, replay, report, graph, chrome) and `-L` at
 //!   record and replay time against uftrace (testprogs/srcline.c and its library);
 //! * `stack_walks`: a traced program calling `backtrace()` and `_Unwind_Backtrace()` sees the
-//!   stack it sees untraced.
+//!   stack it sees untraced; one reading its own return addresses and frame-pointer chain, and
+//!   C++ exceptions through 200 frames, against uftrace and the untraced run.
 //! * `special_files`: a symlink to `/dev/zero` or `/dev/urandom`, a FIFO or a directory in place
 //!   of each data file: every analysis command ends at once, stays small and names the file
 //!   (`bounded.rs` runs utrace with a time and an address-space limit and measures its peak RSS);
@@ -116,7 +115,6 @@ mod record_dwarf_args;
 mod record_events;
 mod record_filters;
 mod record_flight;
-mod record_frames;
 mod record_libcalls;
 mod record_matrix;
 mod record_patch;

@@ -44,7 +44,7 @@ const FRAMES: &[(&str, &[&str], bool)] = &[
     // (uftrace 0.13 finds one too many, see `stack_walks.rs`), and the program's calls per
     // frame would differ with it.
     ("backtrace", &["glibc-only"], false),
-    // Return addresses read and walked (`record_frames.rs` checks what the program sees).
+    // Return addresses read and walked (`stack_walks.rs` checks what the program sees).
     ("retaddr", &[], false),
     // Exceptions through 200 frames, rethrown on the way.
     ("deep_throw", &[], false),

@@ -493,7 +493,7 @@ fn every_testprog_is_recorded() {
             || crate::record_flight::covers(&name)
             || crate::kernel_io::covers(&name)
             || crate::record_agent::covers(&name)
-            || crate::record_frames::covers(&name)
+            || crate::stack_walks::covers(&name)
             || crate::record_sessions::covers(&name);
         if !in_matrix && !in_survival && !elsewhere {
             missing.push(name);
