@@ -32,6 +32,8 @@
 //!   on the calls of a `dlopen`ed library;
 //! * `record_processes`: vfork children that work and exec, fork with allocations, longjmp from
 //!   several depths and in a loop, pthread_exit and daemon, with library calls, against uftrace;
+//! * `record_sessions`: programs that exec (one task, new sessions) and spawn: `replay --tid`,
+//!   `info`, `info --task`, `report --task` and `task.txt` against uftrace;
 //! * `record_sched`: scheduling events (`perf-cpu*.dat`) recorded by default, replayed by
 //!   uftrace as its own; `--no-sched`, `--no-event`, threads, children and `--keep-pid`;
 //! * `graph_sched`: `utrace graph` with scheduling events (`linux:schedule` nodes) against
@@ -69,7 +71,8 @@
 //! * `srcline`: `--srcline` (the `.dbg` files, replay, report, graph, chrome) and `-L` at
 //!   record and replay time against uftrace (testprogs/srcline.c and its library);
 //! * `stack_walks`: a traced program calling `backtrace()` and `_Unwind_Backtrace()` sees the
-//!   stack it sees untraced.
+//!   stack it sees untraced; one reading its own return addresses and frame-pointer chain, and
+//!   C++ exceptions through 200 frames, against uftrace and the untraced run.
 //! * `special_files`: a symlink to `/dev/zero` or `/dev/urandom`, a FIFO or a directory in place
 //!   of each data file: every analysis command ends at once, stays small and names the file
 //!   (`bounded.rs` runs utrace with a time and an address-space limit and measures its peak RSS);
@@ -121,6 +124,7 @@ mod record_patch;
 mod record_patch_real;
 mod record_processes;
 mod record_sched;
+mod record_sessions;
 mod recorder_faults;
 mod recv;
 mod replay_diff;

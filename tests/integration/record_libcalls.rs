@@ -36,6 +36,20 @@ const CASES: &[(&str, &[&str], bool)] = &[
     ("dlopen_cxx", &[], false),
 ];
 
+/// Programs that look at their own frames, checked by [`frame_readers_match_uftrace`]:
+/// program, arguments, fold.
+const FRAMES: &[(&str, &[&str], bool)] = &[
+    // glibc's backtrace() under traced functions (`walk_glibc() { backtrace(); printf(); }`).
+    // Only whether the walk is long enough is printed: how many frames it finds differs
+    // (uftrace 0.13 finds one too many, see `stack_walks.rs`), and the program's calls per
+    // frame would differ with it.
+    ("backtrace", &["glibc-only"], false),
+    // Return addresses read and walked (`stack_walks.rs` checks what the program sees).
+    ("retaddr", &[], false),
+    // Exceptions through 200 frames, rethrown on the way.
+    ("deep_throw", &[], false),
+];
+
 /// How the test programs are linked (and `-fno-plt`: library calls through the GOT, no PLT
 /// entry: uftrace 0.13 records none of them, nor does utrace).
 const LINKS: &[&[&str]] = &[&[], &["-Wl,-z,now"], &["-no-pie"], &["-fno-plt"]];
@@ -69,7 +83,7 @@ fn compare(
     let ours = tmp.path().join("utrace.data");
     // uftrace 0.13's -mfentry recording misplaces destructors run during unwinding: its -pg
     // build is the reference there (see `record_matrix::Reference::PgForFentry`).
-    let reference_exe = if prog == "exception" && mode == Mode::Fentry {
+    let reference_exe = if ["exception", "deep_throw"].contains(&prog) && mode == Mode::Fentry {
         util::testprog_with(prog, Mode::Pg, link)
     } else {
         exe.clone()
@@ -198,6 +212,23 @@ fn library_calls_match_uftrace() {
     util::assert_no_failures(&failures);
 }
 
+/// [`FRAMES`] as [`CASES`]: every mode and link.
+#[test]
+fn frame_readers_match_uftrace() {
+    if !util::need_uftrace("frame_readers_match_uftrace") {
+        return;
+    }
+    let mut failures = Vec::new();
+    for (prog, args, fold) in FRAMES {
+        for mode in MODES {
+            for link in LINKS {
+                failures.extend(compare(prog, args, *fold, mode, link, &[]));
+            }
+        }
+    }
+    util::assert_no_failures(&failures);
+}
+
 /// With `--nest-libcall`, a library loaded by `dlopen` has its PLT hooked when `dlopen`
 /// returns (uftrace 0.13 hooks only the libraries loaded at start-up): its calls into libc
 /// show under its functions, in utrace's replay and in uftrace's. Without `-l` they do not.
@@ -231,7 +262,11 @@ fn dlopened_library_calls_are_nested() {
 
 /// Whether a test here records `prog` (see `record_matrix::every_testprog_is_recorded`).
 pub fn covers(prog: &str) -> bool {
-    CASES.iter().chain(NESTED).any(|c| c.0 == prog)
+    CASES
+        .iter()
+        .chain(NESTED)
+        .chain(FRAMES)
+        .any(|c| c.0 == prog)
 }
 
 /// `--libname` names the library that defines a library call's target, as uftrace 0.13 finds

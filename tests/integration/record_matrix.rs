@@ -82,7 +82,7 @@ pub struct Case {
 }
 
 impl Case {
-    const fn new(prog: &'static str, args: &'static [&'static str]) -> Self {
+    pub const fn new(prog: &'static str, args: &'static [&'static str]) -> Self {
         Self {
             prog,
             args,
@@ -91,12 +91,12 @@ impl Case {
         }
     }
 
-    const fn reference(mut self, reference: Reference) -> Self {
+    pub const fn reference(mut self, reference: Reference) -> Self {
         self.reference = reference;
         self
     }
 
-    const fn norm(mut self, norm: Norm) -> Self {
+    pub const fn norm(mut self, norm: Norm) -> Self {
         self.norm = norm;
         self
     }
@@ -492,7 +492,9 @@ fn every_testprog_is_recorded() {
             || crate::record_attach::covers(&name)
             || crate::record_flight::covers(&name)
             || crate::kernel_io::covers(&name)
-            || crate::record_agent::covers(&name);
+            || crate::record_agent::covers(&name)
+            || crate::stack_walks::covers(&name)
+            || crate::record_sessions::covers(&name);
         if !in_matrix && !in_survival && !elsewhere {
             missing.push(name);
         }

@@ -82,10 +82,13 @@ const PROGS: &[Prog] = &[
     prog("cxxnames", &[], EXACT),
     prog("dlopen_cxx", &[], EXACT),
     prog("deep", &["2000"], EXACT),
+    prog("deep_throw", &[], EXACT),
     prog("dlopen", &[], EXACT),
     prog("dtypes", &[], EXACT),
     prog("exception", &[], EXACT),
     prog("exec", &[], EXACT),
+    // Reads its return addresses: the trampoline's, the same on both paths.
+    prog("retaddr", &[], EXACT),
     prog("exit", &[], EXACT),
     prog("fib", &["7"], EXACT),
     Prog {
