@@ -59,6 +59,26 @@ const CASES: &[(&str, &[&str], &[&str])] = &[
     ("abc", &[], &["-T", "a@trace_off", "-T", "c@trace_on"]),
     ("abc", &[], &["--disable", "-T", "b@trace_on"]),
     ("abc", &[], &["-T", "b@finish"]),
+    // A filter (`-F`) with trace_off/trace_on triggers, inside and outside the filtered
+    // function (outside it they switch nothing), a `--disable`d recording turned on inside
+    // it, and a trace_off below a `-N` function (nothing either).
+    ("abc", &[], &["-F", "a", "-T", "b@trace_off"]),
+    (
+        "abc",
+        &[],
+        &["-F", "a", "-T", "b@trace_off", "-T", "c@trace_on"],
+    ),
+    ("abc", &[], &["-F", "b", "-T", "a@trace_off"]),
+    (
+        "abc",
+        &[],
+        &["-F", "b", "-T", "a@trace_off", "-T", "c@trace_on"],
+    ),
+    ("abc", &[], &["-F", "b", "-T", "c@trace_off"]),
+    ("abc", &[], &["--disable", "-F", "a", "-T", "b@trace_on"]),
+    ("fib", &["5"], &["-F", "fib", "-T", "fib@trace_off"]),
+    ("abc", &[], &["-N", "b", "-T", "c@trace_off"]),
+    ("abc", &[], &["-F", "a", "-N", "b", "-T", "c@trace_off"]),
     ("fib", &["6"], &["-T", "fib@depth=2", "-D", "4"]),
 ];
 
