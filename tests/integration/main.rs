@@ -16,6 +16,8 @@
 //! * `record_dwarf_args`: argument specs from DWARF (`-a`, `-A .`) on structs, classes, long
 //!   double and the rest, the `.dbg` file and the replays against uftrace;
 //! * `record_filters`: record-time filters and depth limits, applied while recording;
+//! * `record_options`: `--keep-pid`, `--no-randomize-addr`, `--libmcount-single` against
+//!   uftrace; the steps `-vv`, `--debug` and `--debug-domain` print; `--version`'s words;
 //! * `record_flight`: the flight recorder (`--flight-recorder`): each way of dumping (signal,
 //!   trigger, time threshold, crash, exit) keeps the newest calls, complete, and drops the old;
 //! * `record_libcalls`: library calls through the PLT hooks, lazy and `-z now` builds;
@@ -114,6 +116,7 @@ mod record_filters;
 mod record_flight;
 mod record_libcalls;
 mod record_matrix;
+mod record_options;
 mod record_patch;
 mod record_patch_real;
 mod record_processes;
