@@ -225,3 +225,100 @@ fn version_words_as_uftrace() {
         "utrace lacks some: {theirs:?} {ours:?}"
     );
 }
+
+/// A record step printed at `-v` (level 1) or only from `-vv` (level 2): a line starting with
+/// `DOMAIN: words`, the same with uftrace 0.13 and utrace.
+const STEPS: &[(u8, &str)] = &[
+    (1, "uftrace: running u"),
+    (1, "uftrace: checking binary "),
+    (1, "uftrace: using "),
+    (1, "uftrace: creating "),
+    (1, "mcount: initializing mcount library"),
+    (1, "plthook: setup PLT hooking \""),
+    (1, "mcount: mcount setup done"),
+    (1, "mcount: new session started: "),
+    (1, "mcount: mcount trace finished"),
+    (1, "mcount: exit from libmcount"),
+    (1, "uftrace: child terminated with exit code: 0"),
+    (1, "uftrace: reading "),
+    (2, "uftrace: all process/thread exited"),
+    (2, "symbol: saving symbols to "),
+];
+
+/// `TOOL record --no-event OPTS -d DIR thread`'s stderr, colours removed.
+fn steps_printed(uftrace: bool, dir: &Path, opts: &[&str]) -> String {
+    let exe = util::testprog("thread", Mode::Pg);
+    let out = util::record_with(uftrace, dir, &exe, &[], opts);
+    out.assert_success();
+    let mut text = String::new();
+    let mut rest = out.stderr.as_str();
+    while let Some(at) = rest.find('\x1b') {
+        text.push_str(&rest[..at]);
+        let end = rest[at..].find('m').map_or(rest.len(), |m| at + m + 1);
+        rest = &rest[end..];
+    }
+    text.push_str(rest);
+    text
+}
+
+/// Which of [`STEPS`] `text` prints: whether each has a line starting with it.
+fn steps_in(text: &str) -> Vec<(u8, &'static str, bool)> {
+    STEPS
+        .iter()
+        .map(|&(level, step)| (level, step, text.lines().any(|l| l.starts_with(step))))
+        .collect()
+}
+
+/// `-v`, `-vv`, `--debug` (once and twice) and `--debug-domain`: the record steps printed at
+/// each level, in uftrace's domains and words: both tools print the same [`STEPS`], the
+/// level-2 ones from `-vv` only. utrace's runtime says `preparing buffers: tid = N` at level 2
+/// for each thread (uftrace: `preparing shmem buffers`; utrace's buffers are no shared memory).
+#[test]
+fn verbose_levels_print_the_record_steps() {
+    if !util::need_uftrace("verbose_levels_print_the_record_steps") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("v.data");
+    for (opts, level) in [
+        (&["-v"][..], 1),
+        (&["--debug"], 1),
+        (&["-vv"], 2),
+        (&["--debug", "--debug"], 2),
+    ] {
+        let theirs = steps_printed(true, &dir, opts);
+        let ours = steps_printed(false, &dir, opts);
+        let want: Vec<_> = STEPS
+            .iter()
+            .map(|&(l, step)| (l, step, l <= level))
+            .collect();
+        assert_eq!(steps_in(&theirs), want, "uftrace {opts:?}:\n{theirs}");
+        assert_eq!(steps_in(&ours), want, "utrace {opts:?}:\n{ours}");
+        let buffers = ours
+            .lines()
+            .filter(|l| l.starts_with("mcount: preparing buffers: tid = "))
+            .count();
+        assert_eq!(buffers, if level > 1 { 3 } else { 0 }, "{ours}");
+    }
+
+    // Some domains only, each at its level: no `uftrace:` line. (utrace has no `plthook`
+    // domain of its own: its runtime prints the PLT hooking steps at the `mcount` level, so
+    // that step is left out here.)
+    let opts = ["-v", "--debug-domain=mcount:2,symbol:2"];
+    let theirs = steps_printed(true, &dir, &opts);
+    let ours = steps_printed(false, &dir, &opts);
+    let want: Vec<_> = STEPS
+        .iter()
+        .filter(|(_, step)| !step.starts_with("plthook:"))
+        .map(|&(_, step)| (step, !step.starts_with("uftrace:")))
+        .collect();
+    for (who, text) in [("uftrace", &theirs), ("utrace", &ours)] {
+        let got: Vec<_> = steps_in(text)
+            .into_iter()
+            .filter(|(_, s, _)| !s.starts_with("plthook:"))
+            .map(|(_, s, p)| (s, p))
+            .collect();
+        assert_eq!(got, want, "{who} {opts:?}:\n{text}");
+    }
+    assert!(ours.contains("mcount: preparing buffers: tid = "), "{ours}");
+}
