@@ -7,12 +7,15 @@
 //! - `pmu-cycle`, `pmu-cache`, `pmu-branch`: hardware counters of the calling thread (cycles and
 //!   instructions, cache references and misses, branches and misses), one `perf_event_open`
 //!   group per kind opened on the thread's first use. Where the machine has no PMU (most VMs),
-//!   opening fails: one `WARN:` line says so, as uftrace's does, and nothing is recorded.
+//!   opening fails: a `WARN:` line says so, in uftrace's words, and nothing is recorded. It is
+//!   printed once per kind and process; uftrace 0.13 retries the open, and warns again, at
+//!   every read (the entry and the exit of each call), which floods stderr for a hot function
+//!   and costs a failing system call each time.
 //!
 //! Everything here runs in hook context: raw system calls, fixed buffers, no allocation.
 
 use crate::sys::{self, PerfAttr};
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicU8, Ordering};
 use record_format::trigger::read::{COUNTERS, PAGE_FAULT, PMU_BRANCH, PMU_CACHE, PMU_CYCLE};
 
 /// Values of one counter (at most three).
@@ -51,7 +54,8 @@ const PMU: [(u8, [&str; 2], [u64; 2]); 3] = [
     (PMU_BRANCH, ["branches", "branch-misses"], [4, 5]),
 ];
 
-static PMU_WARNED: AtomicBool = AtomicBool::new(false);
+/// The PMU kinds already warned about (bit `1 << k` for `PMU[k]`).
+static PMU_WARNED: AtomicU8 = AtomicU8::new(0);
 
 /// Reads the counter `bit` into `out`; `false` when it cannot be read.
 pub fn read(bit: u8, pmu: &mut PmuFds, out: &mut Values) -> bool {
@@ -102,7 +106,7 @@ fn read_pmu(bit: u8, pmu: &mut PmuFds, out: &mut Values) -> bool {
     };
     let fds = &mut pmu.fds[k];
     if fds[0] == -1 {
-        *fds = open_group(&PMU[k].1, &PMU[k].2);
+        *fds = open_group(k);
     }
     if fds[0] < 0 {
         return false;
@@ -117,9 +121,10 @@ fn read_pmu(bit: u8, pmu: &mut PmuFds, out: &mut Values) -> bool {
     true
 }
 
-/// Opens a counting group of the two hardware events; `[-2, -2]` (and one warning per
-/// process) when the machine cannot.
-fn open_group(names: &[&str; 2], configs: &[u64; 2]) -> [i32; 2] {
+/// Opens a counting group of the two hardware events of `PMU[k]`; `[-2, -2]` (and one
+/// warning per kind and process) when the machine cannot.
+fn open_group(k: usize) -> [i32; 2] {
+    let (_, names, configs) = PMU[k];
     const PERF_FORMAT_GROUP: u64 = 1 << 3;
     const EXCLUDE_KERNEL: u64 = 1 << 5;
     const EXCLUDE_HV: u64 = 1 << 6;
@@ -140,7 +145,7 @@ fn open_group(names: &[&str; 2], configs: &[u64; 2]) -> [i32; 2] {
                 if i == 1 {
                     sys::close(fds[0]);
                 }
-                warn_once(names[i], errno);
+                warn_once(k, names[i], errno);
                 return [-2; 2];
             }
         }
@@ -148,8 +153,9 @@ fn open_group(names: &[&str; 2], configs: &[u64; 2]) -> [i32; 2] {
     fds
 }
 
-fn warn_once(name: &str, errno: i32) {
-    if PMU_WARNED.swap(true, Ordering::Relaxed) {
+fn warn_once(k: usize, name: &str, errno: i32) {
+    // Relaxed: the flag only keeps a second line from being printed; it orders nothing.
+    if PMU_WARNED.fetch_or(1 << k, Ordering::Relaxed) & (1 << k) != 0 {
         return;
     }
     let mut line = crate::tasklog::LineBuf::<160>::new();

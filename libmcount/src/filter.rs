@@ -520,10 +520,13 @@ impl FilterState {
         if a.filter || a.depth.is_some() || a.time.is_some() || a.size.is_some() || a.dump {
             fl |= flags::LIMITS;
         }
-        if a.trace_on {
+        // As uftrace: `trace_on`/`trace_off` of a function outside every `-F` function, or
+        // called from a `-N` one, switch nothing (uftrace's replay does the same).
+        let switches = (!f.has_in || in_count > 0) && self.out_count == 0;
+        if a.trace_on && switches {
             fl |= flags::TRACE_ON;
         }
-        if a.trace_off {
+        if a.trace_off && switches {
             fl |= flags::TRACE_OFF;
         }
         if a.finish {

@@ -260,6 +260,12 @@ fn alloc_state(cfg: &config::Config, tid: i32) -> Option<*mut ThreadState> {
     let writer = DatWriter::new(cfg.dirfd, tid, cfg.window, config::ring_prefix());
     let mut state = ThreadState::new(rstack, writer, tid);
     state.map_len = map_len;
+    // Relaxed: a level set once at start-up, read for a message only.
+    if crate::log::DEBUG.load(Ordering::Relaxed) >= 2 {
+        let mut id = tasklog::LineBuf::<16>::new();
+        id.push_dec(tid as u64);
+        crate::log::debug(2, b"mcount", &[b"preparing buffers: tid = ", id.as_bytes()]);
+    }
     if let Some(f) = filter::get() {
         state.filt = FilterState::new(f);
         // SAFETY: `saved_len` bytes for `max_stack` entries follow the frames in the mapping.

@@ -16,6 +16,9 @@
 //! * `record_dwarf_args`: argument specs from DWARF (`-a`, `-A .`) on structs, classes, long
 //!   double and the rest, the `.dbg` file and the replays against uftrace;
 //! * `record_filters`: record-time filters and depth limits, applied while recording;
+//! * `record_options`: `--keep-pid`, `--no-randomize-addr`, `--libmcount-single` against
+//!   uftrace; the steps `-vv`, `--debug` and `--debug-domain` print; `--version`'s words;
+//!   `--clock` (records stamped by that clock) and `--no-pltbind`;
 //! * `record_flight`: the flight recorder (`--flight-recorder`): each way of dumping (signal,
 //!   trigger, time threshold, crash, exit) keeps the newest calls, complete, and drops the old;
 //! * `record_libcalls`: library calls through the PLT hooks, lazy and `-z now` builds;
@@ -45,8 +48,6 @@
 //!   same output as untraced, the same call counts as uftrace's for the functions both patched;
 //! * `record_matrix`: every test program in every build mode recorded by utrace and by
 //!   uftrace, both replays of utrace's data against uftrace's;
-//! * `record_options`: `--clock` (records stamped by that clock) and `--no-pltbind`, against
-//!   uftrace;
 //! * `survival`: programs that crash, are killed or exit with threads running still leave a
 //!   complete, replayable data directory.
 //! * `analysis_dump`: `utrace dump` in every format against uftrace (fresh recordings and

@@ -5,17 +5,20 @@ use crate::cli::{Cli, Subcommand};
 use clap::CommandFactory;
 use std::fmt::Write as _;
 
-/// Optional features this build really supports, as listed by `--version`. uftrace's test
-/// suite skips tests whose feature word (`dwarf`, `perf`, `luajit`, `python`) is missing, so
-/// only add a word here once the feature works: `dwarf` (`-A .` with DWARF types,
-/// `--srcline`), `perf` and `sched` (scheduler events recorded from perf events), `tui`
-/// (`utrace tui`), `python3` and `luajit` (`script -S`). Not yet: `dynamic` (`-P`).
-pub const FEATURES: &[&str] = &["dwarf", "python3", "luajit", "perf", "sched", "tui"];
+/// Optional features this build really supports, as listed by `--version`, in uftrace 0.13's
+/// order. uftrace's test suite skips tests whose feature word (`dwarf`, `perf`, `luajit`,
+/// `python`) is missing, so only add a word here once the feature works: `dwarf` (`-A .` with
+/// DWARF types, `--srcline`), `python3` and `luajit` (`script -S`), `tui` (`utrace tui`),
+/// `perf` and `sched` (scheduler events recorded from perf events), `dynamic` (`-P`, `-U`:
+/// functions patched at run time).
+pub const FEATURES: &[&str] = &[
+    "dwarf", "python3", "luajit", "tui", "perf", "sched", "dynamic",
+];
 
 /// Column where option descriptions start in `--help` (0-based).
 const HELP_COLUMN: usize = 29;
 
-/// `utrace v0.1.0 ( x86_64 dwarf perf sched tui )`.
+/// `utrace v0.1.0 ( x86_64 dwarf python3 luajit tui perf sched dynamic )`.
 pub fn version_line() -> String {
     let mut line = format!(
         "utrace v{} ( {}",
@@ -131,9 +134,10 @@ mod tests {
                 "dwarf",
                 "python3",
                 "luajit",
+                "tui",
                 "perf",
                 "sched",
-                "tui"
+                "dynamic"
             ]
         );
     }

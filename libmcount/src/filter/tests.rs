@@ -204,6 +204,28 @@ fn switches_and_threshold() {
 }
 
 #[test]
+fn switches_only_inside_the_filters() {
+    // b(10: -F), t(30: trace_off), n(50: -N): t switches only below b and not below n.
+    let f = filters(
+        &[
+            (10, 20, "filter"),
+            (30, 40, "trace_off"),
+            (50, 60, "notrace"),
+        ],
+        9,
+        0,
+    );
+    let mut s = FilterState::new(&f);
+    assert_eq!(s.decide(&f, 30), Decision::Skip);
+    let b = hook(&s, &f, 10);
+    s.push(&f, 10, b);
+    assert_eq!(hook(&s, &f, 30), flags::TRACE_OFF);
+    let n = hook(&s, &f, 50);
+    s.push(&f, 50, n);
+    assert_eq!(s.decide(&f, 30), Decision::Skip);
+}
+
+#[test]
 fn specs_and_symbols_of_this_test_binary() {
     let specs = parse_specs("main@filter;fo.*@libc,notrace;x@", MatchType::Regex);
     assert_eq!(specs.len(), 3);

@@ -65,6 +65,11 @@ pub fn start(dir: &Path, summary: &RecordSummary<'_>) -> anyhow::Result<()> {
 /// On a full disk `info` is still written (over the one of [`start`] if need be) before the
 /// error is returned, so what was recorded replays.
 pub fn finish(dir: &Path, summary: &RecordSummary<'_>) -> anyhow::Result<()> {
+    crate::diag::debug(
+        "uftrace",
+        1,
+        format!("reading {} file", dir.join("task.txt").display()),
+    );
     let tids = data_file_tids(dir)?;
     // The program's `.sym` file is there since `start`.
     let exe = summary.program.absolute.to_string_lossy();

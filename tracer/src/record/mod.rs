@@ -391,6 +391,7 @@ pub fn record(
     if inv.args.record.time {
         print_times(&ended);
     }
+    crate::diag::debug("uftrace", 2, "all process/thread exited");
     debug(match Termination::from_raw(ended.raw_status) {
         _ if ended.stopped => "child stopped by the recorder".to_string(),
         Termination::Exited(code) => format!("child terminated with exit code: {code}"),

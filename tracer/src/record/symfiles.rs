@@ -173,6 +173,11 @@ pub fn write_module_syms(
             false => texts[i].take(),
         };
         if let Some(text) = text {
+            crate::diag::debug(
+                "symbol",
+                2,
+                format!("saving symbols to {}", dir.join(&name).display()),
+            );
             super::write_file(dir, &name, text.as_bytes())?;
             taken.insert(name, path.clone());
         }
