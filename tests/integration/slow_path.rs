@@ -83,6 +83,14 @@ const PROGS: &[Prog] = &[
     prog("dlopen_cxx", &[], EXACT),
     prog("deep", &["2000"], EXACT),
     prog("dlopen", &[], EXACT),
+    // A dlopened library's calls with their values (hooked late, argument table of their own).
+    Prog {
+        name: "dlopen_malloc",
+        args: &[],
+        record: &["-l", "-a"],
+        replay: &[],
+        reduce: EXACT,
+    },
     prog("dtypes", &[], EXACT),
     prog("exception", &[], EXACT),
     prog("exec", &[], EXACT),
