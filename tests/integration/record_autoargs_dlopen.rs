@@ -47,6 +47,10 @@ const CASES: &[(&[&str], Option<&[&str]>)] = &[
     // The library's calls are below the depth limit: nothing there for uftrace to trip on.
     (&["-l", "-a", "-T", "main@depth=2"], Some(&[])),
     (&["-l", "-a", "-t", "1ns"], Some(ALL)),
+    (
+        &["-l", "-a", "-N", "memset"],
+        Some(&[ALL[0], ALL[2], ALL[3], ALL[4]]),
+    ),
 ];
 
 /// `text` (reduced) without the lines inside `lib_alloc() { … }`, folded into a leaf, and
@@ -133,6 +137,48 @@ fn dlopened_library_values_match_uftrace() {
     for mode in MODES {
         for (opts, inside) in CASES {
             failures.extend(compare(mode, opts, *inside));
+        }
+    }
+    util::assert_no_failures(&failures);
+}
+
+/// Filters name the functions of a `dlopen`ed library and, with `-l`, its library calls
+/// (beyond uftrace 0.13, which ignores patterns that name nothing loaded at start-up): options
+/// and `utrace replay`'s whole reduced output.
+const FILTER_CASES: &[(&[&str], &str)] = &[
+    (
+        &["-l", "-a", "-F", "lib_alloc"],
+        "lib_alloc() {\n  malloc(40) = 0xADDR;\n  memset(0xADDR, 1, 40);\n  free(0xADDR);\n  \
+         malloc(120) = 0xADDR;\n  free(0xADDR);\n} /* lib_alloc */\n",
+    ),
+    (
+        &["-l", "-a", "-F", "lib_alloc", "-N", "^free$"],
+        "lib_alloc() {\n  malloc(40) = 0xADDR;\n  memset(0xADDR, 1, 40);\n  \
+         malloc(120) = 0xADDR;\n} /* lib_alloc */\n",
+    ),
+    (
+        &["-l", "-a", "-F", "lib_alloc", "-T", "lib_alloc@depth=1"],
+        "lib_alloc();\n",
+    ),
+];
+
+#[test]
+fn filters_name_the_dlopened_library() {
+    let mut failures = Vec::new();
+    for mode in MODES {
+        let exe = util::testprog("dlopen_malloc", mode);
+        for (opts, want) in FILTER_CASES {
+            let tmp = tempfile::tempdir().unwrap();
+            let dir = tmp.path().join("data");
+            let out = util::record_with(false, &dir, &exe, &[], opts);
+            let r = util::utrace_replay(&dir, &[]);
+            let got = reduce(&r.stdout);
+            if !out.status.success() || got != *want {
+                failures.push(format!(
+                    "{mode:?} {opts:?}:\n{}\n{out}\n{r}",
+                    normalize::diff(want, &got)
+                ));
+            }
         }
     }
     util::assert_no_failures(&failures);
