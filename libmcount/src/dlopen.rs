@@ -140,6 +140,7 @@ unsafe fn prepare_now(file: *const libc::c_char) -> usize {
     scan();
     crate::plt::after_dlopen();
     crate::patch::loaded_later();
+    crate::filter::after_dlopen();
     if config::tracing() {
         CALL_TIME.store(clock::now(), Ordering::Relaxed);
     }
@@ -175,6 +176,7 @@ extern "C" fn open_and_hook(file: *const libc::c_char, flags: libc::c_int) -> *m
             scan();
             crate::plt::after_dlopen();
             crate::patch::loaded_later();
+            crate::filter::after_dlopen();
         });
     }
     handle

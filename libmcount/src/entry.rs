@@ -223,9 +223,10 @@ pub unsafe extern "C" fn plt_entry(
     };
     let tramp = exit_trampoline_addr();
     let kind = regs.map_or(slot.kind(), |r| slot.kind().for_call(r));
-    guarded(|td| {
+    // Whether the call returns through the trampoline, whose exit re-arms an unbound slot.
+    let hooked = guarded(|td| {
         if td.vfork_child() {
-            return;
+            return false;
         }
         match kind {
             plt::Kind::Hook | plt::Kind::Unwind | plt::Kind::Vfork => {
@@ -253,14 +254,27 @@ pub unsafe extern "C" fn plt_entry(
                     // Both processes return through the trampoline (see `thread::vfork`).
                     td.start_vfork();
                 }
+                hook != Hook::None && kind != plt::Kind::Unwind
             }
-            plt::Kind::Setjmp => td.setjmp(slot.entry(), regs),
-            plt::Kind::Longjmp => td.longjmp(slot.entry(), regs),
+            plt::Kind::Setjmp => {
+                td.setjmp(slot.entry(), regs);
+                false
+            }
+            plt::Kind::Longjmp => {
+                td.longjmp(slot.entry(), regs);
+                false
+            }
             // `for_call` made the loader's kinds `Hook` or `Instant`.
-            _ => td.instant(slot.entry(), regs),
+            _ => {
+                td.instant(slot.entry(), regs);
+                false
+            }
         }
-    });
-    if unbound && !matches!(kind, plt::Kind::Hook | plt::Kind::Vfork) {
+    })
+    .unwrap_or(false);
+    // A call not traced (filtered out, outside the depth limit, tracing off) goes through
+    // the lazy binder too, which leaves the bound address in the slot: re-arm it later.
+    if unbound && !hooked {
         p.rearm_later(index);
         if let Some(td) = crate::lifecycle::existing() {
             td.want_rearm();

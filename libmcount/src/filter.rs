@@ -26,6 +26,7 @@ use record_format::maps::MapEntry;
 use record_format::pattern::{MatchType, NameMatcher};
 use record_format::trigger::{parse_trigger, Actions};
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 /// The filters set the `NORECORD` … `FINISH` bits of the table.
 use crate::frame_flags as flags;
@@ -311,6 +312,67 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
     if fresh && time_only {
         FAST_THRESHOLD.store(set.threshold, Ordering::Relaxed);
     }
+    if fresh && !set.live && (!specs.is_empty() || set.size > 0) {
+        let _ = KEPT.set(Kept {
+            triggers: set.triggers.to_string(),
+            match_type: set.match_type,
+            depth: set.depth,
+            threshold: set.threshold,
+            size: set.size,
+        });
+    }
+}
+
+/// What the session's filters were built from, when they name functions (patterns, `-Z`):
+/// kept to build them again over the libraries `dlopen` loads ([`after_dlopen`]).
+struct Kept {
+    triggers: String,
+    match_type: MatchType,
+    depth: u32,
+    threshold: u64,
+    size: u64,
+}
+
+static KEPT: OnceLock<Kept> = OnceLock::new();
+
+/// The session map and the number of hooked PLT entries the filters were last built over
+/// by [`after_dlopen`] (a `dlopen` that loads nothing new builds nothing).
+static BUILT: Mutex<Option<(String, usize)>> = Mutex::new(None);
+
+/// After a `dlopen`: the session's filters built again over the modules loaded now and the
+/// PLT entries hooked now, and installed in place of the old ones (which stay allocated:
+/// hooks may be reading them). The patterns then name the functions of the libraries loaded
+/// since start-up and, with `--nest-libcall`, their library calls too (beyond uftrace 0.13,
+/// whose filters hold the functions of the modules loaded at start-up only). Nothing without
+/// patterns or `-Z`, nor under the agent (`-g`), which installs filters of its own.
+pub fn after_dlopen() {
+    let Some(k) = KEPT.get() else {
+        return;
+    };
+    let set = Settings {
+        triggers: &k.triggers,
+        match_type: k.match_type,
+        depth: k.depth,
+        threshold: k.threshold,
+        size: k.size,
+        ..Settings::default()
+    };
+    let maps = crate::session::current_maps();
+    let entries = crate::plt::get().map_or(0, |p| p.functions().len());
+    let Ok(mut built) = BUILT.lock() else {
+        return;
+    };
+    if built
+        .as_ref()
+        .is_some_and(|(m, n)| *m == maps && *n == entries)
+    {
+        return;
+    }
+    let specs = parse_specs(&k.triggers, k.match_type);
+    let filters =
+        crate::session::with_targets(&maps, |modules, plt| build(modules, plt, &specs, &set));
+    install(filters, true);
+    *built = Some((maps, entries));
 }
 
 /// The filters of the agent's `items` (each `PATTERN@ACTIONS` with its match type) and the

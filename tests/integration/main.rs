@@ -33,6 +33,8 @@
 //!   SIGTRAP handler, `--keep-pid`;
 //! * `record_autoargs`: `-a` on library calls (the built-in prototypes) against uftrace, and
 //!   on the calls of a `dlopen`ed library;
+//! * `record_autoargs_dlopen`: `-a` on the calls of a `dlopen`ed library (`malloc`), with
+//!   triggers and a time filter, against uftrace where its recorder and reader can compare;
 //! * `record_processes`: vfork children that work and exec, fork with allocations, longjmp from
 //!   several depths and in a loop, pthread_exit and daemon, with library calls, against uftrace;
 //! * `record_sessions`: programs that exec (one task, new sessions) and spawn: `replay --tid`,
@@ -114,6 +116,7 @@ mod record_attach;
 mod record_attach_faults;
 mod record_attach_hijack;
 mod record_autoargs;
+mod record_autoargs_dlopen;
 mod record_dwarf_args;
 mod record_events;
 mod record_filters;

@@ -97,7 +97,7 @@ fn mask_call(text: &str) -> String {
 /// The replay reduced for comparing: addresses and the values above masked, per task, leaves
 /// folded (the worker thread's records may fall inside `pthread_join`), the tasks after the
 /// first in order.
-fn reduce(out: &str) -> String {
+pub(crate) fn reduce(out: &str) -> String {
     let masked: String = util::mask_addresses(out)
         .lines()
         .map(|line| match line.split_once(" | ") {
@@ -117,7 +117,25 @@ fn reduce(out: &str) -> String {
 }
 
 fn compare(mode: Mode) -> Vec<String> {
-    let what = format!("libc_calls -a [{}]", mode.dir_name());
+    compare_with(mode, &["-a"], None)
+}
+
+/// The function a reduced line is about: `NAME(…` or `} … /* NAME */`.
+fn line_name(line: &str) -> &str {
+    let text = line.trim_start();
+    if text.starts_with('}') {
+        text.rsplit_once("/* ")
+            .and_then(|(_, n)| n.strip_suffix(" */"))
+            .unwrap_or(text)
+    } else {
+        text.split('(').next().unwrap_or(text)
+    }
+}
+
+/// `libc_calls` recorded with `opts` by both tools, compared as in [`compare`]; with `only`,
+/// just the lines of those functions (the others may or may not pass a time filter).
+fn compare_with(mode: Mode, opts: &[&str], only: Option<&[&str]>) -> Vec<String> {
+    let what = format!("libc_calls {} [{}]", opts.join(" "), mode.dir_name());
     let exe = util::testprog("libc_calls", mode);
     let tmp = tempfile::tempdir().unwrap();
     let work = tmp.path().join("work");
@@ -125,8 +143,8 @@ fn compare(mode: Mode) -> Vec<String> {
     let work = work.to_str().unwrap();
     let theirs = tmp.path().join("uftrace.data");
     let ours = tmp.path().join("utrace.data");
-    let reference = util::record_with(true, &theirs, &exe, &[work], &["-a"]);
-    let recorded = util::record_with(false, &ours, &exe, &[work], &["-a"]);
+    let reference = util::record_with(true, &theirs, &exe, &[work], opts);
+    let recorded = util::record_with(false, &ours, &exe, &[work], opts);
     let mut failures = Vec::new();
     if !recorded.status.success() || !reference.status.success() {
         failures.push(format!(
@@ -134,18 +152,61 @@ fn compare(mode: Mode) -> Vec<String> {
         ));
         return failures;
     }
-    let want = reduce(&util::uftrace_replay(&theirs, &[]).stdout);
-    // The comparison means something only if uftrace showed the values.
-    for line in [
-        "open(\"data.txt\", O_TRUNC|O_CREAT|O_RDWR) = FD;",
-        "chmod(\"data.txt\", mod_600)",
-    ] {
-        if !want.contains(line) {
-            failures.push(format!("{what}: uftrace's replay lacks {line}:\n{want}"));
+    let keep = |out: &str| -> String {
+        let text = reduce(out);
+        match only {
+            Some(names) => text
+                .lines()
+                .filter(|l| names.contains(&line_name(l)))
+                .map(|l| format!("{l}\n"))
+                .collect(),
+            None => text,
+        }
+    };
+    let want = keep(&util::uftrace_replay(&theirs, &[]).stdout);
+    if only.is_none() && opts == ["-a"] {
+        // The comparison means something only if uftrace showed the values.
+        for line in [
+            "open(\"data.txt\", O_TRUNC|O_CREAT|O_RDWR) = FD;",
+            "chmod(\"data.txt\", mod_600)",
+        ] {
+            if !want.contains(line) {
+                failures.push(format!("{what}: uftrace's replay lacks {line}:\n{want}"));
+            }
         }
     }
-    failures.extend(util::compare_replays(&what, &want, &ours, reduce));
+    failures.extend(util::compare_replays(&what, &want, &ours, keep));
     failures
+}
+
+/// `-a` with triggers and filters, and the functions compared (all without a list).
+const FILTER_CASES: &[(&[&str], Option<&[&str]>)] = &[
+    (&["-a", "-T", "strcmp@trace_off"], None),
+    (&["-a", "--disable", "-T", "strcmp@trace_on"], None),
+    (&["-a", "-T", "main@depth=2"], None),
+    (&["-a", "-N", "strlen"], None),
+    // Library calls first made while not traced (lazily bound then) are traced later.
+    (&["-a", "-F", "strings"], None),
+    (&["-a", "--disable", "-T", "strings@trace_on"], None),
+    (&["-a", "-T", "usleep@time=0"], None),
+    // usleep(100) and its callers take 1 us at least; the other calls may or may not.
+    (&["-a", "-t", "1us"], Some(&["main", "processes", "usleep"])),
+];
+
+/// `-a` with triggers (`trace_off`, `trace_on`, `depth`, `time`), `-N`, `-F` and a time
+/// filter: the calls kept show the values uftrace shows.
+#[test]
+fn library_call_values_with_filters_match_uftrace() {
+    if !util::need_uftrace("library_call_values_with_filters_match_uftrace") {
+        return;
+    }
+    let mut failures = Vec::new();
+    for mode in MODES {
+        for (opts, only) in FILTER_CASES {
+            failures.extend(compare_with(mode, opts, *only));
+        }
+    }
+    util::assert_no_failures(&failures);
 }
 
 #[test]

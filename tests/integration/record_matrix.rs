@@ -486,6 +486,7 @@ fn every_testprog_is_recorded() {
             || crate::record_events::covers(&name)
             || crate::record_libcalls::covers(&name)
             || crate::record_autoargs::covers(&name)
+            || crate::record_autoargs_dlopen::covers(&name)
             || crate::cxx_names::covers(&name)
             || crate::srcline::covers(&name)
             || crate::record_patch::covers(&name)

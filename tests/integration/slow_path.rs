@@ -84,6 +84,14 @@ const PROGS: &[Prog] = &[
     prog("deep", &["2000"], EXACT),
     prog("deep_throw", &[], EXACT),
     prog("dlopen", &[], EXACT),
+    // A dlopened library's calls with their values (hooked late, argument table of their own).
+    Prog {
+        name: "dlopen_malloc",
+        args: &[],
+        record: &["-l", "-a"],
+        replay: &[],
+        reduce: EXACT,
+    },
     prog("dtypes", &[], EXACT),
     prog("exception", &[], EXACT),
     prog("exec", &[], EXACT),
