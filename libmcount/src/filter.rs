@@ -302,6 +302,10 @@ fn size32(size: u64) -> u32 {
 pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
     let specs = parse_specs(set.triggers, set.match_type);
     let filters = build(modules, plt, &specs, set);
+    // uftrace 0.13 drops a `-F` that names no function and records everything; here it stays,
+    // since a library loaded later by `dlopen` may have the function (see `after_dlopen`).
+    // Either way a typo must not go unsaid.
+    let unmatched = filters.has_in && !filters.rules.iter().any(|r| r.filter);
     if set.start_off {
         TRACING.store(OFF, Ordering::Relaxed);
     }
@@ -309,6 +313,12 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
         set.triggers.is_empty() && set.size == 0 && !set.start_off && !set.signals && !set.live;
     // The filters of the process's first session stay (an attached process can see several).
     let fresh = install(filters, false);
+    if fresh && unmatched {
+        crate::log::raw(
+            b"WARN: no function matches the -F patterns: nothing is recorded until a library \
+              loaded later has one\n",
+        );
+    }
     if fresh && time_only {
         FAST_THRESHOLD.store(set.threshold, Ordering::Relaxed);
     }

@@ -457,3 +457,33 @@ fn no_pltbind_keeps_every_library_call() {
     }
     util::assert_no_failures(&failures);
 }
+
+/// A `-F` pattern that names no function: uftrace 0.13 drops it and records everything; utrace
+/// keeps it (a library `dlopen` loads later may have the function: `record_autoargs_dlopen`)
+/// and says so once. Next to a pattern that matches, it changes nothing, as in uftrace.
+#[test]
+fn filter_matching_nothing_is_said() {
+    if !util::need_uftrace("filter_matching_nothing_is_said") {
+        return;
+    }
+    let prog = util::testprog("abc", Mode::Pg);
+    let tmp = tempfile::tempdir().unwrap();
+    let warning = "WARN: no function matches the -F patterns";
+    let ours = util::record_with(false, &tmp.path().join("a"), &prog, &[], &["-F", "no_such"]);
+    ours.assert_success();
+    assert_eq!(ours.stderr.matches(warning).count(), 1, "{ours}");
+
+    let opts = ["-F", "no_such", "-F", "b"];
+    let ours = util::record_with(false, &tmp.path().join("b"), &prog, &[], &opts);
+    ours.assert_success();
+    assert!(!ours.stderr.contains(warning), "{ours}");
+    util::uftrace_record(&tmp.path().join("c"), &opts, &prog, &[]);
+    let want = columns(&util::uftrace_replay(&tmp.path().join("c"), &[]).stdout);
+    assert!(want.contains("b() {"), "{want}");
+    util::assert_no_failures(&util::compare_replays(
+        "-F no_such -F b",
+        &want,
+        &tmp.path().join("b"),
+        columns,
+    ));
+}
