@@ -18,7 +18,8 @@
 //! * `record_filters`: record-time filters and depth limits, applied while recording;
 //! * `record_options`: `--keep-pid`, `--no-randomize-addr`, `--libmcount-single` against
 //!   uftrace; the steps `-vv`, `--debug` and `--debug-domain` print; `--version`'s words;
-//!   `--clock` (records stamped by that clock) and `--no-pltbind`;
+//! * `record_runtime`: `--clock` (records stamped by that clock), `--no-pltbind`, `-b`, `-F`
+//!   naming no function, against uftrace;
 //! * `record_flight`: the flight recorder (`--flight-recorder`): each way of dumping (signal,
 //!   trigger, time threshold, crash, exit) keeps the newest calls, complete, and drops the old;
 //! * `record_libcalls`: library calls through the PLT hooks, lazy and `-z now` builds;
@@ -127,6 +128,7 @@ mod record_options;
 mod record_patch;
 mod record_patch_real;
 mod record_processes;
+mod record_runtime;
 mod record_sched;
 mod record_sessions;
 mod recorder_faults;
