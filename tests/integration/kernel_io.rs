@@ -2,7 +2,9 @@
 //! function_graph where the kernel has it): the two 512-byte O_DIRECT reads of
 //! testprogs/aio_read linked to their io_submit and to the io_getevents that reaped them,
 //! those of testprogs/uring_read to their SQEs (user_data 1 and 2) and to the io_uring_enter
-//! that posted their CQEs, testprogs/sync_write's O_SYNC writes waited for in pwrite64; each
+//! that posted their CQEs, testprogs/sync_write's O_SYNC writes waited for in pwrite64,
+//! testprogs/flush_write's buffered writes written back by a flusher thread linked to the
+//! write() that dirtied them and to the syncfs that waited for them; each
 //! read at the sector FIEMAP gives for its file offset; every request's layers in time order
 //! and summing to its total. Needs root, tracefs with block events, and a directory on a
 //! block device: skipped (with a message) without.
@@ -18,7 +20,7 @@ use util::TRACEFS;
 /// The I/O testprogs: they need libaio / liburing (tests/setup.sh installs them) and are
 /// covered here rather than by the record matrix or the slow-path comparison.
 pub fn covers(name: &str) -> bool {
-    ["aio_read", "uring_read", "sync_write"].contains(&name)
+    ["aio_read", "uring_read", "sync_write", "flush_write"].contains(&name)
 }
 
 /// Whether the kernel's block (and `extra`) events can be recorded here.
@@ -407,6 +409,42 @@ fn sync_writes_are_waited_for_in_their_call() {
         .unwrap_or_default();
     if cache.trim() == "write back" {
         assert!(reqs.iter().any(|r| r.kind == "flush"), "{reqs:#?}");
+    }
+}
+
+#[test]
+fn flusher_writeback_is_linked_to_the_write_and_the_syncfs() {
+    let ext4 = fs_events("ext4/ext4_da_write_begin", &["ef53"]);
+    if !possible("writeback/writeback_single_inode_start") || !ext4 {
+        eprintln!("kernel_io skipped: needs root, tracefs with block and writeback events, ext4");
+        return;
+    }
+    let Some((stdout, reqs, _)) = record("flush_write", &[]) else {
+        return;
+    };
+    assert!(stdout.contains("flush_write: ok"), "{stdout}");
+    // The 64 KiB fill_file wrote with 16 write()s went to the device from a flusher thread
+    // (kworker) during syncfs: linked to the first write, the flusher's writeback of the
+    // file's inode (the range the writes dirtied) and the syncfs that waited for them.
+    let wb: Vec<&Req> = reqs
+        .iter()
+        .filter(|r| r.submitted.contains(" writeback ino "))
+        .collect();
+    assert!(!wb.is_empty(), "{reqs:#?}");
+    assert!(wb.iter().map(|r| r.bytes).sum::<u64>() >= 65536, "{wb:#?}");
+    for r in wb {
+        assert_eq!(r.kind, "write", "{r:?}");
+        let submitted = "main > fill_file > write [write] writeback ino ";
+        assert!(r.submitted.starts_with(submitted), "{r:?}");
+        assert!(r.submitted.ends_with(" offset 0 length 65536"), "{r:?}");
+        let layers: Vec<&str> = r.path.iter().map(|p| p.0.as_str()).collect();
+        assert_eq!(layers[..2], ["syscall", "fs"], "{r:?}");
+        assert_eq!(layers[layers.len() - 2..], ["complete", "reap"], "{r:?}");
+        let reaped = r.reaped.as_deref().unwrap_or_else(|| panic!("{r:?}"));
+        assert!(
+            reaped.starts_with("syncfs in main > flush_all > syncfs "),
+            "{r:?}"
+        );
     }
 }
 

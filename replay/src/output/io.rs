@@ -66,6 +66,7 @@ fn via(v: Via) -> &'static str {
         Via::Aio => "aio",
         Via::Uring => "uring",
         Via::Sync => "sync",
+        Via::Writeback => "wb",
     }
 }
 
