@@ -266,14 +266,18 @@ pub(super) fn merge_graph(
         lost.push(stats.lost);
     }
     // Whether any block record is kept (the same answers as in the merge below: they
-    // depend only on the block records, which come in the same order).
+    // depend only on the block records, which come in the same order), or may be: a
+    // writeback by another task is kept when a traced task dirtied the inode, which the
+    // main spools say.
     let mut owners = Owners::default();
     let mut merge = Merge::open(block, page_size).map_err(unspooled)?;
     let mut any = false;
     while let Some((_, cpu, p)) = merge.next().map_err(unspooled)? {
-        if blk
-            .owner(p, cpu, &mut owners, |pid| tasks.contains(&pid))
-            .is_some()
+        let ty = Int::read(blk.ty, p).unwrap_or(0) as u16;
+        if blk.behalf.is_writeback(ty)
+            || blk
+                .owner(p, cpu, &mut owners, |pid| tasks.contains(&pid))
+                .is_some()
         {
             any = true;
             break;
