@@ -5,7 +5,7 @@
 //!              kernel syscall frames → SyscallEnter/Exit (+ the user functions open)
 //!              kernel events: block_*, io_uring_*, sys_*_io_*getevents/io_submit,
 //!                             iomap_dio_*, ext4_sync_file_*, ext4_writepages,
-//!                             ext4_*write_begin, writeback_single_inode* → What
+//!                             ext4_*write_begin, writeback_single_inode*, jbd2_*commit* → What
 //! ```
 //!
 //! [`requests`] walks the data directory once and links the events into [`Request`]s (see
@@ -241,6 +241,16 @@ pub fn decode(format: &EventFormat, p: &[u8]) -> Option<What> {
             edge: FsEdge::Begin,
             ino: v("ino")?,
         },
+        ("jbd2", "jbd2_start_commit" | "jbd2_commit_logging" | "jbd2_end_commit") => {
+            What::Journal {
+                edge: match format.name.as_str() {
+                    "jbd2_end_commit" => FsEdge::End,
+                    _ => FsEdge::Begin,
+                },
+                dev: v("dev")? as u32,
+                transaction: v("transaction")?,
+            }
+        }
         ("writeback", "writeback_single_inode") => What::Writeback {
             edge: FsEdge::End,
             ino: v("ino")?,

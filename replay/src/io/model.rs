@@ -180,6 +180,14 @@ impl Linker {
             What::Writeback { edge, ino } => {
                 self.wb.window(tid, time, edge == FsEdge::Begin, ino);
             }
+            What::Journal {
+                edge,
+                dev,
+                transaction,
+            } => {
+                let begin = edge == FsEdge::Begin;
+                self.wb.commit(tid, time, begin, (dev, transaction));
+            }
         }
     }
 
@@ -279,7 +287,7 @@ impl Linker {
             reaper: None,
             points: Vec::new(),
         };
-        if self.writeback(&mut r, &point) {
+        if self.writeback(&mut r, &point) || self.journal(&mut r, &point, now) {
             self.flight.insert(key, i);
             self.requests.push(r);
             return;

@@ -89,6 +89,40 @@ impl Linker {
         r.points.insert(0, call);
     }
 
+    /// Makes `r`, started at `point`, a journal request when the journal thread is committing
+    /// a transaction for its task: submitted by the task's system call open (its fsync, which
+    /// waits for the commit and reaps the request at its return), its `fs` point the commit's
+    /// beginning.
+    pub(super) fn journal(&mut self, r: &mut Request, point: &Point, now: PathNow<'_>) -> bool {
+        let Some((dev, transaction, begin)) = self.wb.commit_of(r.tid) else {
+            return false;
+        };
+        r.via = Via::Journal;
+        if let Some(o) = self.open.get_mut(&r.tid).filter(|o| o.start <= begin) {
+            r.points.push(Point {
+                tid: r.tid,
+                time: o.start,
+                layer: Layer::Syscall,
+            });
+            r.syscall = Some(o.name.to_string());
+            r.path = o.path(now);
+            o.waiting.push(self.requests.len());
+        }
+        r.fs = Some(FsOp {
+            kind: FsKind::Journal,
+            dev,
+            ino: transaction,
+            range: None,
+        });
+        r.points.push(Point {
+            tid: point.tid,
+            time: begin,
+            layer: Layer::Fs,
+        });
+        r.points.push(*point);
+        true
+    }
+
     /// A writeback request `i` completed: reaped by the call of the tasks waiting for
     /// writeback now ([`WAITERS`]), its task's first, at its return.
     pub(super) fn wait_for_writeback(&mut self, i: usize) {

@@ -62,6 +62,14 @@ pub enum What {
     /// An untraced task begins or ends writing back inode `ino` for this task
     /// (`writeback_single_inode_start`, `writeback_single_inode`, kept by the recorder).
     Writeback { edge: FsEdge, ino: u64 },
+    /// The journal thread begins (`jbd2_start_commit`, `jbd2_commit_logging`) or ends
+    /// (`jbd2_end_commit`) committing `transaction` of device `dev` while this task waits in
+    /// an fsync on it (kept by the recorder).
+    Journal {
+        edge: FsEdge,
+        dev: u32,
+        transaction: u64,
+    },
 }
 
 /// Whether a filesystem event begins or ends its operation.
@@ -82,6 +90,8 @@ pub enum FsKind {
     Writepages,
     /// The same in a flusher thread, writing back pages a traced task dirtied.
     Writeback,
+    /// The journal thread committing a transaction (its number in [`FsOp::ino`]).
+    Journal,
 }
 
 impl FsKind {
@@ -91,6 +101,7 @@ impl FsKind {
             FsKind::Fsync => "ext4 fsync",
             FsKind::Writepages => "ext4 writepages",
             FsKind::Writeback => "writeback",
+            FsKind::Journal => "journal commit",
         }
     }
 }
@@ -148,6 +159,8 @@ pub enum Via {
     Sync,
     /// Issued by a flusher thread writing back pages a traced call dirtied.
     Writeback,
+    /// Issued by the journal thread (jbd2) committing the transaction an fsync waits for.
+    Journal,
 }
 
 /// The points of a request's path, in the order they happen.

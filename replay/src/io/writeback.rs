@@ -62,6 +62,8 @@ pub struct Flusher {
     dirtied: HashMap<u64, Vec<Dirtier>>,
     /// Traced task → its writeback window under way.
     windows: HashMap<u32, Window>,
+    /// Traced task → the journal commit under way for it: (device, transaction, beginning).
+    commits: HashMap<u32, (u32, u64, u64)>,
 }
 
 impl Flusher {
@@ -128,6 +130,29 @@ impl Flusher {
             self.dirtied.remove(&op.ino);
         }
         false
+    }
+
+    /// The journal thread begins (`begin`) or ends committing `transaction` of `dev` for task
+    /// `tid` (the first of its beginnings counts).
+    pub fn commit(&mut self, tid: u32, time: u64, begin: bool, (dev, transaction): (u32, u64)) {
+        match begin {
+            true => {
+                let c = self.commits.entry(tid).or_insert((dev, transaction, time));
+                if (c.0, c.1) != (dev, transaction) {
+                    *c = (dev, transaction, time);
+                }
+            }
+            false => {
+                if self.commits.get(&tid).is_some_and(|c| c.1 == transaction) {
+                    self.commits.remove(&tid);
+                }
+            }
+        }
+    }
+
+    /// The journal commit under way for task `tid`: (device, transaction, beginning).
+    pub fn commit_of(&self, tid: u32) -> Option<(u32, u64, u64)> {
+        self.commits.get(&tid).copied()
     }
 
     /// The writeback window of task `tid` under way, if any.

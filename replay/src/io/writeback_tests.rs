@@ -200,3 +200,52 @@ fn pages_the_task_wrote_out_itself_are_forgotten() {
     assert_eq!(reqs[1].syscall, None);
     assert_eq!(layers(&reqs[1])[0], Layer::Fs);
 }
+
+fn commit(time: u64, edge: FsEdge, transaction: u64) -> Event {
+    let dev = DEV;
+    ev(
+        time,
+        What::Journal {
+            edge,
+            dev,
+            transaction,
+        },
+    )
+}
+
+/// The journal thread's commit of the transaction an fsync waits for: its requests are the
+/// fsync's (`jbd2`), their `fs` point the commit's first beginning, reaped at the fsync's
+/// return; the fsync's own data write before the commit stays `sync`, and a request after
+/// the commit ended is not the journal's.
+#[test]
+fn the_journal_commit_an_fsync_waits_for_is_the_fsyncs() {
+    let sync = path(&["main", "commit_record", "fsync"], Some(1));
+    let reqs = link(vec![
+        enter(100, "fsync", &sync),
+        block(110, Stage::Issue, 800, 8),
+        block(120, Stage::Complete, 800, 8),
+        commit(130, FsEdge::Begin, 3),
+        commit(131, FsEdge::Begin, 3),
+        block(140, Stage::BioQueue, 32770, 2),
+        block(141, Stage::Issue, 32770, 2),
+        block(150, Stage::Complete, 32770, 2),
+        commit(160, FsEdge::End, 3),
+        block(170, Stage::Issue, 900, 8),
+        block(180, Stage::Complete, 900, 8),
+        exit(200),
+    ]);
+    assert_eq!(reqs.len(), 3, "{reqs:#?}");
+    assert_eq!(reqs[0].via, Via::Sync);
+    assert_eq!(reqs[2].via, Via::Sync);
+    let j = &reqs[1];
+    assert_eq!(j.via, Via::Journal);
+    assert_eq!(j.syscall.as_deref(), Some("fsync"));
+    assert_eq!(j.path.function(), "commit_record");
+    let fs = j.fs.unwrap();
+    assert_eq!((fs.kind, fs.ino), (FsKind::Journal, 3));
+    use Layer::*;
+    assert_eq!(layers(j), [Syscall, Fs, Bio, Issue, Complete, Reap]);
+    assert_eq!(j.at(Fs), Some(130));
+    let reaper = j.reaper.as_ref().unwrap();
+    assert_eq!((reaper.call.as_str(), reaper.time), ("fsync", 200));
+}

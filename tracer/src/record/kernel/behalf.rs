@@ -6,7 +6,10 @@
 //! buffer) say which inodes they dirtied. The writeback of such an inode by another task is
 //! kept as the events of the traced task that dirtied it last, and so are the bios that task
 //! queues during it ([`Block::owner`](super::block::Block::owner)); other tasks' writeback
-//! is left out.
+//! is left out. Likewise the journal thread's (jbd2) commit of a device's transaction
+//! (`jbd2_start_commit` or `jbd2_commit_logging` to `jbd2_end_commit`) that begins while a
+//! traced task is in ext4's fsync on that device (`ext4_sync_file_enter` to `_exit`, in its
+//! own buffer) is kept as that task's, with the bios of the commit.
 
 use record_format::kernel::EventFormat;
 use std::collections::HashMap;
@@ -22,7 +25,20 @@ pub(super) const DIRTY_EVENTS: &[&str] = &["ext4:ext4_da_write_begin", "ext4:ext
 pub(super) const WRITEBACK_START: &str = "writeback:writeback_single_inode_start";
 pub(super) const WRITEBACK_END: &str = "writeback:writeback_single_inode";
 pub(super) const WRITEPAGES: &str = "ext4:ext4_writepages";
-pub(super) const BEHALF_EVENTS: &[&str] = &[WRITEBACK_START, WRITEBACK_END, WRITEPAGES];
+pub(super) const COMMIT_START: &str = "jbd2:jbd2_start_commit";
+pub(super) const COMMIT_LOGGING: &str = "jbd2:jbd2_commit_logging";
+pub(super) const COMMIT_END: &str = "jbd2:jbd2_end_commit";
+pub(super) const BEHALF_EVENTS: &[&str] = &[
+    WRITEBACK_START,
+    WRITEBACK_END,
+    WRITEPAGES,
+    COMMIT_START,
+    COMMIT_LOGGING,
+    COMMIT_END,
+];
+
+/// A field's place in an event: its type and the field.
+type Ev = Option<(u16, Option<Int>)>;
 
 /// The events that tell which requests untraced tasks start for traced ones, with the fields
 /// read from their records.
@@ -34,6 +50,11 @@ pub(super) struct Behalf {
     start: Option<(u16, Option<Int>)>,
     end: Option<(u16, Option<Int>)>,
     writepages: Option<(u16, Option<Int>)>,
+    /// ext4's fsync begins and ends (traced tasks' buffer), with their device field.
+    fsync: (Ev, Ev),
+    /// The journal commit's beginning (`jbd2_start_commit`, `jbd2_commit_logging`) and end,
+    /// with their device field.
+    commit: [Ev; 3],
 }
 
 /// Which traced task dirtied each inode, and the untraced tasks writing one back.
@@ -43,31 +64,46 @@ pub(super) struct Workers {
     dirtied: HashMap<u64, u32>,
     /// Untraced task → (the traced task it writes back for, the inode).
     windows: HashMap<u32, (u32, u64)>,
+    /// Device → the traced task in ext4's fsync on it.
+    syncing: HashMap<u64, u32>,
+    /// Journal thread → (the traced task it commits for, the device).
+    commits: HashMap<u32, (u32, u64)>,
 }
 
 impl Workers {
     /// The traced task an untraced task `pid` is writing pages back for now.
     pub(super) fn working_for(&self, pid: u32) -> Option<u32> {
-        self.windows.get(&pid).map(|&(owner, _)| owner)
+        let commit = || self.commits.get(&pid).map(|&(owner, _)| owner);
+        self.windows
+            .get(&pid)
+            .map(|&(owner, _)| owner)
+            .or_else(commit)
     }
 }
 
 impl Behalf {
     /// The events among `formats` that are `kept`.
     pub(super) fn of(formats: &[EventFormat], kept: &[String]) -> Behalf {
-        let find = |ev: &str| {
+        let field = |ev: &str, field: &str| {
             let (sys, name) = ev.split_once(':').unwrap_or(("", ev));
             formats
                 .iter()
                 .find(|f| f.system == sys && f.name == name)
                 .filter(|_| kept.iter().any(|k| k == ev))
-                .map(|f| (f.id, Int::of(f, "ino")))
+                .map(|f| (f.id, Int::of(f, field)))
         };
+        let find = |ev: &str| field(ev, "ino");
+        let dev = |ev: &str| field(ev, "dev");
         Behalf {
             dirty: DIRTY_EVENTS.iter().filter_map(|e| find(e)).collect(),
             start: find(WRITEBACK_START),
             end: find(WRITEBACK_END),
             writepages: find(WRITEPAGES),
+            fsync: (
+                dev("ext4:ext4_sync_file_enter"),
+                dev("ext4:ext4_sync_file_exit"),
+            ),
+            commit: [COMMIT_START, COMMIT_LOGGING, COMMIT_END].map(dev),
         }
     }
 
@@ -77,6 +113,14 @@ impl Behalf {
         if let Some(&(_, ino)) = self.dirty.iter().find(|(id, _)| *id == ty) {
             if let Some(ino) = Int::read(ino, p) {
                 workers.dirtied.insert(ino, pid);
+            }
+        }
+        if let Some(dev) = read(self.fsync.0, ty, p) {
+            workers.syncing.insert(dev, pid);
+        }
+        if let Some(dev) = read(self.fsync.1, ty, p) {
+            if workers.syncing.get(&dev) == Some(&pid) {
+                workers.syncing.remove(&dev);
             }
         }
     }
@@ -97,6 +141,21 @@ impl Behalf {
         };
         if traced(pid) {
             return None;
+        }
+        if let Some(dev) = read(self.commit[0], ty, p).or(read(self.commit[1], ty, p)) {
+            if let Some(&(owner, _)) = workers.commits.get(&pid) {
+                return Some(owner);
+            }
+            let owner = *workers.syncing.get(&dev)?;
+            workers.commits.insert(pid, (owner, dev));
+            return Some(owner);
+        }
+        if let Some(dev) = read(self.commit[2], ty, p) {
+            let (owner, at) = *workers.commits.get(&pid)?;
+            if at == dev {
+                workers.commits.remove(&pid);
+            }
+            return Some(owner);
         }
         if let Some(ino) = ino(self.start) {
             let owner = *workers.dirtied.get(&ino)?;
@@ -124,7 +183,14 @@ impl Behalf {
     pub(super) fn is_writeback(&self, ty: u16) -> bool {
         [self.start, self.end, self.writepages]
             .iter()
+            .chain(&self.commit)
             .flatten()
             .any(|(id, _)| *id == ty)
     }
+}
+
+/// Field `(ty, field)` of record `p` when it is of type `ty`.
+fn read(ev: Ev, ty: u16, p: &[u8]) -> Option<u64> {
+    ev.filter(|(id, _)| *id == ty)
+        .and_then(|(_, f)| Int::read(f, p))
 }

@@ -439,3 +439,41 @@ fn writeback_is_kept_for_the_task_that_dirtied_the_inode() {
     // The task's own writeback is in its own buffer.
     assert_eq!(owner(ino(start, A, 40, 7)), None);
 }
+
+/// The journal thread's commit that begins while a traced task is in ext4's fsync on the
+/// device is kept as that task's, with its bios; a commit of another device, or after the
+/// fsync, is not.
+#[test]
+fn a_journal_commit_is_kept_for_the_task_in_fsync() {
+    let rq = "\tfield:dev_t dev;\toffset:8;\tsize:4;\tsigned:0;\n\
+        \tfield:sector_t sector;\toffset:16;\tsize:8;\tsigned:0;\n";
+    let dev = "\tfield:dev_t dev;\toffset:8;\tsize:4;\tsigned:0;\n";
+    let (bio, enter, exit, start, end) = (60, 80, 81, 82, 83);
+    let f = vec![
+        format("block", "block_rq_issue", ISSUE, rq),
+        format("block", "block_rq_complete", COMPLETE, rq),
+        format("block", "block_bio_queue", bio, rq),
+        format("ext4", "ext4_sync_file_enter", enter, dev),
+        format("ext4", "ext4_sync_file_exit", exit, dev),
+        format("jbd2", "jbd2_start_commit", start, dev),
+        format("jbd2", "jbd2_end_commit", end, dev),
+    ];
+    let kept: Vec<String> = f
+        .iter()
+        .map(|f| format!("{}:{}", f.system, f.name))
+        .collect();
+    let b = super::Block::of(&f, &kept).unwrap();
+    let mut flight = super::Flight::default();
+    let traced = |pid: u32| pid == A;
+    let on = |ty, pid, dev| rec(ty, pid, 32, &[(8, dev, 4), (16, 500, 8)]);
+    b.note(&on(enter, A, 7), &mut flight);
+    let mut owner = |p: Vec<u8>| b.owner(&p, 0, &mut flight.owners, traced);
+    assert_eq!(owner(on(start, C, 9)), None);
+    assert_eq!(owner(on(start, D, 7)), Some((0, A, true)));
+    assert_eq!(owner(on(bio, D, 7)), Some((0, A, true)));
+    assert_eq!(owner(on(end, D, 7)), Some((0, A, true)));
+    assert_eq!(owner(rec(bio, D, 32, &[(8, 7, 4), (16, 600, 8)])), None);
+    b.note(&on(exit, A, 7), &mut flight);
+    let mut owner = |p: Vec<u8>| b.owner(&p, 0, &mut flight.owners, traced);
+    assert_eq!(owner(on(start, D, 7)), None);
+}
