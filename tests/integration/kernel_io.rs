@@ -91,16 +91,16 @@ fn check_dio(reqs: &[Req], before: &[&str]) {
 
 /// One request of the `# worst requests` list.
 #[derive(Debug)]
-struct Req {
-    total_us: f64,
-    kind: String,
-    dev: String,
-    sector: u64,
-    bytes: u64,
-    submitted: String,
+pub(crate) struct Req {
+    pub(crate) total_us: f64,
+    pub(crate) kind: String,
+    pub(crate) dev: String,
+    pub(crate) sector: u64,
+    pub(crate) bytes: u64,
+    pub(crate) submitted: String,
     /// (layer, microseconds since the previous point; 0 for the first).
-    path: Vec<(String, f64)>,
-    reaped: Option<String>,
+    pub(crate) path: Vec<(String, f64)>,
+    pub(crate) reaped: Option<String>,
 }
 
 fn micros(num: &str, unit: &str) -> f64 {
@@ -168,8 +168,17 @@ fn record(prog: &str, libs: &[&str]) -> Option<(String, Vec<Req>, tempfile::Temp
         eprintln!("kernel_io skipped: no directory on a block device");
         return None;
     };
+    Some(record_in(prog, libs, scratch.path()))
+}
+
+/// [`record`] on a file of directory `scratch` (on a block-backed filesystem).
+pub(crate) fn record_in(
+    prog: &str,
+    libs: &[&str],
+    scratch: &Path,
+) -> (String, Vec<Req>, tempfile::TempDir) {
     let exe = util::testprog_with(prog, Mode::Pg, libs);
-    let file = scratch.path().join(format!("{prog}.dat"));
+    let file = scratch.join(format!("{prog}.dat"));
     // Once untraced first: on a cold filesystem, allocating the file's blocks reads the block
     // group's metadata (tens of 4 KiB reads during prepare_file's fsync), which would crowd
     // the program's own requests out of the report's list of the 20 worst.
@@ -202,7 +211,7 @@ fn record(prog: &str, libs: &[&str]) -> Option<(String, Vec<Req>, tempfile::Temp
             assert!((sum - r.total_us).abs() <= slack, "{r:?}\n{report}");
         }
     }
-    Some((recorded.stdout, reqs, tmp))
+    (recorded.stdout, reqs, tmp)
 }
 
 /// The two 512-byte reads: at the sectors of file offsets 0 and 4096 (FIEMAP's extent, plus

@@ -97,6 +97,7 @@ mod fuzz_dirs;
 mod graph_sched;
 mod install;
 mod kernel_io;
+mod kernel_journal;
 mod kernel_record;
 mod kernel_replay;
 mod normalize;
