@@ -2,9 +2,7 @@
 //! function_graph where the kernel has it): the two 512-byte O_DIRECT reads of
 //! testprogs/aio_read linked to their io_submit and to the io_getevents that reaped them,
 //! those of testprogs/uring_read to their SQEs (user_data 1 and 2) and to the io_uring_enter
-//! that posted their CQEs, testprogs/sync_write's O_SYNC writes waited for in pwrite64,
-//! testprogs/flush_write's buffered writes written back by a flusher thread linked to the
-//! write() that dirtied them and to the syncfs that waited for them; each
+//! that posted their CQEs (the writes: kernel_writes.rs); each
 //! read at the sector FIEMAP gives for its file offset; every request's layers in time order
 //! and summing to its total. Needs root, tracefs with block events, and a directory on a
 //! block device: skipped (with a message) without.
@@ -24,7 +22,7 @@ pub fn covers(name: &str) -> bool {
 }
 
 /// Whether the kernel's block (and `extra`) events can be recorded here.
-fn possible(extra: &str) -> bool {
+pub(crate) fn possible(extra: &str) -> bool {
     util::kernel_event_possible("block/block_rq_issue") && util::kernel_event_possible(extra)
 }
 
@@ -52,7 +50,7 @@ fn block_dir() -> Option<tempfile::TempDir> {
 /// Whether the scratch directory's filesystem records `event` (`system/name`) for its files:
 /// the kernel has the event and the filesystem is one that uses it (`magics`: `stat -f`'s
 /// hex type, ext4's `ef53`, XFS's `58465342`).
-fn fs_events(event: &str, magics: &[&str]) -> bool {
+pub(crate) fn fs_events(event: &str, magics: &[&str]) -> bool {
     let Some(scratch) = block_dir() else {
         return false;
     };
@@ -163,7 +161,7 @@ fn parse(report: &str) -> Vec<Req> {
 /// Records `prog` (linked with `libs`) with -k on a file of a block-backed directory; its
 /// stdout, the requests of `report --io` (checked for what holds for every request) and the
 /// directory holding the data directory `data`.
-fn record(prog: &str, libs: &[&str]) -> Option<(String, Vec<Req>, tempfile::TempDir)> {
+pub(crate) fn record(prog: &str, libs: &[&str]) -> Option<(String, Vec<Req>, tempfile::TempDir)> {
     let Some(scratch) = block_dir() else {
         eprintln!("kernel_io skipped: no directory on a block device");
         return None;
@@ -370,90 +368,6 @@ fn uring_reads_link_their_sqes_to_the_cqes() {
     assert_eq!(user_data, ["0x1 res 512", "0x2 res 512"]);
     if fs_events("iomap/iomap_dio_rw_begin", &["ef53", "58465342"]) {
         check_dio(&reqs, &["syscall", "sqe"]);
-    }
-}
-
-#[test]
-fn sync_writes_are_waited_for_in_their_call() {
-    if !possible("block/block_rq_complete") {
-        eprintln!("kernel_io skipped: needs root and tracefs with block events");
-        return;
-    }
-    let Some((stdout, reqs, _)) = record("sync_write", &[]) else {
-        return;
-    };
-    assert!(stdout.contains("sync_write: ok"), "{stdout}");
-    // Both blocks' data went to the device inside pwrite64 (O_SYNC), which waited for them.
-    let writes: Vec<&Req> = reqs
-        .iter()
-        .filter(|r| r.kind == "write" && r.submitted.contains("write_block"))
-        .collect();
-    let data = writes.iter().filter(|r| r.bytes >= 4096).count();
-    assert!(data >= 2, "{reqs:#?}");
-    // O_SYNC: pwrite64 runs ext4's fsync, which writes the blocks out.
-    let fsync = fs_events("ext4/ext4_sync_file_enter", &["ef53"]);
-    for r in writes {
-        if fsync {
-            assert!(r.submitted.contains(" ext4 fsync ino "), "{r:?}");
-            assert_eq!(r.path[1].0, "fs", "{r:?}");
-        }
-        assert!(r.submitted.contains("[pwrite64]"), "{r:?}");
-        let reaped = r.reaped.as_deref().unwrap_or_else(|| panic!("{r:?}"));
-        assert!(reaped.starts_with("pwrite64 in "), "{r:?}");
-    }
-    // What the program's own fsync sent to the device (a flush, when the cache is volatile)
-    // was sent by ext4's fsync.
-    if fsync {
-        for r in reqs
-            .iter()
-            .filter(|r| r.submitted.contains("sync_file > fsync [fsync]"))
-        {
-            assert!(r.submitted.contains(" ext4 fsync ino "), "{r:?}");
-            assert_eq!(r.path[1].0, "fs", "{r:?}");
-        }
-    }
-    // A device with a volatile write cache is flushed for it.
-    let dev = reqs[0].dev.replace(',', ":");
-    let cache = std::fs::read_to_string(format!("/sys/dev/block/{dev}/queue/write_cache"))
-        .unwrap_or_default();
-    if cache.trim() == "write back" {
-        assert!(reqs.iter().any(|r| r.kind == "flush"), "{reqs:#?}");
-    }
-}
-
-#[test]
-fn flusher_writeback_is_linked_to_the_write_and_the_syncfs() {
-    let ext4 = fs_events("ext4/ext4_da_write_begin", &["ef53"]);
-    if !possible("writeback/writeback_single_inode_start") || !ext4 {
-        eprintln!("kernel_io skipped: needs root, tracefs with block and writeback events, ext4");
-        return;
-    }
-    let Some((stdout, reqs, _)) = record("flush_write", &[]) else {
-        return;
-    };
-    assert!(stdout.contains("flush_write: ok"), "{stdout}");
-    // The 64 KiB fill_file wrote with 16 write()s went to the device from a flusher thread
-    // (kworker) during syncfs: linked to the first write, the flusher's writeback of the
-    // file's inode (the range the writes dirtied) and the syncfs that waited for them.
-    let wb: Vec<&Req> = reqs
-        .iter()
-        .filter(|r| r.submitted.contains(" writeback ino "))
-        .collect();
-    assert!(!wb.is_empty(), "{reqs:#?}");
-    assert!(wb.iter().map(|r| r.bytes).sum::<u64>() >= 65536, "{wb:#?}");
-    for r in wb {
-        assert_eq!(r.kind, "write", "{r:?}");
-        let submitted = "main > fill_file > write [write] writeback ino ";
-        assert!(r.submitted.starts_with(submitted), "{r:?}");
-        assert!(r.submitted.ends_with(" offset 0 length 65536"), "{r:?}");
-        let layers: Vec<&str> = r.path.iter().map(|p| p.0.as_str()).collect();
-        assert_eq!(layers[..2], ["syscall", "fs"], "{r:?}");
-        assert_eq!(layers[layers.len() - 2..], ["complete", "reap"], "{r:?}");
-        let reaped = r.reaped.as_deref().unwrap_or_else(|| panic!("{r:?}"));
-        assert!(
-            reaped.starts_with("syncfs in main > flush_all > syncfs "),
-            "{r:?}"
-        );
     }
 }
 

@@ -14,7 +14,6 @@
 
 pub mod model;
 pub mod request;
-pub mod writeback;
 
 #[cfg(test)]
 mod model_tests;

@@ -16,7 +16,7 @@
 //!   of the fsync;
 //! - a writeback request (one a flusher thread started for pages the task dirtied), to the
 //!   call that dirtied them, the writeback, and the call that waited for it (see
-//!   [`writeback`](super::writeback));
+//!   [`writeback`]);
 //! - its device completion by device and sector (whatever CPU and context it ran in; an
 //!   insertion or issue at another sector takes in the bios in flight inside its range: a
 //!   bio merged into a request started by another);
@@ -35,9 +35,9 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::rc::Rc;
 
 use super::request::*;
-use super::writeback::Flusher;
+use writeback::Flusher;
 
-#[path = "model_writeback.rs"]
+#[path = "writeback.rs"]
 mod writeback;
 
 /// A task's open system call.
