@@ -2,7 +2,7 @@
 //! function_graph where the kernel has it): the two 512-byte O_DIRECT reads of
 //! testprogs/aio_read linked to their io_submit and to the io_getevents that reaped them,
 //! those of testprogs/uring_read to their SQEs (user_data 1 and 2) and to the io_uring_enter
-//! that posted their CQEs, testprogs/sync_write's O_SYNC writes waited for in pwrite64; each
+//! that posted their CQEs (the writes: kernel_writes.rs); each
 //! read at the sector FIEMAP gives for its file offset; every request's layers in time order
 //! and summing to its total. Needs root, tracefs with block events, and a directory on a
 //! block device: skipped (with a message) without.
@@ -18,11 +18,11 @@ use util::TRACEFS;
 /// The I/O testprogs: they need libaio / liburing (tests/setup.sh installs them) and are
 /// covered here rather than by the record matrix or the slow-path comparison.
 pub fn covers(name: &str) -> bool {
-    ["aio_read", "uring_read", "sync_write"].contains(&name)
+    ["aio_read", "uring_read", "sync_write", "flush_write"].contains(&name)
 }
 
 /// Whether the kernel's block (and `extra`) events can be recorded here.
-fn possible(extra: &str) -> bool {
+pub(crate) fn possible(extra: &str) -> bool {
     util::kernel_event_possible("block/block_rq_issue") && util::kernel_event_possible(extra)
 }
 
@@ -50,7 +50,7 @@ fn block_dir() -> Option<tempfile::TempDir> {
 /// Whether the scratch directory's filesystem records `event` (`system/name`) for its files:
 /// the kernel has the event and the filesystem is one that uses it (`magics`: `stat -f`'s
 /// hex type, ext4's `ef53`, XFS's `58465342`).
-fn fs_events(event: &str, magics: &[&str]) -> bool {
+pub(crate) fn fs_events(event: &str, magics: &[&str]) -> bool {
     let Some(scratch) = block_dir() else {
         return false;
     };
@@ -89,16 +89,16 @@ fn check_dio(reqs: &[Req], before: &[&str]) {
 
 /// One request of the `# worst requests` list.
 #[derive(Debug)]
-struct Req {
-    total_us: f64,
-    kind: String,
-    dev: String,
-    sector: u64,
-    bytes: u64,
-    submitted: String,
+pub(crate) struct Req {
+    pub(crate) total_us: f64,
+    pub(crate) kind: String,
+    pub(crate) dev: String,
+    pub(crate) sector: u64,
+    pub(crate) bytes: u64,
+    pub(crate) submitted: String,
     /// (layer, microseconds since the previous point; 0 for the first).
-    path: Vec<(String, f64)>,
-    reaped: Option<String>,
+    pub(crate) path: Vec<(String, f64)>,
+    pub(crate) reaped: Option<String>,
 }
 
 fn micros(num: &str, unit: &str) -> f64 {
@@ -161,13 +161,22 @@ fn parse(report: &str) -> Vec<Req> {
 /// Records `prog` (linked with `libs`) with -k on a file of a block-backed directory; its
 /// stdout, the requests of `report --io` (checked for what holds for every request) and the
 /// directory holding the data directory `data`.
-fn record(prog: &str, libs: &[&str]) -> Option<(String, Vec<Req>, tempfile::TempDir)> {
+pub(crate) fn record(prog: &str, libs: &[&str]) -> Option<(String, Vec<Req>, tempfile::TempDir)> {
     let Some(scratch) = block_dir() else {
         eprintln!("kernel_io skipped: no directory on a block device");
         return None;
     };
+    Some(record_in(prog, libs, scratch.path()))
+}
+
+/// [`record`] on a file of directory `scratch` (on a block-backed filesystem).
+pub(crate) fn record_in(
+    prog: &str,
+    libs: &[&str],
+    scratch: &Path,
+) -> (String, Vec<Req>, tempfile::TempDir) {
     let exe = util::testprog_with(prog, Mode::Pg, libs);
-    let file = scratch.path().join(format!("{prog}.dat"));
+    let file = scratch.join(format!("{prog}.dat"));
     // Once untraced first: on a cold filesystem, allocating the file's blocks reads the block
     // group's metadata (tens of 4 KiB reads during prepare_file's fsync), which would crowd
     // the program's own requests out of the report's list of the 20 worst.
@@ -200,7 +209,7 @@ fn record(prog: &str, libs: &[&str]) -> Option<(String, Vec<Req>, tempfile::Temp
             assert!((sum - r.total_us).abs() <= slack, "{r:?}\n{report}");
         }
     }
-    Some((recorded.stdout, reqs, tmp))
+    (recorded.stdout, reqs, tmp)
 }
 
 /// The two 512-byte reads: at the sectors of file offsets 0 and 4096 (FIEMAP's extent, plus
@@ -359,54 +368,6 @@ fn uring_reads_link_their_sqes_to_the_cqes() {
     assert_eq!(user_data, ["0x1 res 512", "0x2 res 512"]);
     if fs_events("iomap/iomap_dio_rw_begin", &["ef53", "58465342"]) {
         check_dio(&reqs, &["syscall", "sqe"]);
-    }
-}
-
-#[test]
-fn sync_writes_are_waited_for_in_their_call() {
-    if !possible("block/block_rq_complete") {
-        eprintln!("kernel_io skipped: needs root and tracefs with block events");
-        return;
-    }
-    let Some((stdout, reqs, _)) = record("sync_write", &[]) else {
-        return;
-    };
-    assert!(stdout.contains("sync_write: ok"), "{stdout}");
-    // Both blocks' data went to the device inside pwrite64 (O_SYNC), which waited for them.
-    let writes: Vec<&Req> = reqs
-        .iter()
-        .filter(|r| r.kind == "write" && r.submitted.contains("write_block"))
-        .collect();
-    let data = writes.iter().filter(|r| r.bytes >= 4096).count();
-    assert!(data >= 2, "{reqs:#?}");
-    // O_SYNC: pwrite64 runs ext4's fsync, which writes the blocks out.
-    let fsync = fs_events("ext4/ext4_sync_file_enter", &["ef53"]);
-    for r in writes {
-        if fsync {
-            assert!(r.submitted.contains(" ext4 fsync ino "), "{r:?}");
-            assert_eq!(r.path[1].0, "fs", "{r:?}");
-        }
-        assert!(r.submitted.contains("[pwrite64]"), "{r:?}");
-        let reaped = r.reaped.as_deref().unwrap_or_else(|| panic!("{r:?}"));
-        assert!(reaped.starts_with("pwrite64 in "), "{r:?}");
-    }
-    // What the program's own fsync sent to the device (a flush, when the cache is volatile)
-    // was sent by ext4's fsync.
-    if fsync {
-        for r in reqs
-            .iter()
-            .filter(|r| r.submitted.contains("sync_file > fsync [fsync]"))
-        {
-            assert!(r.submitted.contains(" ext4 fsync ino "), "{r:?}");
-            assert_eq!(r.path[1].0, "fs", "{r:?}");
-        }
-    }
-    // A device with a volatile write cache is flushed for it.
-    let dev = reqs[0].dev.replace(',', ":");
-    let cache = std::fs::read_to_string(format!("/sys/dev/block/{dev}/queue/write_cache"))
-        .unwrap_or_default();
-    if cache.trim() == "write back" {
-        assert!(reqs.iter().any(|r| r.kind == "flush"), "{reqs:#?}");
     }
 }
 

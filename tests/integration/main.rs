@@ -108,6 +108,7 @@ mod install;
 mod kernel_io;
 mod kernel_record;
 mod kernel_replay;
+mod kernel_writes;
 mod normalize;
 mod record;
 mod record_agent;

@@ -4,7 +4,8 @@
 //! TraceDir ──▶ walk::core::Core (time order, per-task stacks) ──▶ events() ──▶ model::Linker ──▶ Vec<Request>
 //!              kernel syscall frames → SyscallEnter/Exit (+ the user functions open)
 //!              kernel events: block_*, io_uring_*, sys_*_io_*getevents/io_submit,
-//!                             iomap_dio_*, ext4_sync_file_*, ext4_writepages → What
+//!                             iomap_dio_*, ext4_sync_file_*, ext4_writepages,
+//!                             ext4_*write_begin, writeback_single_inode*, jbd2_*commit* → What
 //! ```
 //!
 //! [`requests`] walks the data directory once and links the events into [`Request`]s (see
@@ -16,6 +17,8 @@ pub mod request;
 
 #[cfg(test)]
 mod model_tests;
+#[cfg(test)]
+mod writeback_tests;
 
 pub use model::Linker;
 pub use request::{
@@ -227,6 +230,29 @@ pub fn decode(format: &EventFormat, p: &[u8]) -> Option<What> {
         }
         ("syscalls", "sys_exit_io_getevents" | "sys_exit_io_pgetevents") => What::AioGotEvents {
             ret: v("ret")? as i64,
+        },
+        ("ext4", "ext4_da_write_begin" | "ext4_write_begin") => What::Dirty {
+            ino: v("ino")?,
+            pos: v("pos")?,
+            len: v("len")?,
+        },
+        ("writeback", "writeback_single_inode_start") => What::Writeback {
+            edge: FsEdge::Begin,
+            ino: v("ino")?,
+        },
+        ("jbd2", "jbd2_start_commit" | "jbd2_commit_logging" | "jbd2_end_commit") => {
+            What::Journal {
+                edge: match format.name.as_str() {
+                    "jbd2_end_commit" => FsEdge::End,
+                    _ => FsEdge::Begin,
+                },
+                dev: v("dev")? as u32,
+                transaction: v("transaction")?,
+            }
+        }
+        ("writeback", "writeback_single_inode") => What::Writeback {
+            edge: FsEdge::End,
+            ino: v("ino")?,
         },
         _ => return None,
     })

@@ -14,7 +14,12 @@
 //!   file and range the request's `fs`); an operation ends at its end event for the same
 //!   inode or when the task's system call returns, and a writepages inside an fsync is part
 //!   of the fsync;
-//! - its device completion by device and sector (whatever CPU and context it ran in);
+//! - a writeback request (one a flusher thread started for pages the task dirtied), to the
+//!   call that dirtied them, the writeback, and the call that waited for it (see
+//!   [`writeback`]);
+//! - its device completion by device and sector (whatever CPU and context it ran in; an
+//!   insertion or issue at another sector takes in the bios in flight inside its range: a
+//!   bio merged into a request started by another);
 //! - the call that reaped it: for libaio, the `io_getevents` (or `io_pgetevents`) that
 //!   returned it: completions of one aio context are taken in completion order, as many per
 //!   call as it returned (the kernel's completion ring is FIFO); for io_uring, the system call
@@ -30,6 +35,10 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::rc::Rc;
 
 use super::request::*;
+use writeback::Flusher;
+
+#[path = "writeback.rs"]
+mod writeback;
 
 /// A task's open system call.
 #[derive(Debug)]
@@ -92,6 +101,8 @@ pub struct Linker {
     early: HashMap<u32, (u64, u64)>,
     /// Each task's filesystem operation under way, and when it began.
     fs: HashMap<u32, (FsOp, u64)>,
+    /// The pages the tasks dirtied and the writeback done for them.
+    wb: Flusher,
 }
 
 impl Linker {
@@ -159,6 +170,24 @@ impl Linker {
             What::AioSubmit { ctx, iocbs } => self.aio_call(tid, (ctx, iocbs), now),
             What::AioGetEvents { ctx } => self.aio_call(tid, (ctx, 0), now),
             What::AioGotEvents { ret } => self.aio_reaped(time, tid, ret, now),
+            What::Dirty { ino, pos, len } => {
+                if let Some(o) = self.open.get_mut(&tid) {
+                    let (name, start) = (o.name.clone(), o.start);
+                    let call = || (name, o.path(now));
+                    self.wb.dirty(ino, (pos, len), (tid, start), call);
+                }
+            }
+            What::Writeback { edge, ino } => {
+                self.wb.window(tid, time, edge == FsEdge::Begin, ino);
+            }
+            What::Journal {
+                edge,
+                dev,
+                transaction,
+            } => {
+                let begin = edge == FsEdge::Begin;
+                self.wb.commit(tid, time, begin, (dev, transaction));
+            }
         }
     }
 
@@ -178,6 +207,9 @@ impl Linker {
     }
 
     fn fs_event(&mut self, time: u64, tid: u32, edge: FsEdge, op: FsOp) {
+        if edge == FsEdge::Begin && self.wb.fs_begin(tid, &op) {
+            return;
+        }
         let current = self.fs.get(&tid).map(|(c, _)| *c);
         match edge {
             FsEdge::End => {
@@ -204,7 +236,11 @@ impl Linker {
             Stage::Complete => Layer::Complete,
         };
         let point = Point { tid, time, layer };
-        if let Some(&i) = self.flight.get(&key) {
+        let found = match self.flight.get(&key) {
+            Some(&i) => Some(i),
+            None => self.merged_into(stage, &rq),
+        };
+        if let Some(i) = found {
             let r = &mut self.requests[i];
             if stage == Stage::Complete {
                 self.flight.remove(&key);
@@ -228,6 +264,9 @@ impl Linker {
                     r.rq = BlockRq { error: 0, ..rq };
                 }
                 r.points.push(point);
+                if stage != Stage::BioQueue {
+                    self.adopt(i);
+                }
             }
             return;
         }
@@ -248,6 +287,11 @@ impl Linker {
             reaper: None,
             points: Vec::new(),
         };
+        if self.writeback(&mut r, &point) || self.journal(&mut r, &point, now) {
+            self.flight.insert(key, i);
+            self.requests.push(r);
+            return;
+        }
         let mut sqe = None;
         match self.open.get_mut(&tid).filter(|o| o.start <= time) {
             Some(o) => {
@@ -307,8 +351,12 @@ impl Linker {
 
     /// Request `i` completed on the device.
     fn completed(&mut self, i: usize) {
-        if let (Via::Aio, Some((ctx, _))) = (self.requests[i].via, self.requests[i].aio) {
+        let r = &self.requests[i];
+        if let (Via::Aio, Some((ctx, _))) = (r.via, r.aio) {
             self.aio_done.entry(ctx).or_default().push_back(i);
+        }
+        if r.via == Via::Writeback {
+            self.wait_for_writeback(i);
         }
     }
 

@@ -56,6 +56,20 @@ pub enum What {
     AioGotEvents { ret: i64 },
     /// A filesystem event of the task: an operation on a file begins or ends.
     Fs { edge: FsEdge, op: FsOp },
+    /// A buffered write dirties `len` bytes at `pos` of inode `ino` (`ext4_da_write_begin`,
+    /// `ext4_write_begin`).
+    Dirty { ino: u64, pos: u64, len: u64 },
+    /// An untraced task begins or ends writing back inode `ino` for this task
+    /// (`writeback_single_inode_start`, `writeback_single_inode`, kept by the recorder).
+    Writeback { edge: FsEdge, ino: u64 },
+    /// The journal thread begins (`jbd2_start_commit`, `jbd2_commit_logging`) or ends
+    /// (`jbd2_end_commit`) committing `transaction` of device `dev` while this task waits in
+    /// an fsync on it (kept by the recorder).
+    Journal {
+        edge: FsEdge,
+        dev: u32,
+        transaction: u64,
+    },
 }
 
 /// Whether a filesystem event begins or ends its operation.
@@ -74,6 +88,10 @@ pub enum FsKind {
     Fsync,
     /// ext4 writing a file's dirty pages out (`ext4_writepages`).
     Writepages,
+    /// The same in a flusher thread, writing back pages a traced task dirtied.
+    Writeback,
+    /// The journal thread committing a transaction (its number in [`FsOp::ino`]).
+    Journal,
 }
 
 impl FsKind {
@@ -82,6 +100,8 @@ impl FsKind {
             FsKind::Dio => "iomap dio",
             FsKind::Fsync => "ext4 fsync",
             FsKind::Writepages => "ext4 writepages",
+            FsKind::Writeback => "writeback",
+            FsKind::Journal => "journal commit",
         }
     }
 }
@@ -137,6 +157,10 @@ pub enum Via {
     Uring,
     /// Issued inside another system call, which waits for it (or leaves it to writeback).
     Sync,
+    /// Issued by a flusher thread writing back pages a traced call dirtied.
+    Writeback,
+    /// Issued by the journal thread (jbd2) committing the transaction an fsync waits for.
+    Journal,
 }
 
 /// The points of a request's path, in the order they happen.

@@ -30,7 +30,7 @@
 //! reaped it). A request's layers sum to its total. Averages and percentiles of a layer count
 //! the requests where both ends of it were seen (`-` when none).
 
-use crate::io::{Request, Via};
+use crate::io::{FsKind, Request, Via};
 use crate::output::histogram::Histogram;
 use record_format::timeval::push_duration;
 use std::collections::BTreeMap;
@@ -66,6 +66,8 @@ fn via(v: Via) -> &'static str {
         Via::Aio => "aio",
         Via::Uring => "uring",
         Via::Sync => "sync",
+        Via::Writeback => "wb",
+        Via::Journal => "jbd2",
     }
 }
 
@@ -229,7 +231,10 @@ fn worst(reqs: &[Request], out: &mut dyn Write) -> std::io::Result<()> {
             extra += &format!(" aio ctx {ctx:#x} iocbs {iocbs:#x}");
         }
         if let Some(fs) = &r.fs {
-            extra += &format!(" {} ino {}", fs.kind.name(), fs.ino);
+            extra += &match fs.kind {
+                FsKind::Journal => format!(" journal commit transaction {}", fs.ino),
+                _ => format!(" {} ino {}", fs.kind.name(), fs.ino),
+            };
             if let Some((offset, length)) = fs.range {
                 extra += &format!(" offset {offset} length {length}");
             }

@@ -11,6 +11,7 @@ use record_format::kernel::EventFormat;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use super::behalf::{Behalf, Workers};
 use super::convert::Int;
 use super::graph::{Functions, Grapher, PidSet, Step};
 use super::spool::{each_event, Merge};
@@ -25,8 +26,12 @@ pub(super) struct Block {
     pid: Option<Int>,
     /// `block_rq_complete`'s type.
     complete: u16,
+    /// `block_bio_queue`'s type, when recorded.
+    bio_queue: Option<u16>,
     /// Issue, completion, and `block_bio_queue` and `block_rq_insert` when recorded.
     events: Vec<Fields>,
+    /// The writeback that untraced tasks do for the traced ones.
+    behalf: Behalf,
 }
 
 /// The fields of a block event's records that pair them (device, first sector, and the
@@ -52,11 +57,20 @@ impl Fields {
 }
 
 /// The block requests in flight, (dev, sector) → the traced task they are kept for and its
-/// CPU, and a scratch record for the rewritten ones.
+/// CPU, the untraced tasks writing back for traced ones, and a scratch record for the
+/// rewritten ones.
 #[derive(Default)]
 pub(super) struct Flight {
-    owners: BTreeMap<(u64, u64), (u32, usize)>,
+    pub(super) owners: Owners,
     rewritten: Vec<u8>,
+}
+
+/// What decides whose a block record is: the requests in flight, (dev, sector) → the traced
+/// task they are kept for and its CPU, and the writeback done on behalf of traced tasks.
+#[derive(Default)]
+pub(super) struct Owners {
+    pub(super) flight: BTreeMap<(u64, u64), (u32, usize)>,
+    pub(super) workers: Workers,
 }
 
 impl Block {
@@ -69,11 +83,13 @@ impl Block {
                 .find(|f| f.system == sys && f.name == name)
                 .filter(|_| kept.iter().any(|k| k == ev))
         };
-        Some(Block::new(
+        let mut block = Block::new(
             find(BLOCK_ISSUE)?,
             find(BLOCK_COMPLETE)?,
             [find(BLOCK_BIO_QUEUE), find(BLOCK_INSERT)],
-        ))
+        );
+        block.behalf = Behalf::of(formats, kept);
+        Some(block)
     }
 
     /// The events `issue`, `complete` and, when recorded, those that queue a request.
@@ -87,8 +103,17 @@ impl Block {
             ty: Int::of(issue, "common_type"),
             pid: Int::of(issue, "common_pid"),
             complete: complete.id,
+            bio_queue: queued[0].map(|f| f.id),
             events: events.flatten().map(Fields::of).collect(),
+            behalf: Behalf::of(&[], &[]),
         }
+    }
+
+    /// Notes record `p` of a traced task's own buffer (the inodes it dirties).
+    pub(super) fn note(&self, p: &[u8], flight: &mut Flight) {
+        let ty = Int::read(self.ty, p).unwrap_or(0) as u16;
+        let workers = &mut flight.owners.workers;
+        self.behalf.note(ty, self.pid(p), p, workers);
     }
 
     /// The task of record `p`, of any event.
@@ -115,19 +140,30 @@ impl Block {
         Ok(())
     }
 
-    /// Whether block record `p` (of the instance's CPU `cpu`) is kept, and as whose: a
+    /// Whether record `p` of the block instance (of its CPU `cpu`) is kept, and as whose: a
     /// traced task's when it was queued, inserted or issued in its context, or when it pairs
     /// by device and sector with such a record (an issue from another context, the
-    /// completion). `owners` holds the requests in flight. The answer is the CPU and task it
-    /// is kept for, and whether its `common_pid` must be rewritten to that task.
+    /// completion), or when an insertion or issue takes in a bio of such a request (a merge
+    /// into a request started by another); and the writeback by an untraced task of an
+    /// inode a traced task dirtied, with the bios it queues meanwhile, as that traced task's
+    /// (see [`Behalf`]). `state` holds the requests in flight and the writeback under way.
+    /// The answer is the CPU and task it is kept for, and whether its `common_pid` must be
+    /// rewritten to that task.
     pub(super) fn owner(
         &self,
         p: &[u8],
         cpu: usize,
-        owners: &mut BTreeMap<(u64, u64), (u32, usize)>,
+        state: &mut Owners,
         traced: impl Fn(u32) -> bool,
     ) -> Option<(usize, u32, bool)> {
         let ty = Int::read(self.ty, p).unwrap_or(0) as u16;
+        if self.behalf.is_writeback(ty) {
+            let owner = self
+                .behalf
+                .owner((ty, self.pid(p), p), &mut state.workers, traced);
+            return owner.map(|o| (cpu, o, true));
+        }
+        let owners = &mut state.flight;
         let fmt = self.events.iter().find(|f| f.id == ty)?;
         let key = (
             Int::read(fmt.dev, p).unwrap_or(0),
@@ -149,10 +185,30 @@ impl Block {
             return Some((owner_cpu, owner, true));
         }
         let pid = Int::read(fmt.pid, p).unwrap_or(0) as u32;
-        traced(pid).then(|| {
+        if traced(pid) {
             owners.insert(key, (pid, cpu));
-            (cpu, pid, false)
-        })
+            return Some((cpu, pid, false));
+        }
+        // A bio an untraced task queues while writing back for a traced one (its insertion
+        // or issue too when bios are not recorded).
+        let worker = match self.bio_queue {
+            Some(bio) if bio != fmt.id => None,
+            _ => state.workers.working_for(pid),
+        };
+        if let Some(owner) = worker {
+            owners.insert(key, (owner, cpu));
+            return Some((cpu, owner, true));
+        }
+        // The insertion or issue of a request that took in a kept bio at a later sector.
+        if Some(fmt.id) == self.bio_queue {
+            return None;
+        }
+        let end = key
+            .1
+            .saturating_add(Int::read(fmt.nr_sector, p).unwrap_or(0).max(1));
+        let (_, &(owner, owner_cpu)) = owners.range(key..(key.0, end)).next()?;
+        owners.insert(key, (owner, owner_cpu));
+        Some((owner_cpu, owner, true))
     }
 }
 
@@ -210,14 +266,18 @@ pub(super) fn merge_graph(
         lost.push(stats.lost);
     }
     // Whether any block record is kept (the same answers as in the merge below: they
-    // depend only on the block records, which come in the same order).
-    let mut owners = BTreeMap::new();
+    // depend only on the block records, which come in the same order), or may be: a
+    // writeback by another task is kept when a traced task dirtied the inode, which the
+    // main spools say.
+    let mut owners = Owners::default();
     let mut merge = Merge::open(block, page_size).map_err(unspooled)?;
     let mut any = false;
     while let Some((_, cpu, p)) = merge.next().map_err(unspooled)? {
-        if blk
-            .owner(p, cpu, &mut owners, |pid| tasks.contains(&pid))
-            .is_some()
+        let ty = Int::read(blk.ty, p).unwrap_or(0) as u16;
+        if blk.behalf.is_writeback(ty)
+            || blk
+                .owner(p, cpu, &mut owners, |pid| tasks.contains(&pid))
+                .is_some()
         {
             any = true;
             break;
@@ -242,7 +302,10 @@ pub(super) fn merge_graph(
     while let Some((time, i, p)) = merge.next().map_err(unspooled)? {
         match i.checked_sub(main.len()) {
             Some(cpu) => blk.keep((time, cpu, p), &mut flight, &mut graph)?,
-            None => graph.copy(time, i, p)?,
+            None => {
+                blk.note(p, &mut flight);
+                graph.copy(time, i, p)?
+            }
         }
     }
     graph.finish()?;

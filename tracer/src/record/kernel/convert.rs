@@ -271,6 +271,9 @@ impl<'a> Converter<'a> {
                 }
                 continue;
             }
+            if let Some(block) = &self.block {
+                block.note(p, &mut flight);
+            }
             for (pid, step) in self.steps(p).into_iter().flatten() {
                 graph.step(time, i, pid, step, p)?;
             }

@@ -321,7 +321,7 @@ fn block_requests_follow_the_task_that_inserted_them() {
         find("block_rq_complete"),
         [None, Some(&insert)],
     );
-    let mut owners = std::collections::BTreeMap::new();
+    let mut owners = crate::record::kernel::block::Owners::default();
     let traced = |pid: u32| pid == A;
     let mut owner = |p: Vec<u8>, cpu| b.owner(&p, cpu, &mut owners, traced);
     assert_eq!(owner(block(POKE + 1, A, 100), 1), Some((1, A, false)));
@@ -332,7 +332,7 @@ fn block_requests_follow_the_task_that_inserted_them() {
     assert_eq!(owner(block(COMPLETE, 0, 100), 0), Some((1, A, true)));
     assert_eq!(owner(block(COMPLETE, 0, 100), 0), None);
     assert_eq!(owner(block(COMPLETE, 0, 300), 0), None);
-    assert!(owners.is_empty());
+    assert!(owners.flight.is_empty());
 }
 
 /// Graph mode: the function_graph tracer's records are copied to their CPU's file as they
@@ -387,4 +387,93 @@ fn graph_mode_merges_the_block_requests_of_traced_tasks() {
     spool(&paths[3], &[], None);
     assert!(!merge_graph(tmp.path(), spools, PAGE, &formats(), &kept()).unwrap());
     assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 0);
+}
+
+/// A flusher's writeback of an inode a traced task dirtied is kept as that task's, with the
+/// bios it queues meanwhile and the issue of a request that took one in at a later sector;
+/// the writeback of another inode and the bios queued outside it are not.
+#[test]
+fn writeback_is_kept_for_the_task_that_dirtied_the_inode() {
+    let rq = "\tfield:dev_t dev;\toffset:8;\tsize:4;\tsigned:0;\n\
+        \tfield:sector_t sector;\toffset:16;\tsize:8;\tsigned:0;\n\
+        \tfield:unsigned int nr_sector;\toffset:24;\tsize:4;\tsigned:0;\n";
+    let ino16 = "\tfield:ino_t ino;\toffset:16;\tsize:8;\tsigned:0;\n";
+    let ino40 = "\tfield:ino_t ino;\toffset:40;\tsize:8;\tsigned:0;\n";
+    let (bio, dirty, start, end, pages) = (60, 70, 71, 72, 73);
+    let f = vec![
+        format("block", "block_rq_issue", ISSUE, rq),
+        format("block", "block_rq_complete", COMPLETE, rq),
+        format("block", "block_bio_queue", bio, rq),
+        format("ext4", "ext4_da_write_begin", dirty, ino16),
+        format("writeback", "writeback_single_inode_start", start, ino40),
+        format("writeback", "writeback_single_inode", end, ino40),
+        format("ext4", "ext4_writepages", pages, ino16),
+    ];
+    let kept: Vec<String> = f
+        .iter()
+        .map(|f| format!("{}:{}", f.system, f.name))
+        .collect();
+    let b = super::Block::of(&f, &kept).unwrap();
+    let mut flight = super::Flight::default();
+    let traced = |pid: u32| pid == A;
+    let io = |ty, pid, sector, n: u64| rec(ty, pid, 32, &[(8, 8, 4), (16, sector, 8), (24, n, 4)]);
+    let ino = |ty, pid, at, ino| rec(ty, pid, 48, &[(at, ino, 8)]);
+    b.note(&ino(dirty, A, 16, 7), &mut flight);
+    let mut owner = |p: Vec<u8>| b.owner(&p, 0, &mut flight.owners, traced);
+    // Another inode's writeback, and a bio outside a window: not kept.
+    assert_eq!(owner(ino(start, C, 40, 8)), None);
+    assert_eq!(owner(io(bio, C, 90, 8)), None);
+    assert_eq!(owner(ino(end, C, 40, 8)), None);
+    assert_eq!(owner(ino(start, C, 40, 7)), Some((0, A, true)));
+    assert_eq!(owner(ino(pages, C, 16, 7)), Some((0, A, true)));
+    assert_eq!(owner(io(bio, C, 108, 8)), Some((0, A, true)));
+    assert_eq!(owner(ino(end, C, 40, 7)), Some((0, A, true)));
+    assert_eq!(owner(io(bio, C, 116, 8)), None);
+    // The request begins with the other bio, at 90, and takes in the kept one at 108.
+    assert_eq!(owner(io(ISSUE, D, 90, 40)), Some((0, A, true)));
+    assert_eq!(owner(io(COMPLETE, 0, 90, 40)), Some((0, A, true)));
+    assert!(flight.owners.flight.is_empty());
+    // Written out: a later writeback of the inode is not the task's until it dirties it again.
+    let mut owner = |p: Vec<u8>| b.owner(&p, 0, &mut flight.owners, traced);
+    assert_eq!(owner(ino(start, C, 40, 7)), None);
+    // The task's own writeback is in its own buffer.
+    assert_eq!(owner(ino(start, A, 40, 7)), None);
+}
+
+/// The journal thread's commit that begins while a traced task is in ext4's fsync on the
+/// device is kept as that task's, with its bios; a commit of another device, or after the
+/// fsync, is not.
+#[test]
+fn a_journal_commit_is_kept_for_the_task_in_fsync() {
+    let rq = "\tfield:dev_t dev;\toffset:8;\tsize:4;\tsigned:0;\n\
+        \tfield:sector_t sector;\toffset:16;\tsize:8;\tsigned:0;\n";
+    let dev = "\tfield:dev_t dev;\toffset:8;\tsize:4;\tsigned:0;\n";
+    let (bio, enter, exit, start, end) = (60, 80, 81, 82, 83);
+    let f = vec![
+        format("block", "block_rq_issue", ISSUE, rq),
+        format("block", "block_rq_complete", COMPLETE, rq),
+        format("block", "block_bio_queue", bio, rq),
+        format("ext4", "ext4_sync_file_enter", enter, dev),
+        format("ext4", "ext4_sync_file_exit", exit, dev),
+        format("jbd2", "jbd2_start_commit", start, dev),
+        format("jbd2", "jbd2_end_commit", end, dev),
+    ];
+    let kept: Vec<String> = f
+        .iter()
+        .map(|f| format!("{}:{}", f.system, f.name))
+        .collect();
+    let b = super::Block::of(&f, &kept).unwrap();
+    let mut flight = super::Flight::default();
+    let traced = |pid: u32| pid == A;
+    let on = |ty, pid, dev| rec(ty, pid, 32, &[(8, dev, 4), (16, 500, 8)]);
+    b.note(&on(enter, A, 7), &mut flight);
+    let mut owner = |p: Vec<u8>| b.owner(&p, 0, &mut flight.owners, traced);
+    assert_eq!(owner(on(start, C, 9)), None);
+    assert_eq!(owner(on(start, D, 7)), Some((0, A, true)));
+    assert_eq!(owner(on(bio, D, 7)), Some((0, A, true)));
+    assert_eq!(owner(on(end, D, 7)), Some((0, A, true)));
+    assert_eq!(owner(rec(bio, D, 32, &[(8, 7, 4), (16, 600, 8)])), None);
+    b.note(&on(exit, A, 7), &mut flight);
+    let mut owner = |p: Vec<u8>| b.owner(&p, 0, &mut flight.owners, traced);
+    assert_eq!(owner(on(start, D, 7)), None);
 }

@@ -21,6 +21,7 @@
 //! the tasks it forks are traced (`set_event_pid` with `event-fork`); the recorder's own
 //! system calls are left out when converting.
 
+mod behalf;
 mod block;
 mod convert;
 mod graph;
@@ -190,6 +191,7 @@ impl Session {
         }
         s.setup_block(req.buffer);
         s.enable_kept(kept)?;
+        s.setup_behalf();
         // The reader thread starts before the pid lists are written: it is not traced
         // (function-fork and event-fork add only the tasks forked later).
         s.start_reader(dir, req.rt_prio)?;

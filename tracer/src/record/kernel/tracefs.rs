@@ -7,6 +7,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use super::behalf::{BEHALF_EVENTS, DIRTY_EVENTS};
 use super::undo::Undo;
 use super::{Mode, Session};
 
@@ -264,6 +265,7 @@ impl Session {
         let defaults = events
             .iter()
             .chain(IO_EVENTS)
+            .chain(DIRTY_EVENTS)
             .map(|e| (e.to_string(), false));
         self.enable_in(&root, defaults.chain(asked.into_iter().map(|e| (e, true))))
     }
@@ -369,6 +371,24 @@ impl Session {
             self.formats.truncate(formats);
             self.kept.truncate(kept);
             self.remove_instance();
+        }
+    }
+
+    /// Adds to the block instance, when there is one, the writeback events that tell the
+    /// requests untraced tasks start for traced ones (see `behalf.rs`), those this kernel has;
+    /// some are also kept from the traced tasks' own buffer.
+    pub(super) fn setup_behalf(&mut self) {
+        let Some(path) = self.instance.clone() else {
+            return;
+        };
+        for ev in BEHALF_EVENTS {
+            if append_file(&path, "set_event", ev).is_err() || self.kept.iter().any(|k| k == ev) {
+                continue;
+            }
+            if let Ok(text) = read_file(&self.root, &format_path(ev)) {
+                self.formats.push((format_path(ev), text));
+                self.kept.push(ev.to_string());
+            }
         }
     }
 
