@@ -11,9 +11,11 @@
 //! a `dlopen` of a path (no search, no `$ORIGIN`: the caller glibc sees does not matter) goes
 //! through [`open_and_hook`] instead, which hooks the new objects' PLTs as soon as it returns;
 //! so does it when `-P FUNC@MODULE` patterns may select a library: the new objects are patched
-//! before `dlopen` returns (`patch::loaded_later`). A library loaded by a name that is not a
-//! path is patched when the program asks `dlsym` for one of its symbols ([`before_dlsym`],
-//! behind the interposed `dlsym`), or at the next `dlopen`.
+//! before `dlopen` returns (`patch::loaded_later`), and when record-time filters name
+//! functions: they are built again over the new objects (`filter::after_dlopen`). A library
+//! loaded by a name that is not a path is patched, and the filters built over it, when the
+//! program asks `dlsym` for one of its symbols ([`before_dlsym`], behind the interposed
+//! `dlsym`), or at the next `dlopen`.
 
 use crate::{clock, config, sys, tasklog};
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -35,6 +37,9 @@ struct Object {
     base: u64,
     name: Vec<u8>,
     adds: u64,
+    subs: u64,
+    /// Where its lowest `PT_LOAD` segment's page is mapped (0: none).
+    low: u64,
 }
 
 /// Every loaded object with a file name (`dl_iterate_phdr`).
@@ -53,10 +58,25 @@ fn objects() -> Vec<Object> {
         // SAFETY: a non-null `dlpi_name` is a NUL-terminated string owned by the loader.
         let name = unsafe { core::ffi::CStr::from_ptr(info.dlpi_name) }.to_bytes();
         let has_adds = size >= core::mem::offset_of!(libc::dl_phdr_info, dlpi_subs);
+        let has_subs = size >= core::mem::offset_of!(libc::dl_phdr_info, dlpi_tls_modid);
+        let phdrs: &[libc::Elf64_Phdr] = if info.dlpi_phdr.is_null() {
+            &[]
+        } else {
+            // SAFETY: the loader's program headers of the object, `dlpi_phnum` of them.
+            unsafe { core::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) }
+        };
+        let low = phdrs
+            .iter()
+            .filter(|p| p.p_type == libc::PT_LOAD)
+            .map(|p| info.dlpi_addr.wrapping_add(p.p_vaddr & !4095))
+            .min()
+            .unwrap_or(0);
         out.push(Object {
             base: info.dlpi_addr,
             name: name.to_vec(),
             adds: if has_adds { info.dlpi_adds } else { 0 },
+            subs: if has_subs { info.dlpi_subs } else { 0 },
+            low,
         });
         0
     }
@@ -69,6 +89,19 @@ fn objects() -> Vec<Object> {
         )
     };
     out
+}
+
+/// The objects the dynamic linker reports now (the executable too): how many loads and
+/// unloads it has counted (`dlpi_adds + dlpi_subs`, which grows whenever the set changes;
+/// 0 when the loader does not count), and where each object's lowest segment is mapped
+/// (inside its first mapping in the session map).
+pub(crate) fn loaded() -> (u64, Vec<u64>) {
+    let objs = objects();
+    let version = objs.first().map_or(0, |o| o.adds.wrapping_add(o.subs));
+    (
+        version,
+        objs.iter().map(|o| o.low).filter(|&l| l != 0).collect(),
+    )
 }
 
 /// Runs `body` (libmcount's own work inside the `dlopen`, `dlsym` and `dlclose` hooks: scans,
@@ -145,7 +178,9 @@ unsafe fn prepare_now(file: *const libc::c_char) -> usize {
         CALL_TIME.store(clock::now(), Ordering::Relaxed);
     }
     let real = resolve(&REAL_DLOPEN, c"dlopen");
-    let hook_now = crate::plt::get().is_some_and(|p| p.nests()) || crate::patch::wants_libraries();
+    let hook_now = crate::plt::get().is_some_and(|p| p.nests())
+        || crate::patch::wants_libraries()
+        || crate::filter::kept();
     if file.is_null() || !hook_now {
         return real;
     }
@@ -194,6 +229,9 @@ fn dlsym_now() -> usize {
     if crate::patch::wants_libraries() {
         crate::patch::loaded_later();
     }
+    // A library loaded by a name that is not a path (not wrapped): its functions in the
+    // filters before the program can call one it looks up.
+    crate::filter::after_dlopen();
     let f = REAL_DLSYM.load(Ordering::Relaxed);
     if f != 0 {
         return f;

@@ -26,7 +26,6 @@ use record_format::maps::MapEntry;
 use record_format::pattern::{MatchType, NameMatcher};
 use record_format::trigger::{parse_trigger, Actions};
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Mutex, OnceLock};
 
 /// The filters set the `NORECORD` … `FINISH` bits of the table.
 use crate::frame_flags as flags;
@@ -243,9 +242,11 @@ pub(crate) fn basename(path: &str) -> &str {
 
 /// Function symbols of the ELF file of `module`, whose first mapping starts at `module.start`:
 /// `(run-time address, size, name)`, every alias included (see [`record_format::elf::symbols`]).
+/// Only regular files that start with the ELF magic are read whole: not a device, a FIFO, nor
+/// a data file the program maps (which may be huge).
 pub(crate) fn module_functions(module: &MapEntry) -> Vec<(u64, u64, String)> {
     use record_format::elf;
-    let Ok(bytes) = std::fs::read(&module.path) else {
+    let Some(bytes) = read_elf(&module.path) else {
         return Vec::new();
     };
     let Some(elf) = elf::parse(&bytes) else {
@@ -255,6 +256,32 @@ pub(crate) fn module_functions(module: &MapEntry) -> Vec<(u64, u64, String)> {
     elf::function_symbols(&elf)
         .map(|f| (bias.wrapping_add(f.addr), f.size, f.name.to_string()))
         .collect()
+}
+
+/// The bytes of the file at `path` if it is a regular file with the ELF magic (checked with
+/// a 4-byte read first).
+fn read_elf(path: &str) -> Option<Vec<u8>> {
+    use std::io::Read;
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut magic = [0u8; 4];
+    file.read_exact(&mut magic).ok()?;
+    if magic != *b"\x7fELF" {
+        return None;
+    }
+    let len = file.metadata().ok()?.len();
+    let mut bytes = Vec::with_capacity(usize::try_from(len).ok()?);
+    bytes.extend_from_slice(&magic);
+    file.read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// Whether `module` (a session map entry) holds an object the dynamic linker reports, one of
+/// whose lowest segments is mapped at an address of `lows` (see `dlopen::loaded`).
+fn reported(module: &MapEntry, lows: &[u64]) -> bool {
+    lows.iter().any(|&l| module.start <= l && l < module.end)
 }
 
 /// The recorder's settings for the filters (from the `UTRACE_*` variables).
@@ -323,66 +350,15 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
         FAST_THRESHOLD.store(set.threshold, Ordering::Relaxed);
     }
     if fresh && !set.live && (!specs.is_empty() || set.size > 0) {
-        let _ = KEPT.set(Kept {
+        let kept = rebuild::Kept {
             triggers: set.triggers.to_string(),
             match_type: set.match_type,
             depth: set.depth,
             threshold: set.threshold,
             size: set.size,
-        });
+        };
+        rebuild::keep(kept, plt.len());
     }
-}
-
-/// What the session's filters were built from, when they name functions (patterns, `-Z`):
-/// kept to build them again over the libraries `dlopen` loads ([`after_dlopen`]).
-struct Kept {
-    triggers: String,
-    match_type: MatchType,
-    depth: u32,
-    threshold: u64,
-    size: u64,
-}
-
-static KEPT: OnceLock<Kept> = OnceLock::new();
-
-/// The session map and the number of hooked PLT entries the filters were last built over
-/// by [`after_dlopen`] (a `dlopen` that loads nothing new builds nothing).
-static BUILT: Mutex<Option<(String, usize)>> = Mutex::new(None);
-
-/// After a `dlopen`: the session's filters built again over the modules loaded now and the
-/// PLT entries hooked now, and installed in place of the old ones (which stay allocated:
-/// hooks may be reading them). The patterns then name the functions of the libraries loaded
-/// since start-up and, with `--nest-libcall`, their library calls too (beyond uftrace 0.13,
-/// whose filters hold the functions of the modules loaded at start-up only). Nothing without
-/// patterns or `-Z`, nor under the agent (`-g`), which installs filters of its own.
-pub fn after_dlopen() {
-    let Some(k) = KEPT.get() else {
-        return;
-    };
-    let set = Settings {
-        triggers: &k.triggers,
-        match_type: k.match_type,
-        depth: k.depth,
-        threshold: k.threshold,
-        size: k.size,
-        ..Settings::default()
-    };
-    let maps = crate::session::current_maps();
-    let entries = crate::plt::get().map_or(0, |p| p.functions().len());
-    let Ok(mut built) = BUILT.lock() else {
-        return;
-    };
-    if built
-        .as_ref()
-        .is_some_and(|(m, n)| *m == maps && *n == entries)
-    {
-        return;
-    }
-    let specs = parse_specs(&k.triggers, k.match_type);
-    let filters =
-        crate::session::with_targets(&maps, |modules, plt| build(modules, plt, &specs, &set));
-    install(filters, true);
-    *built = Some((maps, entries));
 }
 
 /// The filters of the agent's `items` (each `PATTERN@ACTIONS` with its match type) and the
@@ -445,7 +421,9 @@ fn build(modules: &[MapEntry], plt: &[(usize, &str)], specs: &[Spec], set: &Sett
         }
     }
     if !specs.is_empty() || set.size > 0 {
-        for m in modules.iter().filter(|m| !m.is_stack()) {
+        // The executable and the libraries, not the other files the program maps.
+        let lows = crate::dlopen::loaded().1;
+        for m in modules.iter().filter(|m| reported(m, &lows)) {
             let base = basename(&m.path);
             let wanted: Vec<&Spec> = specs
                 .iter()
@@ -681,6 +659,9 @@ impl FilterState {
         }
     }
 }
+
+mod rebuild;
+pub use rebuild::{after_dlopen, fork_child, kept};
 
 #[cfg(test)]
 mod tests;

@@ -338,6 +338,7 @@ pub extern "C" fn fork_prepare() {
 /// frames return in the child too) but writes its own `<pid>.dat`; announce it with `FORK`.
 pub extern "C" fn fork_child() {
     crate::agent::after_fork();
+    crate::filter::fork_child();
     let Some(cfg) = config::config() else {
         return;
     };

@@ -160,6 +160,9 @@ const FILTER_CASES: &[(&[&str], &str)] = &[
         &["-l", "-a", "-F", "lib_alloc", "-T", "lib_alloc@depth=1"],
         "lib_alloc();\n",
     ),
+    // Without `-l` the filters are built again after the real `dlopen` returns too.
+    (&["-a", "-F", "lib_alloc"], "lib_alloc();\n"),
+    (&["-F", "lib_alloc"], "lib_alloc();\n"),
 ];
 
 #[test]
@@ -182,6 +185,72 @@ fn filters_name_the_dlopened_library() {
         }
     }
     util::assert_no_failures(&failures);
+}
+
+/// `utrace record OPTS -d DIR dlopen_malloc ARGS` with `LD_LIBRARY_PATH` set to the program's
+/// directory (for `bare`).
+fn record_found(
+    dir: &std::path::Path,
+    exe: &std::path::Path,
+    args: &[&str],
+    opts: &[&str],
+) -> util::Output {
+    let mut cmd = std::process::Command::new(util::utrace_bin());
+    cmd.args(["record", "--no-event"])
+        .args(opts)
+        .arg("-d")
+        .arg(dir)
+        .arg(exe)
+        .args(args)
+        .env("LD_LIBRARY_PATH", exe.parent().unwrap());
+    util::run(cmd)
+}
+
+/// A library `dlopen`ed by its bare name (not wrapped: glibc must see the program as the
+/// caller) is in the filters once the program looks its function up with `dlsym`.
+#[test]
+fn filters_name_a_library_dlopened_by_name() {
+    let mut failures = Vec::new();
+    for mode in MODES {
+        let exe = util::testprog("dlopen_malloc", mode);
+        for opts in [&["-F", "lib_alloc"][..], &["-a", "-F", "lib_alloc"]] {
+            let tmp = tempfile::tempdir().unwrap();
+            let dir = tmp.path().join("data");
+            let out = record_found(&dir, &exe, &["bare"], opts);
+            let r = util::utrace_replay(&dir, &[]);
+            let got = reduce(&r.stdout);
+            if !out.status.success() || got != "lib_alloc();\n" {
+                failures.push(format!("{mode:?} bare {opts:?}:\n{got}\n{out}\n{r}"));
+            }
+        }
+    }
+    util::assert_no_failures(&failures);
+}
+
+/// The filters are built again over the objects the dynamic linker reports only: a 2 GiB
+/// (sparse) data file the program maps before its `dlopen` is not read (the program's peak
+/// resident size stays small).
+#[test]
+fn filters_rebuilt_without_reading_mapped_data() {
+    let exe = util::testprog("dlopen_malloc", Mode::Pg);
+    let tmp = tempfile::tempdir().unwrap();
+    let big = tmp.path().join("big.dat");
+    let big = big.to_str().unwrap();
+    for (i, opts) in [&["-F", "lib_alloc"][..], &["-Z", "1"]].iter().enumerate() {
+        let dir = tmp.path().join(format!("data{i}"));
+        let out = util::record_with(false, &dir, &exe, &["big", big], opts);
+        let peak = out
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("peak "))
+            .and_then(|kb| kb.trim().parse::<u64>().ok());
+        assert!(
+            out.status.success() && peak.is_some_and(|kb| kb < 256 * 1024),
+            "{opts:?}: peak resident size {peak:?} kB\n{out}"
+        );
+    }
+    let r = util::utrace_replay(&tmp.path().join("data0"), &[]);
+    assert_eq!(reduce(&r.stdout), "lib_alloc();\n", "{r}");
 }
 
 #[test]
