@@ -289,16 +289,21 @@ impl Linker {
     }
 
     /// A writeback request `i` completed: reaped by the call of the tasks waiting for
-    /// writeback now ([`WAITERS`]), its task's first, at its return.
+    /// writeback now ([`WAITERS`]), its task's first, else the one that began first (then
+    /// the lowest task id), at its return.
     pub(super) fn wait_for_writeback(&mut self, i: usize) {
-        let waits = |o: &&mut Open| WAITERS.contains(&&*o.name);
+        let waits = |o: &Open| WAITERS.contains(&&*o.name);
         let tid = self.requests[i].tid;
-        let mine = self.open.get_mut(&tid).filter(|o| waits(o)).is_some();
-        let waiter = match mine {
-            true => self.open.get_mut(&tid),
-            false => self.open.values_mut().find(|o| waits(o)),
+        let waiter = match self.open.get(&tid).is_some_and(waits) {
+            true => Some(tid),
+            false => self
+                .open
+                .iter()
+                .filter(|(_, o)| waits(o))
+                .min_by_key(|(&t, o)| (o.start, t))
+                .map(|(&t, _)| t),
         };
-        if let Some(o) = waiter {
+        if let Some(o) = waiter.and_then(|t| self.open.get_mut(&t)) {
             o.waiting.push(i);
         }
     }

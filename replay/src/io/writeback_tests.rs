@@ -249,3 +249,30 @@ fn the_journal_commit_an_fsync_waits_for_is_the_fsyncs() {
     let reaper = j.reaper.as_ref().unwrap();
     assert_eq!((reaper.call.as_str(), reaper.time), ("fsync", 200));
 }
+
+/// A writeback request its own task does not wait for is reaped by the waiting call of
+/// another task that began first, whatever the tasks' order in the model's maps.
+#[test]
+fn the_earliest_waiter_reaps_anothers_writeback() {
+    let fill = path(&["main", "fill_file", "write"], Some(1));
+    let flush = path(&["main", "flush_all", "sync"], Some(1));
+    let on = |tid, e: Event| Event { tid, ..e };
+    let mut events = vec![enter(100, "write", &fill), dirty(101, 7, 0), exit(102)];
+    // Tasks waiting in sync, the latest-started with the lowest and the highest ids.
+    for (t, start) in [(1, 150), (300, 140), (2, 145), (900, 149)] {
+        events.push(on(t, enter(start, "sync", &flush)));
+    }
+    events.extend([
+        window(200, true, 7),
+        block(201, Stage::Issue, 500, 8),
+        window(202, false, 7),
+        block(250, Stage::Complete, 500, 8),
+    ]);
+    for (t, end) in [(1, 260), (300, 270), (2, 265), (900, 262)] {
+        events.push(on(t, exit(end)));
+    }
+    let reqs = link(events);
+    assert_eq!(reqs.len(), 1, "{reqs:#?}");
+    let reaper = reqs[0].reaper.as_ref().unwrap();
+    assert_eq!((reaper.tid, reaper.time), (300, 270));
+}
