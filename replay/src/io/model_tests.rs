@@ -10,31 +10,43 @@ use std::rc::Rc;
 const A: u32 = 100;
 const WORKER: u32 = 101;
 
-fn path(frames: &[&str], function: Option<usize>) -> Rc<UserPath> {
+// The builders `writeback_tests` shares.
+
+/// The user functions open at a system call; `function` indexes the submitting one.
+pub(super) fn path(frames: &[&str], function: Option<usize>) -> Rc<UserPath> {
     Rc::new(UserPath {
         frames: frames.iter().map(|s| s.to_string()).collect(),
         function,
     })
 }
 
-fn enter(time: u64, tid: u32, name: &str, p: &Rc<UserPath>) -> Event {
+pub(super) fn ev(time: u64, tid: u32, what: What) -> Event {
+    Event { time, tid, what }
+}
+
+pub(super) fn enter(time: u64, tid: u32, name: &str, p: &Rc<UserPath>) -> Event {
     let what = What::SyscallEnter {
         name: name.into(),
         path: Some(p.clone()),
     };
-    Event { time, tid, what }
+    ev(time, tid, what)
 }
 
-fn exit(time: u64, tid: u32) -> Event {
-    Event {
-        time,
-        tid,
-        what: What::SyscallExit,
+pub(super) fn exit(time: u64, tid: u32) -> Event {
+    ev(time, tid, What::SyscallExit)
+}
+
+/// The requests `events` make, linked.
+pub(super) fn link(events: Vec<Event>) -> Vec<Request> {
+    let mut l = Linker::new();
+    for e in events {
+        l.push(e);
     }
+    l.finish()
 }
 
-fn ev(time: u64, tid: u32, what: What) -> Event {
-    Event { time, tid, what }
+pub(super) fn layers(r: &Request) -> Vec<Layer> {
+    r.points.iter().map(|p| p.layer).collect()
 }
 
 fn block(time: u64, tid: u32, stage: Stage, sector: u64, rwbs: &str) -> Event {
@@ -47,18 +59,6 @@ fn block(time: u64, tid: u32, stage: Stage, sector: u64, rwbs: &str) -> Event {
         error: 0,
     };
     ev(time, tid, What::Block { stage, rq })
-}
-
-fn link(events: Vec<Event>) -> Vec<Request> {
-    let mut l = Linker::new();
-    for e in events {
-        l.push(e);
-    }
-    l.finish()
-}
-
-fn layers(r: &Request) -> Vec<Layer> {
-    r.points.iter().map(|p| p.layer).collect()
 }
 
 #[test]

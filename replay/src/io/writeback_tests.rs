@@ -3,37 +3,23 @@
 //! bios of several inodes merged into one request, writeback nobody waited for, and pages
 //! the task wrote out itself.
 
-use super::model::Linker;
+use super::model_tests::{self as t, layers, link, path};
 use super::request::*;
 use std::rc::Rc;
 
 const A: u32 = 100;
 const DEV: u32 = 254 << 20;
 
-fn path(frames: &[&str], function: Option<usize>) -> Rc<UserPath> {
-    Rc::new(UserPath {
-        frames: frames.iter().map(|s| s.to_string()).collect(),
-        function,
-    })
-}
-
 fn ev(time: u64, what: What) -> Event {
-    Event { time, tid: A, what }
+    t::ev(time, A, what)
 }
 
 fn enter(time: u64, name: &str, p: &Rc<UserPath>) -> Event {
-    let path = Some(p.clone());
-    ev(
-        time,
-        What::SyscallEnter {
-            name: name.into(),
-            path,
-        },
-    )
+    t::enter(time, A, name, p)
 }
 
 fn exit(time: u64) -> Event {
-    ev(time, What::SyscallExit)
+    t::exit(time, A)
 }
 
 fn dirty(time: u64, ino: u64, pos: u64) -> Event {
@@ -75,21 +61,6 @@ fn block(time: u64, stage: Stage, sector: u64, nr_sector: u32) -> Event {
     ev(time, What::Block { stage, rq })
 }
 
-fn link(events: Vec<Event>) -> Vec<Request> {
-    let mut l = Linker::new();
-    for e in events {
-        l.push(e);
-    }
-    l.finish()
-}
-
-fn layers(r: &Request) -> Vec<Layer> {
-    r.points.iter().map(|p| p.layer).collect()
-}
-
-/// The pages two write() calls dirtied, written back by a flusher while the task waits in
-/// syncfs: the request is the first write's (submitting function `fill_file`), its `fs` the
-/// flusher's writeback of the inode with the range both calls dirtied, reaped by syncfs.
 #[test]
 fn a_flushers_request_is_linked_to_the_write_and_reaped_by_the_syncfs() {
     let fill = path(&["main", "fill_file", "write"], Some(1));
