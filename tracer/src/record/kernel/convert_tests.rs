@@ -389,6 +389,15 @@ fn graph_mode_merges_the_block_requests_of_traced_tasks() {
     assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
 
+/// The block reader of formats `f`, every one of them kept.
+fn block_of_all(f: &[EventFormat]) -> super::Block {
+    let kept: Vec<String> = f
+        .iter()
+        .map(|f| format!("{}:{}", f.system, f.name))
+        .collect();
+    super::Block::of(f, &kept).unwrap()
+}
+
 /// A flusher's writeback of an inode a traced task dirtied is kept as that task's, with the
 /// bios it queues meanwhile and the issue of a request that took one in at a later sector;
 /// the writeback of another inode and the bios queued outside it are not.
@@ -409,11 +418,7 @@ fn writeback_is_kept_for_the_task_that_dirtied_the_inode() {
         format("writeback", "writeback_single_inode", end, ino40),
         format("ext4", "ext4_writepages", pages, ino16),
     ];
-    let kept: Vec<String> = f
-        .iter()
-        .map(|f| format!("{}:{}", f.system, f.name))
-        .collect();
-    let b = super::Block::of(&f, &kept).unwrap();
+    let b = block_of_all(&f);
     let mut flight = super::Flight::default();
     let traced = |pid: u32| pid == A;
     let io = |ty, pid, sector, n: u64| rec(ty, pid, 32, &[(8, 8, 4), (16, sector, 8), (24, n, 4)]);
@@ -458,11 +463,7 @@ fn a_journal_commit_is_kept_for_the_task_in_fsync() {
         format("jbd2", "jbd2_start_commit", start, dev),
         format("jbd2", "jbd2_end_commit", end, dev),
     ];
-    let kept: Vec<String> = f
-        .iter()
-        .map(|f| format!("{}:{}", f.system, f.name))
-        .collect();
-    let b = super::Block::of(&f, &kept).unwrap();
+    let b = block_of_all(&f);
     let mut flight = super::Flight::default();
     let traced = |pid: u32| pid == A;
     let on = |ty, pid, dev| rec(ty, pid, 32, &[(8, dev, 4), (16, 500, 8)]);
