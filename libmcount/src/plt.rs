@@ -19,7 +19,10 @@
 //! touching their return, and so are `dlopen` and `dlsym` when their result depends on their
 //! caller (a bare library name, `$ORIGIN`, `RTLD_NEXT`; see [`Kind::Dlopen`]); `vfork` is
 //! hooked as usual, and its child gets a state of its own while it shares the parent's memory
-//! (see `thread::vfork`). A slot of those called unbound is re-armed by the thread's next hook.
+//! (see `thread::vfork`). A slot called unbound by those, or by a call not traced (filtered
+//! out, beyond the depth limit, tracing off), is left to the lazy binder and stays pending
+//! until the calling thread is past the binder ([`Plt::rearm_later`]): meanwhile every PLT
+//! call takes the hook's slow path, which re-arms the pending slots it finds bound.
 //!
 //! With `--nest-libcall` the libraries' PLTs are hooked too: those loaded at start-up, and
 //! (beyond uftrace) those `dlopen` loads later ([`after_dlopen`]): the slot table and the stub
@@ -127,6 +130,9 @@ pub struct Slot {
     kind: AtomicU8,
     /// Never on the fast path (see [`Plt::slow_down`]).
     no_fast: AtomicBool,
+    /// Calls made unbound and not hooked at their return whose lazy binder may not have
+    /// written the bound address over the stub yet (see [`Plt::rearm_later`]).
+    pending: AtomicUsize,
 }
 
 impl Slot {
@@ -155,6 +161,10 @@ impl Slot {
 /// The address of the hooked slots' array (0 before [`install`]), for the PLT hook's fast path.
 pub static SLOTS: AtomicUsize = AtomicUsize::new(0);
 
+/// The sum of the slots' [`Slot::pending`] calls (their slots are re-armed at the next calls
+/// through the PLT hook's slow path, which every PLT call takes while this is not 0).
+pub static PENDING: AtomicUsize = AtomicUsize::new(0);
+
 /// Slots of every module together (the table and the stub area are reserved for this many).
 const MAX_SLOTS: usize = 1 << 15;
 
@@ -167,9 +177,8 @@ pub struct Plt {
     names: Mutex<Vec<(usize, Box<str>)>>,
     /// The stub area.
     stubs: usize,
-    /// 1 + the index of an unbound slot whose call is not hooked at its return (`Instant`
-    /// kinds): re-armed at the next hooked call.
-    later: AtomicUsize,
+    /// The sum of the slots' [`Slot::pending`] ([`PENDING`] for the installed table).
+    pending: &'static AtomicUsize,
     /// Load biases of the objects hooked so far; held while a batch is added.
     hooked: Mutex<Vec<usize>>,
     /// `--nest-libcall`: libraries are hooked too, those loaded by `dlopen` included.
@@ -221,9 +230,7 @@ impl Plt {
 
     /// Where a call through slot `i` goes now; `REARM` is due when it is still unbound.
     pub fn target(&self, i: usize) -> (usize, bool) {
-        if self.later.load(Ordering::Relaxed) != 0 {
-            self.rearm_pending();
-        }
+        self.rearm_now();
         let Some(s) = self.slot(i) else {
             return (0, false);
         };
@@ -232,45 +239,125 @@ impl Plt {
         (t, lazy != 0 && t == lazy)
     }
 
-    /// Slot `i` was called unbound and its return is not hooked: re-arm it at the next call
-    /// through a hooked slot or [`Plt::rearm_now`] (the calling thread's next hook).
-    pub fn rearm_later(&self, i: usize) {
-        self.later.store(i + 1, Ordering::Relaxed);
+    /// Slot `i` is called unbound and the call's return is not hooked (filtered out, tracing
+    /// off, `Instant` kinds): it goes through the lazy binder, which writes the bound address
+    /// over the stub. The slot stays pending (re-armed by every slow hook that sees it bound)
+    /// until the calling thread is known to be past the binder: its next PLT call with the
+    /// return slot `parent_loc` at or above this one's ([`Plt::settle`]), or its end. Without
+    /// room in `claims` (calls nested in untraced calls), the slot stays pending for good.
+    pub fn rearm_later(&self, i: usize, parent_loc: usize, claims: Option<&mut Claims>) {
+        let Some(s) = self.slot(i) else {
+            return;
+        };
+        s.pending.fetch_add(1, Ordering::SeqCst);
+        self.pending.fetch_add(1, Ordering::SeqCst);
+        if let Some(c) = claims.filter(|c| c.len < CLAIMS) {
+            c.at[c.len] = (i, parent_loc);
+            c.len += 1;
+        }
     }
 
-    /// Re-arms the slot left by [`Plt::rearm_later`], if any (a hook after the call).
+    /// At a PLT call whose return slot is `parent_loc`: the calls of `claims` made from there
+    /// or from a caller are past the binder (a signal handler that interrupted the binder, or
+    /// the function it called, would be below); their slots are re-armed and no longer
+    /// pending on their account. `usize::MAX`: the thread ends.
+    pub fn settle(&self, claims: &mut Claims, parent_loc: usize) {
+        let mut k = 0;
+        while k < claims.len {
+            let (i, at) = claims.at[k];
+            if at > parent_loc {
+                k += 1;
+                continue;
+            }
+            self.rearm_at(i);
+            if let Some(s) = self.slot(i) {
+                s.pending.fetch_sub(1, Ordering::SeqCst);
+                self.pending.fetch_sub(1, Ordering::SeqCst);
+            }
+            claims.len -= 1;
+            claims.at[k] = claims.at[claims.len];
+        }
+    }
+
+    /// Whether any slot is pending (a cheap check).
+    #[inline]
+    pub fn any_pending(&self) -> bool {
+        self.pending.load(Ordering::Relaxed) != 0
+    }
+
+    /// Re-arms the pending slots that were bound meanwhile (a cheap check when none is).
+    #[inline]
     pub fn rearm_now(&self) {
-        if self.later.load(Ordering::Relaxed) != 0 {
+        if self.any_pending() {
             self.rearm_pending();
         }
     }
 
-    /// Re-arms the slot left by [`Plt::rearm_later`], if any.
+    /// Re-arms the pending slots bound meanwhile (they stay pending: see [`Plt::settle`]).
+    #[cold]
     fn rearm_pending(&self) {
-        let i = self.later.swap(0, Ordering::Relaxed);
-        if let Some(s) = i.checked_sub(1).and_then(|i| self.slot(i)) {
-            self.rearm(s.entry());
+        let mut left = self.pending.load(Ordering::SeqCst);
+        for (i, s) in self.used().iter().enumerate() {
+            if left == 0 {
+                break;
+            }
+            let n = s.pending.load(Ordering::SeqCst);
+            if n != 0 {
+                left = left.saturating_sub(n);
+                self.rearm_at(i);
+            }
         }
     }
 
     /// After a call that went through the lazy binder: learn the bound address and put the
     /// stub back into the slot (8-byte aligned stores are atomic; racing threads converge).
     pub fn rearm(&self, entry: usize) {
-        let used = self.used();
-        let Some(i) = used.iter().position(|s| s.entry() == entry) else {
+        if let Some(i) = self.used().iter().position(|s| s.entry() == entry) {
+            self.rearm_at(i);
+        }
+    }
+
+    /// Re-arms slot `i` if the binder wrote its bound address.
+    fn rearm_at(&self, i: usize) {
+        let Some(s) = self.slot(i) else {
             return;
         };
-        let s = &used[i];
         // SAFETY: `got` is the module's writable (lazy, non-RELRO) GOT slot for relocation i.
         let got = unsafe { AtomicUsize::from_ptr(s.got.load(Ordering::Relaxed) as *mut usize) };
-        let cur = got.load(Ordering::Relaxed);
+        let cur = got.load(Ordering::SeqCst);
         let stub = self.stub(i);
         if cur != stub {
             s.target.store(cur, Ordering::Relaxed);
             if s.kind() == Kind::Hook && !s.no_fast.load(Ordering::Relaxed) {
                 s.fast.store(cur, Ordering::Relaxed);
             }
-            got.store(stub, Ordering::Relaxed);
+            got.store(stub, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Calls kept by [`Plt::rearm_later`] per thread, nested ones included.
+const CLAIMS: usize = 4;
+
+/// A thread's calls sent to the lazy binder whose binder may still be running: slot index and
+/// the call's return slot ([`Plt::rearm_later`], [`Plt::settle`]).
+#[derive(Debug)]
+pub struct Claims {
+    at: [(usize, usize); CLAIMS],
+    len: usize,
+}
+
+impl Default for Claims {
+    fn default() -> Claims {
+        Claims::new()
+    }
+}
+
+impl Claims {
+    pub const fn new() -> Claims {
+        Claims {
+            at: [(0, 0); CLAIMS],
+            len: 0,
         }
     }
 }
@@ -439,7 +526,7 @@ pub fn install(nest: bool) {
         len: AtomicUsize::new(0),
         names: Mutex::new(Vec::new()),
         stubs: stubs as usize,
-        later: AtomicUsize::new(0),
+        pending: &PENDING,
         hooked: Mutex::new(Vec::new()),
         nest,
         relro: Mutex::new(Vec::new()),
@@ -663,5 +750,83 @@ mod tests {
         assert_eq!(kind_of("__sigsetjmp"), Some(Kind::Setjmp));
         assert_eq!(kind_of("fork"), Some(Kind::Hook));
         assert_eq!(kind_of("execve"), Some(Kind::Hook));
+    }
+
+    /// A table of `n` slots whose GOT words are in `gots`, stubs at a fake address.
+    fn test_plt(gots: &'static [AtomicUsize]) -> Plt {
+        let slots: Vec<Slot> = gots
+            .iter()
+            .enumerate()
+            .map(|(i, g)| Slot {
+                fast: AtomicUsize::new(0),
+                entry: AtomicUsize::new(0x1000 + i * 16),
+                got: AtomicUsize::new(g.as_ptr() as usize),
+                target: AtomicUsize::new(0x500),
+                lazy: AtomicUsize::new(0x500),
+                kind: AtomicU8::new(0),
+                no_fast: AtomicBool::new(false),
+                pending: AtomicUsize::new(0),
+            })
+            .collect();
+        let plt = Plt {
+            slots: Vec::leak(slots),
+            len: AtomicUsize::new(gots.len()),
+            names: Mutex::new(Vec::new()),
+            stubs: 0x10_0000,
+            pending: Box::leak(Box::new(AtomicUsize::new(0))),
+            hooked: Mutex::new(Vec::new()),
+            nest: false,
+            relro: Mutex::new(Vec::new()),
+        };
+        for (i, g) in gots.iter().enumerate() {
+            g.store(plt.stub(i), Ordering::Relaxed);
+        }
+        plt
+    }
+
+    #[test]
+    fn a_slot_stays_pending_until_the_binder_is_past() {
+        let gots: &'static [AtomicUsize] = Vec::leak((0..3).map(|_| AtomicUsize::new(0)).collect());
+        let plt = test_plt(gots);
+        let pending = |p: &Plt| p.pending.load(Ordering::Relaxed);
+        // Threads a and b call slot 2 unbound at once, c slot 0; no request is lost.
+        let (mut a, mut b, mut c) = (Claims::new(), Claims::new(), Claims::new());
+        plt.rearm_later(2, 0x9000, Some(&mut a));
+        plt.rearm_later(2, 0x8000, Some(&mut b));
+        plt.rearm_later(0, 0x7000, Some(&mut c));
+        assert_eq!(pending(&plt), 3);
+        // Another thread's hook re-arms before the binders wrote: nothing to do.
+        plt.rearm_now();
+        assert_eq!(plt.target(0), (0x500, true));
+        // a's binder writes; the next hook restores the stub and learns the address.
+        gots[2].store(0x7777, Ordering::Relaxed);
+        assert_eq!(plt.target(1), (0x500, true));
+        assert_eq!(gots[2].load(Ordering::Relaxed), plt.stub(2));
+        assert_eq!(plt.target(2), (0x7777, false));
+        assert_eq!(plt.slots[2].fast.load(Ordering::Relaxed), 0x7777);
+        // a's next call, deeper (in the function, or a signal handler in the binder): a stays.
+        plt.settle(&mut a, 0x8ff0);
+        assert_eq!(pending(&plt), 3);
+        plt.settle(&mut a, 0x9000);
+        assert_eq!(pending(&plt), 2);
+        // b's binder writes late, after the re-arm: the slot is still pending, re-armed again.
+        gots[2].store(0x7777, Ordering::Relaxed);
+        plt.rearm_now();
+        assert_eq!(gots[2].load(Ordering::Relaxed), plt.stub(2));
+        plt.settle(&mut b, 0x8010);
+        assert_eq!(pending(&plt), 1);
+        // c ends: its call is past the binder, whose address is learnt by the settling.
+        gots[0].store(0x6666, Ordering::Relaxed);
+        plt.settle(&mut c, usize::MAX);
+        assert_eq!(gots[0].load(Ordering::Relaxed), plt.stub(0));
+        assert_eq!(plt.target(0), (0x6666, false));
+        assert_eq!(pending(&plt), 0);
+        // Beyond a thread's room for claims, the slot stays pending.
+        let mut d = Claims::new();
+        for _ in 0..CLAIMS + 1 {
+            plt.rearm_later(1, 0x6000, Some(&mut d));
+        }
+        plt.settle(&mut d, usize::MAX);
+        assert_eq!(pending(&plt), 1);
     }
 }
