@@ -15,7 +15,9 @@ use crate::sys;
 use core::ffi::CStr;
 use core::sync::atomic::{AtomicU32, Ordering};
 use record_format::raw::RECORD_SIZE;
-use record_format::ring::{chunk_slot, flag, state, Chunk, RingHeader, CHUNKS, HEADER_SIZE, MAGIC};
+use record_format::ring::{
+    chunk_slot, flag, state, Chunk, RingHeader, CHUNKS, HEADER_SIZE, MAGIC, SHORT_OF_SPACE,
+};
 
 /// Cursor and limit of the bytes records are written to. `#[repr(C)]`: the trampolines'
 /// fast paths use it.
@@ -414,29 +416,46 @@ impl DatWriter {
                     libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
                     0o600,
                 )?;
-                let mapped = sys::ftruncate(fd, len as u64).and_then(|()| {
-                    sys::mmap(
-                        len,
-                        libc::PROT_READ | libc::PROT_WRITE,
-                        libc::MAP_SHARED,
-                        fd,
-                        0,
-                    )
-                });
-                sys::close(fd);
-                if mapped.is_err() {
-                    // No ring file may stay behind (a sparse one as large as asked).
+                if !self.flight && !ring_fits(sys::free_space(fd).unwrap_or(u64::MAX), len) {
+                    // Touching the sparse ring's pages beyond the file system's room would
+                    // raise SIGBUS in a hook: this thread writes its own chunks instead.
+                    sys::close(fd);
                     let _ = sys::unlink(path);
+                    mark_short(path);
+                    None
+                } else {
+                    let mapped = sys::ftruncate(fd, len as u64).and_then(|()| {
+                        sys::mmap(
+                            len,
+                            libc::PROT_READ | libc::PROT_WRITE,
+                            libc::MAP_SHARED,
+                            fd,
+                            0,
+                        )
+                    });
+                    sys::close(fd);
+                    if mapped.is_err() {
+                        // No ring file may stay behind (a sparse one as large as asked).
+                        let _ = sys::unlink(path);
+                    }
+                    Some(mapped?)
                 }
-                mapped?
             }
-            None => sys::mmap(
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )?,
+            None => None,
+        };
+        let map = match map {
+            Some(map) => map,
+            None => {
+                // A private ring: no recorder sees it.
+                self.ring_path[0] = 0;
+                sys::mmap(
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )?
+            }
         };
         // A flight ring counts positions in the thread's stream of records.
         let file_off = if self.flight {
@@ -622,6 +641,34 @@ impl DatWriter {
         self.set_tid(tid, prefix);
         if self.state != State::Closed {
             self.state = State::Unopened;
+        }
+    }
+}
+
+/// Whether a shared ring of `len` bytes may go in a file system with `free` bytes left: with
+/// room for a few more (other threads' rings fill it too), else the thread's ring is private.
+fn ring_fits(free: u64, len: usize) -> bool {
+    free / 4 >= len as u64
+}
+
+/// Leaves [`SHORT_OF_SPACE`] in the ring directory of `ring` (`<dir>/<tid>`) for the recorder,
+/// which then says that some threads wrote their own data.
+fn mark_short(ring: &CStr) {
+    let bytes = ring.to_bytes();
+    let Some(slash) = bytes.iter().rposition(|&b| b == b'/') else {
+        return;
+    };
+    let mut path = [0u8; PATH_MAX];
+    let name = SHORT_OF_SPACE.as_bytes();
+    if slash + 1 + name.len() >= PATH_MAX {
+        return;
+    }
+    path[..=slash].copy_from_slice(&bytes[..=slash]);
+    path[slash + 1..slash + 1 + name.len()].copy_from_slice(name);
+    if let Ok(p) = CStr::from_bytes_until_nul(&path) {
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        if let Ok(fd) = sys::openat(libc::AT_FDCWD, p, flags, 0o600) {
+            sys::close(fd);
         }
     }
 }

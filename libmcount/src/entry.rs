@@ -217,6 +217,14 @@ pub unsafe extern "C" fn plt_entry(
     let Some(p) = plt::get() else {
         crate::log::fatal(b"PLT hook called without hooked slots")
     };
+    if p.any_pending() {
+        // This thread's calls sent to the lazy binder from here or from a caller are past it.
+        if let Some(td) = crate::lifecycle::existing().filter(|td| !td.guard()) {
+            td.set_guard(true);
+            p.settle(&mut td.plt_claims, parent_loc as usize);
+            td.set_guard(false);
+        }
+    }
     let (target, unbound) = p.target(index);
     let Some(slot) = p.slot(index) else {
         crate::log::fatal(b"PLT hook called for an unknown slot")
@@ -275,9 +283,15 @@ pub unsafe extern "C" fn plt_entry(
     // A call not traced (filtered out, outside the depth limit, tracing off) goes through
     // the lazy binder too, which leaves the bound address in the slot: re-arm it later.
     if unbound && !hooked {
-        p.rearm_later(index);
-        if let Some(td) = crate::lifecycle::existing() {
-            td.want_rearm();
+        let td = crate::lifecycle::existing().filter(|td| !td.guard());
+        match td {
+            Some(td) => {
+                td.set_guard(true);
+                p.rearm_later(index, parent_loc as usize, Some(&mut td.plt_claims));
+                td.want_rearm();
+                td.set_guard(false);
+            }
+            None => p.rearm_later(index, parent_loc as usize, None),
         }
     }
     target

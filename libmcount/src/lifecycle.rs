@@ -299,6 +299,10 @@ pub unsafe extern "C" fn thread_exit(p: *mut libc::c_void) {
     // SAFETY: `p` is this thread's live state (checked against the slot above).
     let td = unsafe { &mut *(p as *mut ThreadState) };
     td.set_guard(true);
+    if let Some(plt) = crate::plt::get() {
+        // The thread's calls sent to the lazy binder are all past it.
+        plt.settle(&mut td.plt_claims, usize::MAX);
+    }
     crate::dlopen::scan();
     td.set_disabled(true);
     td.writer.close();

@@ -19,7 +19,10 @@
 //! touching their return, and so are `dlopen` and `dlsym` when their result depends on their
 //! caller (a bare library name, `$ORIGIN`, `RTLD_NEXT`; see [`Kind::Dlopen`]); `vfork` is
 //! hooked as usual, and its child gets a state of its own while it shares the parent's memory
-//! (see `thread::vfork`). A slot of those called unbound is re-armed by the thread's next hook.
+//! (see `thread::vfork`). A slot called unbound by those, or by a call not traced (filtered
+//! out, beyond the depth limit, tracing off), is left to the lazy binder and stays pending
+//! until the calling thread is past the binder ([`Plt::rearm_later`]): meanwhile every PLT
+//! call takes the hook's slow path, which re-arms the pending slots it finds bound.
 //!
 //! With `--nest-libcall` the libraries' PLTs are hooked too: those loaded at start-up, and
 //! (beyond uftrace) those `dlopen` loads later ([`after_dlopen`]): the slot table and the stub
@@ -127,6 +130,9 @@ pub struct Slot {
     kind: AtomicU8,
     /// Never on the fast path (see [`Plt::slow_down`]).
     no_fast: AtomicBool,
+    /// Calls made unbound and not hooked at their return whose lazy binder may not have
+    /// written the bound address over the stub yet (see [`Plt::rearm_later`]).
+    pending: AtomicUsize,
 }
 
 impl Slot {
@@ -155,6 +161,10 @@ impl Slot {
 /// The address of the hooked slots' array (0 before [`install`]), for the PLT hook's fast path.
 pub static SLOTS: AtomicUsize = AtomicUsize::new(0);
 
+/// The sum of the slots' [`Slot::pending`] calls (their slots are re-armed at the next calls
+/// through the PLT hook's slow path, which every PLT call takes while this is not 0).
+pub static PENDING: AtomicUsize = AtomicUsize::new(0);
+
 /// Slots of every module together (the table and the stub area are reserved for this many).
 const MAX_SLOTS: usize = 1 << 15;
 
@@ -167,9 +177,8 @@ pub struct Plt {
     names: Mutex<Vec<(usize, Box<str>)>>,
     /// The stub area.
     stubs: usize,
-    /// 1 + the index of an unbound slot whose call is not hooked at its return (`Instant`
-    /// kinds): re-armed at the next hooked call.
-    later: AtomicUsize,
+    /// The sum of the slots' [`Slot::pending`] ([`PENDING`] for the installed table).
+    pending: &'static AtomicUsize,
     /// Load biases of the objects hooked so far; held while a batch is added.
     hooked: Mutex<Vec<usize>>,
     /// `--nest-libcall`: libraries are hooked too, those loaded by `dlopen` included.
@@ -221,9 +230,7 @@ impl Plt {
 
     /// Where a call through slot `i` goes now; `REARM` is due when it is still unbound.
     pub fn target(&self, i: usize) -> (usize, bool) {
-        if self.later.load(Ordering::Relaxed) != 0 {
-            self.rearm_pending();
-        }
+        self.rearm_now();
         let Some(s) = self.slot(i) else {
             return (0, false);
         };
@@ -232,45 +239,125 @@ impl Plt {
         (t, lazy != 0 && t == lazy)
     }
 
-    /// Slot `i` was called unbound and its return is not hooked: re-arm it at the next call
-    /// through a hooked slot or [`Plt::rearm_now`] (the calling thread's next hook).
-    pub fn rearm_later(&self, i: usize) {
-        self.later.store(i + 1, Ordering::Relaxed);
+    /// Slot `i` is called unbound and the call's return is not hooked (filtered out, tracing
+    /// off, `Instant` kinds): it goes through the lazy binder, which writes the bound address
+    /// over the stub. The slot stays pending (re-armed by every slow hook that sees it bound)
+    /// until the calling thread is known to be past the binder: its next PLT call with the
+    /// return slot `parent_loc` at or above this one's ([`Plt::settle`]), or its end. Without
+    /// room in `claims` (calls nested in untraced calls), the slot stays pending for good.
+    pub fn rearm_later(&self, i: usize, parent_loc: usize, claims: Option<&mut Claims>) {
+        let Some(s) = self.slot(i) else {
+            return;
+        };
+        s.pending.fetch_add(1, Ordering::SeqCst);
+        self.pending.fetch_add(1, Ordering::SeqCst);
+        if let Some(c) = claims.filter(|c| c.len < CLAIMS) {
+            c.at[c.len] = (i, parent_loc);
+            c.len += 1;
+        }
     }
 
-    /// Re-arms the slot left by [`Plt::rearm_later`], if any (a hook after the call).
+    /// At a PLT call whose return slot is `parent_loc`: the calls of `claims` made from there
+    /// or from a caller are past the binder (a signal handler that interrupted the binder, or
+    /// the function it called, would be below); their slots are re-armed and no longer
+    /// pending on their account. `usize::MAX`: the thread ends.
+    pub fn settle(&self, claims: &mut Claims, parent_loc: usize) {
+        let mut k = 0;
+        while k < claims.len {
+            let (i, at) = claims.at[k];
+            if at > parent_loc {
+                k += 1;
+                continue;
+            }
+            self.rearm_at(i);
+            if let Some(s) = self.slot(i) {
+                s.pending.fetch_sub(1, Ordering::SeqCst);
+                self.pending.fetch_sub(1, Ordering::SeqCst);
+            }
+            claims.len -= 1;
+            claims.at[k] = claims.at[claims.len];
+        }
+    }
+
+    /// Whether any slot is pending (a cheap check).
+    #[inline]
+    pub fn any_pending(&self) -> bool {
+        self.pending.load(Ordering::Relaxed) != 0
+    }
+
+    /// Re-arms the pending slots that were bound meanwhile (a cheap check when none is).
+    #[inline]
     pub fn rearm_now(&self) {
-        if self.later.load(Ordering::Relaxed) != 0 {
+        if self.any_pending() {
             self.rearm_pending();
         }
     }
 
-    /// Re-arms the slot left by [`Plt::rearm_later`], if any.
+    /// Re-arms the pending slots bound meanwhile (they stay pending: see [`Plt::settle`]).
+    #[cold]
     fn rearm_pending(&self) {
-        let i = self.later.swap(0, Ordering::Relaxed);
-        if let Some(s) = i.checked_sub(1).and_then(|i| self.slot(i)) {
-            self.rearm(s.entry());
+        let mut left = self.pending.load(Ordering::SeqCst);
+        for (i, s) in self.used().iter().enumerate() {
+            if left == 0 {
+                break;
+            }
+            let n = s.pending.load(Ordering::SeqCst);
+            if n != 0 {
+                left = left.saturating_sub(n);
+                self.rearm_at(i);
+            }
         }
     }
 
     /// After a call that went through the lazy binder: learn the bound address and put the
     /// stub back into the slot (8-byte aligned stores are atomic; racing threads converge).
     pub fn rearm(&self, entry: usize) {
-        let used = self.used();
-        let Some(i) = used.iter().position(|s| s.entry() == entry) else {
+        if let Some(i) = self.used().iter().position(|s| s.entry() == entry) {
+            self.rearm_at(i);
+        }
+    }
+
+    /// Re-arms slot `i` if the binder wrote its bound address.
+    fn rearm_at(&self, i: usize) {
+        let Some(s) = self.slot(i) else {
             return;
         };
-        let s = &used[i];
         // SAFETY: `got` is the module's writable (lazy, non-RELRO) GOT slot for relocation i.
         let got = unsafe { AtomicUsize::from_ptr(s.got.load(Ordering::Relaxed) as *mut usize) };
-        let cur = got.load(Ordering::Relaxed);
+        let cur = got.load(Ordering::SeqCst);
         let stub = self.stub(i);
         if cur != stub {
             s.target.store(cur, Ordering::Relaxed);
             if s.kind() == Kind::Hook && !s.no_fast.load(Ordering::Relaxed) {
                 s.fast.store(cur, Ordering::Relaxed);
             }
-            got.store(stub, Ordering::Relaxed);
+            got.store(stub, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Calls kept by [`Plt::rearm_later`] per thread, nested ones included.
+const CLAIMS: usize = 4;
+
+/// A thread's calls sent to the lazy binder whose binder may still be running: slot index and
+/// the call's return slot ([`Plt::rearm_later`], [`Plt::settle`]).
+#[derive(Debug)]
+pub struct Claims {
+    at: [(usize, usize); CLAIMS],
+    len: usize,
+}
+
+impl Default for Claims {
+    fn default() -> Claims {
+        Claims::new()
+    }
+}
+
+impl Claims {
+    pub const fn new() -> Claims {
+        Claims {
+            at: [(0, 0); CLAIMS],
+            len: 0,
         }
     }
 }
@@ -439,7 +526,7 @@ pub fn install(nest: bool) {
         len: AtomicUsize::new(0),
         names: Mutex::new(Vec::new()),
         stubs: stubs as usize,
-        later: AtomicUsize::new(0),
+        pending: &PENDING,
         hooked: Mutex::new(Vec::new()),
         nest,
         relro: Mutex::new(Vec::new()),
@@ -637,31 +724,4 @@ fn stub_code(at: usize, page: usize, i: u32) -> [u8; STUB] {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stub_encoding() {
-        let c = stub_code(0x1000 + 16, 0x1000, 3);
-        assert_eq!(&c[..9], &[0xf3, 0x0f, 0x1e, 0xfa, 0x68, 3, 0, 0, 0]);
-        assert_eq!(&c[9..11], &[0xff, 0x25]);
-        // jmp *[rip + disp]: rip after the jump = 0x101f; 0x101f + disp = 0x1000.
-        assert_eq!(i32::from_le_bytes(c[11..15].try_into().unwrap()), -0x1f);
-        assert_eq!(c[15], 0x90);
-    }
-
-    #[test]
-    fn special_names() {
-        assert_eq!(kind_of("printf"), Some(Kind::Hook));
-        assert_eq!(kind_of("__cxa_throw"), None);
-        assert_eq!(kind_of("_setjmp"), Some(Kind::Setjmp));
-        assert_eq!(kind_of("siglongjmp"), Some(Kind::Longjmp));
-        assert_eq!(kind_of("dlopen"), Some(Kind::Dlopen));
-        assert_eq!(kind_of("dlvsym"), Some(Kind::Dlsym));
-        assert_eq!(kind_of("vfork"), Some(Kind::Vfork));
-        assert_eq!(kind_of("__longjmp_chk"), Some(Kind::Longjmp));
-        assert_eq!(kind_of("__sigsetjmp"), Some(Kind::Setjmp));
-        assert_eq!(kind_of("fork"), Some(Kind::Hook));
-        assert_eq!(kind_of("execve"), Some(Kind::Hook));
-    }
-}
+mod tests;

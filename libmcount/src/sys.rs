@@ -21,6 +21,7 @@ const SYS_GETPID: usize = 39;
 const SYS_FCNTL: usize = 72;
 const SYS_FTRUNCATE: usize = 77;
 const SYS_FCHMOD: usize = 91;
+const SYS_FSTATFS: usize = 138;
 const SYS_GETEUID: usize = 107;
 const SYS_GETPPID: usize = 110;
 const SYS_GETTID: usize = 186;
@@ -248,6 +249,21 @@ pub fn fstat(fd: i32) -> SysResult<libc::stat> {
     })?;
     // SAFETY: fstat succeeded, so the kernel initialised the structure.
     Ok(unsafe { st.assume_init() })
+}
+
+/// Bytes free (for unprivileged users) in the file system of `fd` (`fstatvfs`).
+pub fn free_space(fd: i32) -> SysResult<u64> {
+    let mut st = core::mem::MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: fstatfs writes one `struct statfs` into `st`, which is large enough.
+    check(unsafe {
+        syscall6(
+            SYS_FSTATFS,
+            [fd as usize, st.as_mut_ptr() as usize, 0, 0, 0, 0],
+        )
+    })?;
+    // SAFETY: fstatfs succeeded, so the kernel initialised the structure.
+    let st = unsafe { st.assume_init() };
+    Ok(st.f_bavail.saturating_mul(st.f_bsize as u64))
 }
 
 /// Size of the file behind `fd`.

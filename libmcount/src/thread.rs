@@ -109,6 +109,8 @@ pub struct ThreadState {
     /// While an exception unwinds: the stack pointer of the call that started (or resumed)
     /// it. Hooked calls with slots below its own are the unwinder's, not a landing pad's.
     unwind_sp: usize,
+    /// PLT slots this thread sent to the lazy binder (see [`crate::plt::Claims`]).
+    pub(crate) plt_claims: crate::plt::Claims,
 }
 
 static STACK_FULL_WARNED: AtomicBool = AtomicBool::new(false);
@@ -149,6 +151,7 @@ impl ThreadState {
             reads: reads::Reads::default(),
             cpu: watch::UNSEEN,
             unwind_sp: 0,
+            plt_claims: crate::plt::Claims::new(),
         }
     }
 

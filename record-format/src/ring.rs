@@ -227,6 +227,16 @@ impl RingHeader {
     }
 }
 
+/// A file a thread leaves in the ring directory when the file system had too little room for
+/// its ring, which it kept in private memory then (its records are written by the thread
+/// alone): not a tid, so neither the pump nor [`salvage`] take it for a ring.
+pub const SHORT_OF_SPACE: &str = "short-of-space";
+
+/// Whether a thread of `prefix` found its ring's file system short of space.
+pub fn short_of_space(prefix: &str) -> bool {
+    ring_dir(prefix).join(SHORT_OF_SPACE).exists()
+}
+
 /// The directory of the rings of `prefix`.
 pub fn ring_dir(prefix: &str) -> PathBuf {
     Path::new(SHM_DIR).join(prefix)

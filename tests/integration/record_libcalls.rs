@@ -260,6 +260,38 @@ fn dlopened_library_calls_are_nested() {
     }
 }
 
+/// Four threads make their first calls of five library functions at once from `cold()`,
+/// filtered out (`-F hot`): the lazy binder binds the slots behind the hook's back. Then each
+/// calls them again from `hot()`: every one of those calls is recorded (a slot re-armed
+/// before its binder wrote, or whose request another thread's overwrote, would skip the hook
+/// for good). Several runs per build mode.
+#[test]
+fn slots_bound_by_untraced_calls_at_once_are_rearmed() {
+    let calls = [
+        "getegid();",
+        "getppid();",
+        "getuid();",
+        "getgid();",
+        "geteuid();",
+    ];
+    for mode in [Mode::Pg, Mode::Fentry] {
+        let exe = util::testprog("rearm_threads", mode);
+        for run in 0..4 {
+            let tmp = tempfile::tempdir().unwrap();
+            let dir = tmp.path().join("utrace.data");
+            let out = util::record_with(false, &dir, &exe, &[], &["-F", "hot"]);
+            assert!(out.status.success(), "{out}");
+            let r = util::utrace_replay(&dir, &["-f", "none"]);
+            let lines: Vec<&str> = r.stdout.lines().map(str::trim).collect();
+            let count = |l: &str| lines.iter().filter(|x| **x == l).count();
+            assert_eq!(count("hot() {"), 4, "{mode:?} run {run}: {r}");
+            for call in calls {
+                assert_eq!(count(call), 4, "{mode:?} run {run}: {call}\n{r}");
+            }
+        }
+    }
+}
+
 /// Whether a test here records `prog` (see `record_matrix::every_testprog_is_recorded`).
 pub fn covers(prog: &str) -> bool {
     CASES
@@ -267,6 +299,7 @@ pub fn covers(prog: &str) -> bool {
         .chain(NESTED)
         .chain(FRAMES)
         .any(|c| c.0 == prog)
+        || prog == "rearm_threads"
 }
 
 /// `--libname` names the library that defines a library call's target, as uftrace 0.13 finds

@@ -9,6 +9,7 @@
 //! - Run as root under `umask 000`, the data directory is 0755 and its files 0644, so a user
 //!   (`nobody`) cannot swap a data file for a link to a file of root's.
 //! - A full disk (a 2 MB tmpfs): one error line, and what was written replays.
+//! - `/dev/shm` too small for the rings: the threads write their own data; one warning.
 //! - `-b` larger than memory and `-S` naming no file: one error line, nothing left behind.
 
 use std::os::unix::fs::MetadataExt;
@@ -314,6 +315,46 @@ fn full_disk_keeps_what_was_written() {
     assert_eq!(out.stderr.matches("no space left").count(), 1, "{out}");
     assert!(!out.stderr.contains("errno 28"), "{out}");
     assert_replays(&dir, "work()");
+}
+
+/// `/dev/shm` too small for the rings (a 6 MB tmpfs mounted over it in a mount namespace of
+/// the recording's own): the threads keep their rings in private memory and write their own
+/// data instead of crashing on SIGBUS, the recorder says so once, and the trace is complete.
+#[test]
+fn small_dev_shm_makes_threads_write_their_own_data() {
+    if !is_root() || !Path::new("/usr/bin/unshare").exists() {
+        eprintln!("skipped: needs root and unshare");
+        return;
+    }
+    let prog = util::testprog("thread", Mode::Pg);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("uftrace.data");
+    let script = "mount -t tmpfs -o size=6m tmpfs /dev/shm || exit 99; exec \"$@\"";
+    let out = util::run({
+        let mut cmd = Command::new("unshare");
+        cmd.args(["-m", "sh", "-c", script, "sh"])
+            .arg(util::utrace_bin())
+            .args(["record", "--no-event", "-d"])
+            .arg(&dir)
+            .arg(&prog);
+        cmd
+    });
+    if out.status.code() == Some(99) {
+        eprintln!("skipped: cannot mount a tmpfs in a mount namespace\n{out}");
+        return;
+    }
+    assert!(out.status.success(), "{out}");
+    assert_eq!(
+        out.stderr
+            .matches("WARN: /dev/shm is short of space")
+            .count(),
+        1,
+        "{out}"
+    );
+    let r = util::utrace_replay(&dir, &["-f", "none"]);
+    assert!(r.status.success(), "{r}");
+    assert_eq!(r.stdout.matches("worker() {").count(), 2, "{r}");
+    assert_eq!(r.stdout.matches("step() {").count(), 2, "{r}");
 }
 
 #[test]

@@ -152,6 +152,7 @@ const PROGS: &[Prog] = &[
     prog("sigtrigger", &[], EXACT),
     prog("sleep", &[], EXACT),
     prog("spin", &["100"], Reduce::Distinct),
+    tasks("rearm_threads", FOLD),
     tasks("thread", FOLD),
     tasks("thread_exit", FOLD),
     tasks("thread_kill", Reduce::Tasks(Norm::FoldLeaves)),

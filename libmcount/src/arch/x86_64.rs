@@ -578,7 +578,8 @@ pub unsafe extern "C" fn _Unwind_Backtrace() {
 ///
 /// Fast path (as in `mcount`'s): for a bound slot of an ordinary function (`Slot::fast`), when
 /// nothing blocks the thread, it pushes the frame, writes the ENTRY record, hijacks the
-/// caller's return address and jumps to the function. Otherwise it calls
+/// caller's return address and jumps to the function. Otherwise (also while slots are
+/// [`crate::plt::PENDING`]) it calls
 /// [`crate::entry::plt_entry`] with the registers saved as for `mcount`, then jumps to the
 /// address it returns with the arguments restored and the caller's return address on top of
 /// the stack, as if the call had gone there directly.
@@ -604,6 +605,9 @@ pub unsafe extern "C" fn plt_hook() {
             "mov rcx, [rax + {s_fast}]",
             "test rcx, rcx",
             "jz 2f",
+            // Slots left to the lazy binder are re-armed by the Rust handler.
+            "cmp qword ptr [rip + {plt_pending}], 0",
+            "jne 2f",
             // [rbp - 56] = where the call goes, [rbp - 64] = the PLT entry.
             "push rcx",
             "push qword ptr [rax + {s_entry}]",
@@ -677,6 +681,7 @@ pub unsafe extern "C" fn plt_hook() {
         ],
         handler = sym crate::entry::plt_entry,
         slots = sym crate::plt::SLOTS,
+        plt_pending = sym crate::plt::PENDING,
         slot_size = const size_of::<crate::plt::Slot>(),
         s_fast = const offset_of!(crate::plt::Slot, fast),
         s_entry = const offset_of!(crate::plt::Slot, entry)

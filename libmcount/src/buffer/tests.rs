@@ -270,3 +270,14 @@ fn flight_ring_keeps_the_newest_records_and_dumps_each_once() {
     assert!(matches!(ended[0], Err(n) if n > 0));
     record_format::ring::remove_ring_dir(&prefix);
 }
+
+#[test]
+fn a_ring_goes_private_when_its_file_system_is_short_of_space() {
+    let len = HEADER_SIZE + CHUNKS * (128 << 10);
+    assert!(ring_fits(u64::MAX, len));
+    assert!(ring_fits(4 * len as u64, len));
+    assert!(!ring_fits(4 * len as u64 - 1, len));
+    // Docker's default 64 MB /dev/shm with 52 MB used: not for one more 4 MB ring.
+    assert!(!ring_fits(12 << 20, len));
+    assert!(ring_fits(1 << 30, len));
+}

@@ -111,6 +111,10 @@ impl ThreadState {
     /// unmarked. Returns the mapping to free.
     pub fn end_vfork_child(&mut self) -> (*mut u8, usize) {
         self.writer.detach();
+        if let Some(plt) = crate::plt::get() {
+            // The child's calls sent to the lazy binder are past it.
+            plt.settle(&mut self.plt_claims, usize::MAX);
+        }
         if let Some(parent) = {
             // SAFETY: `vfork_parent` is the parent's live state (it outlives the child's).
             unsafe { self.vfork_parent.as_mut() }

@@ -92,6 +92,10 @@ impl Termination {
     }
 }
 
+/// Said once when threads kept their rings private for want of room in `/dev/shm`.
+pub(crate) const SHORT_OF_SPACE: &str =
+    "/dev/shm is short of space: some threads wrote their own data (a larger /dev/shm lets the recorder write it)";
+
 /// A debug line of the recorder (`uftrace` domain, `-v`).
 fn debug(msg: String) {
     crate::diag::debug("uftrace", 1, msg);
@@ -504,8 +508,12 @@ fn run_recording(
     let sched_done = sched.map(sched::SchedSession::finish);
     let perf = sched_done.is_some();
     let pumped = pump.stop();
+    let short = record_format::ring::short_of_space(rings);
     let salvaged = record_format::ring::salvage(rings, dir);
     let ended = ended?;
+    if short {
+        notices.warn(SHORT_OF_SPACE);
+    }
     let kernel = match kernel_done {
         Some(done) => {
             let stats = done.context("cannot save the kernel trace")?;

@@ -259,8 +259,12 @@ pub fn record(
         &settings,
         target.observer(),
     );
+    let short = record_format::ring::short_of_space(&rings);
     let salvaged = record_format::ring::salvage(&rings, &dir);
     record_format::ring::remove_ring_dir(&rings);
+    if short {
+        notices.warn(super::SHORT_OF_SPACE);
+    }
     let _ = std::fs::remove_file(&attach_file);
     let (exited, late) = traced?;
     // The session ran: its recording is finished whatever went wrong after.
