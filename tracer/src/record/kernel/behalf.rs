@@ -145,17 +145,12 @@ impl Behalf {
     /// The events among `formats` that are `kept`.
     pub(super) fn of(formats: &[EventFormat], kept: &[String]) -> Behalf {
         let find = |ev: &str| {
-            let (sys, name) = ev.split_once(':').unwrap_or(("", ev));
-            formats
-                .iter()
-                .find(|f| f.system == sys && f.name == name)
-                .filter(|_| kept.iter().any(|k| k == ev))
-                .map(|f| Ev {
-                    id: f.id,
-                    dev: Int::of(f, "dev"),
-                    ino: Int::of(f, "ino"),
-                    transaction: Int::of(f, "transaction"),
-                })
+            super::block::kept_format(formats, kept, ev).map(|f| Ev {
+                id: f.id,
+                dev: Int::of(f, "dev"),
+                ino: Int::of(f, "ino"),
+                transaction: Int::of(f, "transaction"),
+            })
         };
         Behalf {
             dirty: DIRTY_EVENTS.iter().filter_map(|e| find(e)).collect(),

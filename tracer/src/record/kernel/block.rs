@@ -76,13 +76,7 @@ pub(super) struct Owners {
 impl Block {
     /// The block events among `formats`, when issue and completion are both `kept`.
     pub(super) fn of(formats: &[EventFormat], kept: &[String]) -> Option<Block> {
-        let find = |ev: &str| {
-            let (sys, name) = ev.split_once(':').unwrap_or(("", ev));
-            formats
-                .iter()
-                .find(|f| f.system == sys && f.name == name)
-                .filter(|_| kept.iter().any(|k| k == ev))
-        };
+        let find = |ev: &str| kept_format(formats, kept, ev);
         let mut block = Block::new(
             find(BLOCK_ISSUE)?,
             find(BLOCK_COMPLETE)?,
@@ -213,6 +207,19 @@ impl Block {
 }
 
 /// Block record `p` with its task (field `pid`) rewritten to `pid`, in `out`.
+/// The format of event `ev` (`system:name`) among `formats`, when it is one of the `kept`.
+pub(super) fn kept_format<'f>(
+    formats: &'f [EventFormat],
+    kept: &[String],
+    ev: &str,
+) -> Option<&'f EventFormat> {
+    let (sys, name) = ev.split_once(':').unwrap_or(("", ev));
+    formats
+        .iter()
+        .find(|f| f.system == sys && f.name == name)
+        .filter(|_| kept.iter().any(|k| k == ev))
+}
+
 fn rewrite_pid<'b>(field: Option<Int>, p: &[u8], pid: u32, out: &'b mut Vec<u8>) -> &'b [u8] {
     out.clear();
     out.extend_from_slice(p);
