@@ -20,10 +20,9 @@
 #define RING (SHADOW + 4096 * 8)
 #define RING_MASK 16383
 
-	.text
-	.globl HOOK
-	.type HOOK, @function
-HOOK:
+/* Saves rax and rdx, then stores the time at the ring's cursor: r11 = the thread's block,
+ * rcx = the cursor (in words). */
+.macro stamp
 	push %rax
 	push %rdx
 	rdtsc
@@ -33,6 +32,13 @@ HOOK:
 	add %fs:0, %r11
 	mov (%r11), %rcx
 	mov %rax, RING(%r11, %rcx, 8)
+.endm
+
+	.text
+	.globl HOOK
+	.type HOOK, @function
+HOOK:
+	stamp
 	mov SLOT, %rax
 	mov %rax, RING + 8(%r11, %rcx, 8)
 	add $2, %rcx
@@ -52,15 +58,7 @@ HOOK:
 	.hidden floor_exit
 	.type floor_exit, @function
 floor_exit:
-	push %rax
-	push %rdx
-	rdtsc
-	shl $32, %rdx
-	or %rdx, %rax
-	mov block@gottpoff(%rip), %r11
-	add %fs:0, %r11
-	mov (%r11), %rcx
-	mov %rax, RING(%r11, %rcx, 8)
+	stamp
 	mov 8(%r11), %rax
 	dec %rax
 	mov %rax, 8(%r11)
