@@ -59,13 +59,19 @@ pub fn after_dlopen() {
         return;
     };
     ASKED.store(true, SeqCst);
-    while ASKED.load(SeqCst) {
+    loop {
         if BUSY.compare_exchange(false, true, SeqCst, SeqCst).is_err() {
             return;
         }
-        ASKED.store(false, SeqCst);
-        rebuild(k);
+        while ASKED.swap(false, SeqCst) {
+            rebuild(k);
+        }
         BUSY.store(false, SeqCst);
+        // A request made after the last look but before `BUSY` dropped found it set and left
+        // the work here: look again.
+        if !ASKED.load(SeqCst) {
+            return;
+        }
     }
 }
 
