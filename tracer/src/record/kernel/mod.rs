@@ -239,6 +239,12 @@ impl Session {
         Ok(())
     }
 
+    /// The `trace_marker_raw` file of the buffer holding the traced tasks' events (where
+    /// libmcount writes its libaio markers, `env::AIO_MARKER`).
+    pub fn marker(&self) -> PathBuf {
+        self.root.join("trace_marker_raw")
+    }
+
     /// Stops the events, waits for the reader to spool what is left and puts tracefs back as
     /// it was; then writes the kernel files into `dir` for the tasks of the recording (not
     /// this process).
