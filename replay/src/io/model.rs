@@ -20,16 +20,21 @@
 //! - its device completion by device and sector (whatever CPU and context it ran in; an
 //!   insertion or issue at another sector takes in the bios in flight inside its range: a
 //!   bio merged into a request started by another);
-//! - the call that reaped it: for libaio, the `io_getevents` (or `io_pgetevents`) that
-//!   returned it: completions of one aio context are taken in completion order, as many per
-//!   call as it returned (the kernel's completion ring is FIFO); for io_uring, the system call
+//! - for libaio, with libmcount's markers, its iocb (see [`aio`]: the iocbs of the
+//!   `io_submit` given to its requests in order, checked by length, direction and direct I/O
+//!   range);
+//! - the call that reaped it: for libaio, the `io_getevents` (or `io_pgetevents`) whose
+//!   returned events name its iocb (the markers), or without markers the one that returned
+//!   it by the rule that completions of one aio context are taken in completion order, as
+//!   many per call as it returned (the kernel's completion ring is FIFO); for io_uring, the system call
 //!   in which the CQE was posted (`io_uring_complete`), at its return (the CQE is read from
 //!   shared memory without a system call: the return is the earliest the program can see it);
 //!   for a synchronous call (`pwrite`, `fsync`...), the return of the call that issued it,
 //!   when the request completed before it.
 //!
-//! Requests of one libaio iocb are not told apart from each other: iocbs live in user memory,
-//! which tracepoints do not show (the iocb array's address and count are recorded).
+//! Without markers (raw system calls, libaio not reached through its exported functions) a
+//! libaio request's iocb is not known: iocbs live in user memory, which tracepoints do not
+//! show (the iocb array's address and count are recorded).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::rc::Rc;

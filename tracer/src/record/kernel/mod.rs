@@ -5,7 +5,9 @@
 //! process tree, in one of two modes: the function_graph tracer, whose pages are saved as
 //! they are, or (event mode, kernel.md §3, §5.3) the `raw_syscalls` and scheduler trace
 //! events. Both modes also record the events of I/O requests: io_uring's and libaio's in the
-//! traced tasks, block requests in a tracefs instance of their own ([`block`]). While the
+//! traced tasks (with libmcount's libaio markers, the iocbs submitted and the events reaped,
+//! written into the `trace_marker_raw` named by [`Session::marker`]), block requests in a
+//! tracefs instance of their own ([`block`]). While the
 //! program runs, a [`spool`] reader thread appends each CPU's raw pages to a spool file in
 //! the data directory as it reads them. At the end [`Session::finish`] puts tracefs back and
 //! either renames the spool files into `kernel-cpuN.dat` (graph mode; merged with the block
