@@ -473,6 +473,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_marker_format_is_renamed_without_its_flexible_buffer() {
+        let raw = "name: raw_data\nID: 19\nformat:\n\
+                   \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+                   \tfield:unsigned int id;\toffset:8;\tsize:4;\tsigned:0;\n\
+                   \tfield:char buf[];\toffset:12;\tsize:0;\tsigned:0;\n\n\
+                   print fmt: \"id:%04x %08x\", REC->id, (int)REC->buf[0]\n";
+        let text = marker_format(raw);
+        assert!(text.starts_with("name: aio_marker\nID: 19\n"), "{text}");
+        assert!(!text.contains("buf"), "{text}");
+        assert!(text.ends_with("print fmt: \"id=%#x\", REC->id\n"), "{text}");
+        let f = record_format::kernel::EventFormat::parse("utrace", &text).unwrap();
+        assert_eq!((f.name.as_str(), f.id), ("aio_marker", 19));
+        assert_eq!(f.field("id").map(|f| f.offset), Some(8));
+    }
+
+    #[test]
     fn settings_read_back() {
         assert_eq!(
             restorable("trace_clock", "[local] global counter mono\n"),
