@@ -1,6 +1,8 @@
 /* aio_reapers: three O_DIRECT reads of a file of 16 KiB (argv[1], on a block-backed
  * filesystem) submitted in one io_submit (IOCB_CMD_PREADs of 512 bytes at 0, 1024 bytes at
- * 4096 and 512 bytes at 12288, data 1, 2 and 3), then reaped one at a time by three
+ * 4096 and 512 bytes at 12288, data 1, 2 and 3; with argv[2] "adjacent", the second is 512
+ * bytes at 512, which the block layer may merge with the first into one request), then
+ * reaped one at a time by three
  * functions, each calling io_getevents(ctx, 1, 1, ...): which read each one gets depends on
  * the completion order. Each prints what it got ("reap_b: data 2 res 1024"), so that a test
  * can check the reaper `report --io` gives each request. Then it prints the descriptor the
@@ -35,11 +37,14 @@ static int prepare_file(const char *path)
 static struct iocb cbs[3];
 
 /* The three reads in one io_submit. */
-static int submit_reads(io_context_t ctx, int fd, char *buf)
+static int submit_reads(io_context_t ctx, int fd, char *buf, int adjacent)
 {
 	struct iocb *list[3] = { &cbs[0], &cbs[1], &cbs[2] };
 	io_prep_pread(&cbs[0], fd, buf, 512, 0);
-	io_prep_pread(&cbs[1], fd, buf + 4096, 1024, 4096);
+	if (adjacent)
+		io_prep_pread(&cbs[1], fd, buf + 512, 512, 512);
+	else
+		io_prep_pread(&cbs[1], fd, buf + 4096, 1024, 4096);
 	io_prep_pread(&cbs[2], fd, buf + 12288, 512, 12288);
 	for (int i = 0; i < 3; i++)
 		cbs[i].data = (void *)(long)(i + 1);
@@ -84,7 +89,8 @@ int main(int argc, char *argv[])
 	if (fd < 0 || posix_memalign((void **)&buf, 4096, SIZE) != 0)
 		return 2;
 	if (io_setup(4, &ctx) == 0) {
-		if (submit_reads(ctx, fd, buf) == 3)
+		int adjacent = argc > 2 && strcmp(argv[2], "adjacent") == 0;
+		if (submit_reads(ctx, fd, buf, adjacent) == 3)
 			ok = reap_a(ctx) + reap_b(ctx) + reap_c(ctx);
 		/* Nothing left: a zero timeout returns at once, errno untouched. */
 		struct timespec zero = { 0, 0 };

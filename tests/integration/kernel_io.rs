@@ -182,6 +182,16 @@ pub(crate) fn record_in(
     libs: &[&str],
     scratch: &Path,
 ) -> (String, Vec<Req>, tempfile::TempDir) {
+    record_args(prog, libs, scratch, &[])
+}
+
+/// [`record_in`], with `args` after the file's name.
+fn record_args(
+    prog: &str,
+    libs: &[&str],
+    scratch: &Path,
+    args: &[&str],
+) -> (String, Vec<Req>, tempfile::TempDir) {
     let exe = util::testprog_with(prog, Mode::Pg, libs);
     let file = scratch.join(format!("{prog}.dat"));
     // Once untraced first: on a cold filesystem, allocating the file's blocks reads the block
@@ -189,7 +199,7 @@ pub(crate) fn record_in(
     // the program's own requests out of the report's list of the 20 worst.
     util::run({
         let mut cmd = Command::new(&exe);
-        cmd.arg(&file);
+        cmd.arg(&file).args(args);
         cmd
     })
     .assert_success();
@@ -200,7 +210,8 @@ pub(crate) fn record_in(
     cmd.args(["record", "--no-event", "-k", "-d"])
         .arg(&dir)
         .arg(&exe)
-        .arg(&file);
+        .arg(&file)
+        .args(args);
     let recorded = util::run(cmd);
     recorded.assert_success();
     let mut cmd = Command::new(util::utrace_bin());
@@ -404,6 +415,24 @@ fn aio_requests_know_their_iocb_and_the_function_that_reaped_it() {
     }
     seen.sort_unstable();
     assert_eq!(seen, [1, 2, 3], "{reqs:#?}");
+    // The first two reads next to each other on disk: two requests, each with its iocb, or
+    // one of 1024 bytes (merged in the plug) given the first iocb and naming the second.
+    let (stdout, reqs, _tmp) =
+        record_args("aio_reapers", &["-laio"], scratch.path(), &["adjacent"]);
+    assert!(stdout.contains("reads: 3"), "{stdout}");
+    let first: Vec<&Req> = reqs
+        .iter()
+        .filter(|r| r.kind == "read" && r.submitted.contains(" pread fd "))
+        .filter(|r| r.submitted.contains(" offset 0 length 512 data 0x1"))
+        .collect();
+    assert_eq!(first.len(), 1, "{reqs:#?}");
+    let merged = first[0].submitted.contains(" (merged with iocb 0x");
+    assert_eq!(first[0].bytes, if merged { 1024 } else { 512 }, "{reqs:#?}");
+    if !merged {
+        assert!(reqs
+            .iter()
+            .any(|r| r.submitted.contains(" offset 512 length 512 data 0x2")));
+    }
 }
 
 #[test]
