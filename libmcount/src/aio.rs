@@ -61,11 +61,15 @@ pub fn init() {
     }
 }
 
-/// The next definition of `name` after libmcount's, found once.
+/// The next definition of `name` after libmcount's, found once (looked up again at each
+/// call while there is none: libaio may be loaded later), the program's `errno` and
+/// `dlerror` left as they were.
 fn lookup(slot: &AtomicUsize, name: &CStr) -> usize {
     // Relaxed: any thread may look it up again; the answer is the same.
     match slot.load(Ordering::Relaxed) {
         0 => {
+            // SAFETY: this thread's errno, valid as long as the thread.
+            let errno = unsafe { *libc::__errno_location() };
             // SAFETY: NUL-terminated name; RTLD_NEXT is a valid pseudo-handle.
             let f = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
             if f == 0 {
@@ -73,6 +77,8 @@ fn lookup(slot: &AtomicUsize, name: &CStr) -> usize {
                 // SAFETY: no arguments; clears this thread's dlerror state.
                 unsafe { libc::dlerror() };
             }
+            // SAFETY: as above; the program's errno, as it was.
+            unsafe { *libc::__errno_location() = errno };
             slot.store(f, Ordering::Relaxed);
             f
         }
