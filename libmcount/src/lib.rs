@@ -46,6 +46,7 @@
 //! ([`sys`]), `errno` preserved, one recursion guard per thread.
 
 pub mod agent;
+pub mod aio;
 pub mod arch;
 pub mod args;
 pub mod attach;

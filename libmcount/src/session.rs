@@ -184,6 +184,7 @@ fn write_new_file(dirfd: i32, name: &str, bytes: &[u8]) -> sys::SysResult<()> {
 pub extern "C" fn init() {
     // The interposed functions' real ones, also when nothing is recorded (`--nop`).
     crate::wrap::init();
+    crate::aio::init();
     let src = Source::Env;
     if let Some(fd) = src.usize(env::LOGFD) {
         crate::log::LOGFD.store(fd as i32, Ordering::Relaxed);
@@ -226,6 +227,11 @@ pub fn start(src: &Source) -> Result<(), i32> {
     config::set_ring_prefix(
         src.var(record_format::ring::ENV_PREFIX)
             .filter(|p| !p.is_empty() && !p.contains('/'))
+            .and_then(|p| CString::new(p).ok()),
+    );
+    crate::aio::set_marker(
+        src.var(env::AIO_MARKER)
+            .filter(|p| !p.is_empty())
             .and_then(|p| CString::new(p).ok()),
     );
     let clock_id = match src.var(env::CLOCK).as_deref() {

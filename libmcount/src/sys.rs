@@ -34,6 +34,8 @@ const SYS_PROCESS_VM_READV: usize = 310;
 const SYS_PIDFD_OPEN: usize = 434;
 const SYS_GETRUSAGE: usize = 98;
 const SYS_PERF_EVENT_OPEN: usize = 298;
+pub const SYS_IO_GETEVENTS: usize = 208;
+pub const SYS_IO_SUBMIT: usize = 209;
 
 pub type SysResult<T> = Result<T, i32>;
 
@@ -61,6 +63,16 @@ unsafe fn syscall6(nr: usize, a: [usize; 6]) -> isize {
         );
     }
     ret
+}
+
+/// The libaio system calls as libaio makes them (`io_submit`, `io_getevents`,
+/// `io_pgetevents`): the kernel's result, a negative errno on failure; `errno` untouched.
+///
+/// # Safety
+/// The arguments must be valid for system call `nr`, as for the libaio function.
+pub unsafe fn aio_syscall(nr: usize, a: [usize; 6]) -> isize {
+    // SAFETY: the caller's guarantees.
+    unsafe { syscall6(nr, a) }
 }
 
 fn check(ret: isize) -> SysResult<usize> {

@@ -86,6 +86,11 @@ pub const SLOW_PATH: &str = "UTRACE_SLOW_PATH";
 /// Every hook then takes the Rust handlers, which read the filters the agent replaces.
 pub const AGENT: &str = "UTRACE_AGENT";
 
+/// Set by `record -k`: the path of the `trace_marker_raw` file of the tracefs buffer that holds
+/// the traced tasks' events. libmcount's `io_submit` / `io_getevents` then write there the
+/// iocbs submitted and the events reaped ([`crate::aio`]).
+pub const AIO_MARKER: &str = "UTRACE_AIO_MARKER";
+
 /// Default size of a thread's staging ring.
 pub const DEFAULT_BUFFER: usize = 128 * 1024;
 /// Default `max_stack`.

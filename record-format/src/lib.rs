@@ -28,6 +28,7 @@
 //! what 0.13 and 0.19 write.
 
 pub mod agent;
+pub mod aio;
 pub mod argbind;
 pub mod argspec;
 pub mod autoargs;

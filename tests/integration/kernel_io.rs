@@ -18,7 +18,14 @@ use util::TRACEFS;
 /// The I/O testprogs: they need libaio / liburing (tests/setup.sh installs them) and are
 /// covered here rather than by the record matrix or the slow-path comparison.
 pub fn covers(name: &str) -> bool {
-    ["aio_read", "uring_read", "sync_write", "flush_write"].contains(&name)
+    [
+        "aio_read",
+        "aio_reapers",
+        "uring_read",
+        "sync_write",
+        "flush_write",
+    ]
+    .contains(&name)
 }
 
 /// Whether the kernel's block (and `extra`) events can be recorded here.
@@ -175,6 +182,16 @@ pub(crate) fn record_in(
     libs: &[&str],
     scratch: &Path,
 ) -> (String, Vec<Req>, tempfile::TempDir) {
+    record_args(prog, libs, scratch, &[])
+}
+
+/// [`record_in`], with `args` after the file's name.
+fn record_args(
+    prog: &str,
+    libs: &[&str],
+    scratch: &Path,
+    args: &[&str],
+) -> (String, Vec<Req>, tempfile::TempDir) {
     let exe = util::testprog_with(prog, Mode::Pg, libs);
     let file = scratch.join(format!("{prog}.dat"));
     // Once untraced first: on a cold filesystem, allocating the file's blocks reads the block
@@ -182,7 +199,7 @@ pub(crate) fn record_in(
     // the program's own requests out of the report's list of the 20 worst.
     util::run({
         let mut cmd = Command::new(&exe);
-        cmd.arg(&file);
+        cmd.arg(&file).args(args);
         cmd
     })
     .assert_success();
@@ -193,7 +210,8 @@ pub(crate) fn record_in(
     cmd.args(["record", "--no-event", "-k", "-d"])
         .arg(&dir)
         .arg(&exe)
-        .arg(&file);
+        .arg(&file)
+        .args(args);
     let recorded = util::run(cmd);
     recorded.assert_success();
     let mut cmd = Command::new(util::utrace_bin());
@@ -327,6 +345,93 @@ fn aio_reads_link_io_submit_to_their_io_getevents() {
     if dio {
         assert!(edges.iter().any(|e| name(&e[0]).ends_with("sys_io_submit")
             && name(&e[1]).contains("iomap_dio_rw_begin")));
+    }
+}
+
+/// Three reads of one io_submit reaped one at a time by three functions (testprogs/
+/// aio_reapers): with libmcount's markers each request names its iocb (offset, length,
+/// data) and is reaped by the very function whose io_getevents returned it, as the program
+/// says; tracing leaves the program's next descriptor and errno as they are untraced.
+#[test]
+fn aio_requests_know_their_iocb_and_the_function_that_reaped_it() {
+    if !possible("syscalls/sys_exit_io_getevents") {
+        eprintln!("kernel_io skipped: needs root and tracefs with block and syscalls events");
+        return;
+    }
+    let Some(scratch) = block_dir() else {
+        eprintln!("kernel_io skipped: no directory on a block device");
+        return;
+    };
+    let exe = util::testprog_with("aio_reapers", Mode::Pg, &["-laio"]);
+    let untraced = util::run({
+        let mut cmd = Command::new(&exe);
+        cmd.arg(scratch.path().join("untraced.dat"));
+        cmd
+    });
+    untraced.assert_success();
+    let (stdout, reqs, _tmp) = record_in("aio_reapers", &["-laio"], scratch.path());
+    assert!(stdout.contains("reads: 3"), "{stdout}");
+    let line = |out: &str, key: &str| out.lines().find(|l| l.starts_with(key)).map(str::to_string);
+    for key in ["errno: ", "next fd: "] {
+        assert_eq!(line(&stdout, key), line(&untraced.stdout, key), "{stdout}");
+    }
+    assert_eq!(line(&stdout, "errno: ").as_deref(), Some("errno: 77"));
+    // `reap_b: data 2 res 1024`: which function got which read.
+    let got: Vec<(u64, String)> = stdout
+        .lines()
+        .filter_map(|l| {
+            let (who, rest) = l.split_once(": data ")?;
+            Some((rest.split(' ').next()?.parse().ok()?, who.to_string()))
+        })
+        .collect();
+    assert_eq!(got.len(), 3, "{stdout}");
+    let mut seen = Vec::new();
+    for r in reqs
+        .iter()
+        .filter(|r| r.kind == "read" && r.submitted.contains("submit_reads"))
+    {
+        // `iocb 0x55.. pread fd 3 offset 4096 length 1024 data 0x2`
+        let iocb = r.submitted.split(" iocb 0x").nth(1);
+        let w: Vec<&str> = iocb.unwrap_or_else(|| panic!("{r:?}")).split(' ').collect();
+        assert_eq!(
+            (w[1], w[4], w[6], w[8]),
+            ("pread", "offset", "length", "data")
+        );
+        let data = u64::from_str_radix(w[9].trim_start_matches("0x"), 16).unwrap();
+        let want = [(0, 512), (4096, 1024), (12288, 512)][data as usize - 1];
+        assert_eq!(
+            (w[5].parse::<u64>().unwrap(), w[7].parse::<u64>().unwrap()),
+            want
+        );
+        assert_eq!(r.bytes, want.1, "{r:?}");
+        let who = &got.iter().find(|g| g.0 == data).unwrap().1;
+        let reaped = r.reaped.as_deref().unwrap_or_else(|| panic!("{r:?}"));
+        assert!(reaped.starts_with("io_getevents in "), "{r:?}");
+        assert!(
+            reaped.contains(&format!(" > {who} > reap_one > ")),
+            "{r:?}\n{stdout}"
+        );
+        seen.push(data);
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, [1, 2, 3], "{reqs:#?}");
+    // The first two reads next to each other on disk: two requests, each with its iocb, or
+    // one of 1024 bytes (merged in the plug) given the first iocb and naming the second.
+    let (stdout, reqs, _tmp) =
+        record_args("aio_reapers", &["-laio"], scratch.path(), &["adjacent"]);
+    assert!(stdout.contains("reads: 3"), "{stdout}");
+    let first: Vec<&Req> = reqs
+        .iter()
+        .filter(|r| r.kind == "read" && r.submitted.contains(" pread fd "))
+        .filter(|r| r.submitted.contains(" offset 0 length 512 data 0x1"))
+        .collect();
+    assert_eq!(first.len(), 1, "{reqs:#?}");
+    let merged = first[0].submitted.contains(" (merged with iocb 0x");
+    assert_eq!(first[0].bytes, if merged { 1024 } else { 512 }, "{reqs:#?}");
+    if !merged {
+        assert!(reqs
+            .iter()
+            .any(|r| r.submitted.contains(" offset 512 length 512 data 0x2")));
     }
 }
 

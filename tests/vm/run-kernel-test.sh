@@ -113,11 +113,12 @@ state > /tmp/after
 cmp /tmp/before /tmp/after || { echo "tracefs not restored after the I/O recording"; exit 1; }
 [ -z "$(ls /sys/kernel/tracing/instances)" ] || { echo "block instance left"; exit 1; }
 # Each read of the worst list: its line (512 bytes), then `submitted:` by io_submit under
-# submit_reads, `path:` through the device, `reaped by io_getevents in ... reap_reads`.
+# submit_reads with its iocb (libmcount's markers, in the function_graph buffer too), `path:`
+# through the device, `reaped by io_getevents in ... reap_reads`.
 awk '
 /^ *[0-9]+\. .* read .*\(512 bytes/ { r = 1; head = $0; next }
 /^ *[0-9]+\. / { r = s = p = 0; next }
-r && /submitted: .*submit_reads.*\[io_submit\] aio ctx / { s = 1; next }
+r && /submitted: .*submit_reads.*\[io_submit\] aio ctx .* iocb 0x[0-9a-f]+ pread fd [0-9]+ offset (0|4096) length 512 / { s = 1; next }
 r && s && /path: syscall .*issue .*complete .*reap/ { p = 1; next }
 r && s && p && /reaped by io_getevents in .*reap_reads/ { n++; print "VM-IO linked read " n ":" head }
 END { exit n != 2 }' /tmp/io.txt

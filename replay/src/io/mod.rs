@@ -4,6 +4,7 @@
 //! TraceDir ──▶ walk::core::Core (time order, per-task stacks) ──▶ events() ──▶ model::Linker ──▶ Vec<Request>
 //!              kernel syscall frames → SyscallEnter/Exit (+ the user functions open)
 //!              kernel events: block_*, io_uring_*, sys_*_io_*getevents/io_submit,
+//!                             utrace:aio_marker (libmcount's iocbs and io_events),
 //!                             iomap_dio_*, ext4_sync_file_*, ext4_writepages,
 //!                             ext4_*write_begin, writeback_single_inode*, jbd2_*commit* → What
 //! ```
@@ -16,13 +17,16 @@ pub mod model;
 pub mod request;
 
 #[cfg(test)]
+mod aio_tests;
+#[cfg(test)]
 mod model_tests;
 #[cfg(test)]
 mod writeback_tests;
 
 pub use model::Linker;
 pub use request::{
-    BlockRq, Event, FsEdge, FsKind, FsOp, Layer, Point, Reaper, Request, Stage, UserPath, Via, What,
+    BlockRq, Event, FsEdge, FsKind, FsOp, IoEvent, Iocb, Layer, Point, Reaper, Request, Stage,
+    UserPath, Via, What,
 };
 
 use crate::config::Config;
@@ -30,6 +34,7 @@ use crate::filter::Pattern;
 use crate::walk::core::{Core, Step};
 use crate::walk::policy::Policy;
 use crate::Result;
+use record_format::aio::Marker;
 use record_format::kernel::EventFormat;
 use record_format::TraceDir;
 use std::rc::Rc;
@@ -210,6 +215,14 @@ pub fn decode(format: &EventFormat, p: &[u8]) -> Option<What> {
         return Some(fs);
     }
     Some(match (format.system.as_str(), format.name.as_str()) {
+        // libmcount's libaio markers (`ftrace:raw_data` records): the write from `id` on.
+        ("utrace", "aio_marker") => {
+            let at = format.field("id")?.offset;
+            match record_format::aio::decode(p.get(at..)?)? {
+                Marker::Submit { ctx, first, iocbs } => What::AioIocbs { ctx, first, iocbs },
+                Marker::Reaped { ctx, events, .. } => What::AioReaped { ctx, events },
+            }
+        }
         // `io_uring_submit_sqe` before Linux 6.4.
         ("io_uring", "io_uring_submit_req" | "io_uring_submit_sqe") => What::UringSubmit {
             req: v("req")?,

@@ -20,16 +20,21 @@
 //! - its device completion by device and sector (whatever CPU and context it ran in; an
 //!   insertion or issue at another sector takes in the bios in flight inside its range: a
 //!   bio merged into a request started by another);
-//! - the call that reaped it: for libaio, the `io_getevents` (or `io_pgetevents`) that
-//!   returned it: completions of one aio context are taken in completion order, as many per
-//!   call as it returned (the kernel's completion ring is FIFO); for io_uring, the system call
+//! - for libaio, with libmcount's markers, its iocb (see [`aio`]: the iocbs of the
+//!   `io_submit` given to its requests in order, checked by length, direction and direct I/O
+//!   range);
+//! - the call that reaped it: for libaio, the `io_getevents` (or `io_pgetevents`) whose
+//!   returned events name its iocb (the markers), or without markers the one that returned
+//!   it by the rule that completions of one aio context are taken in completion order, as
+//!   many per call as it returned (the kernel's completion ring is FIFO); for io_uring, the system call
 //!   in which the CQE was posted (`io_uring_complete`), at its return (the CQE is read from
 //!   shared memory without a system call: the return is the earliest the program can see it);
 //!   for a synchronous call (`pwrite`, `fsync`...), the return of the call that issued it,
 //!   when the request completed before it.
 //!
-//! Requests of one libaio iocb are not told apart from each other: iocbs live in user memory,
-//! which tracepoints do not show (the iocb array's address and count are recorded).
+//! Without markers (raw system calls, libaio not reached through its exported functions) a
+//! libaio request's iocb is not known: iocbs live in user memory, which tracepoints do not
+//! show (the iocb array's address and count are recorded).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::rc::Rc;
@@ -39,6 +44,10 @@ use writeback::Flusher;
 
 #[path = "writeback.rs"]
 mod writeback;
+
+#[path = "aio.rs"]
+mod aio;
+use aio::{AioState, Submitted};
 
 /// A task's open system call.
 #[derive(Debug)]
@@ -51,6 +60,8 @@ struct Open {
     aio_ctx: Option<(u64, u64)>,
     /// Requests it issued or whose CQE it posted, reaped at its return when complete.
     waiting: Vec<usize>,
+    /// io_submit: the requests it started, with their size then and whether they read.
+    aio_reqs: Vec<(usize, u64, bool)>,
     /// io_uring submissions made in it not yet linked to a request.
     sqes: VecDeque<Sqe>,
 }
@@ -99,6 +110,8 @@ pub struct Linker {
     /// events come before the function_graph tracer's entry of the system call's function,
     /// to which they then belong.
     early: HashMap<u32, (u64, u64)>,
+    /// libaio requests by iocb, from libmcount's markers.
+    aio: AioState,
     /// Each task's filesystem operation under way, and when it began.
     fs: HashMap<u32, (FsOp, u64)>,
     /// The pages the tasks dirtied and the writeback done for them.
@@ -130,6 +143,7 @@ impl Linker {
                     path,
                     aio_ctx: early,
                     waiting: Vec::new(),
+                    aio_reqs: Vec::new(),
                     sqes: VecDeque::new(),
                 };
                 if early.is_some() {
@@ -170,6 +184,8 @@ impl Linker {
             What::AioSubmit { ctx, iocbs } => self.aio_call(tid, (ctx, iocbs), now),
             What::AioGetEvents { ctx } => self.aio_call(tid, (ctx, 0), now),
             What::AioGotEvents { ret } => self.aio_reaped(time, tid, ret, now),
+            What::AioIocbs { ctx, first, iocbs } => self.aio_iocbs(tid, ctx, first, iocbs),
+            What::AioReaped { ctx, events } => self.aio_events(time, tid, ctx, &events, now),
             What::Dirty { ino, pos, len } => {
                 if let Some(o) = self.open.get_mut(&tid) {
                     let (name, start) = (o.name.clone(), o.start);
@@ -256,7 +272,9 @@ impl Linker {
                     .map(|(k, _)| *k)
                     .collect();
                 for k in merged {
-                    self.flight.remove(&k);
+                    if let Some(j) = self.flight.remove(&k) {
+                        self.aio_merged(j, i);
+                    }
                 }
             } else if !r.points.iter().any(|p| p.layer == layer) {
                 // A bio's request: the request's size and flags are the ones that count.
@@ -283,6 +301,7 @@ impl Linker {
             user_data: None,
             cqe_res: None,
             aio: None,
+            iocbs: Vec::new(),
             fs: None,
             reaper: None,
             points: Vec::new(),
@@ -305,6 +324,7 @@ impl Linker {
                 if &*o.name == "io_submit" {
                     r.via = Via::Aio;
                     r.aio = o.aio_ctx;
+                    o.aio_reqs.push((i, r.rq.bytes, r.kind() == "read"));
                 } else if let Some(s) = o.sqes.pop_front() {
                     sqe = Some(s);
                 } else if &*o.name != "io_uring_enter" {
@@ -410,6 +430,7 @@ impl Linker {
         };
         let (name, path) = (o.name.clone(), o.path(now));
         self.returned.remove(&tid);
+        self.aio.reaped_by(tid, (name.clone(), time, path.clone()));
         let Some(done) = self.aio_done.get_mut(&ctx) else {
             return;
         };
@@ -429,6 +450,10 @@ impl Linker {
                 let path = o.path(now);
                 self.reap(i, tid, time, &o.name, path);
             }
+        }
+        if &*o.name == "io_submit" {
+            let reqs = std::mem::take(&mut o.aio_reqs);
+            self.aio.submitted(tid, Submitted::new(reqs));
         }
         if o.aio_ctx.is_some() {
             self.returned.insert(tid, (o, time));

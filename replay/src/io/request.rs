@@ -3,6 +3,8 @@
 
 use std::rc::Rc;
 
+pub use record_format::aio::{IoEvent, Iocb};
+
 /// The user functions open at a point, outermost first, and the innermost library call.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UserPath {
@@ -54,6 +56,16 @@ pub enum What {
     AioGetEvents { ctx: u64 },
     /// `sys_exit_io_getevents` / `io_pgetevents`: `ret` events reaped (negative: an error).
     AioGotEvents { ret: i64 },
+    /// libmcount's marker after an `io_submit` of `ctx` returned: the iocbs it submitted,
+    /// from index `first` of its array (`record_format::aio`).
+    AioIocbs {
+        ctx: u64,
+        first: u64,
+        iocbs: Vec<Iocb>,
+    },
+    /// libmcount's marker after an `io_getevents` / `io_pgetevents` of `ctx` returned: the
+    /// events it returned.
+    AioReaped { ctx: u64, events: Vec<IoEvent> },
     /// A filesystem event of the task: an operation on a file begins or ends.
     Fs { edge: FsEdge, op: FsOp },
     /// A buffered write dirties `len` bytes at `pos` of inode `ino` (`ext4_da_write_begin`,
@@ -237,6 +249,9 @@ pub struct Request {
     pub cqe_res: Option<i64>,
     /// aio: the context and the iocb array of the `io_submit`.
     pub aio: Option<(u64, u64)>,
+    /// aio, with libmcount's markers: the iocb it was submitted for, then those of the bios
+    /// merged into it (in the order they were submitted).
+    pub iocbs: Vec<Iocb>,
     /// The filesystem operation it was queued for (the file, and its range when known).
     pub fs: Option<FsOp>,
     pub reaper: Option<Reaper>,

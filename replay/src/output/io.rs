@@ -230,6 +230,24 @@ fn worst(reqs: &[Request], out: &mut dyn Write) -> std::io::Result<()> {
         if let Some((ctx, iocbs)) = r.aio {
             extra += &format!(" aio ctx {ctx:#x} iocbs {iocbs:#x}");
         }
+        if let Some(cb) = r.iocbs.first() {
+            extra += &format!(
+                " iocb {:#x} {} fd {} offset {} length {} data {:#x}",
+                cb.ptr,
+                cb.op_name(),
+                cb.fd,
+                cb.offset,
+                cb.nbytes,
+                cb.data
+            );
+            if r.iocbs.len() > 1 {
+                let more: Vec<String> = r.iocbs[1..]
+                    .iter()
+                    .map(|cb| format!("{:#x} offset {}", cb.ptr, cb.offset))
+                    .collect();
+                extra += &format!(" (merged with iocb {})", more.join(", "));
+            }
+        }
         if let Some(fs) = &r.fs {
             extra += &match fs.kind {
                 FsKind::Journal => format!(" journal commit transaction {}", fs.ino),

@@ -455,7 +455,7 @@ fn run_recording(
     let Run {
         dir,
         rings,
-        env,
+        mut env,
         kept,
         observer,
     } = run;
@@ -484,6 +484,8 @@ fn run_recording(
     };
     if let Some(k) = &kernel {
         guardian.send(&k.undo().to_text());
+        // libmcount writes its libaio markers there (record_format::aio).
+        env.push((env::AIO_MARKER.to_string(), k.marker().into_os_string()));
     }
     // Last before the program starts: for this thread's next child, or the kept pid.
     let sched = sched::start_or_skip(settings.sched, kept.as_ref().map(|k| k.pid()), dir);

@@ -18,7 +18,7 @@ const PAGE_SIZE: u64 = 4096;
 
 /// Every variable of the env contract, removed from the program's environment before the
 /// recorder sets its own (a stale one could come from an outer recording).
-pub(super) const CONTRACT_VARS: [&str; 26] = [
+pub(super) const CONTRACT_VARS: [&str; 27] = [
     env::DIR,
     env::CLOCK,
     record_format::ring::ENV_PREFIX,
@@ -45,6 +45,7 @@ pub(super) const CONTRACT_VARS: [&str; 26] = [
     env::KEEP_PID,
     env::PATCH,
     env::PATCH_DEBUG,
+    env::AIO_MARKER,
 ];
 
 /// The record-time settings taken from the options, with uftrace's complaints about values.

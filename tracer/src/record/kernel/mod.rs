@@ -5,7 +5,9 @@
 //! process tree, in one of two modes: the function_graph tracer, whose pages are saved as
 //! they are, or (event mode, kernel.md §3, §5.3) the `raw_syscalls` and scheduler trace
 //! events. Both modes also record the events of I/O requests: io_uring's and libaio's in the
-//! traced tasks, block requests in a tracefs instance of their own ([`block`]). While the
+//! traced tasks (with libmcount's libaio markers, the iocbs submitted and the events reaped,
+//! written into the `trace_marker_raw` named by [`Session::marker`]), block requests in a
+//! tracefs instance of their own ([`block`]). While the
 //! program runs, a [`spool`] reader thread appends each CPU's raw pages to a spool file in
 //! the data directory as it reads them. At the end [`Session::finish`] puts tracefs back and
 //! either renames the spool files into `kernel-cpuN.dat` (graph mode; merged with the block
@@ -237,6 +239,12 @@ impl Session {
             spool::read_cpus(files, spools, size, &stop)
         }));
         Ok(())
+    }
+
+    /// The `trace_marker_raw` file of the buffer holding the traced tasks' events (where
+    /// libmcount writes its libaio markers, `env::AIO_MARKER`).
+    pub fn marker(&self) -> PathBuf {
+        self.root.join("trace_marker_raw")
     }
 
     /// Stops the events, waits for the reader to spool what is left and puts tracefs back as

@@ -82,6 +82,13 @@ pub(super) const IO_EVENTS: &[&str] = &[
     "ext4:ext4_writepages",
 ];
 
+/// What a write into `trace_marker_raw` records (`ftrace:raw_data`): libmcount writes the
+/// iocbs of each `io_submit` and the events each `io_getevents` returned there
+/// (`record_format::aio`). Kept under this name of its own: uftrace 0.13 takes every
+/// `ftrace` event for a function-graph record.
+pub(super) const MARKER: &str = "utrace:aio_marker";
+const RAW_DATA: &str = "ftrace:raw_data";
+
 /// Block requests (both modes): recorded in a tracefs instance of their own without a pid
 /// filter, as completions run in whatever task the interrupt hit; a request issued by a
 /// traced task is paired with its completion by device and sector, and both are kept as
@@ -247,6 +254,25 @@ pub(super) fn expand_events(root: &Path, patterns: &[String]) -> anyhow::Result<
     Ok(out)
 }
 
+/// [`MARKER`]'s format as the kernel files give it: `raw_data`'s, renamed, without its
+/// flexible `buf[]` field and with a print format of the `id` alone, which uftrace 0.13's
+/// event parser reads. The record's
+/// bytes after `id` are the marker's (`record_format::aio`).
+fn marker_format(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.contains("[];"))
+        .map(|l| {
+            if l.starts_with("print fmt:") {
+                "print fmt: \"id=%#x\", REC->id\n".to_string()
+            } else if l.starts_with("name:") {
+                "name: aio_marker\n".to_string()
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect()
+}
+
 /// `events/<system>/<name>/format` of event `system:name`.
 pub(super) fn format_path(event: &str) -> String {
     let (sys, name) = event.split_once(':').unwrap_or(("", event));
@@ -267,7 +293,22 @@ impl Session {
             .chain(IO_EVENTS)
             .chain(DIRTY_EVENTS)
             .map(|e| (e.to_string(), false));
-        self.enable_in(&root, defaults.chain(asked.into_iter().map(|e| (e, true))))
+        self.enable_in(&root, defaults.chain(asked.into_iter().map(|e| (e, true))))?;
+        self.keep_markers();
+        Ok(())
+    }
+
+    /// Keeps libmcount's libaio markers ([`MARKER`]) as events of the task that wrote them,
+    /// with their format: ftrace's own events are always recorded, nothing is enabled.
+    fn keep_markers(&mut self) {
+        if self.kept.iter().any(|k| k == MARKER) {
+            return;
+        }
+        if let Ok(text) = read_file(&self.root, &format_path(RAW_DATA)) {
+            self.formats
+                .push((format_path(MARKER), marker_format(&text)));
+            self.kept.push(MARKER.to_string());
+        }
     }
 
     /// Enables `events` in the tracefs instance `dir` (tracefs itself, or the block one) and
@@ -430,6 +471,22 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_marker_format_is_renamed_without_its_flexible_buffer() {
+        let raw = "name: raw_data\nID: 19\nformat:\n\
+                   \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+                   \tfield:unsigned int id;\toffset:8;\tsize:4;\tsigned:0;\n\
+                   \tfield:char buf[];\toffset:12;\tsize:0;\tsigned:0;\n\n\
+                   print fmt: \"id:%04x %08x\", REC->id, (int)REC->buf[0]\n";
+        let text = marker_format(raw);
+        assert!(text.starts_with("name: aio_marker\nID: 19\n"), "{text}");
+        assert!(!text.contains("buf"), "{text}");
+        assert!(text.ends_with("print fmt: \"id=%#x\", REC->id\n"), "{text}");
+        let f = record_format::kernel::EventFormat::parse("utrace", &text).unwrap();
+        assert_eq!((f.name.as_str(), f.id), ("aio_marker", 19));
+        assert_eq!(f.field("id").map(|f| f.offset), Some(8));
+    }
 
     #[test]
     fn settings_read_back() {
