@@ -182,6 +182,9 @@ fn mark_reaped(ctx: usize, n: i32, events: usize) {
     }
 }
 
+/// The size of the kernel's signal set (64 signals), which `io_pgetevents(2)` checks.
+const KERNEL_SIGSET: usize = 8;
+
 type SubmitFn = unsafe extern "C" fn(usize, isize, usize) -> i32;
 type GetEventsFn = unsafe extern "C" fn(usize, isize, isize, usize, usize) -> i32;
 type PGetEventsFn = unsafe extern "C" fn(usize, isize, isize, usize, usize, usize) -> i32;
@@ -251,15 +254,30 @@ pub unsafe extern "C" fn io_pgetevents(
     timeout: usize,
     sigmask: usize,
 ) -> i32 {
-    let f = lookup(&REAL_PGETEVENTS, c"io_pgetevents");
-    if f == 0 {
-        // libaio builds the kernel's sigset argument itself; without libaio, say so.
-        return -libc::ENOSYS;
-    }
-    // SAFETY: `f` is libaio's io_pgetevents, which has this signature.
-    let f: PGetEventsFn = unsafe { core::mem::transmute(f) };
-    // SAFETY: the caller's guarantees.
-    let n = unsafe { f(ctx, min_nr, nr, events, timeout, sigmask) };
+    let n = match lookup(&REAL_PGETEVENTS, c"io_pgetevents") {
+        0 => {
+            // No libaio in sight (loaded `RTLD_LOCAL`, say): the system call as libaio makes
+            // it, the mask passed as the kernel's { mask, size of a kernel sigset } pair.
+            let mask = [sigmask, KERNEL_SIGSET];
+            let a = [
+                ctx,
+                min_nr as usize,
+                nr as usize,
+                events,
+                timeout,
+                mask.as_ptr() as usize,
+            ];
+            // SAFETY: the caller's arguments, as io_pgetevents(2) takes them; `mask` lives
+            // across the call.
+            (unsafe { sys::aio_syscall(sys::SYS_IO_PGETEVENTS, a) }) as i32
+        }
+        f => {
+            // SAFETY: `f` is libaio's io_pgetevents, which has this signature.
+            let f: PGetEventsFn = unsafe { core::mem::transmute(f) };
+            // SAFETY: the caller's guarantees.
+            unsafe { f(ctx, min_nr, nr, events, timeout, sigmask) }
+        }
+    };
     mark_reaped(ctx, n, events);
     n
 }

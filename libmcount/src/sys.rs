@@ -36,6 +36,7 @@ const SYS_GETRUSAGE: usize = 98;
 const SYS_PERF_EVENT_OPEN: usize = 298;
 pub const SYS_IO_GETEVENTS: usize = 208;
 pub const SYS_IO_SUBMIT: usize = 209;
+pub const SYS_IO_PGETEVENTS: usize = 333;
 
 pub type SysResult<T> = Result<T, i32>;
 

@@ -21,6 +21,7 @@ pub fn covers(name: &str) -> bool {
     [
         "aio_read",
         "aio_reapers",
+        "aio_local",
         "uring_read",
         "sync_write",
         "flush_write",
@@ -432,6 +433,49 @@ fn aio_requests_know_their_iocb_and_the_function_that_reaped_it() {
         assert!(reqs
             .iter()
             .any(|r| r.submitted.contains(" offset 512 length 512 data 0x2")));
+    }
+}
+
+/// libaio only in a plugin's local scope (testprogs/aio_local): the plugin's calls reach
+/// libmcount's interposed `io_submit`/`io_getevents`/`io_pgetevents`, which find no libaio
+/// after them and make the system calls themselves. The program's output must be the
+/// untraced one, recorded with and (where tracefs allows) without `-k`.
+#[test]
+fn aio_without_a_global_libaio_behaves_as_untraced() {
+    let exe = util::testprog("aio_local", Mode::Pg);
+    let scratch = tempfile::tempdir().unwrap();
+    let file = scratch.path().join("aio_local.txt");
+    let run = |prefix: &[&str]| {
+        let mut cmd = match prefix.split_first() {
+            Some((first, rest)) => {
+                let mut cmd = Command::new(first);
+                cmd.args(rest);
+                cmd
+            }
+            None => Command::new(&exe),
+        };
+        if !prefix.is_empty() {
+            cmd.arg(&exe);
+        }
+        cmd.arg(&file);
+        let out = util::run(cmd);
+        out.assert_success();
+        out.stdout
+    };
+    let untraced = run(&[]);
+    assert!(untraced.contains("io_pgetevents: 2\n"), "{untraced}");
+    assert!(untraced.contains("data 4 res 8: dddddddd"), "{untraced}");
+    let bin = util::utrace_bin();
+    let bin = bin.to_str().unwrap();
+    let data = scratch.path().join("data");
+    let data = data.to_str().unwrap();
+    assert_eq!(run(&[bin, "record", "-d", data]), untraced);
+    if possible("syscalls/sys_exit_io_getevents") {
+        let _tracefs = util::tracefs_lock();
+        assert_eq!(
+            run(&[bin, "record", "--no-event", "-k", "-d", data]),
+            untraced
+        );
     }
 }
 

@@ -218,8 +218,9 @@ fn build(name: &str, mode: Mode, link: &[&str]) -> Result<PathBuf, String> {
     ));
 
     // `NAME_lib.c` (or `.cc`) is the shared library NAME loads: `libNAME_lib.so` beside it,
-    // same mode, built first. A program whose source says `utrace-test: linked` is linked
-    // with it (found through its run path); the others `dlopen` it.
+    // same mode, built first (with the options after `utrace-test: lib-link` in its first
+    // line). A program whose source says `utrace-test: linked` is linked with it (found
+    // through its run path); the others `dlopen` it.
     let mut link: Vec<String> = link.iter().map(|s| s.to_string()).collect();
     let lib_src = [".c", ".cc"]
         .iter()
@@ -232,12 +233,26 @@ fn build(name: &str, mode: Mode, link: &[&str]) -> Result<PathBuf, String> {
         } else {
             "gcc"
         };
+        let lib_text = std::fs::read_to_string(&lib_src).unwrap_or_default();
+        let lib_link: Vec<&str> = lib_text
+            .lines()
+            .next()
+            .and_then(|l| l.split_once("utrace-test: lib-link "))
+            .map(|(_, rest)| {
+                rest.split(')')
+                    .next()
+                    .unwrap_or("")
+                    .split_whitespace()
+                    .collect()
+            })
+            .unwrap_or_default();
         let result = Command::new(lib_compiler)
             .args(mode.flags())
             .args(COMMON_FLAGS)
             .args(["-shared", "-fPIC", "-o"])
             .arg(&tmp)
             .arg(&lib_src)
+            .args(&lib_link)
             .output()
             .map_err(|e| format!("cannot run {lib_compiler}: {e}"))?;
         if !result.status.success() {
