@@ -122,8 +122,16 @@ fn open_marker() -> Option<i32> {
     }
 }
 
-/// Writes the first `n` iocbs of `iocbpp` that `io_submit` on `ctx` submitted (its result).
-fn mark_submit(ctx: usize, n: i32, iocbpp: usize) {
+/// Writes markers of `kind` for the first `n` items (a call's result) on `ctx`, at most
+/// `per_write` to a write: `fill(first, count, out)` encodes items `first..first + count`
+/// into `out`, `item` bytes each.
+fn mark(
+    kind: u32,
+    ctx: usize,
+    n: i32,
+    (per_write, item): (usize, usize),
+    fill: impl Fn(usize, usize, &mut [u8]),
+) {
     if n <= 0 {
         return;
     }
@@ -134,7 +142,19 @@ fn mark_submit(ctx: usize, n: i32, iocbpp: usize) {
     let mut w = [0u8; aio::MAX_WRITE];
     let mut first = 0;
     while first < total {
-        let count = (total - first).min(aio::IOCBS_PER_WRITE);
+        let count = (total - first).min(per_write);
+        let end = aio::HEADER_SIZE + count * item;
+        fill(first, count, &mut w[aio::HEADER_SIZE..end]);
+        aio::encode_header(&mut w, kind, count, ctx as u64, first);
+        let _ = sys::write(fd, &w[..end]);
+        first += count;
+    }
+}
+
+/// Writes the first `n` iocbs of `iocbpp` that `io_submit` on `ctx` submitted (its result).
+fn mark_submit(ctx: usize, n: i32, iocbpp: usize) {
+    let sizes = (aio::IOCBS_PER_WRITE, aio::IOCB_SIZE);
+    mark(aio::SUBMIT, ctx, n, sizes, |first, count, out| {
         for k in 0..count {
             // SAFETY: the kernel has just read these `n` pointers and the iocbs they point
             // to (it submitted them): both are mapped and readable; `read_unaligned` as the
@@ -144,29 +164,15 @@ fn mark_submit(ctx: usize, n: i32, iocbpp: usize) {
                 let raw = (ptr as *const [u8; aio::IOCB_READ]).read_unaligned();
                 Iocb::from_struct(ptr as u64, &raw)
             };
-            let off = aio::HEADER_SIZE + k * aio::IOCB_SIZE;
-            cb.encode(&mut w[off..off + aio::IOCB_SIZE]);
+            cb.encode(&mut out[k * aio::IOCB_SIZE..(k + 1) * aio::IOCB_SIZE]);
         }
-        aio::encode_header(&mut w, aio::SUBMIT, count, ctx as u64, first);
-        let _ = sys::write(fd, &w[..aio::HEADER_SIZE + count * aio::IOCB_SIZE]);
-        first += count;
-    }
+    });
 }
 
 /// Writes the `n` events at `events` that a call on `ctx` returned (its result).
 fn mark_reaped(ctx: usize, n: i32, events: usize) {
-    if n <= 0 {
-        return;
-    }
-    let Some(fd) = marker_fd() else {
-        return;
-    };
-    let total = (n as usize).min(aio::MAX_ITEMS);
-    let mut w = [0u8; aio::MAX_WRITE];
-    let mut first = 0;
-    while first < total {
-        let count = (total - first).min(aio::EVENTS_PER_WRITE);
-        let end = aio::HEADER_SIZE + count * aio::EVENT_SIZE;
+    let sizes = (aio::EVENTS_PER_WRITE, aio::EVENT_SIZE);
+    mark(aio::REAPED, ctx, n, sizes, |first, count, out| {
         // SAFETY: the call has just written these `n` events (`struct io_event`, the
         // item's layout) into the program's array: mapped and readable.
         let src = unsafe {
@@ -175,11 +181,8 @@ fn mark_reaped(ctx: usize, n: i32, events: usize) {
                 count * aio::IO_EVENT,
             )
         };
-        w[aio::HEADER_SIZE..end].copy_from_slice(src);
-        aio::encode_header(&mut w, aio::REAPED, count, ctx as u64, first);
-        let _ = sys::write(fd, &w[..end]);
-        first += count;
-    }
+        out.copy_from_slice(src);
+    });
 }
 
 /// The size of the kernel's signal set (64 signals), which `io_pgetevents(2)` checks.
