@@ -1,5 +1,6 @@
 //! Unit tests of the writer: private and shared rings, the pump, salvage, flight mode.
 
+use super::backing::ring_fits;
 use super::*;
 use record_format::raw::{header_word, RawRecord, RecordKind};
 use std::ffi::CString;

@@ -1,5 +1,7 @@
 //! Unit tests of the record-time filters: decisions, limits, live (agent) tables.
 use super::*;
+use record_format::pattern::MatchType;
+use record_format::trigger::parse_trigger;
 
 /// Filters over `(start, end, trigger)` ranges (`trigger` as `-T` actions, "" for none:
 /// then the range is a `-Z` small function).

@@ -2,7 +2,7 @@
 //! exceptions, depth limits and `-finstrument-functions` overflow.
 
 use super::*;
-use record_format::raw::RawRecord;
+use record_format::raw::{RawRecord, RecordKind};
 use std::os::fd::AsRawFd;
 
 const TRAMP: usize = 0xdead;

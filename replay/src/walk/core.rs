@@ -20,15 +20,16 @@
 //! it (the stack at the entry still holds the calls it leaves): the change is pending until
 //! the next step, or until the consumer takes it with [`Core::take_jump`].
 
-use super::policy::{Fixups, Libcall, Policy, Setjmp, Unfinished};
+use super::policy::{Fixups, Libcall, Policy, Setjmp};
 use crate::callstack::{Closed, TaskStack, Verdict};
-use crate::config::{Config, TimePoint};
 use crate::filter::FuncFilter;
-use crate::merge::{open_merge, Head, Merge};
+use crate::merge::{Head, Merge};
 use crate::perf::PerfEvent;
-use crate::symbols::FuncId;
-use record_format::libcall::{stack_effect, StackEffect};
+use record_format::libcall::StackEffect;
 use record_format::{RecordKind, TraceDir};
+
+mod jumps;
+mod open;
 
 /// An entry record and what the filters made of it.
 #[derive(Debug, Clone, Copy)]
@@ -196,128 +197,7 @@ pub struct Core<'d> {
     pub notices: Vec<String>,
 }
 
-/// The process of each thread by its last `TASK` line (a thread without one is its own).
-fn pids(dir: &TraceDir) -> std::collections::HashMap<u32, u32> {
-    dir.tasks
-        .iter()
-        .filter_map(|l| match *l {
-            record_format::task::TaskLine::Task { tid, pid, .. } => Some((tid, pid)),
-            _ => None,
-        })
-        .collect()
-}
-
-fn time_point(p: TimePoint, first: u64) -> u64 {
-    match p {
-        TimePoint::Elapsed(ns) => first.saturating_add(ns),
-        TimePoint::Absolute(ns) => ns,
-    }
-}
-
 impl<'d> Core<'d> {
-    /// Opens the walk of `dir`: the merge with the filters of `cfg` compiled, `-r` set.
-    pub fn new(dir: &'d TraceDir, cfg: &Config, policy: Policy) -> Core<'d> {
-        let libcall_filter = matches!(policy.libcall, Libcall::Hidden | Libcall::HiddenExitDropped);
-        let (mut merge, notices) = if cfg.no_libcall && !libcall_filter {
-            // The filters must not hide library calls themselves (see Libcall::NotReported).
-            let cfg = Config {
-                no_libcall: false,
-                ..cfg.clone()
-            };
-            open_merge(dir, &cfg)
-        } else {
-            open_merge(dir, cfg)
-        };
-        let first = merge.first_time();
-        let (mut range, mut range_stop) = ((0, u64::MAX), None);
-        if let Some(r) = cfg.time_range {
-            // As uftrace, an elapsed start counts from the first function record, a stop
-            // from the first record of the data (switches included: the perf files are read
-            // for it only then).
-            let stop_origin = || {
-                let events = crate::perf::events_by_time(dir);
-                super::sched::origin(&events, dir, &cfg.tids, (0, u64::MAX), first, false)
-            };
-            range = (
-                r.start.map_or(0, |p| time_point(p, first)),
-                r.stop.map_or(u64::MAX, |p| match p {
-                    TimePoint::Elapsed(_) => time_point(p, stop_origin()),
-                    TimePoint::Absolute(_) => time_point(p, first),
-                }),
-            );
-            // uftrace closes unfinished calls at the stop value as written: an elapsed stop
-            // is compared with absolute times, which leaves such calls out.
-            range_stop = r.stop.map(|p| match p {
-                TimePoint::Elapsed(ns) | TimePoint::Absolute(ns) => ns,
-            });
-            merge.set_range(range.0, range.1);
-            merge.restart();
-        }
-        let no_filters = (merge.filters.is_empty()
-            && !merge.filters.no_libcall
-            && !cfg.start_disabled
-            && cfg.size_filter.is_none())
-            || !policy.filters;
-        let plain = no_filters
-            && cfg.depth.is_none()
-            && (!cfg.no_libcall || policy.libcall == Libcall::Ignored)
-            && policy.fixups == Fixups::Shown;
-        let pids = pids(dir);
-        let tasks = dir
-            .data
-            .iter()
-            .map(|d| TaskCore {
-                stack: {
-                    let mut s = TaskStack::new(cfg.depth);
-                    s.set_size_limit(cfg.size_filter.unwrap_or(0));
-                    s
-                },
-                pid: pids.get(&d.tid).copied().unwrap_or(d.tid),
-                allowed: cfg.tids.is_empty() || cfg.tids.contains(&d.tid),
-                first_time: 0,
-                last_time: 0,
-                last_exit: 0,
-                exits: 0,
-                last_seen: 0,
-                setjmp: 0,
-                sched_out: None,
-                session: None,
-                sess_from: 1,
-                sess_until: 0,
-                exec_reset: false,
-            })
-            .collect();
-        let perf = if policy.sched {
-            crate::perf::events_by_time(dir)
-        } else {
-            Vec::new()
-        };
-        let perf_until = perf.len();
-        Core {
-            merge,
-            tasks,
-            policy,
-            enabled: !(cfg.start_disabled && policy.triggers),
-            setjmp: 0,
-            pending: None,
-            deferred_execs: Vec::new(),
-            exec_due: u64::MAX,
-            exec_reset_any: false,
-            fixups: Vec::new(),
-            range,
-            range_stop,
-            no_filters,
-            plain,
-            no_libcall: cfg.no_libcall,
-            perf,
-            perf_next: 0,
-            perf_until,
-            sched_min: cfg.time_filter.unwrap_or(0),
-            sched_all: false,
-            notices,
-        }
-    }
-
     /// The next step in time order (records of tasks `--tid` leaves out are skipped), or
     /// `None` at the end of the data. Context switches come before the record they precede.
     #[inline]
@@ -517,136 +397,9 @@ impl<'d> Core<'d> {
         step
     }
 
-    /// Applies the pending exec or longjmp, if any.
-    #[inline]
-    pub(super) fn apply_pending(&mut self) {
-        if let Some((ti, e)) = self.pending.take() {
-            self.apply(ti, e);
-        }
-    }
-
-    /// Takes the pending exec or longjmp of the entry just stepped and applies it; returns
-    /// it (replay moves its display depth along).
-    pub fn take_jump(&mut self) -> Option<StackEffect> {
-        let (_, e) = self.pending?;
-        self.apply_pending();
-        Some(e)
-    }
-
-    /// Forgets the pending exec or longjmp (the look-ahead's skipped entries).
-    pub(super) fn drop_pending(&mut self) {
-        self.pending = None;
-    }
-
     /// `--no-libcall`.
     pub fn no_libcall(&self) -> bool {
         self.no_libcall
-    }
-
-    /// Whether the entry just stepped has a pending exec or longjmp.
-    pub fn jump_pending(&self) -> bool {
-        self.pending.is_some()
-    }
-
-    /// Empties task `ti`'s stack after an exec.
-    fn exec_task(&mut self, ti: usize) {
-        let resets = self.policy.exec_resets_filters;
-        let t = &mut self.tasks[ti];
-        t.stack.exec();
-        if resets {
-            t.stack.reset_filters();
-        }
-        t.exec_reset = true;
-        self.exec_reset_any = true;
-    }
-
-    /// Empties the stacks of the threads of `pid` other than `ti` (the exec'ing one).
-    fn exec_others(&mut self, pid: u32, ti: usize) {
-        for i in 0..self.tasks.len() {
-            if i != ti && self.tasks[i].pid == pid {
-                self.exec_task(i);
-            }
-        }
-    }
-
-    /// Applies the deferred execs whose new image started at or before `time` (`u64::MAX`:
-    /// all of them, at the end of the data): the old image's threads are gone from there.
-    pub fn apply_due_execs(&mut self, time: u64) {
-        let mut i = 0;
-        while i < self.deferred_execs.len() {
-            let (pid, at, ti) = self.deferred_execs[i];
-            if at <= time {
-                self.deferred_execs.swap_remove(i);
-                self.exec_others(pid, ti);
-            } else {
-                i += 1;
-            }
-        }
-        self.exec_due = self
-            .deferred_execs
-            .iter()
-            .map(|e| e.1)
-            .min()
-            .unwrap_or(u64::MAX);
-    }
-
-    /// The tasks whose stack an exec emptied since the last call (replay starts their
-    /// display depth over).
-    pub fn take_exec_resets(&mut self) -> Vec<usize> {
-        if !std::mem::take(&mut self.exec_reset_any) {
-            return Vec::new();
-        }
-        let tasks = self.tasks.iter_mut().enumerate();
-        tasks
-            .filter_map(|(i, t)| std::mem::take(&mut t.exec_reset).then_some(i))
-            .collect()
-    }
-
-    /// The stack change of an entry of the exec/setjmp/longjmp families.
-    fn apply(&mut self, ti: usize, e: StackEffect) {
-        let policy = self.policy;
-        let pid = self.tasks[ti].pid;
-        if e == StackEffect::Exec {
-            // The new image replaces every thread of the process: the calls other threads
-            // had open are gone too (a thread's exec ends them all, and the new image runs
-            // in the leader's tid). But the other threads run on until the kernel ends them
-            // in the exec (the leader may still return from a call and enter another after
-            // the thread's exec entry): their stacks are emptied where the new image's
-            // session starts, when the data has it.
-            let (tid, time) = (self.merge.tid(ti), self.tasks[ti].last_time);
-            let next = self.merge.sym.session_at(tid, time).map(|(_, next)| next);
-            self.exec_task(ti);
-            match next {
-                Some(at) if at != u64::MAX => {
-                    self.deferred_execs.push((pid, at, ti));
-                    self.exec_due = self.exec_due.min(at);
-                }
-                _ => self.exec_others(pid, ti),
-            }
-            return;
-        }
-        let t = &mut self.tasks[ti];
-        match e {
-            StackEffect::Setjmp if policy.setjmp == Setjmp::PerTask => {
-                t.setjmp = t.stack.open_calls();
-            }
-            StackEffect::Longjmp => match policy.setjmp {
-                Setjmp::Global => t.stack.longjmp_to(self.setjmp),
-                Setjmp::PerTask if t.setjmp > 0 => t.stack.longjmp_to(t.setjmp),
-                Setjmp::PerTask => {}
-            },
-            _ => {}
-        }
-    }
-
-    /// The stack effect of a function (cached per id).
-    #[inline]
-    pub fn fixup(&mut self, func: FuncId) -> Option<StackEffect> {
-        let i = func as usize;
-        if self.fixups.len() <= i {
-            self.fixups.resize(i + 1, None);
-        }
-        *self.fixups[i].get_or_insert_with(|| stack_effect(&self.merge.sym.func(func).name))
     }
 
     /// Whether an event of task `ti` shows now: tracing on, and inside the calls the filters
@@ -681,39 +434,6 @@ impl<'d> Core<'d> {
         }
         let text = self.merge.event_text(ti, h)?;
         (!(no_sched && text.starts_with("linux:sched"))).then_some(text)
-    }
-
-    /// Closes the innermost call still open in task `ti` at the end of the data (as
-    /// [`Policy::unfinished`] says), innermost first; `None` once none is left. Calls never
-    /// entered in the data (or hidden, with [`Policy::unfinished_shown_only`]) are skipped.
-    pub fn close_next(&mut self, ti: usize) -> Option<Unclosed> {
-        self.apply_pending();
-        self.apply_due_execs(u64::MAX);
-        let t = &mut self.tasks[ti];
-        if !t.allowed {
-            return None;
-        }
-        let last = match self.policy.unfinished {
-            Unfinished::Open => return None,
-            Unfinished::RangeStopOrLast => self.range_stop.unwrap_or(t.last_time),
-            Unfinished::LastExit => self.range_stop.unwrap_or(t.last_exit),
-            Unfinished::LastSeenCapped => {
-                self.range_stop.map_or(t.last_seen, |s| s.min(t.last_seen))
-            }
-        };
-        loop {
-            let closed = t.stack.close_open(last)?;
-            let Some(c) = closed else { continue };
-            if self.policy.unfinished_shown_only && !t.stack.exit() {
-                continue;
-            }
-            return Some(Unclosed {
-                task: ti,
-                closed: c,
-                slot: t.stack.open_calls(),
-                time: last,
-            });
-        }
     }
 }
 

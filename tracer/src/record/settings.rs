@@ -6,11 +6,15 @@ use crate::config;
 use crate::invocation::Invocation;
 use crate::notice::Notices;
 use crate::timefmt;
-use record_format::argspec::{items_of_kind, ItemKind};
 use record_format::env;
 use record_format::info::ArgSpecInfo;
 use std::ffi::OsString;
 use std::path::Path;
+
+mod specs;
+
+use specs::arg_settings;
+pub(super) use specs::trigger_items;
 
 /// Largest `--max-stack`.
 const MAX_STACK_LIMIT: u32 = 65535;
@@ -100,101 +104,6 @@ pub(super) fn patch_env(inv: &Invocation) -> Option<String> {
     (!items.is_empty()).then(|| items.join(";"))
 }
 
-/// The `-A` or `-R` entries (`;`-separated lists split), without those whose items of `kind`
-/// do not parse: they get uftrace's `Usage:` line and are left out, as readers leave them out.
-/// So are those with an item whose location the runtime cannot read.
-fn spec_entries(lists: &[String], kind: ItemKind, notices: &mut Notices) -> Vec<String> {
-    let mut out = Vec::new();
-    for entry in lists.iter().flat_map(|s| s.split(';')) {
-        if entry.trim().is_empty() {
-            continue;
-        }
-        let items = entry.split_once('@').map_or("", |(_, i)| i);
-        // A location the runtime cannot read (`%stack0`, a long double in a register) is
-        // refused here rather than recorded as zeros.
-        match items_of_kind(items, kind, 8) {
-            Ok((items, _)) => match items.iter().find_map(|i| i.location_error()) {
-                None => out.push(entry.to_string()),
-                Some(e) => notices.usage(e.to_string()),
-            },
-            Err((_, e)) => notices.usage(e.to_string()),
-        }
-    }
-    out
-}
-
-/// The argument and return-value specs that `-T` values carry among their actions, as uftrace
-/// records them (`-T main@filter,arg1/x,retval` adds `main@arg1/x` to the `-A` list and
-/// `main@retval` to the `-R` list; `auto-args` adds `main` to both: the function's automatic
-/// specs).
-fn trigger_specs(triggers: &[String]) -> (Vec<String>, Vec<String>) {
-    let (mut args, mut rets) = (Vec::new(), Vec::new());
-    for t in triggers.iter().flat_map(|s| s.split(';')) {
-        let Some((name, words)) = t.split_once('@') else {
-            continue;
-        };
-        let words: Vec<&str> = words.split(',').map(str::trim).collect();
-        let lower = |w: &str| w.to_ascii_lowercase();
-        let arg_items: Vec<&str> = words
-            .iter()
-            .copied()
-            .filter(|w| lower(w).starts_with("arg") || lower(w).starts_with("fparg"))
-            .collect();
-        let ret_items: Vec<&str> = words
-            .iter()
-            .copied()
-            .filter(|w| lower(w).starts_with("retval"))
-            .collect();
-        if !arg_items.is_empty() {
-            args.push(format!("{name}@{}", arg_items.join(",")));
-        }
-        if !ret_items.is_empty() {
-            rets.push(format!("{name}@{}", ret_items.join(",")));
-        }
-        if words.iter().any(|w| lower(w) == "auto-args") {
-            args.push(name.to_string());
-            rets.push(name.to_string());
-        }
-    }
-    (args, rets)
-}
-
-/// The ARG_SPEC section and the runtime's variables for `-A`, `-R` and `-a`.
-fn arg_settings(
-    f: &crate::cli::FilterArgs,
-    set: &mut impl FnMut(&str, String),
-    notices: &mut Notices,
-) -> Option<ArgSpecInfo> {
-    let (trigger_args, trigger_rets) = trigger_specs(&f.trigger);
-    // The triggers' entries come first: a later `-A`/`-R` item for the same argument wins.
-    let mut args = spec_entries(&trigger_args, ItemKind::Args, notices);
-    args.extend(spec_entries(&f.argument, ItemKind::Args, notices));
-    let mut rets = spec_entries(&trigger_rets, ItemKind::Ret, notices);
-    rets.extend(spec_entries(&f.retval, ItemKind::Ret, notices));
-    if args.is_empty() && rets.is_empty() && !f.auto_args {
-        return None;
-    }
-    let argspec = (!args.is_empty()).then(|| args.join(";"));
-    let retspec = (!rets.is_empty()).then(|| rets.join(";"));
-    if let Some(a) = &argspec {
-        set(env::ARGSPEC, a.clone());
-    }
-    if let Some(r) = &retspec {
-        set(env::RETSPEC, r.clone());
-    }
-    if f.auto_args {
-        set(env::AUTO_ARGS, "1".to_string());
-    }
-    Some(ArgSpecInfo {
-        argspec,
-        retspec,
-        argauto: record_format::autoargs::ARGAUTO.to_string(),
-        retauto: record_format::autoargs::RETAUTO.to_string(),
-        enumauto: record_format::autoargs::ENUMAUTO.to_string(),
-        auto_args: f.auto_args,
-    })
-}
-
 /// `-b SIZE`: decimal, `0x` hex or `0` octal with an optional k/m/g suffix; rounded up to a
 /// page multiple.
 fn parse_size(text: &str, notices: &mut Notices) -> Option<u64> {
@@ -265,31 +174,6 @@ fn parse_bytes(text: &str) -> Option<u64> {
     };
     let value = record_format::printfmt::int_literal(digits);
     value.and_then(|v| v.checked_mul(mult)).filter(|&v| v > 0)
-}
-
-/// `-F`, `-N`, `-H`, `-C` and `-T` as one `PATTERN@ACTIONS` list ([`env::TRIGGER`] items),
-/// in command-line order of kinds: `-F x` is `x@filter`, `-N x@clear` is `x@clear,notrace`.
-pub(super) fn trigger_items(f: &crate::cli::FilterArgs) -> Vec<String> {
-    let as_trigger = |list: &[String], action: &'static str| -> Vec<String> {
-        list.iter()
-            .flat_map(|s| s.split(';'))
-            .filter(|s| !s.is_empty())
-            .map(move |s| match s.contains('@') {
-                true => format!("{s},{action}"),
-                false => format!("{s}@{action}"),
-            })
-            .collect()
-    };
-    let mut triggers = as_trigger(&f.filter, "filter");
-    triggers.extend(as_trigger(&f.notrace, "notrace"));
-    triggers.extend(as_trigger(&f.hide, "hide"));
-    triggers.extend(as_trigger(&f.caller, "caller"));
-    for t in f.trigger.iter().flat_map(|s| s.split(';')) {
-        if !t.is_empty() {
-            triggers.push(t.to_string());
-        }
-    }
-    triggers
 }
 
 pub(super) fn settings(inv: &Invocation, notices: &mut Notices) -> anyhow::Result<Settings> {
@@ -522,174 +406,5 @@ pub(super) fn runtime_env(libmcount: &Path) -> Vec<(String, OsString)> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn patch_options_keep_command_line_order() {
-        let argv = [
-            "utrace",
-            "record",
-            "-P",
-            "a;b@libx",
-            "-U",
-            "b",
-            "--patch=c",
-            "prog",
-        ];
-        let argv = argv.iter().map(std::ffi::OsString::from).collect();
-        let inv = crate::invocation::parse_command_line(argv, &mut Notices::silent()).unwrap();
-        assert_eq!(patch_env(&inv).as_deref(), Some("+a;+b@libx;-b;+c"));
-        let argv = ["utrace", "record", "prog"]
-            .iter()
-            .map(std::ffi::OsString::from);
-        let inv = crate::invocation::parse_command_line(argv.collect(), &mut Notices::silent());
-        assert_eq!(patch_env(&inv.unwrap()), None);
-    }
-
-    #[test]
-    fn sizes() {
-        let mut n = Notices::silent();
-        assert_eq!(parse_size("128K", &mut n), Some(128 * 1024));
-        assert_eq!(parse_size("0x2000", &mut n), Some(8192));
-        assert_eq!(parse_size("1m", &mut n), Some(1 << 20));
-        assert_eq!(parse_size("010000", &mut n), Some(4096));
-        assert_eq!(parse_size("5000", &mut n), Some(8192));
-        assert_eq!(parse_size("x", &mut n), None);
-        assert_eq!(
-            n.stdout_lines(),
-            [
-                "Usage: buffer size should be multiple of page size",
-                "Usage: invalid size: x"
-            ]
-        );
-    }
-
-    #[test]
-    fn trigger_actions_carry_argument_specs() {
-        let t = |v: &[&str]| trigger_specs(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
-        assert_eq!(
-            t(&["main@filter,depth=3,arg1"]),
-            (vec!["main@arg1".to_string()], vec![])
-        );
-        assert_eq!(
-            t(&["a@arg1/x,fparg2,retval/i32,depth=2;b@trace_on"]),
-            (
-                vec!["a@arg1/x,fparg2".to_string()],
-                vec!["a@retval/i32".to_string()]
-            )
-        );
-        assert_eq!(
-            t(&["printf@trace-on,auto-args"]),
-            (vec!["printf".to_string()], vec!["printf".to_string()])
-        );
-        assert_eq!(t(&["main@depth=1", "noat"]), (vec![], vec![]));
-    }
-
-    fn settings_of(words: &[&str]) -> (Settings, Notices) {
-        let mut argv = vec![OsString::from("utrace")];
-        argv.extend(words.iter().map(OsString::from));
-        let mut n = Notices::silent();
-        let inv = crate::invocation::parse_command_line(argv, &mut n).unwrap();
-        (settings(&inv, &mut n).unwrap(), n)
-    }
-
-    fn var<'a>(s: &'a Settings, name: &str) -> Option<&'a str> {
-        s.env
-            .iter()
-            .find(|(k, _)| k == name)
-            .and_then(|(_, v)| v.to_str())
-    }
-
-    #[test]
-    fn options_become_the_env_contract() {
-        let (s, n) = settings_of(&[
-            "record",
-            "-F",
-            "main",
-            "-N",
-            "b",
-            "-T",
-            "c@depth=1",
-            "-T",
-            "d@trace_off",
-            "-D",
-            "3",
-            "-t",
-            "1.5us",
-            "-b",
-            "8k",
-            "--max-stack=100",
-            "--match=glob",
-            "./x",
-        ]);
-        assert!(n.stdout_lines().is_empty(), "{:?}", n.stdout_lines());
-        assert_eq!(
-            var(&s, env::TRIGGER),
-            Some("main@filter;b@notrace;c@depth=1;d@trace_off")
-        );
-        assert_eq!(var(&s, env::DEPTH), Some("3"));
-        assert_eq!(var(&s, env::THRESHOLD), Some("1500"));
-        assert_eq!(var(&s, env::BUFFER), Some("8192"));
-        assert_eq!(var(&s, env::MAX_STACK), Some("100"));
-        assert_eq!(var(&s, env::PATTERN), Some("glob"));
-        assert_eq!(var(&s, env::PLTHOOK), Some("1"));
-        assert_eq!(s.max_stack, 100);
-        assert_eq!(s.time_filter.as_deref(), Some("1.5us"));
-
-        let (s, _) = settings_of(&["record", "--no-libcall", "./x"]);
-        assert_eq!(var(&s, env::PLTHOOK), None);
-        assert_eq!(var(&s, env::TRIGGER), None);
-        assert_eq!(var(&s, env::MAX_STACK), Some("1024"));
-        assert!(!s.plthook);
-
-        let (s, _) = settings_of(&[
-            "record",
-            "-H",
-            "a@libx",
-            "-C",
-            "c",
-            "-Z",
-            "30",
-            "--trace=off",
-            "./x",
-        ]);
-        assert_eq!(var(&s, env::TRIGGER), Some("a@libx,hide;c@caller"));
-        assert_eq!(var(&s, env::SIZE), Some("30"));
-        assert_eq!(var(&s, env::TRACE_OFF), Some("1"));
-
-        let (s, n) = settings_of(&["record", "--max-stack=0", "-D", "0", "./x"]);
-        assert_eq!(s.max_stack, 1024);
-        assert_eq!(var(&s, env::DEPTH), None);
-        assert_eq!(
-            n.stdout_lines(),
-            [
-                "Usage: max stack depth should be >0 and <65535",
-                "Usage: invalid depth given: 0 (ignoring..)"
-            ]
-        );
-    }
-
-    #[test]
-    fn watch_points_and_user_events() {
-        let (s, n) = settings_of(&[
-            "record",
-            "-W",
-            "cpu",
-            "-W",
-            "var:x",
-            "-E",
-            "app:a,app:b",
-            "-E",
-            "c:.*",
-            "./x",
-        ]);
-        assert_eq!(var(&s, env::WATCH), Some("cpu"));
-        assert_eq!(s.user_events, ["app:a", "app:b", "c:.*"]);
-        assert!(s.kernel_events.is_empty());
-        assert_eq!(
-            n.stderr_lines(),
-            ["WARN: unknown watch point: 'var:x' (only 'cpu' is known)"]
-        );
-    }
-}
+#[path = "settings_tests.rs"]
+mod tests;

@@ -10,23 +10,22 @@
 //! libmcount's code, and one calls `utrace_detach`. The rings are salvaged and the directory
 //! finished ([`super::finish`]) like any recording. [`errors`] words the refusals.
 
+mod caller;
 mod errors;
 mod inject;
 mod ptrace;
+mod session;
 
 use super::{finish, launch, open_target, program, settings, write_file, Target, Termination};
 use crate::invocation::Invocation;
 use crate::notice::Notices;
 use anyhow::{bail, Context};
-use inject::{Held, Modules, Saved, DATA};
-use ptrace::Stopped;
+use inject::Modules;
 use record_format::env;
+use session::{attach, detach};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-/// `RTLD_NOW`.
-const RTLD_NOW: u64 = 2;
 
 /// The pid of `-p PID`.
 fn parse_pid(text: &str) -> anyhow::Result<i32> {
@@ -329,315 +328,12 @@ fn trace(
     Ok(exited)
 }
 
-/// The system calls that the C library's allocator makes holding its arena lock.
-const ALLOCATOR_CALLS: [i64; 6] = [
-    libc::SYS_brk,
-    libc::SYS_mmap,
-    libc::SYS_munmap,
-    libc::SYS_mremap,
-    libc::SYS_mprotect,
-    libc::SYS_madvise,
-];
-
-/// Whether a thread at `rip` (in system call `call`) may run code that takes the C
-/// library's or the loader's locks: it is outside their code (`inside`), or blocked in a
-/// system call that the allocator does not make while holding its lock.
-fn safe_caller(rip: u64, call: Option<u64>, inside: &[(u64, u64)]) -> bool {
-    match call {
-        Some(nr) => !ALLOCATOR_CALLS.contains(&(nr as i64)),
-        None => !inside.iter().any(|&(a, b)| (a..b).contains(&rip)),
-    }
-}
-
-/// How many times the threads are let run a little before no thread is found that may make
-/// the calls.
-const CALLER_TRIES: usize = 200;
-
-/// The thread that makes the calls: the main thread if held, else another, at a place where
-/// it holds none of the C library's or the loader's locks (a `dlopen` in a thread stopped in
-/// `malloc` waits for itself); with `libmcount` loaded, also once no thread is inside its
-/// code (a hook half-way through its bookkeeping). The threads are let run a little until so.
-fn caller(stopped: &mut Stopped, libmcount: Option<&Path>) -> anyhow::Result<i32> {
-    for try_ in 0..CALLER_TRIES {
-        let modules = Modules::read(stopped.pid)?;
-        let hooks = libmcount.map_or(Vec::new(), |l| modules.code_of(l));
-        let in_hook = stopped.tids().into_iter().any(|tid| {
-            inject::position(tid)
-                .is_some_and(|(rip, _)| hooks.iter().any(|&(a, b)| (a..b).contains(&rip)))
-        });
-        let inside = lock_code(&modules);
-        if in_hook {
-            check_stop()?;
-            match try_ % 2 {
-                0 => step_out(stopped, &stopped.tids(), &hooks, &inside)?,
-                _ => stopped.shake()?,
-            }
-            continue;
-        }
-        let mut tids = stopped.tids();
-        if let Some(i) = tids.iter().position(|&t| t == stopped.pid) {
-            tids[..=i].rotate_right(1);
-        }
-        let safe: Vec<i32> = tids
-            .iter()
-            .copied()
-            .filter(|&tid| {
-                inject::position(tid).is_some_and(|(rip, call)| safe_caller(rip, call, &inside))
-            })
-            .collect();
-        // Best when no thread holds such a lock (the call would wait for it); after a while,
-        // any thread that holds none itself.
-        if safe.len() == tids.len() || (try_ >= CALLER_TRIES / 2 && !safe.is_empty()) {
-            return Ok(safe[0]);
-        }
-        check_stop()?;
-        if try_ % 2 == 0 {
-            step_out(stopped, &tids, &hooks, &inside)?;
-        } else {
-            stopped.shake()?;
-        }
-    }
-    bail!(
-        "process {}: its threads stay inside the C library, the loader or libmcount: cannot stop them where a call is safe",
-        stopped.pid
-    )
-}
-
-/// Single-steps each of `tids` that is running user code inside `hooks` or `inside` until it
-/// is out of them (see [`Stopped::step_out`]).
-fn step_out(
-    stopped: &mut Stopped,
-    tids: &[i32],
-    hooks: &[(u64, u64)],
-    inside: &[(u64, u64)],
-) -> anyhow::Result<()> {
-    let within = |rip: u64| {
-        hooks
-            .iter()
-            .chain(inside)
-            .any(|&(a, b)| (a..b).contains(&rip))
-    };
-    for &tid in tids {
-        if inject::position(tid).is_some_and(|(rip, call)| call.is_none() && within(rip)) {
-            stopped.step_out(tid, |rip| !within(rip))?;
-        }
-    }
-    Ok(())
-}
-
 /// Fails if a stop signal came to utrace.
 pub(super) fn check_stop() -> anyhow::Result<()> {
     if STOP.load(Ordering::Relaxed) {
         bail!("interrupted");
     }
     Ok(())
-}
-
-/// Stops the process, loads libmcount and starts the session.
-fn attach(
-    pid: i32,
-    libmcount: &Path,
-    attach_file: &Path,
-    dlopen: u64,
-    dlerror: u64,
-) -> anyhow::Result<()> {
-    let mut stopped = Stopped::stop_all(pid)?;
-    let loaded = Modules::read(pid)?.at(libmcount).is_some();
-    let tid = caller(&mut stopped, loaded.then_some(libmcount))?;
-    let held = Held::take(tid)?;
-    let result = load_and_start(
-        &mut stopped,
-        tid,
-        held.saved(),
-        libmcount,
-        attach_file,
-        dlopen,
-        dlerror,
-    );
-    let restored = held.restore();
-    stopped.detach_all();
-    result.and(restored)
-}
-
-/// Adds the stopped threads' instruction addresses to the attach file (`env::ATTACH_AVOID`):
-/// patching leaves their functions alone. The calling thread `tid`'s is the one it had
-/// before the calls (`saved`).
-fn note_avoid(
-    stopped: &Stopped,
-    tid: i32,
-    saved: &Saved,
-    attach_file: &Path,
-) -> anyhow::Result<()> {
-    use std::io::Write;
-    let rips: Vec<String> = stopped
-        .tids()
-        .into_iter()
-        .filter_map(|t| match t == tid {
-            true => Some(saved.rip()),
-            false => inject::position(t).map(|(rip, _)| rip),
-        })
-        .map(|rip| format!("{rip:x}"))
-        .collect();
-    let record = env::encode_vars([(env::ATTACH_AVOID, rips.join(",").as_bytes())]);
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(attach_file)
-        .and_then(|mut f| f.write_all(&record))
-        .with_context(|| format!("cannot write {}", attach_file.display()))
-}
-
-/// Lets the threads other than `tid` run a little until none is inside libmcount's code, and
-/// for a while, until none is at a place where it may hold a lock of the C library or the
-/// loader (`utrace_attach` allocates, and the others stay stopped while it patches).
-fn settle_others(stopped: &mut Stopped, tid: i32, libmcount: &Path) -> anyhow::Result<()> {
-    for try_ in 0..CALLER_TRIES {
-        let modules = Modules::read(stopped.pid)?;
-        let hooks = modules.code_of(libmcount);
-        // Only for a while: a thread that keeps stopping right after a system call (for a
-        // signal it sent to its process) is not known to hold nothing, but likely does not.
-        let inside = match try_ < CALLER_TRIES / 2 {
-            true => lock_code(&modules),
-            false => Vec::new(),
-        };
-        let settled = stopped.tids().into_iter().filter(|&t| t != tid).all(|t| {
-            inject::position(t).is_some_and(|(rip, call)| {
-                safe_caller(rip, call, &inside)
-                    && !hooks.iter().any(|&(a, b)| (a..b).contains(&rip))
-            })
-        });
-        if settled {
-            return Ok(());
-        }
-        if crate::diag::level("uftrace") > 0 {
-            let at: Vec<String> = stopped
-                .tids()
-                .into_iter()
-                .map(|t| format!("{t}: {:x?}", inject::position(t)))
-                .collect();
-            crate::diag::debug(
-                "uftrace",
-                1,
-                format!("attach: threads at {}", at.join(", ")),
-            );
-        }
-        check_stop()?;
-        let others: Vec<i32> = stopped.tids().into_iter().filter(|&t| t != tid).collect();
-        if try_ % 2 == 0 {
-            step_out(stopped, &others, &hooks, &inside)?;
-            continue;
-        }
-        stopped.release_others(tid);
-        std::thread::sleep(Duration::from_millis(2));
-        stopped.restop_others(tid)?;
-    }
-    bail!(
-        "process {}: its threads stay inside libmcount: cannot stop them where patching is safe",
-        stopped.pid
-    )
-}
-
-/// The code of the C library and the loader in `modules`.
-fn lock_code(modules: &Modules) -> Vec<(u64, u64)> {
-    let mut inside = Vec::new();
-    for (path, _) in [
-        modules.find(inject::is_libc),
-        modules.find(inject::is_loader),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        inside.extend(modules.code_of(path));
-    }
-    inside
-}
-
-fn cstring(path: &Path) -> Vec<u8> {
-    use std::os::unix::ffi::OsStrExt;
-    let mut bytes = path.as_os_str().as_bytes().to_vec();
-    bytes.push(0);
-    bytes
-}
-
-fn load_and_start(
-    stopped: &mut Stopped,
-    tid: i32,
-    saved: &Saved,
-    libmcount: &Path,
-    attach_file: &Path,
-    dlopen: u64,
-    dlerror: u64,
-) -> anyhow::Result<()> {
-    let pid = stopped.pid;
-    let handle = inject::call(
-        stopped,
-        tid,
-        saved,
-        (dlopen, inject::LOCK_WAIT),
-        &[DATA, RTLD_NOW],
-        &cstring(libmcount),
-    )?;
-    if handle == 0 {
-        let why = (dlerror != 0)
-            .then(|| inject::call(stopped, tid, saved, (dlerror, inject::LOCK_WAIT), &[], &[]).ok())
-            .flatten()
-            .filter(|&p| p != 0)
-            .and_then(|p| inject::read_cstr(tid, p))
-            .unwrap_or_else(|| "dlopen failed".to_string());
-        bail!("cannot load libmcount into process {pid}: {why}");
-    }
-    let attach = lib_symbol(pid, libmcount, "utrace_attach")?;
-    // The others ran during the dlopen perhaps: none may be inside libmcount or hold the C
-    // library's locks now, and the addresses to avoid are theirs of now.
-    settle_others(stopped, tid, libmcount)?;
-    note_avoid(stopped, tid, saved, attach_file)?;
-    let attach = (attach, inject::PATCH_WAIT);
-    let rc = inject::call(stopped, tid, saved, attach, &[DATA], &cstring(attach_file))? as i32;
-    if rc < 0 {
-        let e = std::io::Error::from_raw_os_error(-rc);
-        match -rc {
-            libc::EBUSY => bail!("process {pid} is being traced by another utrace already"),
-            libc::EEXIST => bail!("process {pid} was attached to before with other filters, triggers, arguments or -P/-U patterns: a later attach must use the same (libmcount keeps the first ones)"),
-            _ => bail!("cannot start tracing in process {pid}: {e}"),
-        }
-    }
-    Ok(())
-}
-
-/// The address of libmcount's `name` in process `pid`.
-fn lib_symbol(pid: i32, libmcount: &Path, name: &str) -> anyhow::Result<u64> {
-    let modules = Modules::read(pid)?;
-    let (path, start) = modules
-        .at(libmcount)
-        .with_context(|| format!("libmcount is not mapped in process {pid}"))?;
-    inject::symbol(pid, path, *start, name)
-        .with_context(|| format!("no {name} in {}", libmcount.display()))
-}
-
-/// Stops the process again and ends the session; returns whether there was none to end
-/// any more: the process ended, or ran another program (`exec`, which unmapped libmcount).
-fn detach(pid: i32, libmcount: &Path) -> anyhow::Result<bool> {
-    let mut stopped = match Stopped::stop_all(pid) {
-        Ok(s) => s,
-        // It ended just now.
-        Err(_) if ptrace::ended(pid, pid) => return Ok(true),
-        Err(e) => return Err(e),
-    };
-    if Modules::read(pid)?.at(libmcount).is_none() {
-        crate::diag::warn(format!(
-            "process {pid} ran another program (exec): its recording ends there"
-        ));
-        return Ok(true);
-    }
-    let result = caller(&mut stopped, Some(libmcount)).and_then(|tid| {
-        let detach = lib_symbol(pid, libmcount, "utrace_detach")?;
-        let held = Held::take(tid)?;
-        let detach = (detach, inject::PATCH_WAIT);
-        let called = inject::call(&mut stopped, tid, held.saved(), detach, &[], &[]);
-        held.restore()?;
-        called.map(|_| false)
-    });
-    stopped.detach_all();
-    result
 }
 
 /// Waits for a stop signal, the duration, or the end of the process; returns whether it
