@@ -27,6 +27,10 @@ source tests/debian_source.sh
 
 build=$CACHE/build-$(printf '%s' "$CFLAGS" | md5sum | cut -c1-8)
 mkdir -p "$build"
+# One run at a time (the tests that need the programs run in parallel): a second apt-get
+# would find the package lists locked.
+exec 9>"$CACHE/.lock"
+flock 9
 read -ra cflags <<<"$CFLAGS"
 
 lua=$build/lua

@@ -100,10 +100,12 @@ fn three_runs(tag: &str, prog: &Path, args: &[&str], cwd: &Path) -> Vec<BTreeMap
     counts
 }
 
-/// The functions both tracers saw must have the same call counts (to 0.5%: lua interns one
-/// string more in some runs, under either tracer), except those whose count varies from run
-/// to run (fewer than 5%); `expected` must be among utrace's functions, with
-/// stable counts.
+/// The functions both tracers saw must have the same call counts (to 3%: lua interns one
+/// string more in some runs, under either tracer, and its hash-chain walks move by a few
+/// percent with the seed even when utrace's two runs happen to agree: 561 against 572 calls
+/// of `mainpositionTV` seen), except those whose count varies between utrace's two runs
+/// (fewer than 5%); `expected` must be among utrace's functions, with stable counts. A
+/// function missed by the patching is off by far more.
 fn assert_same_calls(tag: &str, counts: &[BTreeMap<String, u64>], expected: &[&str]) {
     let (ut, again, uf) = (&counts[0], &counts[1], &counts[2]);
     let unstable: Vec<&String> = ut
@@ -130,7 +132,7 @@ fn assert_same_calls(tag: &str, counts: &[BTreeMap<String, u64>], expected: &[&s
     for (name, n) in ut {
         if let Some(m) = uf.get(name) {
             common += 1;
-            if n.abs_diff(*m) > n / 200 && !unstable.contains(&name) {
+            if n.abs_diff(*m) * 100 > n * 3 && !unstable.contains(&name) {
                 differ.push(format!("{name}: utrace {n}, uftrace {m}"));
             }
         }
