@@ -55,9 +55,12 @@ static int submit_reads(io_context_t ctx, int fd, char *buf, int adjacent)
 static int reap_one(io_context_t ctx, const char *who)
 {
 	struct io_event ev;
+	errno = 71;
 	if (io_getevents(ctx, 1, 1, &ev, NULL) != 1)
 		return 0;
+	int saved = errno;
 	printf("%s: data %ld res %ld\n", who, (long)ev.data, (long)ev.res);
+	printf("%s errno: %d\n", who, saved);
 	return ev.res == (long)((struct iocb *)ev.obj)->u.c.nbytes;
 }
 
@@ -90,7 +93,10 @@ int main(int argc, char *argv[])
 		return 2;
 	if (io_setup(4, &ctx) == 0) {
 		int adjacent = argc > 2 && strcmp(argv[2], "adjacent") == 0;
-		if (submit_reads(ctx, fd, buf, adjacent) == 3)
+		errno = 72;
+		int submitted = submit_reads(ctx, fd, buf, adjacent);
+		printf("io_submit errno: %d\n", errno);
+		if (submitted == 3)
 			ok = reap_a(ctx) + reap_b(ctx) + reap_c(ctx);
 		/* Nothing left: a zero timeout returns at once, errno untouched. */
 		struct timespec zero = { 0, 0 };

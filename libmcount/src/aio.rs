@@ -1,6 +1,6 @@
 //! libaio's `io_submit`, `io_getevents` and `io_pgetevents`, interposed: with `record -k`
 //! ([`env::AIO_MARKER`]), each call writes into tracefs' `trace_marker_raw` the iocbs it
-//! submits (at its entry) or the events it returned (at its return), in the layout of
+//! submitted or the events it returned, once it has returned, in the layout of
 //! [`record_format::aio`]; the kernel stores the write as an `ftrace:raw_data` event of the
 //! task, between the call's system call events. The analysis then knows each block request's
 //! iocb and the very call that reaped it (`report --io`).
@@ -12,16 +12,22 @@
 //! came later); without one, the raw system call, which is what libaio makes.
 //!
 //! What the program sees is unchanged: a marker is written after the call returns, of the
-//! iocbs the kernel accepted (it has read them: they are mapped, a bad pointer of the
-//! program's is its `EFAULT`, never our fault) or of the events it wrote; `errno` is not
-//! touched (a raw `write`), nothing is allocated, and the marker's descriptor is opened when
-//! the session starts, parked above the program's range (`config::keep_fd`). If it cannot
-//! be opened, no marker is written. Each marker is one `write` system call in the trace,
-//! under the call it describes.
+//! iocbs the kernel accepted, read with `process_vm_readv` (by then another thread may have
+//! reaped and freed them: an unmapped one is written as zeros, never a fault), or of the
+//! events it wrote into the caller's array; `errno` is not touched (raw system calls),
+//! nothing is allocated, and the marker's descriptor is opened when the session starts,
+//! parked above the program's range (`config::keep_fd`). If it cannot be opened, no marker
+//! is written. Each marker is one `write` system call in the trace, under the call it
+//! describes.
+//!
+//! Known limit: the interposed functions carry no symbol version, so a binary bound to
+//! libaio's compatibility `io_getevents@LIBAIO_0.1` (four arguments; libaio before 0.3.93,
+//! 2003) would reach the five-argument one. Every libaio of the last twenty years binds
+//! `io_getevents@@LIBAIO_0.4`.
 
 use crate::{config, sys};
 use core::ffi::c_char;
-use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use record_format::aio::{self, Iocb};
 use std::ffi::{CStr, CString};
 
@@ -33,10 +39,25 @@ static FD: AtomicI32 = AtomicI32::new(NOT_OPEN);
 const NOT_OPEN: i32 = -1;
 const FAILED: i32 = -2;
 
-/// The real functions (0: not found yet).
-static REAL_SUBMIT: AtomicUsize = AtomicUsize::new(0);
-static REAL_GETEVENTS: AtomicUsize = AtomicUsize::new(0);
-static REAL_PGETEVENTS: AtomicUsize = AtomicUsize::new(0);
+/// A real function: its address (0: not looked up yet, or not found), and when it was not
+/// found, the count of objects the dynamic linker had loaded ([`loads`]; 0: never missed).
+struct Real {
+    f: AtomicUsize,
+    missed_at: AtomicU64,
+}
+
+impl Real {
+    const fn new() -> Real {
+        Real {
+            f: AtomicUsize::new(0),
+            missed_at: AtomicU64::new(0),
+        }
+    }
+}
+
+static REAL_SUBMIT: Real = Real::new();
+static REAL_GETEVENTS: Real = Real::new();
+static REAL_PGETEVENTS: Real = Real::new();
 
 /// Sets the marker file of the session being started (`None`: no markers). The previous
 /// path is leaked (a thread may hold it); the descriptor of an earlier one is kept.
@@ -61,29 +82,57 @@ pub fn init() {
     }
 }
 
-/// The next definition of `name` after libmcount's, found once (looked up again at each
-/// call while there is none: libaio may be loaded later), the program's `errno` and
-/// `dlerror` left as they were.
-fn lookup(slot: &AtomicUsize, name: &CStr) -> usize {
-    // Relaxed: any thread may look it up again; the answer is the same.
-    match slot.load(Ordering::Relaxed) {
-        0 => {
-            // SAFETY: this thread's errno, valid as long as the thread.
-            let errno = unsafe { *libc::__errno_location() };
-            // SAFETY: NUL-terminated name; RTLD_NEXT is a valid pseudo-handle.
-            let f = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
-            if f == 0 {
-                // The program's next `dlerror` must not report our lookup.
-                // SAFETY: no arguments; clears this thread's dlerror state.
-                unsafe { libc::dlerror() };
+/// `dlpi_adds`: how many objects the dynamic linker has loaded so far (0 when it does not
+/// count). One callback, nothing allocated.
+fn loads() -> u64 {
+    unsafe extern "C" fn first(
+        info: *mut libc::dl_phdr_info,
+        size: libc::size_t,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: `data` is the u64 below; `info` is valid for this call and `size` says
+        // whether the `dlpi_adds` field exists.
+        unsafe {
+            if size >= core::mem::offset_of!(libc::dl_phdr_info, dlpi_subs) {
+                *(data as *mut u64) = (*info).dlpi_adds;
             }
-            // SAFETY: as above; the program's errno, as it was.
-            unsafe { *libc::__errno_location() = errno };
-            slot.store(f, Ordering::Relaxed);
-            f
         }
-        f => f,
+        1
     }
+    let mut adds = 0u64;
+    // SAFETY: the callback matches the expected signature and writes only `adds`.
+    unsafe { libc::dl_iterate_phdr(Some(first), &mut adds as *mut u64 as *mut libc::c_void) };
+    adds
+}
+
+/// The next definition of `name` after libmcount's, found once; while there is none, looked
+/// up again only when the dynamic linker has loaded more objects since (libaio may come
+/// later). The program's `errno` and `dlerror` are left as they were.
+fn lookup(real: &Real, name: &CStr) -> usize {
+    // Relaxed: any thread may look it up again; the answer is the same.
+    let f = real.f.load(Ordering::Relaxed);
+    if f != 0 {
+        return f;
+    }
+    let missed = real.missed_at.load(Ordering::Relaxed);
+    let now = loads();
+    if missed != 0 && now == missed {
+        return 0;
+    }
+    // SAFETY: this thread's errno, valid as long as the thread.
+    let errno = unsafe { *libc::__errno_location() };
+    // SAFETY: NUL-terminated name; RTLD_NEXT is a valid pseudo-handle.
+    let f = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
+    if f == 0 {
+        // The program's next `dlerror` must not report our lookup.
+        // SAFETY: no arguments; clears this thread's dlerror state.
+        unsafe { libc::dlerror() };
+        real.missed_at.store(now, Ordering::Relaxed);
+    }
+    // SAFETY: as above; the program's errno, as it was.
+    unsafe { *libc::__errno_location() = errno };
+    real.f.store(f, Ordering::Relaxed);
+    f
 }
 
 /// The marker's descriptor, opened at the first call; `None` when markers are off or it
@@ -155,18 +204,57 @@ fn mark(
 fn mark_submit(ctx: usize, n: i32, iocbpp: usize) {
     let sizes = (aio::IOCBS_PER_WRITE, aio::IOCB_SIZE);
     mark(aio::SUBMIT, ctx, n, sizes, |first, count, out| {
+        let (ptrs, raws, whole) = read_iocbs(iocbpp, first, count);
         for k in 0..count {
-            // SAFETY: the kernel has just read these `n` pointers and the iocbs they point
-            // to (it submitted them): both are mapped and readable; `read_unaligned` as the
-            // program may align them as it likes.
-            let cb = unsafe {
-                let ptr = ((iocbpp as *const usize).add(first + k)).read_unaligned();
-                let raw = (ptr as *const [u8; aio::IOCB_READ]).read_unaligned();
-                Iocb::from_struct(ptr as u64, &raw)
+            // An iocb no longer mapped (reaped and freed by another thread already) is
+            // written as zeros: the analysis matches nothing to it.
+            let cb = if k < whole {
+                Iocb::from_struct(ptrs[k], &raws[k])
+            } else {
+                Iocb::from_struct(0, &[0; aio::IOCB_READ])
             };
             cb.encode(&mut out[k * aio::IOCB_SIZE..(k + 1) * aio::IOCB_SIZE]);
         }
     });
+}
+
+/// Iocbs `first..first + count` of the array at `iocbpp`: their pointers and bytes, read with
+/// `process_vm_readv` (two system calls): the kernel read them during `io_submit`, but by its
+/// return another thread may have reaped and freed them, which must not fault the program.
+/// The third value is how many were read whole.
+#[allow(clippy::type_complexity)]
+fn read_iocbs(
+    iocbpp: usize,
+    first: usize,
+    count: usize,
+) -> (
+    [u64; aio::IOCBS_PER_WRITE],
+    [[u8; aio::IOCB_READ]; aio::IOCBS_PER_WRITE],
+    usize,
+) {
+    let mut ptrs = [0u64; aio::IOCBS_PER_WRITE];
+    let mut raws = [[0u8; aio::IOCB_READ]; aio::IOCBS_PER_WRITE];
+    let count = count.min(aio::IOCBS_PER_WRITE);
+    let mut bytes = [0u8; 8 * aio::IOCBS_PER_WRITE];
+    let got = sys::read_self(iocbpp.wrapping_add(8 * first), &mut bytes[..8 * count]) / 8;
+    for (p, b) in ptrs.iter_mut().zip(bytes.chunks_exact(8)).take(got) {
+        *p = u64::from_le_bytes(b.try_into().unwrap_or_default());
+    }
+    let empty = libc::iovec {
+        iov_base: core::ptr::null_mut(),
+        iov_len: 0,
+    };
+    let mut local = [empty; aio::IOCBS_PER_WRITE];
+    let mut remote = [empty; aio::IOCBS_PER_WRITE];
+    for k in 0..got {
+        local[k].iov_base = raws[k].as_mut_ptr() as *mut libc::c_void;
+        local[k].iov_len = aio::IOCB_READ;
+        remote[k].iov_base = ptrs[k] as *mut libc::c_void;
+        remote[k].iov_len = aio::IOCB_READ;
+    }
+    // SAFETY: each local iovec is one of `raws`' arrays, writable, of its length.
+    let read = unsafe { sys::read_self_iov(&local[..got], &remote[..got]) };
+    (ptrs, raws, read / aio::IOCB_READ)
 }
 
 /// Writes the `n` events at `events` that a call on `ctx` returned (its result).
@@ -283,4 +371,40 @@ pub unsafe extern "C" fn io_pgetevents(
     };
     mark_reaped(ctx, n, events);
     n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An iocb freed and unmapped by another thread after the `io_submit` returned ends the
+    /// read without a fault; those before it are read whole.
+    #[test]
+    fn iocbs_no_longer_mapped_are_not_read() {
+        let mut good = [0u8; 64];
+        good[..8].copy_from_slice(&0x1234u64.to_le_bytes());
+        good[40..48].copy_from_slice(&4096u64.to_le_bytes());
+        // SAFETY: a fresh anonymous page, unmapped again at once: its address stays invalid.
+        let gone = unsafe {
+            let p = libc::mmap(
+                core::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert_ne!(p, libc::MAP_FAILED);
+            libc::munmap(p, 4096);
+            p as u64
+        };
+        let list = [good.as_ptr() as u64, gone, good.as_ptr() as u64];
+        let (ptrs, raws, whole) = read_iocbs(list.as_ptr() as usize, 0, 3);
+        assert_eq!(whole, 1);
+        assert_eq!(ptrs[..3], list);
+        let cb = Iocb::from_struct(ptrs[0], &raws[0]);
+        assert_eq!((cb.data, cb.offset), (0x1234, 4096));
+        // The array itself unmapped: nothing read.
+        assert_eq!(read_iocbs(gone as usize, 0, 2).2, 0);
+    }
 }

@@ -397,6 +397,30 @@ pub unsafe fn munmap(addr: *mut u8, len: usize) {
     unsafe { syscall6(SYS_MUNMAP, [addr as usize, len, 0, 0, 0, 0]) };
 }
 
+/// `process_vm_readv` of this process from the `remote` ranges into the `local` buffers:
+/// the bytes copied (0 on an error). The kernel stops at the first remote range that is not
+/// mapped, so the count says how many ranges were read whole.
+///
+/// # Safety
+/// Each `local` iovec must describe writable memory of its length.
+pub unsafe fn read_self_iov(local: &[libc::iovec], remote: &[libc::iovec]) -> usize {
+    // SAFETY: the caller's local buffers are writable; the kernel checks the remote ranges.
+    let ret = unsafe {
+        syscall6(
+            SYS_PROCESS_VM_READV,
+            [
+                getpid() as usize,
+                local.as_ptr() as usize,
+                local.len(),
+                remote.as_ptr() as usize,
+                remote.len(),
+                0,
+            ],
+        )
+    };
+    check(ret).unwrap_or(0)
+}
+
 /// Copies this process's memory at `addr` into `out` with `process_vm_readv`, which fails
 /// (or stops early) instead of faulting on unmapped memory. The read is split at the first
 /// page boundary, so that a string ending before an unmapped page is still read. Returns the

@@ -17,7 +17,8 @@
 //!
 //! A write stays under [`MAX_WRITE`] bytes: older kernels refuse larger raw markers.
 
-/// "UAIS": the iocbs an `io_submit` hands to the kernel (written at its entry).
+/// "UAIS": the iocbs an `io_submit` handed to the kernel (written at its return, of those it
+/// accepted).
 pub const SUBMIT: u32 = u32::from_le_bytes(*b"UAIS");
 /// "UAIR": the events an `io_getevents` / `io_pgetevents` returned (written at its return).
 pub const REAPED: u32 = u32::from_le_bytes(*b"UAIR");

@@ -377,6 +377,18 @@ fn aio_requests_know_their_iocb_and_the_function_that_reaped_it() {
         assert_eq!(line(&stdout, key), line(&untraced.stdout, key), "{stdout}");
     }
     assert_eq!(line(&stdout, "errno: ").as_deref(), Some("errno: 77"));
+    // errno across the calls that wrote markers: as set before each call.
+    let errnos = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter(|l| l.contains(" errno: "))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(errnos(&stdout), errnos(&untraced.stdout), "{stdout}");
+    assert_eq!(errnos(&stdout).len(), 4, "{stdout}");
+    assert!(errnos(&stdout)
+        .iter()
+        .all(|l| l.ends_with(": 71") || l.ends_with(": 72")));
     // `reap_b: data 2 res 1024`: which function got which read.
     let got: Vec<(u64, String)> = stdout
         .lines()
