@@ -4,17 +4,30 @@
 
 use super::{App, Key, Mode, Sort};
 
+/// Where a moving key (up, down, a page, home, end; `k`/`j` too) takes a cursor at `cursor`
+/// in a list whose last row is `last`; `None` for any other key.
+fn moved(k: Key, cursor: usize, last: usize, page: usize) -> Option<usize> {
+    Some(match k {
+        Key::Up | Key::Char('k') => cursor.saturating_sub(1),
+        Key::Down | Key::Char('j') => (cursor + 1).min(last),
+        Key::PageUp => cursor.saturating_sub(page),
+        Key::PageDown => (cursor + page).min(last),
+        Key::Home => 0,
+        Key::End => last,
+        _ => return None,
+    })
+}
+
 impl App {
     pub(super) fn graph_key(&mut self, k: Key) {
         let last = self.visible.len().saturating_sub(1);
         let cur = self.current();
+        if let Some(to) = moved(k, self.cursor, last, self.page()) {
+            self.cursor = to;
+            self.scroll();
+            return;
+        }
         match k {
-            Key::Up | Key::Char('k') => self.cursor = self.cursor.saturating_sub(1),
-            Key::Down | Key::Char('j') => self.cursor = (self.cursor + 1).min(last),
-            Key::PageUp => self.cursor = self.cursor.saturating_sub(self.page()),
-            Key::PageDown => self.cursor = (self.cursor + self.page()).min(last),
-            Key::Home => self.cursor = 0,
-            Key::End => self.cursor = last,
             Key::Enter => {
                 if let Some(i) = cur.filter(|&i| !self.tree.nodes[i].children.is_empty()) {
                     self.tree.nodes[i].folded = !self.tree.nodes[i].folded;
@@ -151,13 +164,12 @@ impl App {
 
     pub(super) fn report_key(&mut self, k: Key) {
         let last = self.rows.len().saturating_sub(1);
+        if let Some(to) = moved(k, self.report_cursor, last, self.page()) {
+            self.report_cursor = to;
+            self.scroll();
+            return;
+        }
         match k {
-            Key::Up | Key::Char('k') => self.report_cursor = self.report_cursor.saturating_sub(1),
-            Key::Down | Key::Char('j') => self.report_cursor = (self.report_cursor + 1).min(last),
-            Key::PageUp => self.report_cursor = self.report_cursor.saturating_sub(self.page()),
-            Key::PageDown => self.report_cursor = (self.report_cursor + self.page()).min(last),
-            Key::Home => self.report_cursor = 0,
-            Key::End => self.report_cursor = last,
             Key::Char('s') => {
                 self.sort = match self.sort {
                     Sort::Total => Sort::Self_,
