@@ -242,15 +242,15 @@ impl Linker {
             }
             return sum == n;
         }
-        let (mut sum, mut end) = (n, cb.offset as u64 + n);
+        let (mut sum, mut end) = (n, (cb.offset as u64).saturating_add(n));
         for c in rest {
             let len = c
                 .length()
                 .filter(|_| c.reads() == cb.reads() && c.fd == cb.fd);
             match len {
                 Some(len) if c.offset as u64 == end && sum < bytes => {
-                    sum += len;
-                    end += len;
+                    sum = sum.saturating_add(len);
+                    end = end.saturating_add(len);
                 }
                 _ => break,
             }
