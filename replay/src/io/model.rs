@@ -373,7 +373,9 @@ impl Linker {
     fn completed(&mut self, i: usize) {
         let r = &self.requests[i];
         if let (Via::Aio, Some((ctx, _))) = (r.via, r.aio) {
-            self.aio_done.entry(ctx).or_default().push_back(i);
+            if !self.aio.marked(ctx) {
+                self.aio_done.entry(ctx).or_default().push_back(i);
+            }
         }
         if r.via == Via::Writeback {
             self.wait_for_writeback(i);
@@ -431,6 +433,12 @@ impl Linker {
         let (name, path) = (o.name.clone(), o.path(now));
         self.returned.remove(&tid);
         self.aio.reaped_by(tid, (name.clone(), time, path.clone()));
+        if self.aio.marked(ctx) {
+            // The markers name what it reaped: no guess (a wrong one would stay when the
+            // request's own reap is not in the trace).
+            self.aio_done.remove(&ctx);
+            return;
+        }
         let Some(done) = self.aio_done.get_mut(&ctx) else {
             return;
         };
@@ -453,7 +461,7 @@ impl Linker {
         }
         if &*o.name == "io_submit" {
             let reqs = std::mem::take(&mut o.aio_reqs);
-            self.aio.submitted(tid, Submitted::new(reqs));
+            self.aio.submitted(tid, Submitted::new(o.start, reqs));
         }
         if o.aio_ctx.is_some() {
             self.returned.insert(tid, (o, time));

@@ -32,6 +32,7 @@
 
 use crate::io::{FsKind, Request, Via};
 use crate::output::histogram::Histogram;
+use record_format::aio::Iocb;
 use record_format::timeval::push_duration;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -231,15 +232,7 @@ fn worst(reqs: &[Request], out: &mut dyn Write) -> std::io::Result<()> {
             extra += &format!(" aio ctx {ctx:#x} iocbs {iocbs:#x}");
         }
         if let Some(cb) = r.iocbs.first() {
-            extra += &format!(
-                " iocb {:#x} {} fd {} offset {} length {} data {:#x}",
-                cb.ptr,
-                cb.op_name(),
-                cb.fd,
-                cb.offset,
-                cb.nbytes,
-                cb.data
-            );
+            extra += &iocb_text(cb);
             if r.iocbs.len() > 1 {
                 let more: Vec<String> = r.iocbs[1..]
                     .iter()
@@ -293,4 +286,50 @@ fn worst(reqs: &[Request], out: &mut dyn Write) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// An iocb, as the worst requests show it (a vectored iocb's `nbytes` counts its iovecs).
+fn iocb_text(cb: &Iocb) -> String {
+    let size = match (cb.reads(), cb.length()) {
+        (Some(_), None) => "iovecs",
+        _ => "length",
+    };
+    format!(
+        " iocb {:#x} {} fd {} offset {} {size} {} data {:#x}",
+        cb.ptr,
+        cb.op_name(),
+        cb.fd,
+        cb.offset,
+        cb.nbytes,
+        cb.data
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use record_format::aio::{CMD_PREAD, CMD_PWRITEV};
+
+    #[test]
+    fn a_vectored_iocb_shows_its_iovec_count() {
+        let cb = Iocb {
+            ptr: 0x50,
+            data: 2,
+            opcode: CMD_PWRITEV,
+            fd: 3,
+            buf: 0x9000,
+            nbytes: 4,
+            offset: 8192,
+        };
+        assert_eq!(
+            iocb_text(&cb),
+            " iocb 0x50 pwritev fd 3 offset 8192 iovecs 4 data 0x2"
+        );
+        let cb = Iocb {
+            opcode: CMD_PREAD,
+            nbytes: 512,
+            ..cb
+        };
+        assert!(iocb_text(&cb).contains(" pread fd 3 offset 8192 length 512 "));
+    }
 }
