@@ -136,6 +136,37 @@ pub fn sid() -> u64 {
     SID.load(Ordering::Relaxed)
 }
 
+/// Calls `f` with each of libmcount's descriptors in `first..=last` ([`is_own_fd`]), in
+/// increasing order.
+pub fn each_own_fd(first: u32, last: u32, mut f: impl FnMut(u32)) {
+    let specials = [
+        DIRFD.load(Ordering::Relaxed),
+        RECORDER_FD.load(Ordering::Relaxed),
+    ];
+    let limit = last.min((OWN_FDS * 64 - 1) as u32);
+    let mut fd = first;
+    while fd <= limit {
+        let w = fd as usize / 64;
+        let mut bits = OWN_FD_BITS[w].load(Ordering::Relaxed);
+        if tracing() {
+            for s in specials.iter().filter(|&&s| s >= 0 && s as usize / 64 == w) {
+                bits |= 1 << (s % 64);
+            }
+        }
+        // The bits from `fd` to the end of its word (and no further than `limit`).
+        bits &= u64::MAX << (fd % 64);
+        while bits != 0 {
+            let found = (w * 64) as u32 + bits.trailing_zeros();
+            if found > limit {
+                return;
+            }
+            f(found);
+            bits &= bits - 1;
+        }
+        fd = (w as u32 + 1) * 64;
+    }
+}
+
 /// Whether `fd` is one of libmcount's descriptors (data directory, recorder pidfd, data files).
 pub fn is_own_fd(fd: i32) -> bool {
     let kept = OWN_FD_BITS

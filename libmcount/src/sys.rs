@@ -11,6 +11,7 @@ pub const PAGE_SIZE: usize = 4096;
 const SYS_READ: usize = 0;
 const SYS_WRITE: usize = 1;
 const SYS_CLOSE: usize = 3;
+const SYS_CLOSE_RANGE: usize = 436;
 const SYS_FSTAT: usize = 5;
 const SYS_POLL: usize = 7;
 const SYS_NANOSLEEP: usize = 35;
@@ -74,6 +75,17 @@ unsafe fn syscall6(nr: usize, a: [usize; 6]) -> isize {
 pub unsafe fn aio_syscall(nr: usize, a: [usize; 6]) -> isize {
     // SAFETY: the caller's guarantees.
     unsafe { syscall6(nr, a) }
+}
+
+/// `close_range(first, last, flags)` (Linux 5.9).
+pub fn close_range(first: u32, last: u32, flags: u32) -> SysResult<usize> {
+    // SAFETY: no memory is passed; the kernel checks the range and the flags.
+    check(unsafe {
+        syscall6(
+            SYS_CLOSE_RANGE,
+            [first as usize, last as usize, flags as usize, 0, 0, 0],
+        )
+    })
 }
 
 fn check(ret: isize) -> SysResult<usize> {

@@ -132,3 +132,74 @@ pub extern "C" fn close(fd: libc::c_int) -> libc::c_int {
         }
     }
 }
+
+/// `close_range(2)`'s flag that marks the descriptors close-on-exec instead of closing them.
+const CLOSE_RANGE_CLOEXEC: libc::c_uint = 4;
+
+/// Interposed `close_range(2)` (glibc 2.34): the program's range without libmcount's
+/// descriptors (its data files, the data directory, the recorder's pidfd, the aio marker),
+/// which the interposed `close` protects too; a program that closes everything from 3 up
+/// must not take the tracer's files with it, nor get their numbers back from its next
+/// `open` for the tracer to write into. The range goes to the kernel in pieces around
+/// them. On failure, -1 and `errno`, as glibc's.
+#[unsafe(no_mangle)]
+pub extern "C" fn close_range(
+    first: libc::c_uint,
+    last: libc::c_uint,
+    flags: libc::c_int,
+) -> libc::c_int {
+    let flags = flags as libc::c_uint;
+    let mut result = Ok(0);
+    if flags & CLOSE_RANGE_CLOEXEC != 0 || first > last {
+        // Marking close-on-exec takes nothing away (libmcount's are already marked).
+        result = sys::close_range(first, last, flags);
+    } else {
+        let mut from = first;
+        config::each_own_fd(first, last, |own| {
+            if own > from && result.is_ok() {
+                result = sys::close_range(from, own - 1, flags);
+            }
+            from = own + 1;
+        });
+        if from <= last && from != 0 && result.is_ok() {
+            result = sys::close_range(from, last, flags);
+        }
+    }
+    match result {
+        Ok(_) => 0,
+        Err(e) => {
+            // SAFETY: this thread's errno word.
+            unsafe { *libc::__errno_location() = e };
+            -1
+        }
+    }
+}
+
+/// Interposed `closefrom(3)` (glibc 2.34): every descriptor from `lowfd` up but libmcount's
+/// (see [`close_range`]); where the kernel has no `close_range`, one `close` at a time up to
+/// the descriptor limit, as glibc falls back to.
+#[unsafe(no_mangle)]
+pub extern "C" fn closefrom(lowfd: libc::c_int) {
+    // SAFETY: this thread's errno word: closefrom leaves it as it was.
+    let errno = unsafe { *libc::__errno_location() };
+    let first = lowfd.max(0) as libc::c_uint;
+    if close_range(first, libc::c_uint::MAX, 0) != 0 {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: `lim` is a valid rlimit to fill.
+        let max = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
+            lim.rlim_cur.min(1 << 20) as libc::c_uint
+        } else {
+            1024
+        };
+        for fd in first..max {
+            if !config::is_own_fd(fd as i32) {
+                sys::close(fd as i32);
+            }
+        }
+    }
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+}

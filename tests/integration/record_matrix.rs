@@ -495,7 +495,8 @@ fn every_testprog_is_recorded() {
             || crate::kernel_io::covers(&name)
             || crate::record_agent::covers(&name)
             || crate::stack_walks::covers(&name)
-            || crate::record_sessions::covers(&name);
+            || crate::record_sessions::covers(&name)
+            || crate::record_runtime::covers(&name);
         if !in_matrix && !in_survival && !elsewhere {
             missing.push(name);
         }

@@ -11,10 +11,18 @@
 //!   included, in one thread and in several) is uftrace's.
 //! - `-b SIZE`: small buffers lose nothing.
 //! - `-F` naming no function: said once (uftrace drops the pattern; see the test).
+//! - A program that closes every descriptor from 3 up (`closefrom`, `close_range`) and then
+//!   opens hundreds of files keeps libmcount's descriptors out of it: its files stay its own,
+//!   and every call after it is recorded (testprogs/closefrom.c).
 
 use crate::normalize::{self, Anchor};
 use crate::util::{self, Mode};
 use std::path::Path;
+
+/// The testprogs recorded here only (`record_matrix::every_testprog_is_recorded`).
+pub fn covers(prog: &str) -> bool {
+    prog == "closefrom"
+}
 
 /// The function column per task, leaves folded (threads interleave differently each run).
 fn columns(out: &str) -> String {
@@ -201,4 +209,55 @@ fn small_buffers_keep_every_record() {
         ));
     }
     util::assert_no_failures(&failures);
+}
+
+/// `closefrom(3)` and `close_range(3, ~0U, 0)` leave libmcount's descriptors (the thread's
+/// data file, the data directory, the recorder's pidfd) open: the program's next `open`s do
+/// not get their numbers, nothing writes into the program's files, and the calls made after
+/// it are all recorded, with small buffers so that the thread writes chunks itself.
+#[test]
+fn closing_every_descriptor_spares_the_tracers() {
+    let exe = util::testprog("closefrom", Mode::Pg);
+    let scratch = tempfile::tempdir().unwrap();
+    let run = |cmd: std::process::Command| {
+        let out = util::run(cmd);
+        out.assert_success();
+        out.stdout
+    };
+    let untraced = run({
+        let mut cmd = std::process::Command::new(&exe);
+        cmd.arg(scratch.path());
+        cmd
+    });
+    assert!(untraced.contains("many files open: yes"), "{untraced}");
+    assert!(
+        untraced.contains("written by someone else: 0"),
+        "{untraced}"
+    );
+    let dir = scratch.path().join("data");
+    let traced = run({
+        let mut cmd = std::process::Command::new(util::utrace_bin());
+        cmd.args(["record", "-b", "4K", "-d"])
+            .arg(&dir)
+            .arg(&exe)
+            .arg(scratch.path());
+        cmd
+    });
+    assert_eq!(traced, untraced);
+    let report = util::run({
+        let mut cmd = std::process::Command::new(util::utrace_bin());
+        cmd.args(["report", "-d"]).arg(&dir);
+        cmd
+    });
+    report.assert_success();
+    let calls = |name: &str| {
+        report
+            .stdout
+            .lines()
+            .find(|l| l.split_whitespace().last() == Some(name))
+            .and_then(|l| l.split_whitespace().nth(4))
+            .map(str::to_string)
+    };
+    assert_eq!(calls("leaf").as_deref(), Some("50010"), "{report}");
+    assert_eq!(calls("work").as_deref(), Some("2"), "{report}");
 }
