@@ -76,6 +76,7 @@ const PROGS: &[Prog] = &[
         replay: &[],
         reduce: EXACT,
     },
+    prog("closefrom", &[], EXACT),
     prog("crash", &[], Reduce::Tasks(Norm::Exact)),
     prog("cxx", &[], EXACT),
     prog("cxxlib", &[], EXACT),

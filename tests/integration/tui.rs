@@ -210,9 +210,10 @@ fn tui_shows_context_switches() {
     let screen = pane.wait("the graph", false, |s| s.contains("└─(1) main"));
     let lines: Vec<&str> = screen.lines().collect();
     let usleep = lines.iter().position(|l| l.ends_with("└─(1) usleep"));
+    // The first child of `usleep` (a second one, `(pre-empted)`, when the machine is busy).
     let sched = lines
         .iter()
-        .position(|l| l.trim_end().ends_with("└─(1) linux:schedule"));
+        .position(|l| l.trim_end().ends_with("─(1) linux:schedule"));
     assert!(
         usleep.is_some() && sched == usleep.map(|u| u + 1),
         "no linux:schedule under usleep:\n{screen}"
