@@ -149,22 +149,17 @@ pub extern "C" fn close_range(
     flags: libc::c_int,
 ) -> libc::c_int {
     let flags = flags as libc::c_uint;
-    let mut result = Ok(0);
-    if flags & CLOSE_RANGE_CLOEXEC != 0 || first > last {
+    let result = if flags & CLOSE_RANGE_CLOEXEC != 0 || first > last {
         // Marking close-on-exec takes nothing away (libmcount's are already marked).
-        result = sys::close_range(first, last, flags);
+        sys::close_range(first, last, flags)
     } else {
-        let mut from = first;
-        config::each_own_fd(first, last, |own| {
-            if own > from && result.is_ok() {
-                result = sys::close_range(from, own - 1, flags);
-            }
-            from = own + 1;
-        });
-        if from <= last && from != 0 && result.is_ok() {
-            result = sys::close_range(from, last, flags);
-        }
-    }
+        in_pieces(
+            first,
+            last,
+            |each| config::each_own_fd(first, last, each),
+            |a, b| sys::close_range(a, b, flags),
+        )
+    };
     match result {
         Ok(_) => 0,
         Err(e) => {
@@ -172,6 +167,29 @@ pub extern "C" fn close_range(
             unsafe { *libc::__errno_location() = e };
             -1
         }
+    }
+}
+
+/// Calls `close(a, b)` on each piece of `first..=last` between the descriptors that `owns`
+/// gives (increasing, within the range), up to the first error, which it returns.
+fn in_pieces(
+    first: u32,
+    last: u32,
+    owns: impl FnOnce(&mut dyn FnMut(u32)),
+    mut close: impl FnMut(u32, u32) -> sys::SysResult<usize>,
+) -> sys::SysResult<usize> {
+    let mut result = Ok(0);
+    // The next descriptor to close; `None` once past `last` (an own descriptor at `u32::MAX`).
+    let mut from = Some(first);
+    owns(&mut |own| {
+        if let Some(f) = from.filter(|&f| own > f && result.is_ok()) {
+            result = close(f, own - 1);
+        }
+        from = own.checked_add(1);
+    });
+    match from {
+        Some(f) if f <= last && result.is_ok() => close(f, last),
+        _ => result,
     }
 }
 
@@ -202,4 +220,48 @@ pub extern "C" fn closefrom(lowfd: libc::c_int) {
     }
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = errno };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_pieces;
+
+    /// The pieces closed around libmcount's descriptors, from 0 (every descriptor) too.
+    #[test]
+    fn ranges_are_closed_around_own_descriptors() {
+        let pieces = |first, last, owns: &[u32]| {
+            let mut got = Vec::new();
+            let r = in_pieces(
+                first,
+                last,
+                |each| owns.iter().for_each(|&o| each(o)),
+                |a, b| {
+                    got.push((a, b));
+                    Ok(0)
+                },
+            );
+            assert_eq!(r, Ok(0));
+            got
+        };
+        assert_eq!(pieces(0, u32::MAX, &[]), [(0, u32::MAX)]);
+        assert_eq!(
+            pieces(3, u32::MAX, &[900, 901, 905]),
+            [(3, 899), (902, 904), (906, u32::MAX)]
+        );
+        assert_eq!(pieces(900, 901, &[900, 901]), []);
+        assert_eq!(pieces(900, 950, &[900]), [(901, 950)]);
+        assert_eq!(pieces(3, 10, &[10]), [(3, 9)]);
+        // The first error stops the closing and is returned.
+        let mut calls = 0;
+        let r = in_pieces(
+            3,
+            100,
+            |each| each(50),
+            |_, _| {
+                calls += 1;
+                Err(libc::EINVAL)
+            },
+        );
+        assert_eq!((r, calls), (Err(libc::EINVAL), 1));
+    }
 }
