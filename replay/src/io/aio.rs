@@ -298,14 +298,13 @@ impl Linker {
         };
         for e in events {
             let by = (tid, call.clone(), at, path.clone());
-            match self.aio.by_iocb.contains_key(&(ctx, e.obj)) {
-                true => self.reap_iocb(ctx, e.obj, by),
-                false => {
-                    if self.aio.early.len() >= EARLY_MAX {
-                        self.aio.prune_early();
-                    }
-                    self.aio.early.insert((ctx, e.obj), by);
+            if self.aio.by_iocb.contains_key(&(ctx, e.obj)) {
+                self.reap_iocb(ctx, e.obj, by);
+            } else {
+                if self.aio.early.len() >= EARLY_MAX {
+                    self.aio.prune_early();
                 }
+                self.aio.early.insert((ctx, e.obj), by);
             }
         }
     }
@@ -316,20 +315,21 @@ impl Linker {
             return;
         };
         for i in reqs {
-            let r = &mut self.requests[i];
-            if r.iocbs.first().is_none_or(|cb| cb.ptr != ptr) {
+            if self.requests[i]
+                .iocbs
+                .first()
+                .is_none_or(|cb| cb.ptr != ptr)
+            {
                 continue;
             }
-            // Over the completion-order rule's guess.
-            r.points.retain(|p| p.layer != Layer::Reap);
-            r.reaper = None;
-            self.reap(i, tid, time, &call, path.clone());
-            if let Some(&m) = self.aio.merged.get(&i) {
-                let r = &mut self.requests[m];
+            // Over the completion-order rule's guess: the request, and the one it was merged
+            // into when `ptr` is that one's first iocb too.
+            for k in std::iter::once(i).chain(self.aio.merged.get(&i).copied()) {
+                let r = &mut self.requests[k];
                 if r.iocbs.first().is_some_and(|cb| cb.ptr == ptr) {
                     r.points.retain(|p| p.layer != Layer::Reap);
                     r.reaper = None;
-                    self.reap(m, tid, time, &call, path.clone());
+                    self.reap(k, tid, time, &call, path.clone());
                 }
             }
         }

@@ -39,6 +39,31 @@ fn iocb(ptr: u64, offset: i64, nbytes: u64, data: u64) -> Iocb {
     }
 }
 
+/// The `sys_enter_io_submit` event of context [`CTX`] (iocb array at 0x7ff0).
+fn submit(time: u64, tid: u32) -> Event {
+    ev(
+        time,
+        tid,
+        What::AioSubmit {
+            ctx: CTX,
+            iocbs: 0x7ff0,
+        },
+    )
+}
+
+/// libmcount's submit marker of context [`CTX`]: `iocbs` from the first.
+fn marked(time: u64, tid: u32, iocbs: Vec<Iocb>) -> Event {
+    ev(
+        time,
+        tid,
+        What::AioIocbs {
+            ctx: CTX,
+            first: 0,
+            iocbs,
+        },
+    )
+}
+
 fn reaped(time: u64, tid: u32, obj: u64) -> Event {
     let events = vec![IoEvent {
         obj,
@@ -57,14 +82,7 @@ fn aio_requests_get_their_iocbs_and_the_call_that_returned_them() {
     let getevents = What::AioGetEvents { ctx: CTX };
     let reqs = link(vec![
         enter(100, A, "io_submit", &sub),
-        ev(
-            101,
-            A,
-            What::AioSubmit {
-                ctx: CTX,
-                iocbs: 0x7ff0,
-            },
-        ),
+        submit(101, A),
         // x and y are adjacent: their bios merge into one request of 1024 bytes.
         block(110, Stage::BioQueue, 800, 1),
         block(111, Stage::BioQueue, 801, 1),
@@ -76,18 +94,14 @@ fn aio_requests_get_their_iocbs_and_the_call_that_returned_them() {
         exit(130, A),
         // The marker, written in a `write` after io_submit returned.
         enter(131, A, "write", &sub),
-        ev(
+        marked(
             132,
             A,
-            What::AioIocbs {
-                ctx: CTX,
-                first: 0,
-                iocbs: vec![
-                    iocb(x, 0, 512, 1),
-                    iocb(y, 512, 512, 2),
-                    iocb(z, 4096, 1024, 3),
-                ],
-            },
+            vec![
+                iocb(x, 0, 512, 1),
+                iocb(y, 512, 512, 2),
+                iocb(z, 4096, 1024, 3),
+            ],
         ),
         exit(133, A),
         block(200, Stage::Complete, 900, 2),
@@ -145,15 +159,7 @@ fn aio_events_seen_before_their_submission_marker_wait_for_it() {
         exit(150, B),
         ev(151, B, What::AioGotEvents { ret: 1 }),
         reaped(152, B, x),
-        ev(
-            160,
-            A,
-            What::AioIocbs {
-                ctx: CTX,
-                first: 0,
-                iocbs: vec![sync, iocb(x, 0, 512, 1)],
-            },
-        ),
+        marked(160, A, vec![sync, iocb(x, 0, 512, 1)]),
     ]);
     assert_eq!(reqs.len(), 1);
     assert_eq!(reqs[0].iocbs.len(), 1);
@@ -194,15 +200,7 @@ fn a_stale_early_reap_is_not_a_later_submissions() {
         block(110, Stage::Issue, 800, 1),
         block(120, Stage::Complete, 800, 1),
         exit(130, A),
-        ev(
-            160,
-            A,
-            What::AioIocbs {
-                ctx: CTX,
-                first: 0,
-                iocbs: vec![iocb(x, 0, 512, 1)],
-            },
-        ),
+        marked(160, A, vec![iocb(x, 0, 512, 1)]),
     ]);
     assert_eq!(reqs.len(), 1);
     assert_eq!(ptrs(&reqs[0]), [x]);
@@ -293,14 +291,10 @@ fn zero_bytes_give_and_take_nothing() {
         block_rwbs(111, Stage::Issue, 800, 1, "WS"),
         block_rwbs(112, Stage::Issue, 900, 1, "WS"),
         exit(130, A),
-        ev(
+        marked(
             131,
             A,
-            What::AioIocbs {
-                ctx: CTX,
-                first: 0,
-                iocbs: vec![write(0xa000, 0), write(0xa040, 512), write(0xa080, 512)],
-            },
+            vec![write(0xa000, 0), write(0xa040, 512), write(0xa080, 512)],
         ),
     ]);
     assert_eq!(reqs.len(), 3);
@@ -318,26 +312,11 @@ fn markers_replace_the_completion_order_guess() {
     let (x, z) = (0x5000, 0x5080);
     let reqs = link(vec![
         enter(100, A, "io_submit", &sub),
-        ev(
-            101,
-            A,
-            What::AioSubmit {
-                ctx: CTX,
-                iocbs: 0x7ff0,
-            },
-        ),
+        submit(101, A),
         block(110, Stage::Issue, 800, 1),
         block(111, Stage::Issue, 900, 1),
         exit(130, A),
-        ev(
-            131,
-            A,
-            What::AioIocbs {
-                ctx: CTX,
-                first: 0,
-                iocbs: vec![iocb(x, 0, 512, 1), iocb(z, 4096, 512, 2)],
-            },
-        ),
+        marked(131, A, vec![iocb(x, 0, 512, 1), iocb(z, 4096, 512, 2)]),
         block(200, Stage::Complete, 800, 1),
         block(210, Stage::Complete, 900, 1),
         // B reaps z (the completion order says x); x's reap is not in the trace.
