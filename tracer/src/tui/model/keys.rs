@@ -18,6 +18,19 @@ fn moved(k: Key, cursor: usize, last: usize, page: usize) -> Option<usize> {
     })
 }
 
+/// The `n` positions of a list of `n` rows after `start` (from `start` itself when `here`),
+/// going forward or backward and wrapping around: the order a search visits them in.
+fn cyclic(start: usize, n: usize, forward: bool, here: bool) -> impl Iterator<Item = usize> {
+    (0..n).map(move |k| {
+        let off = if here { k } else { k + 1 };
+        if forward {
+            (start + off) % n
+        } else {
+            (start + n * 2 - off) % n
+        }
+    })
+}
+
 impl App {
     pub(super) fn graph_key(&mut self, k: Key) {
         let last = self.visible.len().saturating_sub(1);
@@ -111,16 +124,8 @@ impl App {
         if self.mode == Mode::Report {
             let n = self.rows.len();
             let start = self.report_cursor;
-            let hit = (0..n)
-                .map(|k| {
-                    let off = if here { k } else { k + 1 };
-                    if forward {
-                        (start + off) % n
-                    } else {
-                        (start + n * 2 - off) % n
-                    }
-                })
-                .find(|&r| self.rows[r].name.contains(&self.search));
+            let hit =
+                cyclic(start, n, forward, here).find(|&r| self.rows[r].name.contains(&self.search));
             match hit {
                 Some(r) => self.report_cursor = r,
                 None => self.message = format!("not found: {}", self.search),
@@ -142,15 +147,7 @@ impl App {
             .current()
             .and_then(|c| order.iter().position(|&o| o == c))
             .unwrap_or(0);
-        let hit = (0..n)
-            .map(|k| {
-                let off = if here { k } else { k + 1 };
-                if forward {
-                    (start + off) % n
-                } else {
-                    (start + n * 2 - off) % n
-                }
-            })
+        let hit = cyclic(start, n, forward, here)
             .map(|k| order[k])
             .find(|&i| self.tree.nodes[i].name.contains(&self.search));
         match hit {
