@@ -377,25 +377,25 @@ pub unsafe extern "C" fn io_pgetevents(
 mod tests {
     use super::*;
 
-    /// An iocb freed and unmapped by another thread after the `io_submit` returned ends the
-    /// read without a fault; those before it are read whole.
+    /// An iocb no longer readable (freed and unmapped by another thread after the `io_submit`
+    /// returned) ends the read without a fault; those before it are read whole.
     #[test]
     fn iocbs_no_longer_mapped_are_not_read() {
         let mut good = [0u8; 64];
         good[..8].copy_from_slice(&0x1234u64.to_le_bytes());
         good[40..48].copy_from_slice(&4096u64.to_le_bytes());
-        // SAFETY: a fresh anonymous page, unmapped again at once: its address stays invalid.
+        // SAFETY: a fresh anonymous page that cannot be read (PROT_NONE), kept mapped for the
+        // whole test so that no other test thread's mapping takes its place.
         let gone = unsafe {
             let p = libc::mmap(
                 core::ptr::null_mut(),
                 4096,
-                libc::PROT_READ | libc::PROT_WRITE,
+                libc::PROT_NONE,
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
                 -1,
                 0,
             );
             assert_ne!(p, libc::MAP_FAILED);
-            libc::munmap(p, 4096);
             p as u64
         };
         let list = [good.as_ptr() as u64, gone, good.as_ptr() as u64];
@@ -406,5 +406,7 @@ mod tests {
         assert_eq!((cb.data, cb.offset), (0x1234, 4096));
         // The array itself unmapped: nothing read.
         assert_eq!(read_iocbs(gone as usize, 0, 2).2, 0);
+        // SAFETY: the page mapped above, no longer used.
+        unsafe { libc::munmap(gone as *mut libc::c_void, 4096) };
     }
 }
