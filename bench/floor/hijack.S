@@ -1,7 +1,8 @@
 /* The least a -pg hook can do and still be a tracer: at the entry, read the time stamp counter,
  * store a 16-byte record (time, return address) into a per-thread ring, push the caller's return
  * address on a per-thread shadow stack and replace it with `floor_exit`; at the return, the same
- * record, pop the shadow stack and return through the saved address. No checks, no file, no
+ * record, pop the shadow stack and jump to the saved address (a `jmp`: a second `ret` would
+ * misalign the return stack buffer, see libmcount's exit trampoline). No checks, no file, no
  * signal or longjmp safety. bench/record.sh preloads it to measure the floor of a traced call.
  *
  * Assembled twice: as `mcount` (called after the traced function's `push rbp; mov rbp, rsp`: its
@@ -68,8 +69,9 @@ floor_exit:
 	and $RING_MASK, %rcx
 	mov %rcx, (%r11)
 	pop %rdx
-	xchg %rax, (%rsp)
-	ret
+	mov %rax, %rcx
+	pop %rax
+	jmp *%rcx
 	.size floor_exit, . - floor_exit
 
 	.section .tbss, "awT", @nobits

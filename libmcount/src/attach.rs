@@ -122,7 +122,7 @@ pub extern "C" fn utrace_detach() -> i32 {
     }
     crate::dlopen::scan();
     // Pairs with the Acquire loads in the hooks: no new entry from here on.
-    STATE.store(config::OFF, Ordering::Release);
+    config::set_state(config::OFF);
     // Trampolines and moved code stay mapped for frames still on the stacks.
     crate::patch::revert_all();
     if let Some(p) = crate::plt::get() {

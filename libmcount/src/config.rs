@@ -18,6 +18,11 @@ pub(crate) const FINISHED: u8 = 2;
 /// OFF until the constructor has set everything below (Release), ON while tracing, FINISHED
 /// after the destructor. Hooks load it with Acquire.
 pub(crate) static STATE: AtomicU8 = AtomicU8::new(OFF);
+/// 0 when the trampolines may take their plainest fast path: `STATE` is ON and neither
+/// recorded arguments (`args::ARGS_ON`) nor `-t` alone (`filter::FAST_THRESHOLD`) need their
+/// steps; else 1. The hooks test this one byte instead of the three. Written with `STATE`
+/// only ([`set_state`], [`finish`]), after the other two were set.
+pub(crate) static PLAIN: AtomicU8 = AtomicU8::new(1);
 pub(crate) static DIRFD: AtomicI32 = AtomicI32::new(-1);
 pub(crate) static WINDOW: AtomicUsize = AtomicUsize::new(env::DEFAULT_BUFFER);
 pub(crate) static MAX_STACK: AtomicUsize = AtomicUsize::new(env::DEFAULT_MAX_STACK);
@@ -86,6 +91,24 @@ pub struct Config {
     /// Entries and exits need the full handler (record-time filters, or forced by
     /// `UTRACE_SLOW_PATH=1`).
     pub slow: bool,
+}
+
+/// Sets `STATE` (`ON` or `OFF`), and `PLAIN` with it: off first, on last.
+pub(crate) fn set_state(state: u8) {
+    if state != ON {
+        PLAIN.store(1, Ordering::Release);
+    }
+    STATE.store(state, Ordering::Release);
+    let plain = crate::args::ARGS_ON.load(Ordering::Relaxed) == 0 && !filter::time_only();
+    if state == ON && plain {
+        PLAIN.store(0, Ordering::Release);
+    }
+}
+
+/// Moves `STATE` to `FINISHED` (`PLAIN` first); whether it was `ON`.
+pub(crate) fn finish() -> bool {
+    PLAIN.store(1, Ordering::Release);
+    STATE.swap(FINISHED, Ordering::AcqRel) == ON
 }
 
 /// Whether hooks may start new functions.

@@ -23,7 +23,7 @@
 
 use record_format::maps::MapEntry;
 use record_format::trigger::Actions;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 /// The filters set the `NORECORD` … `FINISH` bits of the table.
 use crate::frame_flags as flags;
@@ -81,6 +81,15 @@ static FILTERS: AtomicPtr<Filters> = AtomicPtr::new(core::ptr::null_mut());
 /// frame and counts it in `FilterState::recorded`, the exit of a call shorter than this only
 /// pops it; everything else goes to the Rust handlers.
 pub static FAST_THRESHOLD: AtomicU64 = AtomicU64::new(0);
+
+/// A bit above a frame's 16 flag bits.
+pub const FORCE_BIT: u32 = 1 << 16;
+
+/// [`FORCE_BIT`] when [`FAST_THRESHOLD`] is set, else 0: the exit fast paths read a frame's
+/// flags (and the zero padding above them) or'ed with it, so that one test sends every frame
+/// of a `-t` session to the threshold check, and frames without flags of other sessions
+/// straight to the EXIT record.
+pub static EXIT_FORCE: AtomicU32 = AtomicU32::new(0);
 
 /// Whether `-t` is the only record-time filter (see [`FAST_THRESHOLD`]).
 #[inline]
@@ -237,6 +246,7 @@ pub fn init(modules: &[MapEntry], plt: &[(usize, &str)], set: &Settings) {
     }
     if fresh && time_only {
         FAST_THRESHOLD.store(set.threshold, Ordering::Relaxed);
+        EXIT_FORCE.store(FORCE_BIT, Ordering::Relaxed);
     }
     if fresh && !set.live && (!specs.is_empty() || set.size > 0) {
         let kept = rebuild::Kept {

@@ -227,7 +227,8 @@ pub fn init_current(announce: bool) -> usize {
 /// A new state for thread `tid` in a mapping of its own; `None` if it cannot be mapped.
 fn alloc_state(cfg: &config::Config, tid: i32) -> Option<*mut ThreadState> {
     let header = size_of::<ThreadState>().next_multiple_of(align_of::<Frame>());
-    let frames_len = cfg.max_stack * size_of::<Frame>();
+    // The frames, after the sentinel (`rstack`).
+    let frames_len = (cfg.max_stack + 1) * size_of::<Frame>();
     let saved_at = (header + frames_len).next_multiple_of(align_of::<Saved>());
     let saved_len = if filter::get().is_some() {
         cfg.max_stack * size_of::<Saved>()
@@ -255,7 +256,7 @@ fn alloc_state(cfg: &config::Config, tid: i32) -> Option<*mut ThreadState> {
         }
     };
     // SAFETY: the frames follow the header inside the fresh mapping, which is large enough for
-    // `max_stack` of them and belongs to this thread only.
+    // `max_stack` of them and the sentinel, and belongs to this thread only.
     let rstack = unsafe { ShadowStack::from_raw(mem.add(header) as *mut Frame, cfg.max_stack) };
     let writer = DatWriter::new(cfg.dirfd, tid, cfg.window, config::ring_prefix());
     let mut state = ThreadState::new(rstack, writer, tid);

@@ -4,6 +4,11 @@
 //! The storage is a fixed array allocated once per thread (in the thread's `mmap`ed state);
 //! nothing here allocates, locks or panics. Ordering rule for signal safety: a frame is filled
 //! before `len` grows, and `len` shrinks with a single store after the frame was read.
+//!
+//! A [`Frame::SENTINEL`] sits just below frame 0, so that the trampolines' fast paths can read
+//! "the frame below" without testing for an empty stack: its return slot is above every real
+//! one (an entry at depth 0 passes the "below the innermost frame" test) and matches no slot
+//! (an exit with no frame takes the slow path).
 
 /// `parent_loc` of frames pushed by `__cyg_profile_func_enter`: no return slot, no hijack.
 pub const NO_SLOT: usize = 0;
@@ -22,8 +27,61 @@ pub struct Frame {
     pub depth: u32,
     /// [`crate::frame_flags`] bits.
     pub flags: u16,
+    /// Always 0: the exit fast paths read `flags` and this as one 32-bit word.
+    pub pad: u16,
     /// ENTRY timestamp.
     pub start: u64,
+    /// The ENTRY record's header word ([`Frame::entry_word`]), kept so that the exit fast
+    /// paths need not build it again. Valid whenever `flags` carries no `PENDING` bit: the
+    /// pending entries' writer fills it in when it writes them.
+    pub word: u64,
+}
+
+impl Frame {
+    /// What lies below frame 0 (see the module docs).
+    pub const SENTINEL: Frame = Frame {
+        parent_loc: usize::MAX,
+        parent_ip: 0,
+        child_ip: 0,
+        depth: 0,
+        flags: 0,
+        pad: 0,
+        start: 0,
+        word: 0,
+    };
+
+    /// A frame, with its ENTRY header word.
+    pub fn new(
+        parent_loc: usize,
+        parent_ip: usize,
+        child_ip: usize,
+        depth: u32,
+        flags: u16,
+        start: u64,
+    ) -> Frame {
+        Frame {
+            parent_loc,
+            parent_ip,
+            child_ip,
+            depth,
+            flags,
+            pad: 0,
+            start,
+            word: Frame::entry_word(depth, child_ip),
+        }
+    }
+
+    /// The header word of the ENTRY record of a function at `child_ip` and `depth` (without
+    /// a payload).
+    pub fn entry_word(depth: u32, child_ip: usize) -> u64 {
+        let depth = depth.min(u32::from(record_format::raw::MAX_DEPTH)) as u16;
+        record_format::raw::header_word(
+            record_format::raw::RecordKind::Entry,
+            false,
+            depth,
+            child_ip as u64,
+        )
+    }
 }
 
 /// A bounded LIFO of [`Frame`]s over caller-provided storage. `#[repr(C)]`: the trampolines'
@@ -40,12 +98,18 @@ pub struct ShadowStack {
 }
 
 impl ShadowStack {
+    /// A stack over `storage`: its first frame becomes the [`Frame::SENTINEL`], the `cap`
+    /// others the stack's frames.
+    ///
     /// # Safety
-    /// `frames` must point to `cap` writable (possibly uninitialised) `Frame`s that stay valid
-    /// and are used by nothing else for the lifetime of the returned stack.
-    pub unsafe fn from_raw(frames: *mut Frame, cap: usize) -> ShadowStack {
+    /// `storage` must point to `cap + 1` writable (possibly uninitialised) `Frame`s that stay
+    /// valid and are used by nothing else for the lifetime of the returned stack.
+    pub unsafe fn from_raw(storage: *mut Frame, cap: usize) -> ShadowStack {
+        // SAFETY: the caller's guarantees: the first of the `cap + 1` frames.
+        unsafe { storage.write(Frame::SENTINEL) };
         ShadowStack {
-            frames,
+            // SAFETY: as above: the `cap` frames after it.
+            frames: unsafe { storage.add(1) },
             cap,
             len: 0,
             overflow: 0,
@@ -178,21 +242,30 @@ mod tests {
     use super::*;
 
     fn frame(parent_loc: usize, child_ip: usize) -> Frame {
-        Frame {
-            parent_loc,
-            parent_ip: parent_loc + 1,
-            child_ip,
-            depth: 0,
-            flags: 0,
-            start: 0,
-        }
+        Frame::new(parent_loc, parent_loc + 1, child_ip, 0, 0, 0)
     }
 
     fn with_stack(cap: usize, t: impl FnOnce(&mut ShadowStack)) {
-        let mut store = vec![frame(0, 0); cap];
-        // SAFETY: `store` holds `cap` frames and outlives the stack.
+        let mut store = vec![frame(0, 0); cap + 1];
+        // SAFETY: `store` holds `cap + 1` frames and outlives the stack.
         let mut s = unsafe { ShadowStack::from_raw(store.as_mut_ptr(), cap) };
         t(&mut s);
+        // The fast paths' view: the sentinel just below frame 0.
+        // SAFETY: `store` is still alive; `s` is not used after this.
+        let below = unsafe { *s.frames.sub(1) };
+        assert_eq!(below, Frame::SENTINEL);
+    }
+
+    #[test]
+    fn entry_words_cap_the_depth() {
+        use record_format::raw::{header_word, RecordKind, MAX_DEPTH};
+        let f = Frame::new(0x100, 0x101, 0x4000, 7, 0, 0);
+        assert_eq!(f.word, header_word(RecordKind::Entry, false, 7, 0x4000));
+        let deep = Frame::new(0x100, 0x101, 0x4000, 5000, 0, 0);
+        assert_eq!(
+            deep.word,
+            header_word(RecordKind::Entry, false, MAX_DEPTH, 0x4000)
+        );
     }
 
     #[test]

@@ -7,8 +7,8 @@
 //! not `ON` and return. Allocation and `std` are fine here (cold path, single-threaded).
 
 use crate::config::{
-    DEPTH, DIRFD, FINISHED, HIGH_FD, KEY, MAX_STACK, ON, RECORDER_FD, RECORDER_GONE, SID,
-    SLOW_PATH, STATE, WATCH_CPU, WINDOW,
+    DEPTH, DIRFD, HIGH_FD, KEY, MAX_STACK, ON, RECORDER_FD, RECORDER_GONE, SID, SLOW_PATH, STATE,
+    WATCH_CPU, WINDOW,
 };
 use crate::{clock, config, filter, lifecycle, sys, tasklog};
 use core::sync::atomic::Ordering;
@@ -372,7 +372,7 @@ pub fn start(src: &Source) -> Result<(), i32> {
         crate::agent::start(&filter_set);
     }
     // Pairs with the Acquire loads in the hooks: everything above is visible to them.
-    STATE.store(ON, Ordering::Release);
+    config::set_state(ON);
     // The calling thread's state: created (with its TASK line), or, after an earlier attach,
     // moved to this session.
     let _ = lifecycle::current();
@@ -429,7 +429,7 @@ pub extern "C" fn fini() {
         crate::dlopen::scan();
     }
     crate::agent::stop();
-    if STATE.swap(FINISHED, Ordering::AcqRel) == ON {
+    if config::finish() {
         lifecycle::finish_current();
         crate::log::debug(1, b"mcount", &[b"mcount trace finished"]);
         crate::log::debug(1, b"mcount", &[b"exit from libmcount"]);

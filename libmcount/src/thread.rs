@@ -309,14 +309,7 @@ impl ThreadState {
             Some(t) => self.clock.at(t),
             None => self.clock.now(),
         };
-        let frame = Frame {
-            parent_loc,
-            parent_ip,
-            child_ip,
-            depth,
-            flags: flags | extra,
-            start,
-        };
+        let frame = Frame::new(parent_loc, parent_ip, child_ip, depth, flags | extra, start);
         self.rstack.push(frame);
         self.entered(&frame, record, capture);
         if parent_ip == tramp {
@@ -360,14 +353,7 @@ impl ThreadState {
             .filter(|(spec, _)| !spec.args.is_empty());
         self.writer.prepare();
         let now = self.clock.now();
-        let frame = Frame {
-            parent_loc: NO_SLOT,
-            parent_ip: 0,
-            child_ip,
-            depth,
-            flags: 0,
-            start: now,
-        };
+        let frame = Frame::new(NO_SLOT, 0, child_ip, depth, 0, now);
         self.write_entry(now, &frame, capture);
         if exit {
             self.writer.record(now, exit_word(&frame));
@@ -404,14 +390,7 @@ impl ThreadState {
                 self.filter_push(f, this_fn as u64, fl)
             }
         };
-        let frame = Frame {
-            parent_loc: NO_SLOT,
-            parent_ip: call_site,
-            child_ip: this_fn,
-            depth,
-            flags,
-            start,
-        };
+        let frame = Frame::new(NO_SLOT, call_site, this_fn, depth, flags, start);
         self.rstack.push(frame);
         self.entered(&frame, record, None);
     }

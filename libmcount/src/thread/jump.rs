@@ -104,14 +104,8 @@ impl ThreadState {
     /// return value spec names it).
     fn jump_exit(&mut self, now: u64, ip: usize, depth: u32, value: usize) {
         let spec = args::get().and_then(|t| t.lookup(ip as u64));
-        let frame = Frame {
-            parent_loc: NO_SLOT,
-            parent_ip: 0,
-            child_ip: ip,
-            depth,
-            flags: spec.map_or(0, |s| s.ret_flags()),
-            start: now,
-        };
+        let flags = spec.map_or(0, |s| s.ret_flags());
+        let frame = Frame::new(NO_SLOT, 0, ip, depth, flags, now);
         if frame.flags & flags::RETVAL == 0 {
             self.writer.record(now, exit_word(&frame));
             return;

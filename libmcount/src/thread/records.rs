@@ -164,6 +164,8 @@ impl ThreadState {
             if f.flags & (flags::PENDING | flags::NORECORD) == flags::PENDING {
                 let args = f.flags & ARGS_SAVED != 0;
                 f.flags &= !(flags::PENDING | ARGS_SAVED);
+                // The fast paths' `-t` entries pushed it without its header word.
+                f.word = Frame::entry_word(f.depth, f.child_ip);
                 let (time, depth, addr) = (f.start, f.depth as u16, f.child_ip as u64);
                 if !args {
                     self.writer.record(time, entry_word(f));

@@ -10,19 +10,10 @@ const TRAMP: usize = 0xdead;
 fn run(t: impl FnOnce(&mut ThreadState)) -> Vec<RawRecord> {
     let dir = tempfile::tempdir().unwrap();
     let d = std::fs::File::open(dir.path()).unwrap();
-    let mut frames = vec![
-        Frame {
-            parent_loc: 0,
-            parent_ip: 0,
-            child_ip: 0,
-            depth: 0,
-            flags: 0,
-            start: 0
-        };
-        4
-    ];
+    // Four frames, and the sentinel below them.
+    let mut frames = vec![Frame::SENTINEL; 5];
     // SAFETY: `frames` outlives the state.
-    let rs = unsafe { ShadowStack::from_raw(frames.as_mut_ptr(), frames.len()) };
+    let rs = unsafe { ShadowStack::from_raw(frames.as_mut_ptr(), frames.len() - 1) };
     let mut td = ThreadState::new(rs, DatWriter::new(d.as_raw_fd(), 1, 0, None), 1);
     t(&mut td);
     td.writer.close();

@@ -132,9 +132,10 @@ mod tests {
     use crate::rstack::{Frame, ShadowStack};
     use std::os::fd::AsRawFd;
 
+    /// A state over `frames` (the first is the sentinel).
     fn state(frames: &mut [Frame], dirfd: i32, tid: i32) -> ThreadState {
         // SAFETY: `frames` outlives the state in each test.
-        let rs = unsafe { ShadowStack::from_raw(frames.as_mut_ptr(), frames.len()) };
+        let rs = unsafe { ShadowStack::from_raw(frames.as_mut_ptr(), frames.len() - 1) };
         ThreadState::new(rs, DatWriter::new(dirfd, tid, 0, None), tid)
     }
 
@@ -142,15 +143,8 @@ mod tests {
     fn child_copies_the_parent_and_the_parent_gets_its_state_back() {
         let dir = tempfile::tempdir().unwrap();
         let d = std::fs::File::open(dir.path()).unwrap();
-        let blank = Frame {
-            parent_loc: 0,
-            parent_ip: 0,
-            child_ip: 0,
-            depth: 0,
-            flags: 0,
-            start: 0,
-        };
-        let (mut pf, mut cf) = (vec![blank; 4], vec![blank; 4]);
+        let blank = Frame::SENTINEL;
+        let (mut pf, mut cf) = (vec![blank; 5], vec![blank; 5]);
         let mut parent = state(&mut pf, d.as_raw_fd(), 1);
         parent.enter(0x1000, 0x10, 1, 0xdead);
         parent.enter(0x0f00, 0x11, 2, 0xdead); // vfork

@@ -46,17 +46,25 @@ pub(super) mod off {
     pub const F_DEPTH: usize = offset_of!(Frame, depth);
     pub const F_FLAGS: usize = offset_of!(Frame, flags);
     pub const F_START: usize = offset_of!(Frame, start);
+    pub const F_WORD: usize = offset_of!(Frame, word);
     /// Low bits of an ENTRY / EXIT header word: kind and magic.
     pub const ENTRY_BITS: u64 =
         record_format::raw::header_word(record_format::raw::RecordKind::Entry, false, 0, 0);
     pub const EXIT_BITS: u64 =
         record_format::raw::header_word(record_format::raw::RecordKind::Exit, false, 0, 0);
     pub const MAX_DEPTH: u16 = record_format::raw::MAX_DEPTH;
+    /// An ENTRY header word xor this is the EXIT one.
+    pub const WORD_FLIP: u64 = ENTRY_BITS ^ EXIT_BITS;
 
     const _: () = {
-        assert!(F_SIZE == 40 && F_PARENT_LOC == 0);
-        // One 32-bit store clears `flags` and the padding after it.
-        assert!(F_FLAGS == F_DEPTH + 4 && F_START >= F_FLAGS + 4);
+        // `frame_at!` multiplies by 48.
+        assert!(F_SIZE == 48 && F_PARENT_LOC == 0);
+        // One 32-bit store clears `flags` and the padding after it; one 64-bit store of a
+        // depth below 2^32 sets `depth` and clears `flags` and the padding.
+        assert!(F_FLAGS == F_DEPTH + 4 && F_START >= F_FLAGS + 4 && F_DEPTH.is_multiple_of(8));
+        // The exit paths read `flags` and the zero `pad` after it as one 32-bit word.
+        assert!(offset_of!(Frame, pad) == F_FLAGS + 2);
+        assert!(crate::filter::FORCE_BIT > u16::MAX as u32);
         assert!(ENTRY_BITS < 64 && EXIT_BITS < 64);
         assert!(crate::thread::block::GUARD == 1);
         // `recorded` and `depth` are read and written as 32-bit words.
@@ -77,7 +85,8 @@ macro_rules! hook_asm {
                 "{tsc_base} {ns_base} {mult} {tsc_max} {f_size} {f_parent_loc} {f_parent_ip} ",
                 "{f_child_ip} {f_depth} {f_flags} {f_start} {entry_bits} {exit_bits} {max_depth} ",
                 "{more} {state} {on} {tramp} {size} {rdi} {rsi} {rdx} {rcx} {r8} {r9} {rax} {r10} ",
-                "{r11} {xmm} {recorded} {filt_depth} {fast_time} {pending} */"
+                "{r11} {xmm} {recorded} {filt_depth} {fast_time} {pending} {f_word} {word_flip} ",
+                "{plain} {exit_force} {force} */"
             ),
             $($($operand)+,)?
             block = const off::BLOCK,
@@ -99,6 +108,8 @@ macro_rules! hook_asm {
             f_depth = const off::F_DEPTH,
             f_flags = const off::F_FLAGS,
             f_start = const off::F_START,
+            f_word = const off::F_WORD,
+            word_flip = const off::WORD_FLIP,
             entry_bits = const off::ENTRY_BITS,
             exit_bits = const off::EXIT_BITS,
             max_depth = const off::MAX_DEPTH,
@@ -106,6 +117,7 @@ macro_rules! hook_asm {
             more = const 4,
             state = sym crate::config::STATE,
             on = const crate::config::ON,
+            plain = sym crate::config::PLAIN,
             tramp = sym exit_trampoline,
             size = const ENTRY_SIZE,
             rdi = const offset_of!(EntryRegs, rdi),
@@ -121,6 +133,8 @@ macro_rules! hook_asm {
             recorded = const off::RECORDED,
             filt_depth = const off::FILT_DEPTH,
             fast_time = sym crate::filter::FAST_THRESHOLD,
+            exit_force = sym crate::filter::EXIT_FORCE,
+            force = const crate::filter::FORCE_BIT,
             pending = const crate::frame_flags::PENDING,
         )
     };

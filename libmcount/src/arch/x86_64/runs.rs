@@ -90,7 +90,7 @@ macro_rules! check_room {
     };
 }
 
-/// `$dst` = the address of shadow-stack frame `$n` of the thread in `$td` (40-byte frames).
+/// `$dst` = the address of shadow-stack frame `$n` of the thread in `$td` (48-byte frames).
 macro_rules! frame_at {
     ($dst:literal, $n:literal, $td:literal) => {
         concat!(
@@ -100,10 +100,10 @@ macro_rules! frame_at {
             $n,
             " + ",
             $n,
-            " * 4]\n",
+            " * 2]\n",
             "shl ",
             $dst,
-            ", 3\n",
+            ", 4\n",
             "add ",
             $dst,
             ", [",
