@@ -18,11 +18,16 @@ pub(crate) const FINISHED: u8 = 2;
 /// OFF until the constructor has set everything below (Release), ON while tracing, FINISHED
 /// after the destructor. Hooks load it with Acquire.
 pub(crate) static STATE: AtomicU8 = AtomicU8::new(OFF);
-/// 0 when the trampolines may take their plainest fast path: `STATE` is ON and neither
-/// recorded arguments (`args::ARGS_ON`) nor `-t` alone (`filter::FAST_THRESHOLD`) need their
-/// steps; else 1. The hooks test this one byte instead of the three. Written with `STATE`
-/// only ([`set_state`], [`finish`]), after the other two were set.
+/// Which fast path the entry trampolines take, in one byte instead of three tests: `STATE`
+/// ON with neither recorded arguments (`args::ARGS_ON`) nor `-t` alone
+/// (`filter::FAST_THRESHOLD`): [`PLAIN_ON`]; ON with arguments and no `-t`: [`PLAIN_ARGS`];
+/// anything else 1 (the hooks test each). Written with `STATE` only ([`set_state`],
+/// [`finish`]), after the other two were set.
 pub(crate) static PLAIN: AtomicU8 = AtomicU8::new(1);
+/// [`PLAIN`]: the session on, no arguments, no `-t`.
+pub(crate) const PLAIN_ON: u8 = 0;
+/// [`PLAIN`]: the session on, arguments recorded, no `-t`.
+pub(crate) const PLAIN_ARGS: u8 = 2;
 pub(crate) static DIRFD: AtomicI32 = AtomicI32::new(-1);
 pub(crate) static WINDOW: AtomicUsize = AtomicUsize::new(env::DEFAULT_BUFFER);
 pub(crate) static MAX_STACK: AtomicUsize = AtomicUsize::new(env::DEFAULT_MAX_STACK);
@@ -99,9 +104,9 @@ pub(crate) fn set_state(state: u8) {
         PLAIN.store(1, Ordering::Release);
     }
     STATE.store(state, Ordering::Release);
-    let plain = crate::args::ARGS_ON.load(Ordering::Relaxed) == 0 && !filter::time_only();
-    if state == ON && plain {
-        PLAIN.store(0, Ordering::Release);
+    if state == ON && !filter::time_only() {
+        let args = crate::args::ARGS_ON.load(Ordering::Relaxed) != 0;
+        PLAIN.store(if args { PLAIN_ARGS } else { PLAIN_ON }, Ordering::Release);
     }
 }
 

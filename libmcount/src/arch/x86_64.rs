@@ -127,28 +127,14 @@ macro_rules! entry_trampoline {
                     pop_scratch!(),
                     "pop rbp",
                     "ret",
-                    // Otherwise: the session must be on; with arguments recorded, the
-                    // function's capture plan (`args::Plan`) comes from the cache the Rust
-                    // handler fills (a function not in it goes there); with `-t` alone, `20:`.
+                    // Arguments recorded and no `-t` (`config::PLAIN_ARGS`): the function's
+                    // capture plan (`args::Plan`) comes from the cache the Rust handler fills
+                    // (a function not in it goes there).
                     "30:",
-                    "cmp byte ptr [rip + {state}], {on}",
-                    "jne 4f",
-                    "xor r11d, r11d",
-                    "cmp byte ptr [rip + {args_on}], 0",
-                    "je 6f",
-                    "mov rdx, [rbp + 8]",
-                    "shr rdx, 4",
-                    "and edx, {cache_mask}",
-                    "shl rdx, 4",
-                    "lea r11, [rip + {cache}]",
-                    "add r11, rdx",
-                    "mov rdx, [rbp + 8]",
-                    "cmp rdx, [r11]",
-                    "jne 4f",
-                    "mov r11, [r11 + 8]",
-                    "6:",
-                    "cmp qword ptr [rip + {fast_time}], 0",
-                    "jne 20f",
+                    "cmp byte ptr [rip + {plain}], {plain_args}",
+                    "jne 31f",
+                    plan_lookup!(),
+                    "32:",
                     "mov [rcx + {f_depth}], eax",
                     "mov rdx, r11",
                     "shr rdx, 48",
@@ -168,6 +154,19 @@ macro_rules! entry_trampoline {
                     "14:",
                     "lea r11, [rip + {tramp}]",
                     "jmp 8b",
+                    // Anything else: the session must be on; arguments as above; with `-t`
+                    // alone, `20:`.
+                    "31:",
+                    "cmp byte ptr [rip + {state}], {on}",
+                    "jne 4f",
+                    "xor r11d, r11d",
+                    "cmp byte ptr [rip + {args_on}], 0",
+                    "je 6f",
+                    plan_lookup!(),
+                    "6:",
+                    "cmp qword ptr [rip + {fast_time}], 0",
+                    "jne 20f",
+                    "jmp 32b",
                     // `-t` alone (`filter::FAST_THRESHOLD`): the ENTRY waits in a `PENDING`
                     // frame at the depth `FilterState::recorded`, which counts it; no record
                     // (and no header word: `write_pending` sets it). Arguments, or a call past
@@ -208,9 +207,6 @@ macro_rules! entry_trampoline {
                     "je 12f",
                     "neg rax",
                     "mov rax, [rbp + rax * 8]",
-                    "jmp 13f",
-                    "12:",
-                    "mov rax, r9",
                     "13:",
                     "shr r11, 8",
                     "test ecx, 8",
@@ -228,6 +224,9 @@ macro_rules! entry_trampoline {
                     "mov dword ptr [rdx], 0",
                     "add rdx, 4",
                     "jmp 14b",
+                    "12:",
+                    "mov rax, r9",
+                    "jmp 13b",
                     to_slow_path!("rsi", "2"),
                     // The TSC goes to the handler (r11 is scratch at a hook: its value on return
                     // is the TSC).
@@ -253,7 +252,8 @@ macro_rules! entry_trampoline {
                 room = const crate::args::FAST_ROOM,
                 args_on = sym crate::args::ARGS_ON,
                 cache = sym crate::args::PLAN_CACHE,
-                cache_mask = const crate::args::CACHE_LEN - 1
+                cache_mask = const (crate::args::CACHE_LEN - 1) << 4,
+                plain_args = const crate::config::PLAIN_ARGS
             )
         }
     };

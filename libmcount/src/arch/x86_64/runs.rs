@@ -4,6 +4,25 @@
 //! `hook_asm!` binds; labels `2:` (slow path) and `4:` (slow path, guard bit to drop) are the
 //! trampolines' own.
 
+/// The capture plan (`args::Plan`) of the function whose entry hook this is (its address at
+/// `[rbp + 8]`) into `r11`, from the cache `args::PLAN_CACHE` (16-byte entries, indexed by
+/// address bits 4 and up: `{cache_mask}` is the index mask shifted left by 4); to `4:` (the
+/// Rust handler, which fills it) when the function is not cached. Clobbers `rdx`.
+macro_rules! plan_lookup {
+    () => {
+        concat!(
+            "mov edx, dword ptr [rbp + 8]\n",
+            "and edx, {cache_mask}\n",
+            "lea r11, [rip + {cache}]\n",
+            "add r11, rdx\n",
+            "mov rdx, [rbp + 8]\n",
+            "cmp rdx, [r11]\n",
+            "jne 4f\n",
+            "mov r11, [r11 + 8]"
+        )
+    };
+}
+
 /// The six scratch registers the fast entry paths use, pushed (`pop_scratch!` in reverse).
 macro_rules! push_scratch {
     () => {
