@@ -107,13 +107,21 @@ pub(crate) fn set_state(state: u8) {
     if state == ON && !filter::time_only() {
         let args = crate::args::ARGS_ON.load(Ordering::Relaxed) != 0;
         PLAIN.store(if args { PLAIN_ARGS } else { PLAIN_ON }, Ordering::Release);
+        // A `finish` between the two stores (an attach racing the exit) must win: the plain
+        // entry paths do not test `STATE` themselves.
+        if STATE.load(Ordering::Acquire) != ON {
+            PLAIN.store(1, Ordering::Release);
+        }
     }
 }
 
 /// Moves `STATE` to `FINISHED` (`PLAIN` first); whether it was `ON`.
 pub(crate) fn finish() -> bool {
     PLAIN.store(1, Ordering::Release);
-    STATE.swap(FINISHED, Ordering::AcqRel) == ON
+    let was_on = STATE.swap(FINISHED, Ordering::AcqRel) == ON;
+    // Again, after `STATE`: a `set_state(ON)` may have stored its value in between.
+    PLAIN.store(1, Ordering::Release);
+    was_on
 }
 
 /// Whether hooks may start new functions.

@@ -345,7 +345,9 @@ pub unsafe extern "C" fn exit_trampoline() {
             "mov dword ptr [rsi + {block}], 0",
             "mov rax, r10",
             "mov rdx, r11",
-            "jmp rcx",
+            // `notrack`: the return address has no `endbr64` (with IBT enforced, a tracked
+            // indirect jump there would fault; a `ret` is not tracked).
+            "notrack jmp rcx",
             // A return value: 8 more bytes of payload.
             "7:",
             "cmp eax, {ret_int}",
