@@ -161,6 +161,25 @@ macro_rules! header_bits {
     };
 }
 
+/// The entry trampolines' ENTRY record, begun: with the depth in `rax`, the frame at `rcx`
+/// and the time in `r8`, the header word into `rax` (also kept as the frame's `word`, with
+/// the child's address, `[rbp + 8]`, stored as its `child_ip`), the ring's cursor into `rdx`
+/// and the time stored there; the header and any payload are the caller's to store.
+macro_rules! entry_record {
+    () => {
+        concat!(
+            header_bits!("edx", "rax", "rdx", "{entry_bits}"),
+            "\nmov rdx, [rbp + 8]\n",
+            "mov [rcx + {f_child_ip}], rdx\n",
+            "shl rdx, 16\n",
+            "or rax, rdx\n",
+            "mov [rcx + {f_word}], rax\n",
+            "mov rdx, [rsi + {cursor}]\n",
+            "mov [rdx], r8"
+        )
+    };
+}
+
 /// Publishes the records written up to `$end` by the thread in `$td`: its cursor, then the
 /// ring's commit word (through `$x`), which the recorder reads.
 macro_rules! publish {
