@@ -10,21 +10,12 @@
 #include <string.h>
 #include <unistd.h>
 
-static int load(char *path, size_t size)
-{
-	ssize_t n = readlink("/proc/self/exe", path, size - 32);
-	if (n <= 0)
-		return -1;
-	path[n] = '\0';
-	char *slash = strrchr(path, '/');
-	strcpy(slash ? slash + 1 : path, "libaio_local_lib.so");
-	return 0;
-}
+#include "lib_beside.h"
 
 int main(int argc, char **argv)
 {
 	char path[PATH_MAX];
-	if (argc < 2 || load(path, sizeof path) < 0)
+	if (argc < 2 || load(path, sizeof path, "libaio_local_lib.so") < 0)
 		return 2;
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {

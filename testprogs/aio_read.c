@@ -6,41 +6,14 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <libaio.h>
-#include <linux/fiemap.h>
-#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
-#define BLOCK 512
+#include "io_file.h"
 
-/* Writes 8 KiB, fsyncs, and prints the physical byte offset of the file's first extent. */
-static int prepare_file(const char *path)
-{
-	char data[8192];
-	int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
-	if (fd < 0)
-		return -1;
-	memset(data, 'a', sizeof(data));
-	if (write(fd, data, sizeof(data)) != (ssize_t)sizeof(data) || fsync(fd) != 0) {
-		close(fd);
-		return -1;
-	}
-	struct {
-		struct fiemap map;
-		struct fiemap_extent ext[1];
-	} fm;
-	memset(&fm, 0, sizeof(fm));
-	fm.map.fm_length = sizeof(data);
-	fm.map.fm_flags = FIEMAP_FLAG_SYNC;
-	fm.map.fm_extent_count = 1;
-	if (ioctl(fd, FS_IOC_FIEMAP, &fm) == 0 && fm.map.fm_mapped_extents == 1)
-		printf("extent: %llu\n", (unsigned long long)fm.ext[0].fe_physical);
-	close(fd);
-	return 0;
-}
+#define BLOCK 512
 
 /* Both reads in one io_submit: 512 bytes at 0 and at 4096. */
 static int submit_reads(io_context_t ctx, int fd, char *buf)
@@ -77,7 +50,7 @@ int main(int argc, char *argv[])
 	char *buf;
 	int fd, ok = 0;
 
-	if (prepare_file(path) != 0)
+	if (prepare_file(path, 8192, 'a', 1) != 0)
 		return 1;
 	fd = open(path, O_RDONLY | O_DIRECT);
 	if (fd < 0 || posix_memalign((void **)&buf, 4096, 8192) != 0)

@@ -17,22 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SIZE 16384
+#include "io_file.h"
 
-static int prepare_file(const char *path)
-{
-	static char data[SIZE];
-	int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
-	if (fd < 0)
-		return -1;
-	memset(data, 'a', sizeof(data));
-	if (write(fd, data, sizeof(data)) != (ssize_t)sizeof(data) || fsync(fd) != 0) {
-		close(fd);
-		return -1;
-	}
-	close(fd);
-	return 0;
-}
+#define SIZE 16384
 
 static struct iocb cbs[3];
 
@@ -86,7 +73,7 @@ int main(int argc, char *argv[])
 	char *buf;
 	int fd, ok = 0;
 
-	if (prepare_file(path) != 0)
+	if (prepare_file(path, SIZE, 'a', 0) != 0)
 		return 1;
 	fd = open(path, O_RDONLY | O_DIRECT);
 	if (fd < 0 || posix_memalign((void **)&buf, 4096, SIZE) != 0)

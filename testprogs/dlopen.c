@@ -6,23 +6,14 @@
 #include <string.h>
 #include <unistd.h>
 
-static int twice(int x) { return 2 * x; }
+#include "lib_beside.h"
 
-static int load(char *path, size_t size)
-{
-	ssize_t n = readlink("/proc/self/exe", path, size - 32);
-	if (n <= 0)
-		return -1;
-	path[n] = '\0';
-	char *slash = strrchr(path, '/');
-	strcpy(slash ? slash + 1 : path, "libdlopen_lib.so");
-	return 0;
-}
+static int twice(int x) { return 2 * x; }
 
 int main(void)
 {
 	char path[PATH_MAX];
-	if (load(path, sizeof(path)) < 0)
+	if (load(path, sizeof(path), "libdlopen_lib.so") < 0)
 		return 1;
 	void *h = dlopen(path, RTLD_NOW);
 	if (!h) {

@@ -13,16 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static int load(char *path, size_t size)
-{
-	ssize_t n = readlink("/proc/self/exe", path, size - 32);
-	if (n <= 0)
-		return -1;
-	path[n] = '\0';
-	char *slash = strrchr(path, '/');
-	strcpy(slash ? slash + 1 : path, "libdlopen_malloc_lib.so");
-	return 0;
-}
+#include "lib_beside.h"
 
 static void *map_big(const char *file)
 {
@@ -51,7 +42,7 @@ int main(int argc, char **argv)
 	char path[PATH_MAX] = "";
 	int bare = argc > 1 && strcmp(argv[1], "bare") == 0;
 	int big = argc > 2 && strcmp(argv[1], "big") == 0;
-	if (load(path, sizeof(path)) < 0)
+	if (load(path, sizeof(path), "libdlopen_malloc_lib.so") < 0)
 		return 1;
 	if (big && !map_big(argv[2]))
 		return 1;
