@@ -32,12 +32,10 @@ impl Engine<'_, '_> {
         }
         self.name.clear();
         self.name.push_str(&self.core.merge.sym.func(func).name);
-        if self.printer.opts().libname && self.core.merge.sym.func(func).is_plt {
-            let session = self.core.merge.session_of(ti);
-            if let Some(lib) = self.core.merge.sym.library_of(session, func) {
-                self.name.push('@');
-                self.name.push_str(&lib);
-            }
+        let session = self.core.merge.session_of(ti);
+        if let Some(lib) = self.core.merge.sym.library_of(session, func) {
+            self.name.push('@');
+            self.name.push_str(&lib);
         }
         true
     }
@@ -71,43 +69,29 @@ impl Engine<'_, '_> {
             self.core
                 .leaf(e, self.cfg.no_event, &mut |step| layout.step(step))
         };
-        let color = e.actions.color;
-        if let Some(exit) = exit {
-            let ret = Some(self.args_text(h.func, &exit, ti, true)).filter(|r| !r.is_empty());
-            let slot = self.core.tasks[ti].stack.slots()[idx];
-            let ctx = line_ctx(
-                &self.core.merge,
-                &self.layout.tasks,
-                ti,
-                slot.addr,
-                Some(h.func),
-            );
-            self.printer.leaf(
-                &ctx,
-                slot.start,
-                depth,
-                &Call {
-                    name: pick_name(own, &self.name, &self.core.merge, h.func),
-                    args: &args,
-                    ret: ret.as_deref(),
-                    color,
-                    srcline: srcline(self.printer.opts().srcline, &self.core.merge, h.func),
-                },
-            )?;
+        let ret = match &exit {
+            Some(exit) => Some(self.args_text(h.func, exit, ti, true)).filter(|r| !r.is_empty()),
+            None => None,
+        };
+        let slot = self.core.tasks[ti].stack.slots()[idx];
+        let ctx = line_ctx(
+            &self.core.merge,
+            &self.layout.tasks,
+            ti,
+            slot.addr,
+            Some(h.func),
+        );
+        let call = Call {
+            name: pick_name(own, &self.name, &self.core.merge, h.func),
+            args: &args,
+            ret: ret.as_deref(),
+            color: e.actions.color,
+            srcline: srcline(self.printer.opts().srcline, &self.core.merge, h.func),
+        };
+        if exit.is_some() {
+            self.printer.leaf(&ctx, slot.start, depth, &call)?;
         } else {
-            let addr = self.core.tasks[ti].stack.slots()[idx].addr;
-            let ctx = line_ctx(&self.core.merge, &self.layout.tasks, ti, addr, Some(h.func));
-            self.printer.entry(
-                &ctx,
-                depth,
-                &Call {
-                    name: pick_name(own, &self.name, &self.core.merge, h.func),
-                    args: &args,
-                    ret: None,
-                    color,
-                    srcline: srcline(self.printer.opts().srcline, &self.core.merge, h.func),
-                },
-            )?;
+            self.printer.entry(&ctx, depth, &call)?;
             self.update_entry(ti);
         }
         Ok(())
