@@ -74,13 +74,17 @@ impl Frame {
     /// The header word of the ENTRY record of a function at `child_ip` and `depth` (without
     /// a payload).
     pub fn entry_word(depth: u32, child_ip: usize) -> u64 {
+        Frame::header(record_format::raw::RecordKind::Entry, depth, child_ip)
+    }
+
+    /// The header word of its EXIT record (without a payload).
+    pub fn exit_word(depth: u32, child_ip: usize) -> u64 {
+        Frame::header(record_format::raw::RecordKind::Exit, depth, child_ip)
+    }
+
+    fn header(kind: record_format::raw::RecordKind, depth: u32, child_ip: usize) -> u64 {
         let depth = depth.min(u32::from(record_format::raw::MAX_DEPTH)) as u16;
-        record_format::raw::header_word(
-            record_format::raw::RecordKind::Entry,
-            false,
-            depth,
-            child_ip as u64,
-        )
+        record_format::raw::header_word(kind, false, depth, child_ip as u64)
     }
 }
 

@@ -168,7 +168,7 @@ impl ThreadState {
                 f.word = Frame::entry_word(f.depth, f.child_ip);
                 let (time, depth, addr) = (f.start, f.depth as u16, f.child_ip as u64);
                 if !args {
-                    self.writer.record(time, entry_word(f));
+                    self.writer.record(time, f.word);
                     continue;
                 }
                 let word = header_word(RecordKind::Entry, true, depth, addr);
@@ -189,10 +189,10 @@ impl ThreadState {
 
 #[inline]
 pub(super) fn entry_word(f: &Frame) -> u64 {
-    header_word(RecordKind::Entry, false, f.depth as u16, f.child_ip as u64)
+    Frame::entry_word(f.depth, f.child_ip)
 }
 
 #[inline]
 pub(super) fn exit_word(f: &Frame) -> u64 {
-    header_word(RecordKind::Exit, false, f.depth as u16, f.child_ip as u64)
+    Frame::exit_word(f.depth, f.child_ip)
 }
