@@ -26,21 +26,16 @@
 //! `io_getevents@@LIBAIO_0.4`.
 
 use crate::{config, sys};
-use core::ffi::c_char;
-use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use record_format::aio::{self, Iocb};
 use std::ffi::{CStr, CString};
 
-/// The marker file's path (a leaked `CString`), null when markers are not asked for.
-static PATH: AtomicPtr<c_char> = AtomicPtr::new(core::ptr::null_mut());
-
-/// The marker's descriptor: [`NOT_OPEN`], [`FAILED`] or the descriptor.
-static FD: AtomicI32 = AtomicI32::new(NOT_OPEN);
-const NOT_OPEN: i32 = -1;
-const FAILED: i32 = -2;
+/// The marker's descriptor, -1 when markers are off or the file could not be opened.
+static FD: AtomicI32 = AtomicI32::new(-1);
 
 /// A real function: its address (0: not looked up yet, or not found), and when it was not
-/// found, the count of objects the dynamic linker had loaded ([`loads`]; 0: never missed).
+/// found, the dynamic linker's generation of objects then
+/// ([`crate::patch::module::generation`]; 0: never missed).
 struct Real {
     f: AtomicUsize,
     missed_at: AtomicU64,
@@ -59,16 +54,16 @@ static REAL_SUBMIT: Real = Real::new();
 static REAL_GETEVENTS: Real = Real::new();
 static REAL_PGETEVENTS: Real = Real::new();
 
-/// Sets the marker file of the session being started (`None`: no markers). The previous
-/// path is leaked (a thread may hold it); the descriptor of an earlier one is kept.
+/// Opens the marker file of the session being started (`None`: no markers), now, out of the
+/// way of the program's descriptors and system calls. An earlier session's descriptor stays
+/// open (a thread may still be writing through it) but is no longer used.
 pub fn set_marker(path: Option<CString>) {
-    let p = path.map_or(core::ptr::null_mut(), CString::into_raw);
+    let fd = path
+        .and_then(|p| sys::openat(libc::AT_FDCWD, &p, libc::O_WRONLY | libc::O_CLOEXEC, 0).ok())
+        .and_then(config::keep_fd)
+        .unwrap_or(-1);
     // Relaxed: published with the session state's Release store.
-    PATH.store(p, Ordering::Relaxed);
-    if !p.is_null() {
-        // Opened now, out of the way of the program's descriptors and system calls.
-        open_marker();
-    }
+    FD.store(fd, Ordering::Relaxed);
 }
 
 /// Looks the real functions up (constructor: `dlsym` is not async-signal-safe).
@@ -82,32 +77,9 @@ pub fn init() {
     }
 }
 
-/// `dlpi_adds`: how many objects the dynamic linker has loaded so far (0 when it does not
-/// count). One callback, nothing allocated.
-fn loads() -> u64 {
-    unsafe extern "C" fn first(
-        info: *mut libc::dl_phdr_info,
-        size: libc::size_t,
-        data: *mut libc::c_void,
-    ) -> libc::c_int {
-        // SAFETY: `data` is the u64 below; `info` is valid for this call and `size` says
-        // whether the `dlpi_adds` field exists.
-        unsafe {
-            if size >= core::mem::offset_of!(libc::dl_phdr_info, dlpi_subs) {
-                *(data as *mut u64) = (*info).dlpi_adds;
-            }
-        }
-        1
-    }
-    let mut adds = 0u64;
-    // SAFETY: the callback matches the expected signature and writes only `adds`.
-    unsafe { libc::dl_iterate_phdr(Some(first), &mut adds as *mut u64 as *mut libc::c_void) };
-    adds
-}
-
 /// The next definition of `name` after libmcount's, found once; while there is none, looked
-/// up again only when the dynamic linker has loaded more objects since (libaio may come
-/// later). The program's `errno` and `dlerror` are left as they were.
+/// up again only when the dynamic linker has loaded or unloaded objects since (libaio may
+/// come later). The program's `errno` and `dlerror` are left as they were.
 fn lookup(real: &Real, name: &CStr) -> usize {
     // Relaxed: any thread may look it up again; the answer is the same.
     let f = real.f.load(Ordering::Relaxed);
@@ -115,7 +87,7 @@ fn lookup(real: &Real, name: &CStr) -> usize {
         return f;
     }
     let missed = real.missed_at.load(Ordering::Relaxed);
-    let now = loads();
+    let now = crate::patch::module::generation();
     if missed != 0 && now == missed {
         return 0;
     }
@@ -135,40 +107,13 @@ fn lookup(real: &Real, name: &CStr) -> usize {
     f
 }
 
-/// The marker's descriptor, opened at the first call; `None` when markers are off or it
-/// cannot be opened.
+/// The marker's descriptor; `None` when markers or tracing are off.
 fn marker_fd() -> Option<i32> {
     if !config::tracing() {
         return None;
     }
-    match FD.load(Ordering::Relaxed) {
-        FAILED => None,
-        NOT_OPEN => open_marker(),
-        fd => Some(fd),
-    }
-}
-
-/// Opens the marker file once (a thread that loses the race uses the winner's descriptor).
-fn open_marker() -> Option<i32> {
-    let p = PATH.load(Ordering::Relaxed);
-    if p.is_null() {
-        return None;
-    }
-    // SAFETY: a non-null value is a CString leaked by `set_marker`, never freed.
-    let path = unsafe { CStr::from_ptr(p) };
-    let opened = sys::openat(libc::AT_FDCWD, path, libc::O_WRONLY | libc::O_CLOEXEC, 0);
-    let fd = opened.ok().and_then(config::keep_fd).unwrap_or(FAILED);
-    // Relaxed: the descriptor is only written through; a thread that lost the race closes
-    // its own and uses the winner's.
-    match FD.compare_exchange(NOT_OPEN, fd, Ordering::Relaxed, Ordering::Relaxed) {
-        Ok(_) => (fd >= 0).then_some(fd),
-        Err(theirs) => {
-            if fd >= 0 {
-                config::release_fd(fd);
-            }
-            (theirs >= 0).then_some(theirs)
-        }
-    }
+    let fd = FD.load(Ordering::Relaxed);
+    (fd >= 0).then_some(fd)
 }
 
 /// Writes markers of `kind` for the first `n` items (a call's result) on `ctx`, at most
@@ -211,7 +156,7 @@ fn mark_submit(ctx: usize, n: i32, iocbpp: usize) {
             let cb = if k < whole {
                 Iocb::from_struct(ptrs[k], &raws[k])
             } else {
-                Iocb::from_struct(0, &[0; aio::IOCB_READ])
+                Iocb::default()
             };
             cb.encode(&mut out[k * aio::IOCB_SIZE..(k + 1) * aio::IOCB_SIZE]);
         }
