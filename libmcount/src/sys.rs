@@ -464,22 +464,8 @@ pub fn read_self(addr: usize, out: &mut [u8]) -> usize {
         },
     ];
     let n = if tail.is_empty() { 1 } else { 2 };
-    // SAFETY: the local iovecs cover `out`, which is writable; the kernel checks the remote
-    // ones and reports unmapped memory as an error or a short count.
-    let ret = unsafe {
-        syscall6(
-            SYS_PROCESS_VM_READV,
-            [
-                getpid() as usize,
-                local.as_ptr() as usize,
-                n,
-                remote.as_ptr() as usize,
-                n,
-                0,
-            ],
-        )
-    };
-    check(ret).unwrap_or(0)
+    // SAFETY: the local iovecs cover `out`, which is writable.
+    unsafe { read_self_iov(&local[..n], &remote[..n]) }
 }
 
 pub fn gettid() -> i32 {

@@ -133,9 +133,6 @@ pub extern "C" fn close(fd: libc::c_int) -> libc::c_int {
     }
 }
 
-/// `close_range(2)`'s flag that marks the descriptors close-on-exec instead of closing them.
-const CLOSE_RANGE_CLOEXEC: libc::c_uint = 4;
-
 /// Interposed `close_range(2)` (glibc 2.34): the program's range without libmcount's
 /// descriptors (its data files, the data directory, the recorder's pidfd, the aio marker),
 /// which the interposed `close` protects too; a program that closes everything from 3 up
@@ -149,7 +146,7 @@ pub extern "C" fn close_range(
     flags: libc::c_int,
 ) -> libc::c_int {
     let flags = flags as libc::c_uint;
-    let result = if flags & CLOSE_RANGE_CLOEXEC != 0 || first > last {
+    let result = if flags & libc::CLOSE_RANGE_CLOEXEC != 0 || first > last {
         // Marking close-on-exec takes nothing away (libmcount's are already marked).
         sys::close_range(first, last, flags)
     } else {

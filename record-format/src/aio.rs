@@ -52,6 +52,9 @@ pub const IOCB_OFFSET: usize = 40;
 pub const IOCB_READ: usize = 48;
 /// Bytes of `struct io_event`.
 pub const IO_EVENT: usize = 32;
+// A reap marker's items are the `struct io_event`s as the call returned them (`IoEvent::decode`
+// reads both), and a submit item is as long as the `struct iocb` bytes read for it.
+const _: () = assert!(IO_EVENT == EVENT_SIZE && IOCB_READ == IOCB_SIZE);
 
 /// `IOCB_CMD_*`.
 pub const CMD_PREAD: u16 = 0;
@@ -228,28 +231,25 @@ fn put(out: &mut [u8], at: usize, bytes: &[u8]) {
     }
 }
 
-fn u64_at(p: &[u8], at: usize) -> u64 {
-    let mut b = [0u8; 8];
-    if let Some(s) = p.get(at..at + 8) {
+/// The `N` bytes of `p` at `at` (zeros where `p` is shorter).
+fn bytes_at<const N: usize>(p: &[u8], at: usize) -> [u8; N] {
+    let mut b = [0u8; N];
+    if let Some(s) = p.get(at..at + N) {
         b.copy_from_slice(s);
     }
-    u64::from_le_bytes(b)
+    b
+}
+
+fn u64_at(p: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes_at(p, at))
 }
 
 fn u32_at(p: &[u8], at: usize) -> u32 {
-    let mut b = [0u8; 4];
-    if let Some(s) = p.get(at..at + 4) {
-        b.copy_from_slice(s);
-    }
-    u32::from_le_bytes(b)
+    u32::from_le_bytes(bytes_at(p, at))
 }
 
 fn u16_at(p: &[u8], at: usize) -> u16 {
-    let mut b = [0u8; 2];
-    if let Some(s) = p.get(at..at + 2) {
-        b.copy_from_slice(s);
-    }
-    u16::from_le_bytes(b)
+    u16::from_le_bytes(bytes_at(p, at))
 }
 
 #[cfg(test)]
